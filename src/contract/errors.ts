@@ -1,0 +1,118 @@
+/**
+ * The error table: the only place an Error body is made. Handlers name a code and its
+ * parameters; the README's table and the OpenAPI document are generated from this one list.
+ */
+import type { ApiError } from './schemas.js'
+
+interface ErrorSpec {
+  readonly status: number
+  /** `{name}` placeholders are filled from the parameters given to {@link apiError}. */
+  readonly message: string
+  /** When a client sees it; used for the README's error table. */
+  readonly when: string
+}
+
+export const ERROR_TABLE = {
+  invalid_api_key: {
+    status: 401,
+    message: 'Invalid API key: {reason}',
+    when: 'The header is not `Bearer <token>`, or the token is not an accepted key',
+  },
+  missing_api_key: {
+    status: 401,
+    message: 'Missing API key: send the header "Authorization: Bearer <API_KEY>"',
+    when: 'No `Authorization` header',
+  },
+  invalid_body: {
+    status: 400,
+    message: '{reason}',
+    when: 'Body missing or empty, or not a JSON object (array, string, null…)',
+  },
+  invalid_json: {
+    status: 400,
+    message: 'Request body is not valid JSON: {reason}',
+    when: 'Malformed JSON, or bytes that are not UTF-8',
+  },
+  missing_field: {
+    status: 400,
+    message: '{field} is required',
+    when: 'A required field (`name`) is absent',
+  },
+  invalid_field: {
+    status: 400,
+    message: '{reason}',
+    when: 'A field has the wrong type or an empty value',
+  },
+  unknown_field: {
+    status: 400,
+    message: '{field} is not a field of NewCategory (strict mode rejects unknown fields)',
+    when: 'Only with `strict: true`: a field NewCategory does not declare (including `id`)',
+  },
+  unsupported_media_type: {
+    status: 400,
+    message: 'Content-Type must be application/json, got {contentType}',
+    when: 'A body sent with a content type that is not JSON',
+  },
+  payload_too_large: {
+    status: 413,
+    message: 'Request body is larger than the limit of {limit} bytes',
+    when: 'A body over the limit (1 MiB by default)',
+  },
+  invalid_prefer: {
+    status: 400,
+    message: 'Invalid Prefer header: {reason}',
+    when: 'A `Prefer` header asking for an unknown status or an out-of-range delay',
+  },
+  not_found: {
+    status: 404,
+    message: '{what} not found',
+    when: 'An unknown path under the base URL, or an unknown pet id',
+  },
+  method_not_allowed: {
+    status: 405,
+    message: 'Method {method} is not allowed on {path}; allowed: {allow}',
+    when: 'A method the path does not support (the `Allow` header lists those it does)',
+  },
+  gone: {
+    status: 410,
+    message: '{operation} was sunset on {sunset}',
+    when: 'The deprecated pet operation, when the after-sunset mode is on',
+  },
+  internal_error: {
+    status: 500,
+    message: 'Internal error: {reason}',
+    when: 'A simulated fault (`Prefer: code=500`, a fault rate), or the id space is exhausted',
+  },
+  service_unavailable: {
+    status: 503,
+    message: 'Service unavailable: {reason}',
+    when: 'A simulated fault (`Prefer: code=503`, a fault rate)',
+  },
+} as const satisfies Record<string, ErrorSpec>
+
+/** A stable, machine-readable error code. */
+export type ErrorCode = keyof typeof ERROR_TABLE
+
+export type ErrorParams = Readonly<Record<string, string | number>>
+
+/** Builds the Error body for `code`, filling its message template from `params`. */
+export function apiError(code: ErrorCode, params: ErrorParams = {}): ApiError {
+  const spec = ERROR_TABLE[code]
+  const message = spec.message.replace(/\{(\w+)\}/g, (placeholder, name: string) =>
+    Object.hasOwn(params, name) ? String(params[name]) : placeholder,
+  )
+  return { code, message, status: spec.status }
+}
+
+/** The statuses the table can answer with, lowest first. */
+export const ERROR_STATUSES: readonly number[] = [
+  ...new Set(Object.values(ERROR_TABLE).map((spec) => spec.status)),
+].sort((a, b) => a - b)
+
+/**
+ * The first code of the table with this status: what `Prefer: code=<status>` answers, which is
+ * why the table lists the most general code of each status first.
+ */
+export function codeForStatus(status: number): ErrorCode | undefined {
+  return (Object.keys(ERROR_TABLE) as ErrorCode[]).find((code) => ERROR_TABLE[code].status === status)
+}

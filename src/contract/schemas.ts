@@ -1,0 +1,61 @@
+/**
+ * The shapes of the published interface, written once. Request validation, the @msw/data
+ * collections, the exported TypeScript types and the OpenAPI document all derive from here.
+ */
+import { z } from 'zod'
+
+/** Messages double as the `message` of the 400 Error a client sees, so they name the field. */
+const nonEmptyString = (field: string) =>
+  z
+    .string({ error: `${field} must be a non-empty string` })
+    .refine((value) => value.trim().length > 0, { message: `${field} must be a non-empty string` })
+
+/** An int64 id that JavaScript can represent exactly. */
+export const Id = z
+  .int({ error: 'id must be a safe integer' })
+  .min(1, { error: 'id must be at least 1' })
+  .meta({ format: 'int64' })
+
+/** Request body of `createCategory`. */
+export const NewCategory = z
+  .object({
+    name: nonEmptyString('name').meta({ description: 'Category name' }),
+    description: z
+      .string({ error: 'description must be a string' })
+      .optional()
+      .meta({ description: 'Short description of the category' }),
+  })
+  .meta({ id: 'NewCategory' })
+
+/** A stored category, as the service returns it. */
+export const Category = z
+  .object({
+    id: Id.meta({ description: 'Unique identifier, assigned by the service on creation' }),
+    name: NewCategory.shape.name,
+    description: NewCategory.shape.description,
+  })
+  .meta({ id: 'Category' })
+
+/** The body of every error response. */
+export const ApiError = z
+  .object({
+    code: z.string().meta({ description: 'Machine-readable error code' }),
+    message: z.string().meta({ description: 'Human-readable description' }),
+    status: z.int().meta({ description: 'The HTTP status code' }),
+  })
+  .meta({ id: 'Error' })
+
+/**
+ * Pets: fields are not published. The sandbox serves what a scenario supplies and requires only
+ * an integer `id`; every other field is passed through as written in the scenario.
+ */
+export const Pet = z.looseObject({ id: Id }).meta({ id: 'Pet' })
+
+/** Orders: fields are not published; as for pets, only an integer `id` is required. */
+export const Order = z.looseObject({ id: Id }).meta({ id: 'Order' })
+
+export type NewCategory = z.infer<typeof NewCategory>
+export type Category = z.infer<typeof Category>
+export type ApiError = z.infer<typeof ApiError>
+export type Pet = z.infer<typeof Pet>
+export type Order = z.infer<typeof Order>

@@ -1,0 +1,113 @@
+/**
+ * The request journal: what reached the handlers and what they answered, newest last, capped.
+ * Credentials never enter it: the Authorization and Cookie values are replaced before storing.
+ */
+
+/** One request as the journal keeps it. */
+export interface JournalEntry {
+  /** Increasing per journal, starting at 1; survives `clear()` so entries stay distinguishable. */
+  readonly id: number
+  /** ISO 8601 time the request reached the handler. */
+  readonly time: string
+  /** Milliseconds from arrival to the response, including simulated latency. */
+  readonly durationMs: number
+  /** The operation matched (`listCategories`, …), or null for 404/405 answers. */
+  readonly operation: string | null
+  readonly method: string
+  readonly url: string
+  readonly path: string
+  readonly request: JournalBody & { readonly headers: Readonly<Record<string, string>> }
+  readonly response: JournalBody & { readonly status: number }
+}
+
+export interface JournalBody {
+  /** Parsed JSON when the body is JSON, the text otherwise, undefined when there was none. */
+  readonly body: unknown
+  /** Present when the body was longer than the journal keeps; `body` then holds its start as text. */
+  readonly truncated?: { readonly size: number } | undefined
+}
+
+/** Filters for {@link RequestJournal.all}. */
+export interface JournalFilter {
+  readonly method?: string | undefined
+  /** Exact path (`/v1/categories`) or a prefix ending in `*` (`/v1/pets/*`). */
+  readonly path?: string | undefined
+  readonly operation?: string | undefined
+  readonly status?: number | undefined
+}
+
+const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization'])
+
+/** @default 1000 entries */
+export const DEFAULT_JOURNAL_LIMIT = 1000
+/** Bodies longer than this many characters are kept truncated. */
+export const JOURNAL_BODY_LIMIT = 64 * 1024
+
+export class RequestJournal {
+  readonly #limit: number
+  #entries: JournalEntry[] = []
+  #nextId = 1
+
+  constructor(limit = DEFAULT_JOURNAL_LIMIT) {
+    this.#limit = limit
+  }
+
+  record(entry: Omit<JournalEntry, 'id'>): void {
+    if (this.#limit === 0) return
+    this.#entries.push({ id: this.#nextId++, ...entry })
+    // Trim in batches so that a full journal does not shift an array on every request.
+    if (this.#entries.length > this.#limit * 1.25 + 16) this.#entries = this.#entries.slice(-this.#limit)
+  }
+
+  /** Entries oldest first, optionally filtered. */
+  all(filter: JournalFilter = {}): JournalEntry[] {
+    const kept = this.#entries.length > this.#limit ? this.#entries.slice(-this.#limit) : this.#entries.slice()
+    return kept.filter((entry) => matches(entry, filter))
+  }
+
+  clear(): void {
+    this.#entries = []
+  }
+
+  get size(): number {
+    return Math.min(this.#entries.length, this.#limit)
+  }
+}
+
+function matches(entry: JournalEntry, filter: JournalFilter): boolean {
+  if (filter.method && entry.method !== filter.method.toUpperCase()) return false
+  if (filter.operation && entry.operation !== filter.operation) return false
+  if (filter.status !== undefined && entry.response.status !== filter.status) return false
+  if (filter.path) {
+    return filter.path.endsWith('*') ? entry.path.startsWith(filter.path.slice(0, -1)) : entry.path === filter.path
+  }
+  return true
+}
+
+/** Request headers as the journal keeps them, credentials redacted. */
+export function journalHeaders(headers: Headers): Record<string, string> {
+  const kept: Record<string, string> = {}
+  headers.forEach((value, name) => {
+    kept[name] = REDACTED_HEADERS.has(name) ? '[redacted]' : value
+  })
+  return kept
+}
+
+/** A body for the journal: parsed when it is JSON text, truncated when long. */
+export function journalBody(text: string | undefined, parsed?: unknown): JournalBody {
+  if (text === undefined || text === '') return { body: undefined }
+  if (text.length > JOURNAL_BODY_LIMIT) {
+    return { body: copyString(text.slice(0, JOURNAL_BODY_LIMIT)), truncated: { size: text.length } }
+  }
+  if (parsed !== undefined) return { body: parsed }
+  try {
+    return { body: JSON.parse(text) }
+  } catch {
+    return { body: text }
+  }
+}
+
+/** @note A slice can keep its whole parent string alive; a round trip makes a flat copy. */
+function copyString(text: string): string {
+  return new TextDecoder().decode(new TextEncoder().encode(text))
+}

@@ -1,0 +1,85 @@
+/**
+ * Reading a JSON request body the way the interface wants it judged: bounded in size, strict
+ * about UTF-8 and JSON, and telling apart "no body", "not JSON" and "not an object".
+ */
+import type { ErrorCode, ErrorParams } from '../contract/errors.js'
+
+/** @default 1 MiB */
+export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+
+export type RawBody =
+  | { readonly ok: true; readonly text: string }
+  | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams; readonly text?: string }
+
+/** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
+export async function readText(request: Request, limit: number): Promise<RawBody> {
+  const tooLarge = { ok: false, code: 'payload_too_large', params: { limit } } as const
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN)
+  if (declared > limit) return tooLarge
+  if (!request.body) return { ok: true, text: '' }
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined)
+      return tooLarge
+    }
+    chunks.push(value)
+  }
+  const bytes = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  try {
+    return { ok: true, text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes) }
+  } catch {
+    return { ok: false, code: 'invalid_json', params: { reason: 'the body is not valid UTF-8' } }
+  }
+}
+
+/** `application/json`, with or without parameters, and any `application/*+json`. */
+export function isJsonMediaType(contentType: string | null): boolean {
+  if (contentType === null) return false
+  const essence = contentType.split(';', 1)[0]!.trim().toLowerCase()
+  return essence === 'application/json' || /^application\/[\w.!#$&^-]+\+json$/.test(essence)
+}
+
+export type JsonObjectBody =
+  | { readonly ok: true; readonly value: Record<string, unknown> }
+  | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams }
+
+/** Judges a text body that must be a JSON object, in the order a client would fix things. */
+export function parseJsonObject(text: string, contentType: string | null): JsonObjectBody {
+  if (text.trim() === '') {
+    return { ok: false, code: 'invalid_body', params: { reason: 'A JSON object body is required, but the body is empty' } }
+  }
+  if (!isJsonMediaType(contentType)) {
+    return { ok: false, code: 'unsupported_media_type', params: { contentType: contentType ?? 'no Content-Type' } }
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    return { ok: false, code: 'invalid_json', params: { reason: (error as Error).message } }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return {
+      ok: false,
+      code: 'invalid_body',
+      params: { reason: `The body must be a JSON object, got ${describeJsonType(value)}` },
+    }
+  }
+  return { ok: true, value: value as Record<string, unknown> }
+}
+
+function describeJsonType(value: unknown): string {
+  if (value === null) return 'null'
+  if (Array.isArray(value)) return 'an array'
+  return `a ${typeof value}`
+}

@@ -1,0 +1,111 @@
+/**
+ * One tenant's data: @msw/data collections typed by the contract's schemas, plus the id counter.
+ * Every operation runs through a serial queue, so a reset never interleaves with a create and
+ * concurrent creates get distinct, increasing ids in the order they arrived.
+ */
+import { Collection } from '@msw/data'
+import { Category, Order, Pet, type NewCategory } from '../contract/schemas.js'
+import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
+
+/** Thrown when the next id would no longer be a safe integer. */
+export class IdSpaceExhaustedError extends Error {
+  override readonly name = 'IdSpaceExhaustedError'
+}
+
+export class PetstoreStore {
+  readonly #categories = new Collection({ schema: Category })
+  readonly #pets = new Collection({ schema: Pet })
+  readonly #orders = new Collection({ schema: Order })
+  #nextCategoryId = 1
+  #tail: Promise<unknown> = Promise.resolve()
+
+  /** Runs `task` after every task queued before it; a failed task does not block later ones. */
+  #serial<T>(task: () => T | Promise<T>): Promise<T> {
+    const run = this.#tail.then(task, task)
+    this.#tail = run.catch(() => undefined)
+    return run
+  }
+
+  /** Replaces all data with the scenario's seed and restarts ids after the highest seeded one. */
+  seed(scenario: Scenario): Promise<void> {
+    return this.#serial(async () => {
+      this.#categories.clear()
+      this.#pets.clear()
+      this.#orders.clear()
+      const categories = expandCategories(scenario.seed.categories)
+      for (const category of categories) await this.#categories.create(category)
+      for (const pet of scenario.seed.pets) await this.#pets.create(structuredClone(pet))
+      for (const order of scenario.seed.orders) await this.#orders.create(structuredClone(order))
+      this.#nextCategoryId = categories.reduce((max, category) => Math.max(max, category.id), 0) + 1
+    })
+  }
+
+  /** All categories in creation order, as plain objects. */
+  listCategories(): Promise<Category[]> {
+    return this.#serial(() => this.#categories.all().map(toCategory))
+  }
+
+  /** Stores a valid NewCategory under the next id. */
+  createCategory(input: NewCategory): Promise<Category> {
+    return this.#serial(async () => {
+      const id = this.#nextCategoryId
+      if (!Number.isSafeInteger(id)) {
+        throw new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
+      }
+      this.#nextCategoryId = id + 1
+      const record = await this.#categories.create(
+        input.description === undefined
+          ? { id, name: input.name }
+          : { id, name: input.name, description: input.description },
+      )
+      return toCategory(record)
+    })
+  }
+
+  /** The pet with this id, or undefined. */
+  findPet(id: number): Promise<Pet | undefined> {
+    return this.#serial(() => {
+      const pet = this.#pets.findFirst((q) => q.where((pet) => pet.id === id))
+      return pet ? structuredClone(pet) : undefined
+    })
+  }
+
+  listPets(): Promise<Pet[]> {
+    return this.#serial(() => this.#pets.all().map((pet) => structuredClone(pet)))
+  }
+
+  listOrders(): Promise<Order[]> {
+    return this.#serial(() => this.#orders.all().map((order) => structuredClone(order)))
+  }
+
+  /** How many categories are stored (no queue: a cheap figure for summaries). */
+  get categoryCount(): number {
+    return this.#categories.count()
+  }
+}
+
+/** @note Copies only the contract's fields, so nothing @msw/data attaches ever leaks out. */
+function toCategory(record: Category): Category {
+  return record.description === undefined
+    ? { id: record.id, name: record.name }
+    : { id: record.id, name: record.name, description: record.description }
+}
+
+/** Seeds with ids: explicit ones kept, missing ones numbered after the highest explicit id. */
+function expandCategories(source: Scenario['seed']['categories']): Category[] {
+  if ('generate' in source) {
+    const { count, name, description } = source.generate
+    return Array.from({ length: count }, (_, index) => {
+      const n = String(index + 1)
+      const category: Category = { id: index + 1, name: name.replaceAll('{n}', n) }
+      if (description !== undefined) category.description = description.replaceAll('{n}', n)
+      return category
+    })
+  }
+  let next = source.reduce((max, seed) => Math.max(max, seed.id ?? 0), 0)
+  return source.map((seed: CategorySeed) => {
+    const category: Category = { id: seed.id ?? ++next, name: seed.name }
+    if (seed.description !== undefined) category.description = seed.description
+    return category
+  })
+}

@@ -1,0 +1,65 @@
+/**
+ * A tenant: one isolated sandbox (store, journal, scenario, fault generators). The library has
+ * one per `createPetstore()`; the standalone server has one per API key.
+ */
+import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
+import { faultSettings, FaultInjector } from './faults.js'
+import { RequestJournal } from './journal.js'
+import { PetstoreStore } from './store.js'
+
+/** Settings that, when given, win over the scenario's. */
+export interface TenantOverrides {
+  readonly latency?: Latency | undefined
+  readonly faults?: Faults | false | undefined
+  readonly afterSunset?: boolean | undefined
+  readonly journalLimit?: number | undefined
+}
+
+export class Tenant {
+  readonly store = new PetstoreStore()
+  readonly journal: RequestJournal
+  readonly #overrides: TenantOverrides
+  #scenario: Scenario
+  #faults: FaultInjector
+  /** Settles when the current scenario's seed is in the store. */
+  ready: Promise<void>
+
+  constructor(scenario: Scenario, overrides: TenantOverrides = {}) {
+    this.#overrides = overrides
+    this.journal = new RequestJournal(overrides.journalLimit)
+    this.#scenario = scenario
+    this.#faults = new FaultInjector(faultSettings(scenario, overrides))
+    this.ready = this.store.seed(scenario)
+  }
+
+  get scenario(): Scenario {
+    return this.#scenario
+  }
+
+  get faults(): FaultInjector {
+    return this.#faults
+  }
+
+  /** Whether the deprecated pet operation answers 410 Gone. */
+  get afterSunset(): boolean {
+    return this.#overrides.afterSunset ?? this.#scenario.deprecation?.afterSunset ?? false
+  }
+
+  get sunset(): string | undefined {
+    return this.#scenario.deprecation?.sunset
+  }
+
+  /** Switches to another scenario and reseeds from it. The journal is kept. */
+  useScenario(scenario: Scenario): Promise<void> {
+    this.#scenario = scenario
+    this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
+    this.ready = this.store.seed(scenario)
+    return this.ready
+  }
+
+  /** Back to the current scenario's seed: data, ids, fault sequence, and an empty journal. */
+  reset(): Promise<void> {
+    this.journal.clear()
+    return this.useScenario(this.#scenario)
+  }
+}

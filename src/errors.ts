@@ -1,0 +1,25 @@
+/** Codes of the errors the library throws at its caller (not HTTP errors; see the error table). */
+export type PetstoreErrorCode =
+  | 'unknown_scenario'
+  | 'invalid_scenario'
+  | 'scenario_not_readable'
+  | 'invalid_option'
+
+/**
+ * Thrown when the library is misused: an unknown scenario, a broken scenario file, a bad option.
+ * `code` is stable; the message says what failed, why, and what to do.
+ *
+ * @example
+ * try { await petstore.useScenario('nope') } catch (error) {
+ *   if (error instanceof PetstoreError && error.code === 'unknown_scenario') { ... }
+ * }
+ */
+export class PetstoreError extends Error {
+  override readonly name = 'PetstoreError'
+  readonly code: PetstoreErrorCode
+
+  constructor(code: PetstoreErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.code = code
+  }
+}

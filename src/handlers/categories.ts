@@ -1,0 +1,63 @@
+/** listCategories and createCategory: the operations the interface specifies in full. */
+import { NewCategory } from '../contract/schemas.js'
+import { parseJsonObject } from '../core/request-body.js'
+import { IdSpaceExhaustedError } from '../core/store.js'
+import { failure, json, type Operation, type Outcome } from './operation.js'
+
+export const listCategories: Operation = {
+  id: 'listCategories',
+  method: 'GET',
+  path: '/categories',
+  successStatus: 200,
+  hasBody: false,
+  async run({ tenant }) {
+    return json(200, await tenant.store.listCategories())
+  },
+}
+
+export const createCategory: Operation = {
+  id: 'createCategory',
+  method: 'POST',
+  path: '/categories',
+  successStatus: 201,
+  hasBody: true,
+  async run({ request, tenant, bodyText, strict }) {
+    const body = parseJsonObject(bodyText, request.headers.get('content-type'))
+    if (!body.ok) return failure(body.code, body.params)
+    const input = validateNewCategory(body.value, strict)
+    if (!('name' in input)) return input
+    try {
+      return json(201, await tenant.store.createCategory(input))
+    } catch (error) {
+      if (error instanceof IdSpaceExhaustedError) return failure('internal_error', { reason: error.message })
+      throw error
+    }
+  },
+}
+
+const DECLARED_FIELDS = new Set(Object.keys(NewCategory.shape))
+/** Fields whose schema refuses `undefined`: today only `name`. */
+const REQUIRED_FIELDS = Object.entries(NewCategory.shape)
+  .filter(([, schema]) => !schema.safeParse(undefined).success)
+  .map(([field]) => field)
+
+/**
+ * Judges a NewCategory against the contract's schema. Unknown fields (and `id`) are dropped,
+ * or refused in strict mode.
+ */
+export function validateNewCategory(value: Record<string, unknown>, strict: boolean): NewCategory | Outcome {
+  const missing = REQUIRED_FIELDS.find((field) => !Object.hasOwn(value, field))
+  if (missing !== undefined) return failure('missing_field', { field: missing })
+  const parsed = NewCategory.safeParse(value)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]
+    return failure('invalid_field', { reason: issue?.message ?? 'the body is not a valid NewCategory' })
+  }
+  if (strict) {
+    const unknown = Object.keys(value).find((field) => !DECLARED_FIELDS.has(field))
+    if (unknown !== undefined) return failure('unknown_field', { field: JSON.stringify(unknown) })
+  }
+  return parsed.data.description === undefined
+    ? { name: parsed.data.name }
+    : { name: parsed.data.name, description: parsed.data.description }
+}

@@ -1,0 +1,37 @@
+/** What every operation receives and returns; the pipeline turns outcomes into responses. */
+import type { ErrorCode, ErrorParams } from '../contract/errors.js'
+import type { Tenant } from '../core/tenant.js'
+
+export interface OperationContext {
+  readonly request: Request
+  readonly params: Readonly<Record<string, string | readonly string[] | undefined>>
+  readonly tenant: Tenant
+  /** The body text, read (bounded) by the pipeline for operations that take one. */
+  readonly bodyText: string
+  /** Reject fields NewCategory does not declare. */
+  readonly strict: boolean
+}
+
+export type Outcome =
+  | { readonly kind: 'json'; readonly status: number; readonly body: unknown; readonly headers?: HeadersInit }
+  | { readonly kind: 'error'; readonly code: ErrorCode; readonly params?: ErrorParams; readonly headers?: HeadersInit }
+  | { readonly kind: 'network' }
+
+export interface Operation {
+  /** The operation name of the published interface (`listCategories`, …). */
+  readonly id: string
+  readonly method: 'GET' | 'POST'
+  /** Relative to the base URL, in msw's syntax (`/pets/:petId`). */
+  readonly path: string
+  readonly successStatus: number
+  readonly hasBody: boolean
+  /** Headers every authenticated answer of this operation carries (deprecation notices). */
+  readonly headers?: (tenant: Tenant) => Record<string, string>
+  run(context: OperationContext): Promise<Outcome>
+}
+
+export const json = (status: number, body: unknown, headers?: HeadersInit): Outcome =>
+  headers ? { kind: 'json', status, body, headers } : { kind: 'json', status, body }
+
+export const failure = (code: ErrorCode, params?: ErrorParams): Outcome =>
+  params ? { kind: 'error', code, params } : { kind: 'error', code }

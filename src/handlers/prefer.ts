@@ -1,0 +1,41 @@
+/**
+ * Prism-compatible `Prefer` header: `code=<status>` forces an outcome, `delay=<ms>` delays it.
+ * Other preferences (`example=…`, `return=…`) are ignored, as Prism does.
+ */
+import { ERROR_STATUSES } from '../contract/errors.js'
+
+export interface Preferences {
+  readonly code?: number
+  readonly delay?: number
+}
+
+export type PreferResult = { readonly ok: true; readonly value: Preferences } | { readonly ok: false; readonly reason: string }
+
+const MAX_DELAY_MS = 60_000
+
+export function readPrefer(header: string | null, successStatus: number): PreferResult {
+  if (header === null) return { ok: true, value: {} }
+  const value: { code?: number; delay?: number } = {}
+  for (const part of header.split(/[,;]/)) {
+    const [rawName, rawValue] = part.split('=', 2).map((piece) => piece.trim())
+    if (!rawName || rawValue === undefined) continue
+    const name = rawName.toLowerCase()
+    if (name !== 'code' && name !== 'delay') continue
+    const number = /^\d{1,6}$/.test(rawValue) ? Number(rawValue) : Number.NaN
+    if (name === 'code') {
+      if (number !== successStatus && !ERROR_STATUSES.includes(number)) {
+        return {
+          ok: false,
+          reason: `code=${rawValue} is not an outcome of this operation; use ${successStatus} or one of ${ERROR_STATUSES.join(', ')}`,
+        }
+      }
+      value.code = number
+    } else {
+      if (!(number <= MAX_DELAY_MS)) {
+        return { ok: false, reason: `delay=${rawValue} must be a whole number of milliseconds from 0 to ${MAX_DELAY_MS}` }
+      }
+      value.delay = number
+    }
+  }
+  return { ok: true, value }
+}

@@ -1,0 +1,19 @@
+/**
+ * petstore-sandbox: the environment-free core. Import it anywhere msw runs; add the runtime
+ * entry (`petstore-sandbox/node`) for a ready-wired `setupServer`.
+ */
+export { createPetstore } from './petstore.js'
+export { PetstoreError } from './errors.js'
+export { ERROR_TABLE, apiError } from './contract/errors.js'
+export { NewCategory as NewCategorySchema, Category as CategorySchema, ApiError as ApiErrorSchema } from './contract/schemas.js'
+export { buildOpenApiDocument } from './contract/openapi.js'
+export { loadScenario, listScenarioNames, BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
+export { ScenarioFile as ScenarioFileSchema } from './scenario/scenario-format.js'
+
+export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { PetstoreErrorCode } from './errors.js'
+export type { ErrorCode } from './contract/errors.js'
+export type { Category, NewCategory, ApiError, Pet, Order } from './contract/schemas.js'
+export type { JournalEntry, JournalFilter, JournalBody } from './core/journal.js'
+export type { Scenario, ScenarioFile, Latency, Faults } from './scenario/scenario-format.js'
+export type { ScenarioInput, LoadScenarioOptions } from './scenario/scenario-loader.js'

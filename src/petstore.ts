@@ -1,0 +1,214 @@
+/** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
+import type { HttpHandler } from 'msw'
+import { z } from 'zod'
+import { NewCategory, type Category, type Order, type Pet } from './contract/schemas.js'
+import { KeyRing } from './core/auth.js'
+import type { JournalEntry, JournalFilter } from './core/journal.js'
+import { DEFAULT_MAX_BODY_BYTES } from './core/request-body.js'
+import { Tenant } from './core/tenant.js'
+import { PetstoreError } from './errors.js'
+import { createHandlers } from './handlers/create-handlers.js'
+import { Pipeline } from './handlers/pipeline.js'
+import { describeIssues, Faults, Latency, type Scenario } from './scenario/scenario-format.js'
+import { checkScenarioInput, loadScenario, type ScenarioInput } from './scenario/scenario-loader.js'
+
+/** Options of {@link createPetstore}. */
+export interface PetstoreOptions {
+  /**
+   * Where the API lives: one base URL or several (production and staging). `*` matches any
+   * origin, which is what tests usually want.
+   * @default '*\/v1'
+   */
+  baseUrl?: string | readonly string[]
+  /**
+   * Accepted bearer keys, or `'any'` for every non-empty key.
+   * @default the scenario's `apiKeys`, else 'any'
+   */
+  apiKeys?: readonly string[] | 'any'
+  /**
+   * A built-in scenario name (`default`, `empty`, `large-catalog`, `flaky`, `after-sunset`),
+   * a name in `scenariosDir`, a path to a scenario `.json` file (Node.js only), or a scenario object.
+   * @default 'default'
+   */
+  scenario?: ScenarioInput
+  /** A directory searched for `<name>.json` before the built-in scenarios (Node.js only). */
+  scenariosDir?: string
+  /**
+   * Delay before every answer, in ms, fixed or `{ min, max }`; wins over the scenario's.
+   * @default the scenario's, which is 0 for the built-ins except `flaky`
+   */
+  latency?: Latency
+  /** Simulated failures, or `false` to switch off the scenario's. @default the scenario's */
+  faults?: Faults | false
+  /** Answer 410 Gone on the deprecated pet operation. @default the scenario's, else false */
+  afterSunset?: boolean
+  /** Refuse unknown fields in a NewCategory with 400 instead of ignoring them. @default false */
+  strict?: boolean
+  /** The largest request body accepted; larger ones get 413. @default 1048576 (1 MiB) */
+  maxBodyBytes?: number
+  /** How many requests the journal keeps, newest last. @default 1000 */
+  journalLimit?: number
+}
+
+/** A stateful Petstore: its handlers, its data, its journal. */
+export interface Petstore {
+  /** msw handlers to pass to the caller's `setupServer(...)` or `setupWorker(...)`. */
+  readonly handlers: HttpHandler[]
+  /** Settles once the current scenario's seed is in the store. */
+  readonly ready: Promise<void>
+  /** The scenario in use. */
+  readonly scenario: Scenario
+  /** Switches scenario and reseeds from it (the journal is kept). */
+  useScenario(scenario: ScenarioInput): Promise<void>
+  /** Restores the current scenario's seed, restarts ids and empties the journal. */
+  reset(): Promise<void>
+  readonly categories: {
+    /** All categories in creation order. */
+    list(): Promise<Category[]>
+    /** Stores a category as `POST /categories` would; throws {@link PetstoreError} when invalid. */
+    create(input: NewCategory): Promise<Category>
+  }
+  readonly pets: {
+    list(): Promise<Pet[]>
+    get(id: number): Promise<Pet | undefined>
+  }
+  readonly orders: { list(): Promise<Order[]> }
+  /** The journal of requests that reached the handlers (the Authorization value is never kept). */
+  readonly requests: {
+    all(filter?: JournalFilter): JournalEntry[]
+    clear(): void
+  }
+}
+
+const BaseUrl = z
+  .string()
+  .transform((url) => url.replace(/\/+$/, ''))
+  .refine((url) => url.startsWith('*') || URL.canParse(url), {
+    error: 'must be an absolute URL (https://api.example.test/v1) or start with * (*/v1)',
+  })
+
+const Options = z
+  .object({
+    baseUrl: z.union([BaseUrl, z.array(BaseUrl).min(1)]).default('*/v1'),
+    apiKeys: z
+      .union([z.literal('any'), z.array(z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })).min(1)])
+      .optional(),
+    scenario: z.unknown().optional(),
+    scenariosDir: z.string().optional(),
+    latency: Latency.optional(),
+    faults: z.union([Faults, z.literal(false)]).optional(),
+    afterSunset: z.boolean().optional(),
+    strict: z.boolean().default(false),
+    maxBodyBytes: z.int().min(1).default(DEFAULT_MAX_BODY_BYTES),
+    journalLimit: z.int().min(0).optional(),
+  })
+  .strict()
+
+/** Validates options, turning zod issues into a {@link PetstoreError} naming the option. */
+export function parseOptions(options: PetstoreOptions): z.output<typeof Options> {
+  const parsed = Options.safeParse(options)
+  if (!parsed.success) {
+    throw new PetstoreError('invalid_option', `Invalid petstore option ${describeIssues(parsed.error)}`)
+  }
+  return parsed.data
+}
+
+/**
+ * Creates an isolated Petstore. Two petstores never share data.
+ *
+ * @example
+ * const petstore = createPetstore({ baseUrl: 'https://api.shop.test/v1', apiKeys: ['t0ken'] })
+ * const server = setupServer(...petstore.handlers)
+ * await petstore.categories.create({ name: 'Ferret' })
+ */
+export function createPetstore(options: PetstoreOptions = {}): Petstore {
+  const settings = parseOptions(options)
+  const input = (settings.scenario ?? 'default') as ScenarioInput
+  const loadOptions = { scenariosDir: settings.scenariosDir }
+  const overrides = {
+    latency: settings.latency,
+    faults: settings.faults,
+    afterSunset: settings.afterSunset,
+    journalLimit: settings.journalLimit,
+  }
+
+  // A built-in name or an object can be judged now, so misuse throws here rather than later.
+  const initial = checkScenarioInput(input, loadOptions)
+  const tenant = new Tenant(initial ?? EMPTY_SCENARIO, overrides)
+  let keys = keyRing(settings.apiKeys, tenant.scenario)
+  let ready: Promise<void> = initial ? tenant.ready : switchTo(input)
+  // The handlers report a failed load too, so a caller who never awaits `ready` still sees it.
+  ready.catch(() => undefined)
+
+  async function switchTo(next: ScenarioInput): Promise<void> {
+    const scenario = await loadScenario(next, loadOptions)
+    await tenant.useScenario(scenario)
+    keys = keyRing(settings.apiKeys, scenario)
+  }
+
+  const pipeline = new Pipeline({
+    strict: settings.strict,
+    maxBodyBytes: settings.maxBodyBytes,
+    tenants: {
+      resolve: (token) => (keys.accepts(token) ? tenant : undefined),
+      anonymousJournal: tenant.journal,
+      ready: () => ready,
+    },
+  })
+  const baseUrls = typeof settings.baseUrl === 'string' ? [settings.baseUrl] : settings.baseUrl
+  const afterReady = async <T>(read: () => Promise<T>): Promise<T> => {
+    await ready
+    return read()
+  }
+
+  return {
+    handlers: createHandlers(pipeline, baseUrls),
+    get ready() {
+      return ready
+    },
+    get scenario() {
+      return tenant.scenario
+    },
+    useScenario(next) {
+      checkScenarioInput(next, loadOptions)
+      ready = switchTo(next)
+      return ready
+    },
+    async reset() {
+      await ready
+      await tenant.reset()
+    },
+    categories: {
+      list: () => afterReady(() => tenant.store.listCategories()),
+      create: (category) =>
+        afterReady(() => {
+          const parsed = NewCategory.strict().safeParse(category)
+          if (!parsed.success) {
+            throw new PetstoreError('invalid_option', `Cannot create category: ${describeIssues(parsed.error)}`)
+          }
+          return tenant.store.createCategory(parsed.data)
+        }),
+    },
+    pets: {
+      list: () => afterReady(() => tenant.store.listPets()),
+      get: (id) => afterReady(() => tenant.store.findPet(id)),
+    },
+    orders: { list: () => afterReady(() => tenant.store.listOrders()) },
+    requests: {
+      all: (filter) => tenant.journal.all(filter),
+      clear: () => tenant.journal.clear(),
+    },
+  }
+}
+
+const EMPTY_SCENARIO: Scenario = {
+  name: 'loading',
+  version: '0.0.0',
+  description: 'Placeholder while a scenario file loads',
+  seed: { categories: [], pets: [], orders: [] },
+  latency: 0,
+}
+
+function keyRing(apiKeys: readonly string[] | 'any' | undefined, scenario: Scenario): KeyRing {
+  return new KeyRing(apiKeys ?? scenario.apiKeys ?? 'any')
+}

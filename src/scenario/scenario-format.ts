@@ -1,0 +1,144 @@
+/**
+ * The scenario file format, written once: the loader validates with it and the published JSON
+ * Schema (`schema/scenario.schema.json`) is generated from it.
+ */
+import { z } from 'zod'
+import { Id, NewCategory, Order, Pet } from '../contract/schemas.js'
+
+/** Names are also file names, so they are kept to a safe alphabet (no `/`, no `..`). */
+export const ScenarioName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, {
+    error: 'must be 1-64 letters, digits, "-" or "_", starting with a letter or digit',
+  })
+
+const Milliseconds = z.int().min(0).max(60_000)
+
+/** A fixed delay in milliseconds, or a range drawn from uniformly per request. */
+export const Latency = z.union([
+  Milliseconds,
+  z
+    .object({ min: Milliseconds, max: Milliseconds })
+    .strict()
+    .refine((range) => range.min <= range.max, { error: 'min must not be greater than max' }),
+])
+
+/** Simulated failures, reproducible from `seed`. */
+export const Faults = z
+  .object({
+    rate: z.number().min(0).max(1).meta({ description: 'Share of requests that fail, 0 to 1' }),
+    outcomes: z
+      .array(z.enum(['500', '503', 'network']))
+      .min(1)
+      .default(['500', '503'])
+      .meta({ description: 'What a failing request gets, drawn evenly: an Error body or a network error' }),
+    seed: z.int().default(1).meta({ description: 'Seed of the pseudo-random draw' }),
+  })
+  .strict()
+
+/** The deprecated `GET /pets/{petId}`: its sunset date and whether it is already past. */
+export const Deprecation = z
+  .object({
+    sunset: z.iso.datetime({ offset: true }).optional().meta({ description: 'Sent as the Sunset header' }),
+    afterSunset: z.boolean().default(false).meta({ description: 'Answer 410 Gone instead of the pet' }),
+  })
+  .strict()
+
+export const CategorySeed = NewCategory.extend({ id: Id.optional() }).strict()
+
+/** Categories made on the fly: `name` and `description` may hold `{n}`, the 1-based index. */
+export const CategoryGenerator = z
+  .object({
+    generate: z
+      .object({
+        count: z.int().min(0).max(1_000_000),
+        name: z.string().includes('{n}', { error: 'must contain {n} so that names differ' }),
+        description: z.string().optional(),
+      })
+      .strict(),
+  })
+  .strict()
+
+/** A path to a JSON file holding an array of records, relative to the scenario file. */
+export const FixtureRef = z.object({ fixture: z.string().min(1) }).strict()
+
+const uniqueIds = <T extends { id?: number | undefined }>(records: readonly T[], ctx: z.RefinementCtx) => {
+  const seen = new Set<number>()
+  records.forEach((record, index) => {
+    if (record.id === undefined) return
+    if (seen.has(record.id)) {
+      ctx.addIssue({ code: 'custom', path: [index, 'id'], message: `duplicate id ${record.id}` })
+    }
+    seen.add(record.id)
+  })
+}
+
+export const CategorySeeds = z.array(CategorySeed).superRefine(uniqueIds)
+export const PetSeeds = z.array(Pet).superRefine(uniqueIds)
+export const OrderSeeds = z.array(Order).superRefine(uniqueIds)
+
+/** What a scenario file holds. */
+export const ScenarioFile = z
+  .object({
+    $schema: z.string().optional(),
+    name: ScenarioName,
+    version: z.string().regex(/^\d+\.\d+\.\d+$/, { error: 'must be a version like 1.0.0' }),
+    description: z.string(),
+    apiKeys: z
+      .array(z.string().min(1).regex(/^\S+$/, { error: 'must not contain spaces' }))
+      .min(1)
+      .optional()
+      .meta({ description: 'Accepted bearer keys; without them every non-empty key is accepted' }),
+    seed: z
+      .object({
+        categories: z.union([CategorySeeds, FixtureRef, CategoryGenerator]).default([]),
+        pets: z.union([PetSeeds, FixtureRef]).default([]),
+        orders: z.union([OrderSeeds, FixtureRef]).default([]),
+      })
+      .strict()
+      .default({ categories: [], pets: [], orders: [] }),
+    latency: Latency.default(0),
+    faults: Faults.optional(),
+    deprecation: Deprecation.optional(),
+  })
+  .strict()
+  .meta({ title: 'petstore-sandbox scenario' })
+
+export type ScenarioFile = z.input<typeof ScenarioFile>
+export type Latency = z.infer<typeof Latency>
+export type Faults = z.input<typeof Faults>
+export type CategorySeed = z.infer<typeof CategorySeed>
+export type CategoryGenerator = z.infer<typeof CategoryGenerator>
+
+/** A scenario with its fixtures read in: everything needed to seed a store, no file system. */
+export interface Scenario {
+  readonly name: string
+  readonly version: string
+  readonly description: string
+  readonly apiKeys?: readonly string[] | undefined
+  readonly seed: {
+    readonly categories: readonly CategorySeed[] | CategoryGenerator
+    readonly pets: readonly z.infer<typeof Pet>[]
+    readonly orders: readonly z.infer<typeof Order>[]
+  }
+  readonly latency: Latency
+  readonly faults?: z.infer<typeof Faults> | undefined
+  readonly deprecation?: z.infer<typeof Deprecation> | undefined
+}
+
+/** Formats zod issues as `path: problem` lines, paths written as `seed.categories[3].name`. */
+export function describeIssues(error: z.ZodError, prefix = ''): string {
+  return error.issues
+    .map((issue) => {
+      const path = formatPath(prefix, issue.path)
+      return `${path || '(root)'}: ${issue.message}`
+    })
+    .join('; ')
+}
+
+function formatPath(prefix: string, path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (text, key) => (typeof key === 'number' ? `${text}[${key}]` : text ? `${text}.${String(key)}` : String(key)),
+    prefix,
+  )
+}

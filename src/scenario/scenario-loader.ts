@@ -1,0 +1,193 @@
+/**
+ * Turns a scenario given by name, path or object into a validated {@link Scenario}. The file
+ * system is reached only for paths and directories, through a dynamic import, so the browser
+ * bundle (which only uses embedded scenarios) never needs `node:fs`.
+ */
+import type { z } from 'zod'
+import { PetstoreError } from '../errors.js'
+import { BUILTIN_SCENARIOS } from './builtin-scenarios.generated.js'
+import {
+  CategorySeeds,
+  describeIssues,
+  OrderSeeds,
+  PetSeeds,
+  ScenarioFile,
+  ScenarioName,
+  type Scenario,
+} from './scenario-format.js'
+
+/** A scenario: a built-in or directory name, a path to a `.json` file, or the object itself. */
+export type ScenarioInput = string | ScenarioFile
+
+export interface LoadScenarioOptions {
+  /** A directory searched for `<name>.json` before the built-in scenarios. */
+  readonly scenariosDir?: string | undefined
+}
+
+/** Names of the scenarios embedded in the package. */
+export const BUILTIN_SCENARIO_NAMES: readonly string[] = Object.keys(BUILTIN_SCENARIOS)
+
+/**
+ * What can be judged without reading files: a built-in scenario (returned), an unknown name or
+ * a malformed object (thrown). Undefined when only {@link loadScenario} can tell.
+ */
+export function checkScenarioInput(input: ScenarioInput, options: LoadScenarioOptions = {}): Scenario | undefined {
+  if (typeof input !== 'string') {
+    const parsed = ScenarioFile.safeParse(input)
+    if (!parsed.success) {
+      throw new PetstoreError('invalid_scenario', `Invalid scenario (scenario object): ${describeIssues(parsed.error)}`)
+    }
+    return undefined
+  }
+  if (looksLikePath(input) || options.scenariosDir !== undefined) return undefined
+  const builtin = Object.hasOwn(BUILTIN_SCENARIOS, input) ? BUILTIN_SCENARIOS[input] : undefined
+  if (builtin) return builtin
+  throw new PetstoreError(
+    'unknown_scenario',
+    `Cannot use scenario "${input}": no such scenario. Known: ${BUILTIN_SCENARIO_NAMES.join(', ')}`,
+  )
+}
+
+/** Loads, validates and resolves a scenario. Throws {@link PetstoreError} with a precise message. */
+export async function loadScenario(input: ScenarioInput, options: LoadScenarioOptions = {}): Promise<Scenario> {
+  if (typeof input !== 'string') {
+    return resolveScenarioFile(input, '(scenario object)', undefined)
+  }
+  if (looksLikePath(input)) {
+    return loadScenarioFile(input)
+  }
+  const name = ScenarioName.safeParse(input)
+  if (!name.success) {
+    throw new PetstoreError(
+      'unknown_scenario',
+      `Cannot use scenario "${input}": a scenario name ${name.error.issues[0]?.message}. Pass a path ending in .json to load a file.`,
+    )
+  }
+  if (options.scenariosDir !== undefined) {
+    const fs = await nodeFs()
+    const file = fs.path.join(options.scenariosDir, `${input}.json`)
+    if (await fs.exists(file)) return loadScenarioFile(file)
+  }
+  const builtin = Object.hasOwn(BUILTIN_SCENARIOS, input) ? BUILTIN_SCENARIOS[input] : undefined
+  if (builtin) return builtin
+  const known = await listScenarioNames(options)
+  throw new PetstoreError(
+    'unknown_scenario',
+    `Cannot use scenario "${input}": no such scenario. Known: ${known.join(', ')}`,
+  )
+}
+
+/** The names `loadScenario` accepts: the directory's files, then the built-ins. */
+export async function listScenarioNames(options: LoadScenarioOptions = {}): Promise<string[]> {
+  const names = new Set<string>()
+  if (options.scenariosDir !== undefined) {
+    const fs = await nodeFs()
+    for (const entry of await fs.readdirSafe(options.scenariosDir)) {
+      const name = entry.replace(/\.json$/, '')
+      if (entry.endsWith('.json') && ScenarioName.safeParse(name).success) names.add(name)
+    }
+  }
+  for (const name of BUILTIN_SCENARIO_NAMES) names.add(name)
+  return [...names]
+}
+
+/** Reads a scenario file and the fixtures it names (relative to the file). */
+export async function loadScenarioFile(file: string): Promise<Scenario> {
+  const fs = await nodeFs()
+  const json = await readJson(file)
+  return resolveScenarioFile(json, file, fs.path.dirname(file))
+}
+
+/**
+ * Validates a scenario value and reads its fixtures. `origin` names it in error messages;
+ * `baseDir` is where fixture paths start (the working directory when undefined).
+ */
+export async function resolveScenarioFile(value: unknown, origin: string, baseDir: string | undefined): Promise<Scenario> {
+  const parsed = ScenarioFile.safeParse(value)
+  if (!parsed.success) {
+    throw new PetstoreError('invalid_scenario', `Invalid scenario ${origin}: ${describeIssues(parsed.error)}`)
+  }
+  const file = parsed.data
+  const fixture = async <T>(
+    source: T | { fixture: string },
+    schema: z.ZodType<T>,
+    field: string,
+  ): Promise<T> => {
+    if (!isFixtureRef(source)) return source
+    const fs = await nodeFs()
+    const path = baseDir === undefined ? source.fixture : fs.path.resolve(baseDir, source.fixture)
+    const records = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
+    if (!records.success) {
+      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path}: ${describeIssues(records.error)}`)
+    }
+    return records.data
+  }
+  const categories =
+    'generate' in file.seed.categories
+      ? file.seed.categories
+      : await fixture(file.seed.categories, CategorySeeds, 'categories')
+  return {
+    name: file.name,
+    version: file.version,
+    description: file.description,
+    apiKeys: file.apiKeys,
+    seed: {
+      categories,
+      pets: await fixture(file.seed.pets, PetSeeds, 'pets'),
+      orders: await fixture(file.seed.orders, OrderSeeds, 'orders'),
+    },
+    latency: file.latency,
+    faults: file.faults,
+    deprecation: file.deprecation,
+  }
+}
+
+function isFixtureRef(value: unknown): value is { fixture: string } {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && 'fixture' in value
+}
+
+/** Paths end in `.json` or hold a separator; anything else is a name. */
+export function looksLikePath(input: string): boolean {
+  return input.endsWith('.json') || input.includes('/') || input.includes('\\')
+}
+
+async function readJson(file: string, referredFrom?: string): Promise<unknown> {
+  const fs = await nodeFs()
+  let text: string
+  try {
+    text = await fs.readFile(file, 'utf8')
+  } catch (error) {
+    const where = referredFrom ? ` (named by ${referredFrom})` : ''
+    throw new PetstoreError(
+      'scenario_not_readable',
+      `Cannot read ${file}${where}: ${(error as NodeJS.ErrnoException).code ?? String(error)}. Check the path.`,
+      { cause: error },
+    )
+  }
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new PetstoreError('invalid_scenario', `Invalid JSON in ${file}: ${(error as Error).message}`, { cause: error })
+  }
+}
+
+/** @note Imported lazily so that bundlers for the browser never follow it at load time. */
+async function nodeFs() {
+  if (typeof process === 'undefined' || !process.versions?.node) {
+    throw new PetstoreError(
+      'scenario_not_readable',
+      'Scenario files can only be read in Node.js; in the browser pass a built-in name or a scenario object.',
+    )
+  }
+  const [fsp, path] = await Promise.all([import('node:fs/promises'), import('node:path')])
+  return {
+    path,
+    readFile: fsp.readFile,
+    exists: (file: string) =>
+      fsp.stat(file).then(
+        (stat) => stat.isFile(),
+        () => false,
+      ),
+    readdirSafe: (dir: string) => fsp.readdir(dir).catch((): string[] => []),
+  }
+}
