@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Packs the package and installs it, with its own msw, vitest and TypeScript, into a fresh
+# project outside this tree; that project must type-check and pass a test using the public API.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+cd "$root"
+npm run build --silent
+tarball="$(npm pack --silent --pack-destination "$work" | tail -n 1)"
+
+mkdir "$work/consumer"
+cp -r "$root/test/package-consumer/." "$work/consumer/"
+cd "$work/consumer"
+msw_version="$(node -p "require('$root/node_modules/msw/package.json').version")"
+vitest_version="$(node -p "require('$root/node_modules/vitest/package.json').version")"
+ts_version="$(node -p "require('$root/node_modules/typescript/package.json').version")"
+npm install --no-audit --no-fund --silent "$work/$tarball" "msw@$msw_version" "vitest@$vitest_version" "typescript@$ts_version" "@types/node@20" >/dev/null
+npx tsc -p tsconfig.json
+npx vitest run
+echo "package check: the packed $(basename "$tarball") type-checks and passes in a fresh project"
