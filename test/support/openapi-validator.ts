@@ -1,0 +1,52 @@
+/**
+ * Validates responses against the shipped `openapi.json` with a real JSON Schema validator (ajv,
+ * draft 2020-12, the dialect of OpenAPI 3.1). Every response a test receives goes through here.
+ */
+import { readFileSync } from 'node:fs'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { expect } from 'vitest'
+
+const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as OpenApiDocument
+
+interface OpenApiDocument {
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, unknown> }> }>>
+  servers: { url: string }[]
+}
+
+const ajv = new Ajv2020({ strict: false, allErrors: true })
+ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isSafeInteger(value) })
+ajv.addSchema(document, 'openapi.json')
+
+const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
+
+/** The path template of the document that a concrete path (relative to the base) matches. */
+function templateFor(path: string): string | undefined {
+  return Object.keys(document.paths).find((template) =>
+    new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path),
+  )
+}
+
+/**
+ * Asserts that `body` is what the document allows for this method, path (relative to the base
+ * URL, e.g. `/categories`) and status: the declared response, else `default`. Paths the document
+ * does not have (404s) and methods it does not list (405s) must carry an Error body.
+ */
+export function expectConformant(method: string, path: string, status: number, contentType: string | null, body: unknown): void {
+  const template = templateFor(path)
+  const operation = template ? document.paths[template]?.[method.toLowerCase()] : undefined
+  let schemaRef: string
+  if (!template || !operation) {
+    schemaRef = 'openapi.json#/components/schemas/Error'
+  } else {
+    const key = String(status) in operation.responses ? String(status) : 'default'
+    expect(operation.responses[key], `${method} ${path} ${status} is not declared`).toBeDefined()
+    schemaRef = `openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', key, 'content', 'application/json', 'schema')}`
+  }
+  expect(contentType, `${method} ${path} ${status}: content type`).toMatch(/^application\/json/)
+  const valid = ajv.validate({ $ref: schemaRef }, body)
+  expect(valid, `${method} ${path} ${status} body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText()}`).toBe(true)
+  if (status >= 400) expect((body as { status: number }).status).toBe(status)
+}
+
+/** The parsed OpenAPI document, for tests that inspect it. */
+export const openApiDocument: Readonly<OpenApiDocument> = document
