@@ -95,13 +95,16 @@ export type ErrorCode = keyof typeof ERROR_TABLE
 
 export type ErrorParams = Readonly<Record<string, string | number>>
 
-/** Builds the Error body for `code`, filling its message template from `params`. */
-export function apiError(code: ErrorCode, params: ErrorParams = {}): ApiError {
+/**
+ * Builds the Error body for `code`, filling its message template from `params`; a `note` is
+ * appended in parentheses (how the error came about, e.g. forced by a `Prefer` header).
+ */
+export function apiError(code: ErrorCode, params: ErrorParams = {}, note?: string): ApiError {
   const spec = ERROR_TABLE[code]
-  const message = spec.message.replace(/\{(\w+)\}/g, (placeholder, name: string) =>
+  const filled = spec.message.replace(/\{(\w+)\}/g, (placeholder, name: string) =>
     Object.hasOwn(params, name) ? String(params[name]) : placeholder,
   )
-  return { code, message, status: spec.status }
+  return { code, message: note === undefined ? filled : `${filled} (${note})`, status: spec.status }
 }
 
 /** The statuses the table can answer with, lowest first. */

@@ -14,7 +14,14 @@ export interface OperationContext {
 
 export type Outcome =
   | { readonly kind: 'json'; readonly status: number; readonly body: unknown; readonly headers?: HeadersInit }
-  | { readonly kind: 'error'; readonly code: ErrorCode; readonly params?: ErrorParams; readonly headers?: HeadersInit }
+  | {
+      readonly kind: 'error'
+      readonly code: ErrorCode
+      readonly params?: ErrorParams
+      /** Appended to the message: how the error came about. */
+      readonly note?: string
+      readonly headers?: HeadersInit
+    }
   | { readonly kind: 'network' }
 
 export interface Operation {

@@ -126,7 +126,7 @@ export class Pipeline {
       response = Response.error()
     } else {
       const status = outcome.kind === 'json' ? outcome.status : apiError(outcome.code).status
-      responseBody = outcome.kind === 'json' ? outcome.body : apiError(outcome.code, outcome.params)
+      responseBody = outcome.kind === 'json' ? outcome.body : apiError(outcome.code, outcome.params, outcome.note)
       responseText = JSON.stringify(responseBody)
       const headers = new Headers(extraHeaders)
       headers.set('content-type', 'application/json')
@@ -164,17 +164,22 @@ function errorOutcome(code: ErrorCode, params?: ErrorParams): Outcome {
 /** The outcome `Prefer: code=<status>` asks for: that status's first error code, state untouched. */
 function forcedOutcome(status: number, request: Request, operation: Operation, tenant: Tenant, limit: number): Outcome {
   const code = codeForStatus(status) ?? 'internal_error'
-  const because = `forced by "Prefer: code=${status}"`
-  return errorOutcome(code, {
-    reason: because,
-    what: `Resource (${because})`,
-    field: 'name',
-    contentType: `${request.headers.get('content-type') ?? 'no Content-Type'} (${because})`,
-    limit,
-    method: request.method,
-    path: new URL(request.url).pathname,
-    allow: operation.method,
-    operation: `${operation.method} ${operation.path}`,
-    sunset: tenant.sunset ?? 'an earlier date',
-  })
+  const path = new URL(request.url).pathname
+  return {
+    kind: 'error',
+    code,
+    note: `forced by "Prefer: code=${status}"`,
+    params: {
+      reason: 'simulated',
+      what: `Resource ${path}`,
+      field: 'name',
+      contentType: request.headers.get('content-type') ?? 'no Content-Type',
+      limit,
+      method: request.method,
+      path,
+      allow: operation.method,
+      operation: `${operation.method} ${operation.path}`,
+      sunset: tenant.sunset ?? 'an earlier date',
+    },
+  }
 }

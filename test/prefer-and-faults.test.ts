@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import type { ApiError, Category } from '../src/index.js'
+import { BASE, call, KEY, petstoreHarness } from './support/petstore-harness.js'
+
+const harness = petstoreHarness()
+
+describe('Prefer: code', () => {
+  it.each([
+    { code: 500, error: 'internal_error' },
+    { code: 503, error: 'service_unavailable' },
+    { code: 400, error: 'invalid_body' },
+    { code: 401, error: 'invalid_api_key' },
+    { code: 404, error: 'not_found' },
+    { code: 413, error: 'payload_too_large' },
+  ])('forces $code with the Error body $error and changes nothing', async ({ code, error }) => {
+    const petstore = await harness.use()
+    const answer = await call<ApiError>('/categories', { body: { name: 'x' }, headers: { prefer: `code=${code}` } })
+    expect(answer.status).toBe(code)
+    expect(answer.body.code).toBe(error)
+    expect(answer.body.message).toContain(`Prefer: code=${code}`)
+    expect(await petstore.categories.list()).toHaveLength(5)
+  })
+
+  it('runs the operation normally when the preferred code is its success status', async () => {
+    const petstore = await harness.use()
+    expect((await call('/categories', { body: { name: 'x' }, headers: { prefer: 'code=201' } })).status).toBe(201)
+    expect(await petstore.categories.list()).toHaveLength(6)
+  })
+
+  it('still answers 401 first', async () => {
+    await harness.use()
+    expect((await call('/categories', { auth: null, headers: { prefer: 'code=500' } })).status).toBe(401)
+  })
+
+  it.each(['code=418', 'code=abc', 'code=200x', 'delay=-5', 'delay=99999999', 'delay=soon'])(
+    'answers 400 invalid_prefer for %s',
+    async (prefer) => {
+      await harness.use()
+      const answer = await call<ApiError>('/categories', { headers: { prefer } })
+      expect(answer.status).toBe(400)
+      expect(answer.body.code).toBe('invalid_prefer')
+    },
+  )
+
+  it('ignores other preferences such as return=minimal', async () => {
+    await harness.use()
+    expect((await call('/categories', { headers: { prefer: 'return=minimal, example=foo' } })).status).toBe(200)
+  })
+})
+
+describe('Prefer: delay and latency', () => {
+  it('waits at least the preferred delay before answering', async () => {
+    const petstore = await harness.use()
+    await call('/categories', { headers: { prefer: 'delay=120' } })
+    expect(petstore.requests.all()[0]!.durationMs).toBeGreaterThanOrEqual(115)
+  })
+
+  it('applies the latency option to every answer', async () => {
+    const petstore = await harness.use({ latency: 60 })
+    await call('/categories')
+    await call('/store/orders')
+    for (const entry of petstore.requests.all()) expect(entry.durationMs).toBeGreaterThanOrEqual(55)
+  })
+})
+
+describe('faults', () => {
+  async function outcomes(seed: number, count: number): Promise<(number | 'network')[]> {
+    const petstore = await harness.use({ faults: { rate: 0.5, outcomes: ['500', '503', 'network'], seed } })
+    const seen: (number | 'network')[] = []
+    for (let i = 0; i < count; i++) {
+      try {
+        const response = await fetch(`${BASE}/categories`, { headers: { authorization: `Bearer ${KEY}` } })
+        seen.push(response.status)
+        if (response.status >= 500) {
+          expect(await response.json()).toMatchObject({ status: response.status, message: expect.stringContaining('simulated') })
+        }
+      } catch (error) {
+        expect((error as Error).message).toBe('Failed to fetch')
+        seen.push('network')
+      }
+    }
+    expect(await petstore.categories.list()).toHaveLength(5)
+    return seen
+  }
+
+  it('fails about the given share of requests with 500, 503 and network errors', async () => {
+    const seen = await outcomes(7, 60)
+    const failures = seen.filter((outcome) => outcome !== 200)
+    expect(failures.length).toBeGreaterThan(15)
+    expect(failures.length).toBeLessThan(45)
+    expect(new Set(failures)).toEqual(new Set([500, 503, 'network']))
+  })
+
+  it('replays the same sequence from the same seed, and another from another seed', async () => {
+    const first = await outcomes(11, 30)
+    expect(await outcomes(11, 30)).toEqual(first)
+    expect(await outcomes(12, 30)).not.toEqual(first)
+  })
+
+  it('never stores a create that failed', async () => {
+    const petstore = await harness.use({ scenario: 'empty', faults: { rate: 0.5, outcomes: ['500'], seed: 3 } })
+    const created: number[] = []
+    for (let i = 0; i < 20; i++) {
+      const answer = await call<Category>('/categories', { body: { name: `c${i}` } })
+      if (answer.status === 201) created.push(answer.body.id)
+    }
+    expect((await petstore.categories.list()).map((category) => category.id)).toEqual(created)
+  })
+
+  it('switches the scenario faults off with faults: false', async () => {
+    await harness.use({ scenario: 'flaky', faults: false, latency: 0 })
+    for (let i = 0; i < 20; i++) expect((await call('/categories')).status).toBe(200)
+  })
+})

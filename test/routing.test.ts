@@ -1,0 +1,102 @@
+import { describe, expect, it } from 'vitest'
+import type { ApiError, Category } from '../src/index.js'
+import { BASE, call, KEY, petstoreHarness } from './support/petstore-harness.js'
+
+const harness = petstoreHarness()
+
+describe('routing', () => {
+  it.each([
+    { method: 'PUT', path: '/categories', allow: 'GET, POST' },
+    { method: 'DELETE', path: '/categories', allow: 'GET, POST' },
+    { method: 'PATCH', path: '/categories', allow: 'GET, POST' },
+    { method: 'POST', path: '/pets/1', allow: 'GET' },
+    { method: 'DELETE', path: '/store/orders', allow: 'GET' },
+  ])('answers 405 with Allow: $allow for $method $path', async ({ method, path, allow }) => {
+    await harness.use()
+    const answer = await call<ApiError>(path, { method })
+    expect(answer.status).toBe(405)
+    expect(answer.headers.get('allow')).toBe(allow)
+    expect(answer.body.code).toBe('method_not_allowed')
+    expect(answer.body.message).toBe(`Method ${method} is not allowed on /v1${path}; allowed: ${allow}`)
+  })
+
+  it.each(['/nope', '/categories/1', '/pets', '/store', '/store/orders/1'])('answers 404 not_found for %s', async (path) => {
+    await harness.use()
+    const answer = await call<ApiError>(path)
+    expect(answer.status).toBe(404)
+    expect(answer.body).toEqual({ code: 'not_found', message: `Path /v1${path} not found`, status: 404 })
+  })
+
+  it('serves several base URLs from one store (production and staging)', async () => {
+    const staging = 'https://staging.shop.test/v1'
+    await harness.use({ baseUrl: [BASE, staging] })
+    await call('/categories', { body: { name: 'Ferrets' }, base: staging })
+    const listed = await call<Category[]>('/categories')
+    expect(listed.body.at(-1)?.name).toBe('Ferrets')
+  })
+
+  it("matches any origin with the default base URL '*/v1'", async () => {
+    await harness.use({ baseUrl: undefined })
+    for (const origin of ['http://localhost:3000', 'https://api.example.test']) {
+      const response = await fetch(`${origin}/v1/categories`, { headers: { authorization: `Bearer ${KEY}` } })
+      expect(response.status).toBe(200)
+    }
+  })
+})
+
+describe('getPetById (deprecated)', () => {
+  it('answers the scenario pet with Deprecation and Sunset headers', async () => {
+    await harness.use()
+    const answer = await call<{ id: number; name: string }>('/pets/1')
+    expect(answer.status).toBe(200)
+    expect(answer.body).toMatchObject({ id: 1, name: 'Rex' })
+    expect(answer.headers.get('deprecation')).toBe('true')
+    expect(answer.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT')
+  })
+
+  it.each(['99', 'abc', '1.5', '-1', '0'])('answers 404 for pet id %s', async (id) => {
+    await harness.use()
+    const answer = await call<ApiError>(`/pets/${id}`)
+    expect(answer.status).toBe(404)
+    expect(answer.body.message).toBe(`Pet "${id}" not found`)
+    expect(answer.headers.get('deprecation')).toBe('true')
+  })
+
+  it('answers 410 gone after the sunset', async () => {
+    await harness.use({ scenario: 'after-sunset' })
+    const answer = await call<ApiError>('/pets/1')
+    expect(answer.status).toBe(410)
+    expect(answer.body).toEqual({
+      code: 'gone',
+      message: 'GET /pets/{petId} was sunset on 2026-06-30T00:00:00Z',
+      status: 410,
+    })
+    expect(answer.headers.get('sunset')).toBe('Tue, 30 Jun 2026 00:00:00 GMT')
+  })
+
+  it('turns on after-sunset with the option, on any scenario', async () => {
+    await harness.use({ afterSunset: true })
+    expect((await call('/pets/1')).status).toBe(410)
+  })
+
+  it('sends no Sunset header when the scenario has no sunset date', async () => {
+    await harness.use({ scenario: 'empty' })
+    const answer = await call('/pets/1')
+    expect(answer.status).toBe(404)
+    expect(answer.headers.get('sunset')).toBeNull()
+  })
+})
+
+describe('listOrders', () => {
+  it('answers the scenario orders', async () => {
+    await harness.use()
+    const answer = await call<{ id: number }[]>('/store/orders')
+    expect(answer.status).toBe(200)
+    expect(answer.body.map((order) => order.id)).toEqual([1, 2])
+  })
+
+  it('answers an empty array by default', async () => {
+    await harness.use({ scenario: 'empty' })
+    expect((await call('/store/orders')).body).toEqual([])
+  })
+})
