@@ -171,8 +171,10 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     },
     useScenario(next) {
       checkScenarioInput(next, loadOptions)
-      ready = switchTo(next)
-      return ready
+      const attempt = ready.catch(() => undefined).then(() => switchTo(next))
+      // A scenario that fails to load leaves the current one, and its data, in place.
+      ready = attempt.catch(() => undefined)
+      return attempt
     },
     async reset() {
       await ready

@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest'
+import { JOURNAL_BODY_LIMIT } from '../src/core/journal.js'
+import { call, petstoreHarness } from './support/petstore-harness.js'
+
+const harness = petstoreHarness()
+
+describe('the request journal', () => {
+  it('records method, url, path, operation, status, bodies, time and duration, newest last', async () => {
+    const petstore = await harness.use()
+    await call('/categories', { body: { name: 'Ferrets' } })
+    await call('/categories')
+    const [create, list] = petstore.requests.all()
+    expect(create).toMatchObject({
+      id: 1,
+      operation: 'createCategory',
+      method: 'POST',
+      url: 'https://api.shop.test/v1/categories',
+      path: '/v1/categories',
+      request: { body: { name: 'Ferrets' } },
+      response: { status: 201, body: { id: 6, name: 'Ferrets' } },
+    })
+    expect(Date.parse(create!.time)).not.toBeNaN()
+    expect(create!.durationMs).toBeGreaterThanOrEqual(0)
+    expect(list).toMatchObject({ id: 2, operation: 'listCategories', response: { status: 200 } })
+    expect((list!.response.body as unknown[]).length).toBe(6)
+  })
+
+  it('never stores the Authorization value', async () => {
+    const petstore = await harness.use()
+    await call('/categories', { headers: { cookie: 'session=abc' } })
+    await call('/categories', { auth: 'Bearer not-the-key' })
+    const text = JSON.stringify(petstore.requests.all())
+    expect(text).not.toContain('t0ken')
+    expect(text).not.toContain('not-the-key')
+    expect(text).not.toContain('session=abc')
+    expect(petstore.requests.all()[0]!.request.headers['authorization']).toBe('[redacted]')
+  })
+
+  it('records rejected requests too: 401, 400 with the text sent, 404 and 405', async () => {
+    const petstore = await harness.use()
+    await call('/categories', { auth: null })
+    await call('/categories', { method: 'POST', body: '{oops' })
+    await call('/nowhere')
+    await call('/categories', { method: 'DELETE' })
+    expect(petstore.requests.all().map((entry) => [entry.operation, entry.response.status])).toEqual([
+      ['listCategories', 401],
+      ['createCategory', 400],
+      [null, 404],
+      [null, 405],
+    ])
+    expect(petstore.requests.all()[1]!.request.body).toBe('{oops')
+  })
+
+  it('filters by method, path, operation and status', async () => {
+    const petstore = await harness.use()
+    await call('/categories')
+    await call('/categories', { body: { name: 'x' } })
+    await call('/pets/1')
+    await call('/pets/99')
+    expect(petstore.requests.all({ method: 'post' })).toHaveLength(1)
+    expect(petstore.requests.all({ path: '/v1/pets/*' })).toHaveLength(2)
+    expect(petstore.requests.all({ path: '/v1/categories' })).toHaveLength(2)
+    expect(petstore.requests.all({ operation: 'getPetById', status: 404 })).toHaveLength(1)
+  })
+
+  it('keeps the newest entries up to its limit', async () => {
+    const petstore = await harness.use({ journalLimit: 3 })
+    for (let i = 0; i < 10; i++) await call('/store/orders')
+    const entries = petstore.requests.all()
+    expect(entries.map((entry) => entry.id)).toEqual([8, 9, 10])
+  })
+
+  it('truncates long bodies and says so', async () => {
+    const petstore = await harness.use()
+    const description = 'd'.repeat(JOURNAL_BODY_LIMIT)
+    await call('/categories', { body: { name: 'x', description } })
+    const [entry] = petstore.requests.all()
+    expect(entry!.request.truncated).toEqual({ size: JSON.stringify({ name: 'x', description }).length })
+    expect((entry!.request.body as string).length).toBe(JOURNAL_BODY_LIMIT)
+    expect(entry!.response.truncated).toBeDefined()
+  })
+
+  it('is emptied by clear() and by reset()', async () => {
+    const petstore = await harness.use()
+    await call('/categories')
+    petstore.requests.clear()
+    expect(petstore.requests.all()).toEqual([])
+    await call('/categories')
+    await petstore.reset()
+    expect(petstore.requests.all()).toEqual([])
+  })
+})

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest'
+import { setupServer } from 'msw/node'
+import { createPetstore, PetstoreError, type Category } from '../src/index.js'
+import { setupPetstoreServer } from '../src/node.js'
+import { call, petstoreHarness } from './support/petstore-harness.js'
+
+const harness = petstoreHarness()
+
+describe('reset and scenarios', () => {
+  it('reset() restores the seed, not an empty store, and restarts ids', async () => {
+    const petstore = await harness.use()
+    await call('/categories', { body: { name: 'Ferrets' } })
+    await petstore.reset()
+    expect((await petstore.categories.list()).map((category) => category.name)).toEqual([
+      'Dogs',
+      'Cats',
+      'Rabbits',
+      'Birds',
+      'Fish',
+    ])
+    expect((await call<Category>('/categories', { body: { name: 'Again' } })).body.id).toBe(6)
+  })
+
+  it('useScenario() reseeds from another scenario, and reset() then returns to it', async () => {
+    const petstore = await harness.use()
+    await petstore.useScenario('empty')
+    expect(petstore.scenario.name).toBe('empty')
+    expect((await call('/categories')).body).toEqual([])
+    await call('/categories', { body: { name: 'x' } })
+    await petstore.reset()
+    expect(await petstore.categories.list()).toEqual([])
+  })
+
+  it('serves 10,000 categories on large-catalog, ids 1 to 10000', async () => {
+    const petstore = await harness.use({ scenario: 'large-catalog' })
+    const list = await petstore.categories.list()
+    expect(list).toHaveLength(10_000)
+    expect(list[9_999]).toEqual({ id: 10_000, name: 'Category 10000', description: 'Generated category number 10000' })
+    expect((await call<Category>('/categories', { body: { name: 'next' } })).body.id).toBe(10_001)
+  })
+
+  it('takes a scenario object, numbering categories without ids after the highest id', async () => {
+    const petstore = await harness.use({
+      scenario: {
+        name: 'inline',
+        version: '1.0.0',
+        description: 'inline',
+        seed: { categories: [{ name: 'a' }, { id: 10, name: 'b' }, { name: 'c' }] },
+      },
+    })
+    expect(await petstore.categories.list()).toEqual([
+      { id: 11, name: 'a' },
+      { id: 10, name: 'b' },
+      { id: 12, name: 'c' },
+    ])
+    expect((await call<Category>('/categories', { body: { name: 'd' } })).body.id).toBe(13)
+  })
+
+  it("takes the scenario's keys when no apiKeys option is given", async () => {
+    await harness.use({
+      apiKeys: undefined,
+      scenario: { name: 'keyed', version: '1.0.0', description: 'k', apiKeys: ['partner-1'] },
+    })
+    expect((await call('/categories', { auth: 'Bearer partner-1' })).status).toBe(200)
+    expect((await call('/categories', { auth: 'Bearer t0ken' })).status).toBe(401)
+  })
+})
+
+describe('isolation', () => {
+  it('two petstores in one process never share data', async () => {
+    const a = createPetstore({ baseUrl: 'https://a.test/v1', apiKeys: ['k'] })
+    const b = createPetstore({ baseUrl: 'https://b.test/v1', apiKeys: ['k'] })
+    const server = harness.server
+    server.resetHandlers(...a.handlers, ...b.handlers)
+    await Promise.all([a.ready, b.ready])
+    await call('/categories', { base: 'https://a.test/v1', auth: 'Bearer k', body: { name: 'only in a' } })
+    expect((await a.categories.list()).map((category) => category.name)).toContain('only in a')
+    expect((await b.categories.list()).map((category) => category.name)).not.toContain('only in a')
+    expect(b.requests.all()).toEqual([])
+    server.resetHandlers()
+  })
+})
+
+describe('the library API', () => {
+  it('categories.create() stores like POST does and validates like it', async () => {
+    const petstore = await harness.use()
+    expect(await petstore.categories.create({ name: 'Ferrets' })).toEqual({ id: 6, name: 'Ferrets' })
+    await expect(petstore.categories.create({ name: ' ' })).rejects.toMatchObject({
+      code: 'invalid_option',
+      message: 'Cannot create category: name: name must be a non-empty string',
+    })
+  })
+
+  it('reads pets and orders', async () => {
+    const petstore = await harness.use()
+    expect((await petstore.pets.get(2))?.['name']).toBe('Mittens')
+    expect(await petstore.pets.get(42)).toBeUndefined()
+    expect(await petstore.pets.list()).toHaveLength(4)
+    expect(await petstore.orders.list()).toHaveLength(2)
+  })
+
+  it.each([
+    { option: { scenario: 'nope' }, code: 'unknown_scenario', message: 'Cannot use scenario "nope": no such scenario. Known: after-sunset, default, empty, flaky, large-catalog' },
+    { option: { baseUrl: 'api.shop.test' }, code: 'invalid_option', message: /baseUrl: must be an absolute URL/ },
+    { option: { apiKeys: [] }, code: 'invalid_option', message: /apiKeys/ },
+    { option: { apiKeys: ['has space'] }, code: 'invalid_option', message: /apiKeys/ },
+    { option: { latency: -1 }, code: 'invalid_option', message: /latency/ },
+    { option: { faults: { rate: 2 } }, code: 'invalid_option', message: /faults\.rate/ },
+    { option: { maxBodyBytes: 0 }, code: 'invalid_option', message: /maxBodyBytes/ },
+    { option: { strcit: true }, code: 'invalid_option', message: /strcit/ },
+    { option: { scenario: { name: 'x' } }, code: 'invalid_scenario', message: /version/ },
+  ])('throws PetstoreError $code for a bad option: $message', ({ option, code, message }) => {
+    let thrown: unknown
+    try {
+      createPetstore(option as never)
+    } catch (error) {
+      thrown = error
+    }
+    expect(thrown).toBeInstanceOf(PetstoreError)
+    expect((thrown as PetstoreError).code).toBe(code)
+    expect((thrown as PetstoreError).message).toMatch(message)
+  })
+
+  it('useScenario() throws on an unknown name and keeps the current scenario and data', async () => {
+    const petstore = await harness.use()
+    await petstore.categories.create({ name: 'Ferrets' })
+    expect(() => petstore.useScenario('nope')).toThrow(/no such scenario/)
+    await expect(petstore.useScenario('./missing/scenario.json')).rejects.toMatchObject({ code: 'scenario_not_readable' })
+    expect(petstore.scenario.name).toBe('default')
+    expect(await petstore.categories.list()).toHaveLength(6)
+    expect((await call('/categories')).status).toBe(200)
+  })
+})
+
+describe('setupPetstoreServer', () => {
+  it('returns an msw server wired to a fresh petstore', async () => {
+    harness.server.close()
+    const { server, petstore } = setupPetstoreServer({ baseUrl: 'https://node.test/v1', apiKeys: ['k'] })
+    server.listen({ onUnhandledRequest: 'error' })
+    try {
+      const response = await fetch('https://node.test/v1/categories', { headers: { authorization: 'Bearer k' } })
+      expect(response.status).toBe(200)
+      expect(await response.json()).toEqual(await petstore.categories.list())
+    } finally {
+      server.close()
+      harness.server.listen({ onUnhandledRequest: 'error' })
+    }
+    expect(setupServer).toBeTypeOf('function')
+  })
+})
