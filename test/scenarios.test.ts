@@ -1,0 +1,117 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import { mkdtemp, readFile, writeFile, mkdir } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import { describe, expect, it } from 'vitest'
+import { listScenarioNames, loadScenario, PetstoreError } from '../src/index.js'
+
+const root = new URL('..', import.meta.url).pathname
+
+async function scratch(files: Record<string, unknown>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'petstore-scenarios-'))
+  for (const [name, content] of Object.entries(files)) {
+    await mkdir(join(dir, name, '..'), { recursive: true })
+    await writeFile(join(dir, name), typeof content === 'string' ? content : JSON.stringify(content))
+  }
+  return dir
+}
+
+const minimal = { name: 'shop', version: '1.0.0', description: 'a shop' }
+
+async function failure(promise: Promise<unknown>): Promise<PetstoreError> {
+  const error = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  expect(error).toBeInstanceOf(PetstoreError)
+  return error as PetstoreError
+}
+
+describe('loading scenarios', () => {
+  it('loads a file and the fixtures it names, relative to the file', async () => {
+    const dir = await scratch({
+      'scenarios/shop.json': { ...minimal, seed: { categories: { fixture: '../fixtures/c.json' } } },
+      'fixtures/c.json': [{ id: 3, name: 'Geckos' }],
+    })
+    const scenario = await loadScenario(join(dir, 'scenarios/shop.json'))
+    expect(scenario.seed.categories).toEqual([{ id: 3, name: 'Geckos' }])
+    expect(scenario.latency).toBe(0)
+  })
+
+  it.each([
+    { name: 'a missing version', file: { name: 'shop', description: 'd' }, field: 'version' },
+    { name: 'a bad name', file: { ...minimal, name: '../etc' }, field: 'name: must be 1-64 letters' },
+    { name: 'an unknown field', file: { ...minimal, colour: 'red' }, field: 'colour' },
+    { name: 'a category without a name', file: { ...minimal, seed: { categories: [{ id: 1 }] } }, field: 'seed.categories' },
+    { name: 'a blank category name', file: { ...minimal, seed: { categories: [{ name: ' ' }] } }, field: 'seed.categories' },
+    { name: 'duplicate ids', file: { ...minimal, seed: { categories: [{ id: 1, name: 'a' }, { id: 1, name: 'b' }] } }, field: 'duplicate id 1' },
+    { name: 'an unsafe id', file: { ...minimal, seed: { pets: [{ id: 2 ** 60 }] } }, field: 'seed.pets' },
+    { name: 'a latency range upside down', file: { ...minimal, latency: { min: 50, max: 10 } }, field: 'latency' },
+    { name: 'a fault rate over 1', file: { ...minimal, faults: { rate: 1.5 } }, field: 'faults.rate' },
+    { name: 'a sunset that is no date', file: { ...minimal, deprecation: { sunset: 'soon' } }, field: 'deprecation.sunset' },
+  ])('refuses $name, naming the file and the field', async ({ file, field }) => {
+    const dir = await scratch({ 'bad.json': file })
+    const error = await failure(loadScenario(join(dir, 'bad.json')))
+    expect(error.code).toBe('invalid_scenario')
+    expect(error.message).toContain(join(dir, 'bad.json'))
+    expect(error.message).toContain(field)
+  })
+
+  it('refuses a fixture with a bad record, naming the fixture file and the record', async () => {
+    const dir = await scratch({
+      'shop.json': { ...minimal, seed: { categories: { fixture: 'c.json' } } },
+      'c.json': [{ name: 'ok' }, { name: 7 }],
+    })
+    const error = await failure(loadScenario(join(dir, 'shop.json')))
+    expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')}: [1].name: name must be a non-empty string`)
+  })
+
+  it('refuses a missing fixture, saying which scenario names it', async () => {
+    const dir = await scratch({ 'shop.json': { ...minimal, seed: { orders: { fixture: 'gone.json' } } } })
+    const error = await failure(loadScenario(join(dir, 'shop.json')))
+    expect(error.code).toBe('scenario_not_readable')
+    expect(error.message).toContain('seed.orders.fixture')
+  })
+
+  it('refuses malformed JSON', async () => {
+    const dir = await scratch({ 'shop.json': '{ "name": ' })
+    expect((await failure(loadScenario(join(dir, 'shop.json')))).message).toMatch(/^Invalid JSON in /)
+  })
+
+  it('finds names in a scenarios directory before the built-ins, and lists both', async () => {
+    const dir = await scratch({ 'default.json': { ...minimal, name: 'default', description: 'mine' }, 'extra.json': minimal })
+    expect((await loadScenario('default', { scenariosDir: dir })).description).toBe('mine')
+    expect((await loadScenario('empty', { scenariosDir: dir })).name).toBe('empty')
+    expect(await listScenarioNames({ scenariosDir: dir })).toEqual(
+      expect.arrayContaining(['default', 'extra', 'empty', 'large-catalog']),
+    )
+  })
+
+  it('refuses names that could walk out of the scenarios directory', async () => {
+    const error = await failure(loadScenario('..\u0000passwd', { scenariosDir: '/tmp' }))
+    expect(error.code).toBe('unknown_scenario')
+  })
+
+  it('expands generated categories only when seeding', async () => {
+    const scenario = await loadScenario('large-catalog')
+    expect(scenario.seed.categories).toEqual({
+      generate: { count: 10000, name: 'Category {n}', description: 'Generated category number {n}' },
+    })
+  })
+})
+
+describe('the published scenario JSON Schema', () => {
+  const schema = JSON.parse(readFileSync(join(root, 'schema/scenario.schema.json'), 'utf8')) as object
+  const validate = new Ajv2020({ strict: false }).compile(schema)
+
+  it.each(readdirSync(join(root, 'scenarios')))('accepts the shipped scenario %s', async (file) => {
+    const content = JSON.parse(await readFile(join(root, 'scenarios', file), 'utf8')) as unknown
+    expect(validate(content), JSON.stringify(validate.errors)).toBe(true)
+  })
+
+  it('rejects what the loader rejects: an unknown field, a missing version', () => {
+    expect(validate({ ...minimal, colour: 'red' })).toBe(false)
+    expect(validate({ name: 'x', description: 'd' })).toBe(false)
+  })
+})
