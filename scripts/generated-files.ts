@@ -1,7 +1,8 @@
 /** The content of every generated file, keyed by its path from the package root. */
-import { readdir } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
+import { ERROR_TABLE } from '../src/contract/errors.js'
 import { buildOpenApiDocument } from '../src/contract/openapi.js'
 import { ScenarioFile } from '../src/scenario/scenario-format.js'
 import { loadScenarioFile } from '../src/scenario/scenario-loader.js'
@@ -26,9 +27,38 @@ export async function generatedFiles(): Promise<Record<string, string>> {
     ...z.toJSONSchema(ScenarioFile, { io: 'input' }),
     $id: 'https://petstore-sandbox.dev/schema/scenario.schema.json',
   }
+  const readme = await readFile(join(root, 'README.md'), 'utf8')
   return {
+    [join(root, 'README.md')]: replaceSection(readme, 'errors', errorTableSection()),
     [join(root, 'src/scenario/builtin-scenarios.ts')]: builtins,
     [join(root, 'schema/scenario.schema.json')]: `${JSON.stringify(schema, null, 2)}\n`,
     [join(root, 'openapi.json')]: `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`,
   }
+}
+
+/** The README's error table, from the error table itself. */
+function errorTableSection(): string {
+  const rows = Object.entries(ERROR_TABLE).map(
+    ([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.when} | \`${spec.message.replaceAll('|', '\\|')}\` |`,
+  )
+  return [
+    '## Errors',
+    '',
+    'Every error answers `application/json` with `{ "code", "message", "status" }`, `status` equal to the',
+    'HTTP status. This table is generated from `src/contract/errors.ts`, the only place error bodies',
+    'are made (`{…}` in a message is filled in per request).',
+    '',
+    '| code | status | when | message |',
+    '| --- | --- | --- | --- |',
+    ...rows,
+  ].join('\n')
+}
+
+function replaceSection(text: string, name: string, content: string): string {
+  const start = `<!-- section:${name} -->`
+  const end = `<!-- /section:${name} -->`
+  const from = text.indexOf(start)
+  const to = text.indexOf(end)
+  if (from === -1 || to < from) throw new Error(`README.md lacks the ${start} … ${end} markers`)
+  return `${text.slice(0, from + start.length)}\n${content}\n${text.slice(to)}`
 }
