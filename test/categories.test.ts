@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { ApiError, Category } from '../src/index.js'
-import { BASE, call, petstoreHarness } from './support/petstore-harness.js'
+import { BASE, call, petstoreHarness, readConformant } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
 
@@ -120,8 +120,9 @@ describe('createCategory rejects invalid bodies with 400 and stores nothing', ()
       headers: { authorization: 'Bearer t0ken', 'content-type': 'application/json' },
       body: new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
     })
-    expect(response.status).toBe(400)
-    expect(await response.json()).toMatchObject({ code: 'invalid_json', message: expect.stringMatching(/UTF-8/) })
+    const answer = await readConformant('POST', '/categories', response)
+    expect(answer.status).toBe(400)
+    expect(answer.body).toMatchObject({ code: 'invalid_json', message: expect.stringMatching(/UTF-8/) })
   })
 
   it('answers 413 payload_too_large for a body over 1 MiB', async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { setupServer } from 'msw/node'
 import { createPetstore, PetstoreError, type Category } from '../src/index.js'
 import { setupPetstoreServer } from '../src/node.js'
-import { call, petstoreHarness } from './support/petstore-harness.js'
+import { call, petstoreHarness, readConformant } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
 
@@ -139,8 +139,9 @@ describe('setupPetstoreServer', () => {
     server.listen({ onUnhandledRequest: 'error' })
     try {
       const response = await fetch('https://node.test/v1/categories', { headers: { authorization: 'Bearer k' } })
-      expect(response.status).toBe(200)
-      expect(await response.json()).toEqual(await petstore.categories.list())
+      const answer = await readConformant('GET', '/categories', response)
+      expect(answer.status).toBe(200)
+      expect(answer.body).toEqual(await petstore.categories.list())
     } finally {
       server.close()
       harness.server.listen({ onUnhandledRequest: 'error' })

@@ -58,8 +58,13 @@ export async function call<T = unknown>(path: string, init: CallInit = {}): Prom
   // @note fetch labels a string body text/plain; bytes go out with no Content-Type at all.
   const body = text !== undefined && init.contentType === null ? new TextEncoder().encode(text) : text
   const response = await fetch(`${init.base ?? BASE}${path}`, { method, headers, body })
+  return readConformant<T>(method, path, response)
+}
+
+/** Reads a response and validates it against the contract; for tests that call `fetch` themselves. */
+export async function readConformant<T = unknown>(method: string, path: string, response: Response): Promise<Answer<T>> {
   const responseText = await response.text()
-  const parsed: unknown = responseText === "" ? undefined : JSON.parse(responseText)
+  const parsed: unknown = responseText === '' ? undefined : JSON.parse(responseText)
   expectConformant(method, path.split('?')[0]!, response.status, response.headers.get('content-type'), parsed)
   return { status: response.status, headers: response.headers, body: parsed as T }
 }
