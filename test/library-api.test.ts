@@ -56,6 +56,16 @@ describe('reset and scenarios', () => {
     expect((await call<Category>('/categories', { body: { name: 'd' } })).body.id).toBe(13)
   })
 
+  it('answers 500 rather than hand out an id that is not a safe integer', async () => {
+    const petstore = await harness.use({
+      scenario: { name: 'full', version: '1.0.0', description: 'f', seed: { categories: [{ id: Number.MAX_SAFE_INTEGER, name: 'last' }] } },
+    })
+    const answer = await call<{ code: string; message: string }>('/categories', { body: { name: 'one too many' } })
+    expect(answer.status).toBe(500)
+    expect(answer.body.message).toContain('is not a safe integer')
+    expect(await petstore.categories.list()).toHaveLength(1)
+  })
+
   it("takes the scenario's keys when no apiKeys option is given", async () => {
     await harness.use({
       apiKeys: undefined,
