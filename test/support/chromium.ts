@@ -7,7 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
-import { afterAll, beforeAll, describe } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect } from 'vitest'
 
 export const CHROMIUM_PATH = '/usr/bin/chromium'
 
@@ -46,6 +46,7 @@ export function describeWithChromium(name: string, body: () => void): void {
 export function useChromium(): { newPage(): Promise<Page> } {
   let context: BrowserContext | undefined
   let userDataDir: string | undefined
+  let pageErrors: string[] = []
   beforeAll(async () => {
     userDataDir = await mkdtemp(join(tmpdir(), 'petstore-chromium-'))
     context = await chromium.launchPersistentContext(userDataDir, {
@@ -53,6 +54,12 @@ export function useChromium(): { newPage(): Promise<Page> } {
       headless: true,
       args: FLAGS,
     })
+  })
+  // An uncaught error in a page fails the test that opened it, even when its assertions passed.
+  afterEach(() => {
+    const errors = pageErrors
+    pageErrors = []
+    expect(errors, 'uncaught errors in the page').toEqual([])
   })
   afterAll(async () => {
     await context?.close()
@@ -62,8 +69,7 @@ export function useChromium(): { newPage(): Promise<Page> } {
     async newPage() {
       if (!context) throw new Error('Chromium is not running: call useChromium() inside describeWithChromium')
       const page = await context.newPage()
-      // Surface the page's own errors in the test output.
-      page.on('pageerror', (error) => console.error(`[page error] ${error.message}`))
+      page.on('pageerror', (error) => pageErrors.push(error.message))
       return page
     },
   }
