@@ -161,7 +161,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     return read()
   }
 
-  return {
+  const petstore: Petstore = {
     handlers: createHandlers(pipeline, baseUrls),
     get ready() {
       return ready
@@ -201,6 +201,20 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       clear: () => tenant.journal.clear(),
     },
   }
+  TENANTS.set(petstore, tenant)
+  return petstore
+}
+
+const TENANTS = new WeakMap<Petstore, Tenant>()
+
+/**
+ * The tenant behind a petstore, for this package's runtimes (the browser's persistence); not
+ * part of the public API, so the index does not export it.
+ */
+export function tenantOf(petstore: Petstore): Tenant {
+  const tenant = TENANTS.get(petstore)
+  if (!tenant) throw new PetstoreError('invalid_option', 'Expected a petstore made by createPetstore().')
+  return tenant
 }
 
 const EMPTY_SCENARIO: Scenario = {

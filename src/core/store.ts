@@ -12,7 +12,20 @@ export class IdSpaceExhaustedError extends Error {
   override readonly name = 'IdSpaceExhaustedError'
 }
 
+/** The writable part of a store: pets and orders are read-only, so their seed restores them. */
+export interface StoreSnapshot {
+  readonly categories: readonly Category[]
+  /** The id the next created category gets. */
+  readonly nextCategoryId: number
+}
+
 export class PetstoreStore {
+  /**
+   * Called inside the write's queue slot after every seed, create and restore, with the state
+   * it left. Lets a runtime persist the store without knowing its rules. It must not throw: an
+   * exception fails the write it follows.
+   */
+  onWrite: ((snapshot: StoreSnapshot) => void) | undefined
   readonly #categories = new Collection({ schema: Category })
   readonly #pets = new Collection({ schema: Pet })
   readonly #orders = new Collection({ schema: Order })
@@ -37,7 +50,34 @@ export class PetstoreStore {
       for (const pet of scenario.seed.pets) await this.#pets.create(structuredClone(pet))
       for (const order of scenario.seed.orders) await this.#orders.create(structuredClone(order))
       this.#nextCategoryId = categories.reduce((max, category) => Math.max(max, category.id), 0) + 1
+      this.#wrote()
     })
+  }
+
+  /** The categories and the next id, as plain objects. */
+  snapshot(): Promise<StoreSnapshot> {
+    return this.#serial(() => this.#snapshot())
+  }
+
+  /**
+   * Replaces the categories and the next id with a snapshot's. Pets and orders are left as seeded.
+   * @note The snapshot is trusted: callers read it back from their own storage and check its shape.
+   */
+  restore(snapshot: StoreSnapshot): Promise<void> {
+    return this.#serial(async () => {
+      this.#categories.clear()
+      for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
+      this.#nextCategoryId = snapshot.nextCategoryId
+      this.#wrote()
+    })
+  }
+
+  #snapshot(): StoreSnapshot {
+    return { categories: this.#categories.all().map(toCategory), nextCategoryId: this.#nextCategoryId }
+  }
+
+  #wrote(): void {
+    this.onWrite?.(this.#snapshot())
   }
 
   /** All categories in creation order, as plain objects. */
@@ -58,6 +98,7 @@ export class PetstoreStore {
           ? { id, name: input.name }
           : { id, name: input.name, description: input.description },
       )
+      this.#wrote()
       return toCategory(record)
     })
   }

@@ -1,0 +1,66 @@
+/** The browser runtime: a msw `setupWorker` already wired to a Petstore. */
+import { setupWorker, type SetupWorker } from 'msw/browser'
+import { PetstoreError } from './errors.js'
+import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js'
+import { persistInSession, PERSIST_STORAGE_KEY } from './browser/session-persistence.js'
+
+/** Options of {@link setupPetstoreWorker}: those of `createPetstore`, plus `persist`. */
+export interface PetstoreWorkerOptions extends PetstoreOptions {
+  /**
+   * Keep the categories (and the id counter) across page reloads, in this tab's sessionStorage
+   * under {@link PERSIST_STORAGE_KEY}. Restored only when the page starts with the scenario that
+   * saved them; the journal is not kept; `reset()` goes back to the seed.
+   * @default false
+   */
+  persist?: boolean
+}
+
+/** What {@link setupPetstoreWorker} returns: the msw worker and the petstore behind it. */
+export interface PetstoreWorker {
+  /** The msw worker: `await worker.start()` before the app renders, as usual. */
+  readonly worker: SetupWorker
+  readonly petstore: Petstore
+}
+
+/**
+ * Creates a Petstore and an msw `setupWorker` serving it. Needs msw's worker script in the
+ * public folder once: `npx msw init public/ --save`.
+ *
+ * @example
+ * const { worker, petstore } = setupPetstoreWorker({ baseUrl: '/v1', scenario: 'default', persist: true })
+ * await worker.start({ onUnhandledRequest: 'bypass' })
+ * createRoot(document.getElementById('root')!).render(<App />)
+ */
+export function setupPetstoreWorker(options: PetstoreWorkerOptions = {}): PetstoreWorker {
+  const { persist = false, ...petstoreOptions } = options
+  if (typeof persist !== 'boolean') {
+    throw new PetstoreError('invalid_option', `Invalid petstore option persist: expected a boolean, received ${typeof persist}`)
+  }
+  const petstore = createPetstore(petstoreOptions)
+  if (persist) {
+    const storage = sessionStorageOrWarn()
+    // A failed scenario load already rejects `petstore.ready`, which the caller sees.
+    if (storage) persistInSession(petstore, storage).catch(() => undefined)
+  }
+  return { worker: setupWorker(...petstore.handlers), petstore }
+}
+
+/** @note Reading `sessionStorage` throws in sandboxed frames and with storage blocked. */
+function sessionStorageOrWarn(): Storage | undefined {
+  let reason = 'there is none'
+  try {
+    if (globalThis.sessionStorage) return globalThis.sessionStorage
+  } catch (error) {
+    reason = String(error)
+  }
+  console.warn(`petstore-sandbox: persist is on but sessionStorage is unavailable (${reason}); state will not survive a reload.`)
+  return undefined
+}
+
+export { PERSIST_STORAGE_KEY }
+export { BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
+export { PetstoreError } from './errors.js'
+
+export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { ScenarioFile, Scenario } from './scenario/scenario-format.js'
+export type { JournalEntry, JournalFilter } from './core/journal.js'

@@ -1,0 +1,86 @@
+import { mkdir } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import type { Page } from 'playwright-core'
+import { expect, it } from 'vitest'
+import { describeWithChromium, useChromium } from '../support/chromium.js'
+import { useDemoSandbox } from '../support/demo-sandbox.js'
+
+const KEY = 'demo-key-1'
+const RESULTS = fileURLToPath(new URL('../../test-results/', import.meta.url))
+
+describeWithChromium('the demo page at /__sandbox/', () => {
+  const sandbox = useDemoSandbox(KEY)
+  const chromium = useChromium()
+
+  async function connect(key: string): Promise<Page> {
+    const page = await chromium.newPage()
+    await page.goto(`${sandbox.url()}/__sandbox/`)
+    await page.getByLabel('API key', { exact: true }).fill(key)
+    await page.getByRole('button', { name: 'Connect' }).click()
+    return page
+  }
+
+  const rows = (page: Page, table: string) => page.locator(`#${table} tbody tr`)
+  const categoryNames = (page: Page) => page.locator('#categories tbody tr td:nth-child(2)').allTextContents()
+
+  it('picks a scenario, shows a 400 inline, creates, follows the journal and resets', async () => {
+    const page = await connect(KEY)
+    await page.getByRole('cell', { name: 'Dogs', exact: true }).waitFor()
+    expect(await categoryNames(page)).toEqual(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
+    await page.locator('#health', { hasText: /^Sandbox \S+ up for \d+ s$/ }).waitFor()
+    expect(await page.evaluate(() => sessionStorage.getItem('petstore-sandbox/demo-key'))).toBe(KEY)
+    expect(page.url()).not.toContain(KEY)
+
+    await page.getByRole('combobox', { name: 'Scenario' }).selectOption('empty')
+    await page.getByRole('button', { name: 'Use scenario' }).click()
+    await page.getByRole('status').filter({ hasText: 'Scenario empty' }).waitFor()
+    await page.locator('#category-count', { hasText: '(0)' }).waitFor()
+    expect(await rows(page, 'categories').count()).toBe(0)
+
+    // An empty name goes to the sandbox, whose 400 message appears next to the field.
+    await page.getByRole('button', { name: 'Create' }).click()
+    const nameError = page.locator('#name-error')
+    await nameError.filter({ hasText: /./ }).waitFor()
+    expect(await nameError.textContent()).toBe('name must be a non-empty string')
+    const name = page.getByLabel('Name', { exact: true })
+    expect(await name.getAttribute('aria-invalid')).toBe('true')
+    expect(await name.getAttribute('aria-describedby')).toContain('name-error')
+    expect(await nameError.getAttribute('role')).toBe('alert')
+
+    await name.fill('Ferrets')
+    await page.getByLabel('Description (optional)').fill('Curious <b>and</b> quick')
+    await page.getByRole('button', { name: 'Create' }).click()
+    await page.getByRole('cell', { name: 'Ferrets', exact: true }).waitFor()
+    expect(await nameError.isVisible()).toBe(false)
+    expect(await page.locator('#categories tbody tr').first().locator('td').allTextContents()).toEqual([
+      '1',
+      'Ferrets',
+      'Curious <b>and</b> quick',
+    ])
+    expect(await page.locator('#categories b').count()).toBe(0)
+
+    const journal = rows(page, 'journal')
+    await journal.filter({ hasText: 'POST /v1/categories' }).filter({ hasText: '201' }).waitFor()
+    const requests = await journal.locator('td:nth-child(2)').allTextContents()
+    const statuses = await journal.locator('td:nth-child(3)').allTextContents()
+    const posts = requests.flatMap((request, index) => (request === 'POST /v1/categories' ? [statuses[index]] : []))
+    expect(posts).toEqual(['201', '400'])
+
+    await mkdir(RESULTS, { recursive: true })
+    await page.screenshot({ path: `${RESULTS}demo.png`, fullPage: true })
+
+    await page.getByRole('button', { name: 'Reset tenant' }).click()
+    await page.getByRole('status').filter({ hasText: 'Reset to scenario empty: 0 categories.' }).waitFor()
+    await page.locator('#category-count', { hasText: '(0)' }).waitFor()
+    await page.close()
+  })
+
+  it('shows the 401 message next to the key field for a key the sandbox does not accept', async () => {
+    const page = await connect('not-a-key')
+    const keyError = page.locator('#key-error')
+    await keyError.filter({ hasText: /./ }).waitFor()
+    expect(await keyError.textContent()).toMatch(/^Invalid API key/)
+    expect(await page.locator('#workspace').isHidden()).toBe(true)
+    await page.close()
+  })
+})
