@@ -15,7 +15,10 @@ export type RawBody =
 export async function readText(request: Request, limit: number): Promise<RawBody> {
   const tooLarge = { ok: false, code: 'payload_too_large', params: { limit } } as const
   const declared = Number(request.headers.get('content-length') ?? Number.NaN)
-  if (declared > limit) return tooLarge
+  if (declared > limit) {
+    discard(request.body)
+    return tooLarge
+  }
   if (!request.body) return { ok: true, text: '' }
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
@@ -25,7 +28,7 @@ export async function readText(request: Request, limit: number): Promise<RawBody
     if (done) break
     size += value.byteLength
     if (size > limit) {
-      await reader.cancel().catch(() => undefined)
+      discard(reader)
       return tooLarge
     }
     chunks.push(value)
@@ -41,6 +44,14 @@ export async function readText(request: Request, limit: number): Promise<RawBody
   } catch {
     return { ok: false, code: 'invalid_json', params: { reason: 'the body is not valid UTF-8' } }
   }
+}
+
+/**
+ * @note Not awaited: msw hands handlers one branch of a tee'd stream, and cancelling a branch
+ * only settles once the other branch is cancelled too, which never happens.
+ */
+function discard(stream: { cancel(): Promise<void> } | null): void {
+  stream?.cancel().catch(() => undefined)
 }
 
 /** `application/json`, with or without parameters, and any `application/*+json`. */
