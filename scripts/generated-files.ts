@@ -27,7 +27,7 @@ export async function generatedFiles(): Promise<Record<string, string>> {
     $id: 'https://petstore-sandbox.dev/schema/scenario.schema.json',
   }
   return {
-    [join(root, 'src/scenario/builtin-scenarios.generated.js')]: builtins,
+    [join(root, 'src/scenario/builtin-scenarios.ts')]: builtins,
     [join(root, 'schema/scenario.schema.json')]: `${JSON.stringify(schema, null, 2)}\n`,
     [join(root, 'openapi.json')]: `${JSON.stringify(buildOpenApiDocument(), null, 2)}\n`,
   }

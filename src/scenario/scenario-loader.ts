@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod'
 import { PetstoreError } from '../errors.js'
-import { BUILTIN_SCENARIOS } from './builtin-scenarios.generated.js'
+import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
 import {
   CategorySeeds,
   describeIssues,
