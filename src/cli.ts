@@ -200,7 +200,7 @@ async function validateScenarios(files: readonly string[]): Promise<void> {
 
 /** Runs the command line; resolves when a command has finished (or the server is up). */
 async function main(args: readonly string[]): Promise<void> {
-  const verbose = args.includes('--verbose')
+  const verbose = args.includes('--verbose') || /^(1|true)$/i.test(process.env['PETSTORE_SANDBOX_VERBOSE'] ?? '')
   const cli = yargs(args)
     .scriptName('petstore-sandbox')
     .usage('$0 <command> [options]')
