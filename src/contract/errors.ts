@@ -10,6 +10,11 @@ interface ErrorSpec {
   readonly message: string
   /** When a client sees it; used for the README's error table. */
   readonly when: string
+  /**
+   * Only the standalone server's admin API (`/__sandbox/…`) answers it: `Prefer: code=` cannot
+   * force it and the OpenAPI document of the interface does not list it.
+   */
+  readonly admin?: true
 }
 
 export const ERROR_TABLE = {
@@ -88,6 +93,30 @@ export const ERROR_TABLE = {
     message: 'Service unavailable: {reason}',
     when: 'A simulated fault (`Prefer: code=503`, a fault rate)',
   },
+  forbidden: {
+    status: 403,
+    message: 'Forbidden: {reason}',
+    when: 'Admin API: an API key used where only the admin token is allowed (`?tenant=`, `GET /__sandbox/tenants`)',
+    admin: true,
+  },
+  unknown_scenario: {
+    status: 404,
+    message: 'Unknown scenario {name}; known: {known}',
+    when: 'Admin API: `PUT /__sandbox/scenario` with a name the sandbox does not have',
+    admin: true,
+  },
+  unknown_tenant: {
+    status: 404,
+    message: 'Unknown tenant {tenant}: no tenant with this id (see GET /__sandbox/tenants)',
+    when: 'Admin API: `?tenant=` names no tenant',
+    admin: true,
+  },
+  tenant_required: {
+    status: 400,
+    message: 'The admin token acts on one tenant at a time: add ?tenant=<id> (see GET /__sandbox/tenants)',
+    when: 'Admin API: the admin token used on a tenant route without `?tenant=`',
+    admin: true,
+  },
 } as const satisfies Record<string, ErrorSpec>
 
 /** A stable, machine-readable error code. */
@@ -107,9 +136,20 @@ export function apiError(code: ErrorCode, params: ErrorParams = {}, note?: strin
   return { code, message: note === undefined ? filled : `${filled} (${note})`, status: spec.status }
 }
 
-/** The statuses the table can answer with, lowest first. */
+/** Whether only the admin API answers this code. */
+export function isAdminCode(code: ErrorCode): boolean {
+  const spec: ErrorSpec = ERROR_TABLE[code]
+  return spec.admin === true
+}
+
+/** The codes the interface's operations can answer with (the admin API's left out). */
+export const API_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_TABLE) as ErrorCode[]).filter(
+  (code) => !isAdminCode(code),
+)
+
+/** The statuses the interface's operations can answer with, lowest first. */
 export const ERROR_STATUSES: readonly number[] = [
-  ...new Set(Object.values(ERROR_TABLE).map((spec) => spec.status)),
+  ...new Set(API_ERROR_CODES.map((code) => ERROR_TABLE[code].status)),
 ].sort((a, b) => a - b)
 
 /**
@@ -117,5 +157,5 @@ export const ERROR_STATUSES: readonly number[] = [
  * why the table lists the most general code of each status first.
  */
 export function codeForStatus(status: number): ErrorCode | undefined {
-  return (Object.keys(ERROR_TABLE) as ErrorCode[]).find((code) => ERROR_TABLE[code].status === status)
+  return API_ERROR_CODES.find((code) => ERROR_TABLE[code].status === status)
 }

@@ -1,0 +1,241 @@
+#!/usr/bin/env node
+/**
+ * The `petstore-sandbox` command: `serve` binds the sandbox app and owns ports, console output,
+ * signals and exit codes; `scenarios list|validate` check scenario files. Every option of
+ * `serve` also reads `PETSTORE_SANDBOX_<OPTION>` (`PETSTORE_SANDBOX_PORT=4011`).
+ */
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import yargs, { type Argv } from 'yargs'
+import { hideBin } from 'yargs/helpers'
+import { PetstoreError } from './errors.js'
+import { Latency } from './scenario/scenario-format.js'
+import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
+import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from './server/create-sandbox-app.js'
+import { PACKAGE } from './server/package-info.js'
+import type { RequestLogEntry } from './server/request-context.js'
+import { DEFAULT_MAX_TENANTS, DEV_API_KEY } from './server/tenant-registry.js'
+
+/** How long a client may take to send its headers, and its whole request (documented in the README). */
+const HEADERS_TIMEOUT_MS = 10_000
+const REQUEST_TIMEOUT_MS = 30_000
+/** How long in-flight requests may take to finish after SIGINT/SIGTERM before connections are cut. */
+const SHUTDOWN_GRACE_MS = 5_000
+
+/** A mistake of the caller's: reported as one line, without a stack trace. */
+class UsageError extends Error {
+  override readonly name = 'UsageError'
+}
+
+const useColor = process.stderr.isTTY && !process.env['NO_COLOR']
+const red = (text: string) => (useColor ? `\x1b[31m${text}\x1b[39m` : text)
+
+function fail(error: unknown, verbose: boolean): never {
+  const message = error instanceof Error ? error.message : String(error)
+  process.stderr.write(`${red(`petstore-sandbox: ${message.split('\n', 1)[0]}`)}\n`)
+  if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`)
+  process.exit(1)
+}
+
+/** Repeated flags and comma-separated environment values alike: `--api-key a --api-key b`, `…_API_KEY=a,b`. */
+function list(values: unknown): string[] {
+  const items = (Array.isArray(values) ? values : [values]).flatMap((value) => String(value).split(','))
+  return items.map((item) => item.trim()).filter((item) => item !== '')
+}
+
+function integer(name: string, min: number, max: number) {
+  return (value: unknown): number => {
+    const text = String(value)
+    const number = /^\d+$/.test(text) ? Number(text) : Number.NaN
+    if (!(number >= min && number <= max)) {
+      throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got "${text}"`)
+    }
+    return number
+  }
+}
+
+/** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */
+function latency(value: unknown): Latency {
+  const text = String(value)
+  const match = /^(\d+)(?:-(\d+))?$/.exec(text)
+  const parsed = match && Latency.safeParse(match[2] === undefined ? Number(match[1]) : { min: Number(match[1]), max: Number(match[2]) })
+  if (!parsed?.success) {
+    throw new UsageError(`--latency must be milliseconds (250) or a range (50-400) within 0-60000, got "${text}"`)
+  }
+  return parsed.data
+}
+
+function serveOptions(cli: Argv) {
+  return cli
+    .option('port', { type: 'string', default: '4010', coerce: integer('port', 0, 65535), describe: 'Port to listen on (0 picks a free one)' })
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; 0.0.0.0 exposes the sandbox to the network' })
+    .option('scenario', { type: 'string', default: 'default', describe: 'Scenario new tenants start from: a name or a path to a .json file' })
+    .option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios, searched before the built-ins' })
+    .option('api-key', { type: 'array', string: true, coerce: list, describe: `Accepted API key (repeat, or comma-separate in the env); default: the scenario's, else ${DEV_API_KEY}` })
+    .option('any-key', { type: 'boolean', default: false, describe: 'Accept every non-empty key, each with its own store' })
+    .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept before the least recently used is evicted' })
+    .option('admin-token', { type: 'string', describe: 'Token for the admin API over every tenant (?tenant=<id>)' })
+    .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
+    .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
+    .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
+    .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
+    .check((argv) => {
+      if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
+      if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
+      return true
+    })
+}
+
+type ServeArgs = Awaited<ReturnType<typeof serveOptions>['argv']>
+
+function formatLog(format: 'pretty' | 'json') {
+  return (entry: RequestLogEntry) => {
+    const line =
+      format === 'json'
+        ? JSON.stringify(entry)
+        : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant ?? '-'} id=${entry.requestId}`
+    process.stdout.write(`${line}\n`)
+  }
+}
+
+/** A URL a person can open: a wildcard bind is reached through localhost. */
+function displayOrigin(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host
+  return `http://${shown}:${port}`
+}
+
+async function serve(argv: ServeArgs): Promise<void> {
+  const sandbox = await createSandboxApp({
+    scenario: argv.scenario,
+    scenariosDir: argv['scenarios-dir'],
+    apiKeys: argv['api-key'],
+    anyKey: argv['any-key'],
+    maxTenants: argv['max-tenants'],
+    adminToken: argv['admin-token'],
+    latency: argv.latency,
+    corsOrigins: argv['cors-origin'] ?? '*',
+    log: argv.quiet ? undefined : formatLog(argv.log),
+  })
+  const server = createServer(sandbox.app)
+  server.headersTimeout = HEADERS_TIMEOUT_MS
+  server.requestTimeout = REQUEST_TIMEOUT_MS
+  await listen(server, argv.port, argv.host)
+
+  const { port } = server.address() as AddressInfo
+  const origin = displayOrigin(argv.host, port)
+  const { scenario } = sandbox
+  const keys =
+    sandbox.apiKeys === 'any'
+      ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
+      : sandbox.apiKeys.join(', ') + (sandbox.apiKeys.length === 1 && sandbox.apiKeys[0] === DEV_API_KEY ? ' (development key; choose your own with --api-key)' : '')
+  const exposed = argv.host === '0.0.0.0' || argv.host === '::' ? ` (bound to ${argv.host}: reachable from the network)` : ''
+  process.stdout.write(
+    [
+      `petstore-sandbox ${PACKAGE.version} is running`,
+      `  API        ${origin}${API_BASE_PATH}${exposed}`,
+      `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}`,
+      `  API keys   ${keys}`,
+      `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
+      `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
+      '  Ctrl+C stops it.',
+      '',
+    ].join('\n'),
+  )
+
+  let closing = false
+  const shutdown = (signal: NodeJS.Signals) => {
+    if (closing) return
+    closing = true
+    process.stdout.write(`${signal}: finishing in-flight requests, then exiting\n`)
+    server.close(() => process.exit(0))
+    // @note close() only drops connections idle at that moment: a keep-alive connection whose
+    // request finishes later would hold the exit for its idle timeout, so idle ones are swept.
+    server.closeIdleConnections()
+    setInterval(() => server.closeIdleConnections(), 50).unref()
+    setTimeout(() => {
+      process.stdout.write(`in-flight requests still running after ${SHUTDOWN_GRACE_MS} ms: closing their connections\n`)
+      server.closeAllConnections()
+      process.exit(0)
+    }, SHUTDOWN_GRACE_MS).unref()
+  }
+  process.once('SIGINT', shutdown)
+  process.once('SIGTERM', shutdown)
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'EADDRINUSE' ? 'the port is in use; choose another with --port' : error.code === 'EACCES' ? 'permission denied; choose a port above 1023' : error.message
+      reject(new UsageError(`Cannot listen on ${host}:${port}: ${why}`))
+    })
+    server.listen(port, host, resolve)
+  })
+}
+
+async function listScenarios(scenariosDir: string | undefined): Promise<void> {
+  for (const name of await listScenarioNames({ scenariosDir })) {
+    try {
+      const scenario = await loadScenario(name, { scenariosDir })
+      process.stdout.write(`${name.padEnd(16)} ${scenario.version.padEnd(8)} ${scenario.description}\n`)
+    } catch (error) {
+      process.stdout.write(`${name.padEnd(16)} broken   ${(error as Error).message}\n`)
+    }
+  }
+}
+
+async function validateScenarios(files: readonly string[]): Promise<void> {
+  let failed = 0
+  for (const file of files) {
+    try {
+      const scenario = await loadScenarioFile(file)
+      process.stdout.write(`ok   ${file}: ${scenario.name} ${scenario.version}\n`)
+    } catch (error) {
+      if (!(error instanceof PetstoreError)) throw error
+      failed++
+      process.stderr.write(`${red(`fail ${error.message}`)}\n`)
+    }
+  }
+  if (failed > 0) process.exit(1)
+}
+
+/** Runs the command line; resolves when a command has finished (or the server is up). */
+async function main(args: readonly string[]): Promise<void> {
+  const verbose = args.includes('--verbose') || /^(1|true)$/i.test(process.env['PETSTORE_SANDBOX_VERBOSE'] ?? '')
+  const cli = yargs(args)
+    .scriptName('petstore-sandbox')
+    .usage('$0 <command> [options]')
+    .env('PETSTORE_SANDBOX')
+    .option('verbose', { type: 'boolean', default: false, describe: 'Print stack traces of errors' })
+    .command('serve', 'Start the sandbox server', serveOptions, (argv) => serve(argv as ServeArgs))
+    .command('scenarios', 'List or validate scenarios', (scenarios) =>
+      scenarios
+        .command(
+          'list',
+          'List the scenarios serve --scenario accepts',
+          (cmd) => cmd.option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios' }),
+          (argv) => listScenarios(argv['scenarios-dir']),
+        )
+        .command(
+          'validate <file...>',
+          'Check scenario files (and the fixtures they name); exit 1 if any is broken',
+          (cmd) => cmd.positional('file', { type: 'string', array: true, demandOption: true }),
+          (argv) => validateScenarios(argv.file as string[]),
+        )
+        .demandCommand(1, 'Name a scenarios command: list or validate'),
+    )
+    .demandCommand(1, 'Name a command: serve or scenarios')
+    .strict()
+    .version(PACKAGE.version)
+    .help()
+    .wrap(Math.min(110, process.stdout.columns ?? 110))
+    .fail((message, error) => {
+      throw error ?? new UsageError(message)
+    })
+  try {
+    await cli.parseAsync()
+  } catch (error) {
+    fail(error, verbose)
+  }
+}
+
+await main(hideBin(process.argv))

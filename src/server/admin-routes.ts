@@ -1,0 +1,201 @@
+/**
+ * The admin API under `/__sandbox/`. A caller acts on its own tenant with its API key, or on
+ * any tenant with the admin token and `?tenant=<id>`. Errors are the error table's Error bodies.
+ */
+import express, { type Request, type Response, type Router } from 'express'
+import { buildOpenApiDocument } from '../contract/openapi.js'
+import { readBearer } from '../core/auth.js'
+import type { Tenant } from '../core/tenant.js'
+import { PetstoreError } from '../errors.js'
+import { sendError } from './http-errors.js'
+import { PACKAGE } from './package-info.js'
+import { readJsonObject } from './read-json-body.js'
+import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
+import { tenantId, type TenantRegistry } from './tenant-registry.js'
+
+export interface AdminRoutesOptions {
+  readonly tenants: TenantRegistry
+  readonly catalog: ScenarioCatalog
+  /** Where the API lives, relative to the origin the caller used (`/v1`). */
+  readonly basePath: string
+  readonly maxBodyBytes: number
+  readonly startedAt: number
+}
+
+/** Who called: a tenant through its own key, or the admin (optionally naming a tenant). */
+type Caller = { readonly kind: 'tenant'; readonly id: string } | { readonly kind: 'admin'; readonly tenant: string | undefined }
+
+type Handler = (req: Request, res: Response) => Promise<void> | void
+
+/** The admin router: mount it at `/__sandbox`. */
+export function adminRoutes(options: AdminRoutesOptions): Router {
+  const { tenants, catalog } = options
+  const router = express.Router({ strict: true })
+  const openApi = buildOpenApiDocument()
+
+  /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
+  function authenticate(req: Request, res: Response): Caller | undefined {
+    const auth = readBearer(req.headers.authorization ?? null)
+    if (!auth.ok) {
+      if (auth.code === 'missing_api_key') sendError(res, auth.code)
+      else sendError(res, auth.code, { reason: auth.reason })
+      return undefined
+    }
+    const requested = typeof req.query['tenant'] === 'string' ? req.query['tenant'] : undefined
+    if (tenants.isAdminToken(auth.token)) return { kind: 'admin', tenant: requested }
+    if (!tenants.accepts(auth.token)) {
+      sendError(res, 'invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
+      return undefined
+    }
+    const id = tenantId(auth.token)
+    if (req.query['tenant'] !== undefined && requested !== id) {
+      sendError(res, 'forbidden', { reason: '?tenant= names another tenant; only the admin token may do that' })
+      return undefined
+    }
+    return { kind: 'tenant', id }
+  }
+
+  /** The tenant a tenant route acts on; answers the error itself when there is none. */
+  function tenantOf(caller: Caller, req: Request, res: Response): { id: string; tenant: Tenant } | undefined {
+    if (caller.kind === 'tenant') return { id: caller.id, tenant: tenants.find(caller.id)! }
+    if (caller.tenant === undefined) {
+      if (req.query['tenant'] === undefined) sendError(res, 'tenant_required')
+      else sendError(res, 'unknown_tenant', { tenant: JSON.stringify(req.query['tenant']) })
+      return undefined
+    }
+    const tenant = tenants.find(caller.tenant)
+    if (!tenant) {
+      sendError(res, 'unknown_tenant', { tenant: JSON.stringify(caller.tenant) })
+      return undefined
+    }
+    return { id: caller.tenant, tenant }
+  }
+
+  /** A route acting on one tenant. */
+  const onTenant =
+    (handle: (target: { id: string; tenant: Tenant }, req: Request, res: Response) => Promise<void> | void): Handler =>
+    async (req, res) => {
+      const caller = authenticate(req, res)
+      const target = caller && tenantOf(caller, req, res)
+      if (target) await handle(target, req, res)
+    }
+
+  /** Registers `methods` on `path`; other methods get 405 with `Allow`. */
+  function route(path: string, methods: Partial<Record<'get' | 'put' | 'post' | 'delete', Handler>>): void {
+    const entry = router.route(path)
+    for (const [method, handler] of Object.entries(methods)) entry[method as 'get'](handler)
+    const allow = Object.keys(methods)
+      .map((method) => method.toUpperCase())
+      .join(', ')
+    entry.all((req, res) =>
+      sendError(res, 'method_not_allowed', { method: req.method, path: req.originalUrl.split('?', 1)[0]!, allow }, { Allow: allow }),
+    )
+  }
+
+  route('/health', {
+    get: (_req, res) => {
+      res.json({
+        status: 'ok',
+        version: PACKAGE.version,
+        uptimeSeconds: Math.floor((Date.now() - options.startedAt) / 1000),
+      })
+    },
+  })
+
+  route('/openapi.json', {
+    get: (req, res) => {
+      const serverUrl = `${req.protocol}://${req.get('host') ?? 'localhost'}${options.basePath}`
+      res.json({ ...openApi, servers: [{ url: serverUrl, description: 'petstore-sandbox' }] })
+    },
+  })
+
+  route('/scenarios', {
+    get: async (req, res) => {
+      const caller = authenticate(req, res)
+      if (!caller) return
+      let active = tenants.scenario.name
+      if (caller.kind === 'tenant' || caller.tenant !== undefined) {
+        const target = tenantOf(caller, req, res)
+        if (!target) return
+        active = target.tenant.scenario.name
+      }
+      const scenarios = await catalog.list()
+      res.json(scenarios.map((scenario) => ({ ...summarize(scenario), active: scenario.name === active })))
+    },
+  })
+
+  route('/scenario', {
+    put: onTenant(async ({ tenant }, req, res) => {
+      const body = await readJsonObject(req, options.maxBodyBytes)
+      if (!body.ok) return sendError(res, body.code, body.params)
+      const name: unknown = body.value['name']
+      if (name === undefined) return sendError(res, 'missing_field', { field: 'name' })
+      if (typeof name !== 'string' || name.trim() === '') {
+        return sendError(res, 'invalid_field', { reason: 'name must be a non-empty string' })
+      }
+      let scenario
+      try {
+        scenario = await catalog.load(name)
+      } catch (error) {
+        if (!(error instanceof PetstoreError)) throw error
+        return sendError(res, 'internal_error', { reason: error.message })
+      }
+      if (!scenario) {
+        return sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: (await catalog.names()).join(', ') })
+      }
+      await tenant.useScenario(scenario)
+      res.json({ scenario: summarize(scenario) })
+    }),
+  })
+
+  route('/reset', {
+    post: onTenant(async ({ tenant }, _req, res) => {
+      await tenant.reset()
+      res.json({ scenario: summarize(tenant.scenario), categories: tenant.store.categoryCount })
+    }),
+  })
+
+  route('/requests', {
+    get: onTenant(({ tenant }, req, res) => {
+      const method = typeof req.query['method'] === 'string' ? req.query['method'] : undefined
+      const path = typeof req.query['path'] === 'string' ? req.query['path'] : undefined
+      res.json(tenant.journal.all({ method, path }))
+    }),
+    delete: onTenant(({ tenant }, _req, res) => {
+      tenant.journal.clear()
+      res.status(204).end()
+    }),
+  })
+
+  route('/state', {
+    get: onTenant(async ({ id, tenant }, _req, res) => {
+      await tenant.ready
+      res.json({
+        tenant: id,
+        scenario: summarize(tenant.scenario),
+        categories: await tenant.store.listCategories(),
+        pets: await tenant.store.listPets(),
+        orders: await tenant.store.listOrders(),
+        journalSize: tenant.journal.size,
+      })
+    }),
+  })
+
+  route('/tenants', {
+    get: (req, res) => {
+      const caller = authenticate(req, res)
+      if (!caller) return
+      if (caller.kind !== 'admin') {
+        return sendError(res, 'forbidden', { reason: 'listing tenants needs the admin token' })
+      }
+      res.json(
+        tenants.ids().map((id) => {
+          const tenant = tenants.find(id)!
+          return { id, scenario: tenant.scenario.name, categories: tenant.store.categoryCount, journalSize: tenant.journal.size }
+        }),
+      )
+    },
+  })
+
+  return router
+}

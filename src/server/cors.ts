@@ -1,0 +1,44 @@
+/**
+ * CORS for browser partners. Preflights are answered here, before authentication and before the
+ * API's 405 (browsers never send credentials on a preflight).
+ */
+import type { RequestHandler } from 'express'
+
+/** Allowed origins: `'*'` for any, or exact origins (`https://app.example.com`). */
+export type CorsOrigins = '*' | readonly string[]
+
+const ALLOWED_METHODS = 'GET, POST, PUT, DELETE'
+const ALLOWED_HEADERS = 'Authorization, Content-Type, Prefer, X-Request-Id'
+/** Response headers a browser script may read. */
+const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, WWW-Authenticate'
+/** A header list as browsers send it in `Access-Control-Request-Headers`. */
+const HEADER_LIST = /^[\w-]+(\s*,\s*[\w-]+)*$/
+
+/** @default origins '*' */
+export function cors(origins: CorsOrigins): RequestHandler {
+  return (req, res, next) => {
+    const origin = req.headers.origin
+    const allowed = origin !== undefined && (origins === '*' || origins.includes(origin))
+    if (allowed) {
+      res.setHeader('Access-Control-Allow-Origin', origins === '*' ? '*' : origin)
+      res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS)
+    }
+    if (origins !== '*') res.setHeader('Vary', 'Origin')
+    const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
+    if (!isPreflight) {
+      next()
+      return
+    }
+    if (allowed) {
+      const requested = req.headers['access-control-request-headers']
+      res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS)
+      res.setHeader(
+        'Access-Control-Allow-Headers',
+        requested !== undefined && HEADER_LIST.test(requested) ? requested : ALLOWED_HEADERS,
+      )
+      res.setHeader('Access-Control-Max-Age', '600')
+    }
+    // A refused origin gets no Access-Control-* headers: the browser then blocks the request.
+    res.status(204).end()
+  }
+}

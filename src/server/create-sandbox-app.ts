@@ -1,0 +1,157 @@
+/**
+ * `createSandboxApp()`: the standalone sandbox as an express app. It never listens; the CLI
+ * (or a test) binds it. The API itself is the core's msw handlers behind a bridge: every rule
+ * (auth, bodies, validation, Prefer, faults, journal) is the core's.
+ */
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import express, { type ErrorRequestHandler, type Express } from 'express'
+import { z } from 'zod'
+import { DEFAULT_MAX_BODY_BYTES } from '../core/request-body.js'
+import { PetstoreError } from '../errors.js'
+import { createHandlers } from '../handlers/create-handlers.js'
+import { Pipeline } from '../handlers/pipeline.js'
+import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
+import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
+import { adminRoutes } from './admin-routes.js'
+import { cors, type CorsOrigins } from './cors.js'
+import { sendError } from './http-errors.js'
+import { mswBridge } from './msw-bridge.js'
+import { requestContext, type RequestLogEntry } from './request-context.js'
+import { ScenarioCatalog } from './scenario-catalog.js'
+import { DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
+
+/** The path the API is served under. */
+export const API_BASE_PATH = '/v1'
+/** The path of the admin API and the demo page. */
+export const ADMIN_BASE_PATH = '/__sandbox'
+
+/** Options of {@link createSandboxApp}. */
+export interface SandboxAppOptions {
+  /**
+   * The scenario every tenant starts from: a built-in name, a name in `scenariosDir`, a path to
+   * a `.json` file, or a scenario object.
+   * @default 'default'
+   */
+  scenario?: ScenarioInput
+  /** A directory of `<name>.json` scenarios, searched before the built-ins (also for `PUT /__sandbox/scenario`). */
+  scenariosDir?: string
+  /**
+   * Accepted API keys; each key is its own tenant.
+   * @default the scenario's `apiKeys`, else ['sandbox-dev-key']
+   */
+  apiKeys?: readonly string[]
+  /** Accept every non-empty key, each with its own store (at most `maxTenants`). @default false */
+  anyKey?: boolean
+  /** Tenants kept with `anyKey` before the least recently used is evicted. @default 1000 */
+  maxTenants?: number
+  /** A token for the admin API that acts on every tenant (with `?tenant=<id>`). @default none */
+  adminToken?: string
+  /** Delay before every API answer, in ms or `{ min, max }`; wins over the scenario's. @default the scenario's */
+  latency?: Latency
+  /** Origins allowed by CORS, or '*' for any. @default '*' */
+  corsOrigins?: CorsOrigins
+  /** Called once per request, after it ends. The key is never part of the entry. @default none */
+  log?: (entry: RequestLogEntry) => void
+  /** The demo page directory served at `/__sandbox/`, or false for none. @default the package's `demo/`, when present */
+  demoDir?: string | false
+}
+
+/** What {@link createSandboxApp} returns. */
+export interface SandboxApp {
+  /** The express app: pass it to `http.createServer()` or call `app.listen()`. */
+  readonly app: Express
+  /** The scenario new tenants start from. */
+  readonly scenario: Scenario
+  /** The keys accepted, or 'any'. Printed by the CLI at start; never logged per request. */
+  readonly apiKeys: readonly string[] | 'any'
+  readonly tenants: TenantRegistry
+}
+
+const Key = z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
+
+const Options = z
+  .object({
+    scenario: z.unknown().optional(),
+    scenariosDir: z.string().optional(),
+    apiKeys: z.array(Key).min(1).optional(),
+    anyKey: z.boolean().default(false),
+    maxTenants: z.int().min(1).default(DEFAULT_MAX_TENANTS),
+    adminToken: Key.optional(),
+    latency: Latency.optional(),
+    corsOrigins: z.union([z.literal('*'), z.array(z.string().min(1))]).default('*'),
+    log: z.function().optional(),
+    demoDir: z.union([z.string(), z.literal(false)]).optional(),
+  })
+  .strict()
+  .refine((options) => !(options.anyKey && options.apiKeys), { error: 'apiKeys and anyKey cannot be used together' })
+  .refine((options) => !(options.adminToken && options.apiKeys?.includes(options.adminToken)), {
+    error: 'adminToken must differ from every API key',
+  })
+
+const PACKAGE_DEMO_DIR = fileURLToPath(new URL('../../demo/', import.meta.url))
+
+/**
+ * Builds the sandbox app. Throws {@link PetstoreError} for bad options or an unknown scenario.
+ *
+ * @example
+ * const { app } = await createSandboxApp({ apiKeys: ['k1', 'k2'] })
+ * const server = app.listen(4010, '127.0.0.1')
+ */
+export async function createSandboxApp(options: SandboxAppOptions = {}): Promise<SandboxApp> {
+  const parsed = Options.safeParse(options)
+  if (!parsed.success) {
+    throw new PetstoreError('invalid_option', `Invalid sandbox option ${describeIssues(parsed.error)}`)
+  }
+  const settings = parsed.data
+  const scenariosDir = settings.scenariosDir
+  const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
+  const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
+  const tenants = new TenantRegistry({
+    scenario,
+    keys: apiKeys,
+    adminToken: settings.adminToken,
+    maxTenants: settings.maxTenants,
+    overrides: { latency: settings.latency },
+  })
+  const pipeline = new Pipeline({ tenants, strict: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES })
+  // @note `*` matches any origin: partners reach the server by whatever host name they use.
+  const handlers = createHandlers(pipeline, [`*${API_BASE_PATH}`])
+
+  const app = express()
+  app.disable('x-powered-by')
+  app.set('etag', false)
+  app.use(requestContext(tenants, settings.log as SandboxAppOptions['log']))
+  app.use(cors(settings.corsOrigins))
+  // @note No body parser before the bridge: the core reads bodies itself (and judges them).
+  app.use(mswBridge(handlers, API_BASE_PATH))
+  app.use(
+    ADMIN_BASE_PATH,
+    adminRoutes({
+      tenants,
+      catalog: new ScenarioCatalog(scenariosDir),
+      basePath: API_BASE_PATH,
+      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      startedAt: Date.now(),
+    }),
+  )
+  const demoDir = settings.demoDir ?? (existsSync(PACKAGE_DEMO_DIR) ? PACKAGE_DEMO_DIR : false)
+  if (demoDir !== false) app.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
+  app.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
+  app.use(errorHandler)
+  return { app, scenario, apiKeys, tenants }
+}
+
+/** Whatever reaches express's error path still answers an Error body, never express's HTML. */
+const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const status = typeof error === 'object' && error !== null && 'status' in error ? Number(error.status) : 500
+  if (status >= 400 && status < 500) {
+    sendError(res, 'not_found', { what: `Path ${req.path}` })
+  } else {
+    sendError(res, 'internal_error', { reason: error instanceof Error ? error.message : 'unexpected error' })
+  }
+}

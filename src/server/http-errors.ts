@@ -1,0 +1,13 @@
+/** Error answers of the server's own routes, always the Error body of the error table. */
+import type { Response } from 'express'
+import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
+
+/** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
+export function sendError(res: Response, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}): void {
+  const body = apiError(code, params)
+  if (body.status === 401) {
+    res.setHeader('WWW-Authenticate', code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer')
+  }
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+  res.status(body.status).json(body)
+}

@@ -1,0 +1,147 @@
+/** The `petstore-sandbox` command, spawned as a child process. */
+import { mkdtemp, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
+
+const READY = 'Ctrl+C stops it.'
+
+function apiUrl(stdout: string): string {
+  const match = /API\s+(http:\/\/\S+\/v1)/.exec(stdout)
+  if (!match) throw new Error(`no API URL in:\n${stdout}`)
+  return match[1]!
+}
+
+async function brokenScenarioFile(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'sandbox-cli-'))
+  const file = join(dir, 'broken.json')
+  await writeFile(file, JSON.stringify({ name: 'broken', version: '1.0.0', description: 'x', seed: { categories: [{ name: '' }] } }))
+  return file
+}
+
+describe('petstore-sandbox serve', () => {
+  it('prints the base URL, scenario, development key, admin API and OpenAPI, serves, and exits 0 on SIGTERM', async () => {
+    const run = runCli(['serve', '--port', '0'])
+    await run.waitFor(READY)
+    const out = run.stdout()
+    const base = apiUrl(out)
+    expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
+    expect(out).toMatch(/scenario\s+default 1\.0\.0/)
+    expect(out).toMatch(/API keys\s+sandbox-dev-key \(development key/)
+    expect(out).toContain(`${base.replace(/\/v1$/, '')}/__sandbox/`)
+    expect(out).toContain('/__sandbox/openapi.json')
+    const response = await fetch(`${base}/categories`, { headers: { authorization: 'Bearer sandbox-dev-key' } })
+    expect(response.status).toBe(200)
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+    expect(run.stderr()).toBe('')
+  })
+
+  it('finishes an in-flight request before exiting on SIGTERM', async () => {
+    const run = runCli(['serve', '--port', '0', '--quiet'])
+    await run.waitFor(READY)
+    const pending = fetch(`${apiUrl(run.stdout())}/categories`, {
+      headers: { authorization: 'Bearer sandbox-dev-key', prefer: 'delay=1500' },
+    })
+    await new Promise((resolve) => setTimeout(resolve, 400))
+    run.child.kill('SIGTERM')
+    const response = await pending
+    expect(response.status).toBe(200)
+    expect(await response.json()).toHaveLength(5)
+    expect(await run.exited).toBe(0)
+    expect(run.stdout()).not.toContain('closing their connections')
+  })
+
+  it('accepts repeated --api-key flags and logs requests without the key', async () => {
+    const run = runCli(['serve', '--port', '0', '--api-key', 'k1', '--api-key', 'k2', '--log', 'json'])
+    await run.waitFor(READY)
+    expect(run.stdout()).toMatch(/API keys\s+k1, k2\n/)
+    const base = apiUrl(run.stdout())
+    expect((await fetch(`${base}/categories`, { headers: { authorization: 'Bearer k2' } })).status).toBe(200)
+    expect((await fetch(`${base}/categories`, { headers: { authorization: 'Bearer sandbox-dev-key' } })).status).toBe(401)
+    await run.waitFor('"status":401')
+    const logs = run.stdout().split('\n').filter((line) => line.startsWith('{'))
+    expect(logs.map((line) => (JSON.parse(line) as { status: number }).status)).toEqual([200, 401])
+    expect(logs.join('\n')).not.toContain('k2')
+    run.child.kill('SIGINT')
+    expect(await run.exited).toBe(0)
+  })
+
+  it('reads options from PETSTORE_SANDBOX_* environment variables', async () => {
+    const run = runCli(['serve'], {
+      PETSTORE_SANDBOX_PORT: '0',
+      PETSTORE_SANDBOX_API_KEY: 'env-a,env-b',
+      PETSTORE_SANDBOX_SCENARIO: 'empty',
+      PETSTORE_SANDBOX_QUIET: 'true',
+    })
+    await run.waitFor(READY)
+    expect(run.stdout()).toMatch(/API keys\s+env-a, env-b\n/)
+    expect(run.stdout()).toMatch(/scenario\s+empty 1\.0\.0/)
+    const response = await fetch(`${apiUrl(run.stdout())}/categories`, { headers: { authorization: 'Bearer env-b' } })
+    expect(await response.json()).toEqual([])
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+  })
+
+  it.each([
+    { name: 'a port that is not a number', args: ['serve', '--port', 'abc'], message: '--port must be an integer from 0 to 65535, got "abc"' },
+    { name: 'a port out of range', args: ['serve', '--port', '70000'], message: '--port must be an integer' },
+    { name: 'an unknown flag', args: ['serve', '--bogus'], message: 'Unknown argument: bogus' },
+    { name: 'a bad latency', args: ['serve', '--latency', '400-50'], message: '--latency must be milliseconds' },
+    { name: 'a bad log format', args: ['serve', '--log', 'xml'], message: 'Invalid values' },
+    { name: 'an unknown scenario', args: ['serve', '--scenario', 'nope'], message: 'Cannot use scenario "nope": no such scenario' },
+    { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
+    { name: 'no command', args: [], message: 'Name a command' },
+  ])('exits 1 with one line and no stack trace for $name', async ({ args, message }) => {
+    const { code, stderr } = await runCliToEnd(args)
+    expect(code).toBe(1)
+    const lines = stderr.trimEnd().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(message)
+    expect(lines[0]).toMatch(/^petstore-sandbox: /)
+  })
+
+  it('exits 1 with one line when the port is taken', async () => {
+    const first = runCli(['serve', '--port', '0', '--quiet'])
+    await first.waitFor(READY)
+    const port = new URL(apiUrl(first.stdout())).port
+    const { code, stderr } = await runCliToEnd(['serve', '--port', port])
+    expect(code).toBe(1)
+    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringContaining('the port is in use')])
+    first.child.kill('SIGTERM')
+    expect(await first.exited).toBe(0)
+  })
+})
+
+describe('petstore-sandbox scenarios', () => {
+  it('lists the built-in scenarios with versions and descriptions', async () => {
+    const { code, stdout } = await runCliToEnd(['scenarios', 'list'])
+    expect(code).toBe(0)
+    const names = stdout.trimEnd().split('\n').map((line) => line.split(/\s+/, 1)[0])
+    expect(names).toEqual(['after-sunset', 'default', 'empty', 'flaky', 'large-catalog'])
+    expect(stdout).toMatch(/^default\s+1\.0\.0\s+A small shop/m)
+  })
+
+  it('validates good scenario files and exits 0', async () => {
+    const { code, stdout } = await runCliToEnd(['scenarios', 'validate', 'scenarios/default.json', 'scenarios/flaky.json'])
+    expect(code).toBe(0)
+    expect(stdout).toContain('ok   scenarios/default.json: default 1.0.0')
+    expect(stdout).toContain('ok   scenarios/flaky.json: flaky 1.0.0')
+  })
+
+  it('exits 1 naming the file, the field and the problem of a broken scenario', async () => {
+    const broken = await brokenScenarioFile()
+    const { code, stdout, stderr } = await runCliToEnd(['scenarios', 'validate', 'scenarios/empty.json', broken])
+    expect(code).toBe(1)
+    expect(stdout).toContain('ok   scenarios/empty.json')
+    expect(stderr).toContain(broken)
+    expect(stderr).toContain('seed.categories[0].name: name must be a non-empty string')
+  })
+
+  it('exits 1 naming a file that cannot be read', async () => {
+    const { code, stderr } = await runCliToEnd(['scenarios', 'validate', 'no/such/file.json'])
+    expect(code).toBe(1)
+    expect(stderr).toContain('Cannot read no/such/file.json')
+  })
+})

@@ -1,0 +1,179 @@
+/**
+ * The core's matrix through the real server: the bridge must hand every request to the core and
+ * every answer back unchanged, Error bodies included.
+ */
+import { describe, expect, it } from 'vitest'
+import { DEV_API_KEY } from '../../src/server.js'
+import { expectErrorBody, expectOperationResponse } from '../support/server-openapi-check.js'
+import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+
+const MIB = 1024 * 1024
+
+describe('API over HTTP', () => {
+  it('lists the default scenario categories with the development key', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { headers: auth() })
+    expect(response.status).toBe(200)
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/)
+    const body = await jsonOf(response)
+    expectOperationResponse('GET', '/categories', 200, body)
+    expect(body).toHaveLength(5)
+  })
+
+  it('creates a category and lists it after the seeded ones', async () => {
+    const { fetch } = await startSandbox()
+    const created = await fetch('/v1/categories', {
+      method: 'POST',
+      headers: auth(DEV_API_KEY, true),
+      body: JSON.stringify({ name: 'Ferrets', description: 'Curious' }),
+    })
+    expect(created.status).toBe(201)
+    const category = await jsonOf(created)
+    expectOperationResponse('POST', '/categories', 201, category)
+    expect(category).toEqual({ id: 6, name: 'Ferrets', description: 'Curious' })
+    const list = (await jsonOf(await fetch('/v1/categories', { headers: auth() }))) as unknown[]
+    expect(list.at(-1)).toEqual(category)
+  })
+
+  it.each([
+    { name: 'missing name', body: '{}', code: 'missing_field' },
+    { name: 'name is a number', body: '{"name":42}', code: 'invalid_field' },
+    { name: 'name is blank', body: '{"name":"  "}', code: 'invalid_field' },
+    { name: 'description is a number', body: '{"name":"x","description":1}', code: 'invalid_field' },
+    { name: 'body is an array', body: '[{"name":"x"}]', code: 'invalid_body' },
+    { name: 'body is empty', body: '', code: 'invalid_body' },
+    { name: 'body is malformed JSON', body: '{"name":', code: 'invalid_json' },
+    { name: 'content type is text/plain', body: '{"name":"x"}', code: 'unsupported_media_type', contentType: 'text/plain' },
+  ])('answers 400 $code when the $name', async ({ body, code, contentType }) => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', {
+      method: 'POST',
+      headers: { ...auth(), 'content-type': contentType ?? 'application/json' },
+      body,
+    })
+    expect(response.status).toBe(400)
+    const error = await jsonOf(response)
+    expectOperationResponse('POST', '/categories', 400, error)
+    expectErrorBody(error, 400, code)
+  })
+
+  it('answers 400 invalid_json when the body is not UTF-8', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', {
+      method: 'POST',
+      headers: auth(DEV_API_KEY, true),
+      body: new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]),
+    })
+    expectErrorBody(await jsonOf(response), 400, 'invalid_json')
+  })
+
+  it.each<{ name: string; headers: Record<string, string>; code: string }>([
+    { name: 'no Authorization header', headers: {}, code: 'missing_api_key' },
+    { name: 'a Basic scheme', headers: { authorization: 'Basic abc' }, code: 'invalid_api_key' },
+    { name: 'an unknown key', headers: { authorization: 'Bearer not-a-key' }, code: 'invalid_api_key' },
+  ])('answers 401 $code with $name', async ({ headers, code }) => {
+    const { fetch } = await startSandbox()
+    for (const [method, body] of [['GET', undefined], ['POST', '{"name":']] as const) {
+      const response = await fetch('/v1/categories', { method, headers: { ...headers, 'content-type': 'application/json' }, body })
+      expect(response.status).toBe(401)
+      expect(response.headers.get('www-authenticate')).toMatch(/^Bearer/)
+      const error = await jsonOf(response)
+      expectOperationResponse(method, '/categories', 401, error)
+      expectErrorBody(error, 401, code)
+    }
+  })
+
+  it.each([
+    { method: 'DELETE', path: '/v1/categories', allow: 'GET, POST' },
+    { method: 'PUT', path: '/v1/pets/1', allow: 'GET' },
+    { method: 'POST', path: '/v1/store/orders', allow: 'GET' },
+  ])('answers 405 with Allow for $method $path', async ({ method, path, allow }) => {
+    const { fetch } = await startSandbox()
+    const response = await fetch(path, { method, headers: auth() })
+    expect(response.status).toBe(405)
+    expect(response.headers.get('allow')).toBe(allow)
+    expectErrorBody(await jsonOf(response), 405, 'method_not_allowed')
+  })
+
+  it.each(['/v1/nope', '/v1', '/nope', '/', '/__sandbox/nope', '/v2/categories'])('answers 404 Error JSON for %s', async (path) => {
+    const { fetch } = await startSandbox()
+    const response = await fetch(path, { headers: auth() })
+    expect(response.status).toBe(404)
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/)
+    expectErrorBody(await jsonOf(response), 404, 'not_found')
+  })
+
+  it('answers 413 with our Error body for a declared body over 1 MiB, then serves the next request', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', {
+      method: 'POST',
+      headers: auth(DEV_API_KEY, true),
+      body: `{"name":"${'x'.repeat(MIB)}"}`,
+    })
+    expect(response.status).toBe(413)
+    const error = await jsonOf(response)
+    expectOperationResponse('POST', '/categories', 413, error)
+    expectErrorBody(error, 413, 'payload_too_large')
+    expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
+  })
+
+  it('answers 413 for a chunked body that grows over 1 MiB, then serves the next request', async () => {
+    const { fetch } = await startSandbox()
+    const chunk = new Uint8Array(64 * 1024).fill(0x20)
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 24; i++) controller.enqueue(chunk)
+        controller.close()
+      },
+    })
+    const response = await fetch('/v1/categories', { method: 'POST', headers: auth(DEV_API_KEY, true), body, duplex: 'half' } as RequestInit)
+    expectErrorBody(await jsonOf(response), 413, 'payload_too_large')
+    expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
+  })
+
+  it('serves a pet with its deprecation headers and 404 for an unknown pet', async () => {
+    const { fetch } = await startSandbox()
+    const pet = await fetch('/v1/pets/1', { headers: auth() })
+    expect(pet.status).toBe(200)
+    expect(pet.headers.get('deprecation')).toBe('true')
+    expect(pet.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT')
+    expectOperationResponse('GET', '/pets/{petId}', 200, await jsonOf(pet))
+    const missing = await fetch('/v1/pets/999', { headers: auth() })
+    expectOperationResponse('GET', '/pets/{petId}', 404, await jsonOf(missing))
+  })
+
+  it('lists the orders of the scenario', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/store/orders', { headers: auth() })
+    expect(response.status).toBe(200)
+    expectOperationResponse('GET', '/store/orders', 200, await jsonOf(response))
+  })
+
+  it('answers the status a Prefer header forces', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { headers: { ...auth(), prefer: 'code=503' } })
+    expect(response.status).toBe(503)
+    expectOperationResponse('GET', '/categories', 503, await jsonOf(response))
+  })
+
+  it('answers 410 on the pet operation in the after-sunset scenario', async () => {
+    const { fetch } = await startSandbox({ scenario: 'after-sunset' })
+    const response = await fetch('/v1/pets/1', { headers: auth() })
+    expectOperationResponse('GET', '/pets/{petId}', 410, await jsonOf(response))
+  })
+
+  it('drops the connection on a simulated network failure and keeps serving (regression: status 0 crashed the process)', async () => {
+    const { fetch } = await startSandbox({
+      scenario: { name: 'cut', version: '1.0.0', description: 'Every request fails', faults: { rate: 1, outcomes: ['network'] } },
+    })
+    await expect(fetch('/v1/categories', { headers: auth() })).rejects.toThrow()
+    const health = await fetch('/__sandbox/health')
+    expect(health.status).toBe(200)
+  })
+
+  it('applies --latency to every answer through the server', async () => {
+    const { fetch, sandbox } = await startSandbox({ latency: 1 })
+    expect(sandbox.tenants.resolve(DEV_API_KEY)?.faults.settings.latency).toBe(1)
+    expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
+  })
+})

@@ -1,0 +1,93 @@
+/** CORS for browser partners, and what every response carries: X-Request-Id, nosniff, a log line. */
+import { describe, expect, it } from 'vitest'
+import { tenantId } from '../../src/server.js'
+import { auth, startSandbox } from '../support/sandbox-server.js'
+
+const ORIGIN = 'https://partner.example'
+
+describe('CORS', () => {
+  it.each(['/v1/categories', '/__sandbox/state', '/__sandbox/scenario'])('answers a preflight to %s without auth', async (path) => {
+    const { fetch } = await startSandbox()
+    const response = await fetch(path, {
+      method: 'OPTIONS',
+      headers: { origin: ORIGIN, 'access-control-request-method': 'PUT', 'access-control-request-headers': 'authorization, content-type' },
+    })
+    expect(response.status).toBe(204)
+    expect(response.headers.get('access-control-allow-origin')).toBe('*')
+    expect(response.headers.get('access-control-allow-methods')).toContain('PUT')
+    expect(response.headers.get('access-control-allow-headers')).toBe('authorization, content-type')
+    expect(response.headers.get('access-control-max-age')).toBe('600')
+  })
+
+  it('lets a browser read X-Request-Id and Allow on actual responses', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { headers: { ...auth(), origin: ORIGIN } })
+    expect(response.headers.get('access-control-allow-origin')).toBe('*')
+    expect(response.headers.get('access-control-expose-headers')).toContain('X-Request-Id')
+  })
+
+  it('echoes an allowed origin and says nothing to others when origins are configured', async () => {
+    const { fetch } = await startSandbox({ corsOrigins: [ORIGIN] })
+    const preflight = { 'access-control-request-method': 'GET' }
+    const allowed = await fetch('/v1/categories', { method: 'OPTIONS', headers: { ...preflight, origin: ORIGIN } })
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(ORIGIN)
+    expect(allowed.headers.get('vary')).toContain('Origin')
+    const refused = await fetch('/v1/categories', { method: 'OPTIONS', headers: { ...preflight, origin: 'https://evil.example' } })
+    expect(refused.headers.get('access-control-allow-origin')).toBeNull()
+    const actual = await fetch('/v1/categories', { headers: { ...auth(), origin: 'https://evil.example' } })
+    expect(actual.headers.get('access-control-allow-origin')).toBeNull()
+  })
+
+  it('answers a plain OPTIONS (not a preflight) with the API’s 405', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { method: 'OPTIONS', headers: auth() })
+    expect(response.status).toBe(405)
+    expect(response.headers.get('allow')).toBe('GET, POST')
+  })
+})
+
+describe('response headers and logs', () => {
+  it.each([
+    { name: 'an API answer', path: '/v1/categories' },
+    { name: 'an API error', path: '/v1/nope' },
+    { name: 'an admin answer', path: '/__sandbox/health' },
+    { name: 'an unknown path', path: '/nope' },
+  ])('sends X-Request-Id and nosniff on $name', async ({ path }) => {
+    const { fetch } = await startSandbox()
+    const response = await fetch(path, { headers: auth() })
+    expect(response.headers.get('x-request-id')).toMatch(/^[\w.:-]{1,128}$/)
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff')
+  })
+
+  it('gives every request its own id', async () => {
+    const { fetch } = await startSandbox()
+    const ids = await Promise.all([1, 2, 3].map(async () => (await fetch('/v1/categories', { headers: auth() })).headers.get('x-request-id')))
+    expect(new Set(ids).size).toBe(3)
+  })
+
+  it('echoes a plain incoming X-Request-Id and replaces an unsafe one', async () => {
+    const { fetch } = await startSandbox()
+    const kept = await fetch('/v1/categories', { headers: { ...auth(), 'x-request-id': 'trace-42' } })
+    expect(kept.headers.get('x-request-id')).toBe('trace-42')
+    const replaced = await fetch('/v1/categories', { headers: { ...auth(), 'x-request-id': 'bad id <script>' } })
+    expect(replaced.headers.get('x-request-id')).not.toContain('script')
+  })
+
+  it('logs one line per request with method, path, status, time, tenant and request id', async () => {
+    const { fetch, logs } = await startSandbox()
+    const response = await fetch('/v1/categories?x=1', { headers: auth() })
+    await response.text()
+    await (await fetch('/nope')).text()
+    await expect.poll(() => logs.length).toBe(2)
+    expect(logs[0]).toEqual({
+      time: expect.any(String),
+      requestId: response.headers.get('x-request-id'),
+      method: 'GET',
+      path: '/v1/categories',
+      status: 200,
+      ms: expect.any(Number),
+      tenant: tenantId('sandbox-dev-key'),
+    })
+    expect(logs[1]).toMatchObject({ path: '/nope', status: 404, tenant: null })
+  })
+})

@@ -1,0 +1,127 @@
+/** One isolated store, journal and scenario per API key; keys never leave the server. */
+import { describe, expect, it } from 'vitest'
+import { tenantId, type SandboxAppOptions } from '../../src/server.js'
+import { expectErrorBody, expectOperationResponse } from '../support/server-openapi-check.js'
+import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+
+type Category = { id: number; name: string }
+
+async function createCategory(fetch: (path: string, init?: RequestInit) => Promise<Response>, key: string, name: string) {
+  const response = await fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
+  expect(response.status).toBe(201)
+  return (await jsonOf(response)) as Category
+}
+
+async function categoryNames(fetch: (path: string, init?: RequestInit) => Promise<Response>, key: string) {
+  const response = await fetch('/v1/categories', { headers: auth(key) })
+  expect(response.status).toBe(200)
+  return ((await jsonOf(response)) as Category[]).map((category) => category.name)
+}
+
+describe('tenancy', () => {
+  it('keeps the data of two keys apart', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k1', 'k2'] })
+    await createCategory(fetch, 'k1', 'Only k1')
+    expect(await categoryNames(fetch, 'k1')).toContain('Only k1')
+    expect(await categoryNames(fetch, 'k2')).not.toContain('Only k1')
+    expect(await categoryNames(fetch, 'k2')).toHaveLength(5)
+  })
+
+  it('gives each key its own ids, starting after the seed', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k1', 'k2'] })
+    expect((await createCategory(fetch, 'k1', 'a')).id).toBe(6)
+    expect((await createCategory(fetch, 'k2', 'b')).id).toBe(6)
+  })
+
+  it('keeps the journals of two keys apart', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k1', 'k2'] })
+    await createCategory(fetch, 'k1', 'x')
+    const journal = (await jsonOf(await fetch('/__sandbox/requests', { headers: auth('k2') }))) as unknown[]
+    expect(journal).toEqual([])
+  })
+
+  it('switches the scenario of one key only', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k1', 'k2'] })
+    const switched = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: '{"name":"empty"}' })
+    expect(switched.status).toBe(200)
+    expect(await categoryNames(fetch, 'k1')).toEqual([])
+    expect(await categoryNames(fetch, 'k2')).toHaveLength(5)
+  })
+
+  it('accepts the development key only when no key is configured', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k1'] })
+    expectErrorBody(await jsonOf(await fetch('/v1/categories', { headers: auth() })), 401, 'invalid_api_key')
+  })
+
+  it("accepts the scenario's apiKeys when no key is given", async () => {
+    const { fetch, sandbox } = await startSandbox({
+      scenario: { name: 'keyed', version: '1.0.0', description: 'Two keys', apiKeys: ['scn-a', 'scn-b'] },
+    })
+    expect(sandbox.apiKeys).toEqual(['scn-a', 'scn-b'])
+    expect((await fetch('/v1/categories', { headers: auth('scn-b') })).status).toBe(200)
+    expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(401)
+  })
+
+  it('gives every distinct key its own store with anyKey', async () => {
+    const { fetch } = await startSandbox({ anyKey: true })
+    await createCategory(fetch, 'partner-a', 'A')
+    expect(await categoryNames(fetch, 'partner-b')).not.toContain('A')
+    expect(await categoryNames(fetch, 'partner-a')).toContain('A')
+  })
+
+  it('evicts the least recently used tenant beyond maxTenants and reseeds it on its next request', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 2 })
+    await createCategory(fetch, 'a', 'A')
+    await createCategory(fetch, 'b', 'B')
+    await categoryNames(fetch, 'a') // a is now more recent than b
+    await createCategory(fetch, 'c', 'C') // evicts b
+    expect(sandbox.tenants.size).toBe(2)
+    expect(sandbox.tenants.evictions).toBe(1)
+    expect(await categoryNames(fetch, 'a')).toContain('A')
+    expect(await categoryNames(fetch, 'b')).not.toContain('B')
+  })
+
+  it('never accepts the admin token as an API key, even with anyKey', async () => {
+    const { fetch } = await startSandbox({ anyKey: true, adminToken: 'root-token' })
+    const response = await fetch('/v1/categories', { headers: auth('root-token') })
+    expectOperationResponse('GET', '/categories', 401, await jsonOf(response))
+  })
+
+  it('never shows a key in logs, journal entries, state, tenant lists or error messages', async () => {
+    const key = 'secret-partner-key-123'
+    const { fetch, logs } = await startSandbox({ apiKeys: [key], adminToken: 'admin-secret-456' })
+    await createCategory(fetch, key, 'x')
+    await fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: '{' })
+    const seen = [
+      await (await fetch('/__sandbox/requests', { headers: auth(key) })).text(),
+      await (await fetch('/__sandbox/state', { headers: auth(key) })).text(),
+      await (await fetch('/__sandbox/tenants', { headers: auth('admin-secret-456') })).text(),
+      await (await fetch('/__sandbox/state', { headers: auth('wrong-key-789') })).text(),
+      JSON.stringify(logs),
+    ].join('\n')
+    expect(seen).not.toContain(key)
+    expect(seen).not.toContain('admin-secret-456')
+    expect(seen).not.toContain('wrong-key-789')
+    expect(seen).toContain(tenantId(key))
+  })
+
+  it('gives 200 concurrent creates on one tenant 200 distinct ids and a list 200 longer', async () => {
+    const { fetch } = await startSandbox()
+    const before = await categoryNames(fetch, 'sandbox-dev-key')
+    const created = await Promise.all(
+      Array.from({ length: 200 }, (_, index) => createCategory(fetch, 'sandbox-dev-key', `Concurrent ${index}`)),
+    )
+    expect(new Set(created.map((category) => category.id)).size).toBe(200)
+    const after = await categoryNames(fetch, 'sandbox-dev-key')
+    expect(after).toHaveLength(before.length + 200)
+  })
+
+  it.each<{ name: string; options: SandboxAppOptions; message: RegExp }>([
+    { name: 'apiKeys with anyKey', options: { apiKeys: ['a'], anyKey: true }, message: /cannot be used together/ },
+    { name: 'an admin token equal to a key', options: { apiKeys: ['a'], adminToken: 'a' }, message: /must differ/ },
+    { name: 'a key with a space', options: { apiKeys: ['a b'] }, message: /without spaces/ },
+    { name: 'an unknown scenario', options: { scenario: 'nope' }, message: /no such scenario/ },
+  ])('refuses $name when the app is created', async ({ options, message }) => {
+    await expect(startSandbox(options)).rejects.toThrow(message)
+  })
+})
