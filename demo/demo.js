@@ -134,7 +134,11 @@ async function loadState() {
     const dt = document.createElement('dt')
     dt.textContent = term
     const dd = document.createElement('dd')
-    dd.textContent = typeof value === 'object' && value !== null ? value.name ?? JSON.stringify(value) : String(value)
+    dd.textContent = Array.isArray(value)
+      ? String(value.length)
+      : typeof value === 'object' && value !== null
+        ? `${value.name} ${value.version ?? ''}`.trim()
+        : String(value)
     list.append(dt, dd)
   }
 }

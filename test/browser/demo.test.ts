@@ -58,6 +58,9 @@ describeWithChromium('the demo page at /__sandbox/', () => {
       'Curious <b>and</b> quick',
     ])
     expect(await page.locator('#categories b').count()).toBe(0)
+    // The tenant summary counts records rather than dumping them.
+    await page.locator('#tenant dt:text-is("Categories") + dd', { hasText: /^1$/ }).waitFor()
+    expect(await page.locator('#tenant dt:text-is("Scenario") + dd').textContent()).toBe('empty 1.0.0')
 
     const journal = rows(page, 'journal')
     await journal.filter({ hasText: 'POST /v1/categories' }).filter({ hasText: '201' }).waitFor()
