@@ -75,6 +75,7 @@ function serveOptions(cli: Argv) {
     .option('any-key', { type: 'boolean', default: false, describe: 'Accept every non-empty key, each with its own store' })
     .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept before the least recently used is evicted' })
     .option('admin-token', { type: 'string', describe: 'Token for the admin API over every tenant (?tenant=<id>)' })
+    .option('strict', { type: 'boolean', default: false, describe: 'Refuse unknown fields in a new category with 400' })
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
     .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
@@ -112,6 +113,7 @@ async function serve(argv: ServeArgs): Promise<void> {
     anyKey: argv['any-key'],
     maxTenants: argv['max-tenants'],
     adminToken: argv['admin-token'],
+    strict: argv.strict,
     latency: argv.latency,
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log),

@@ -88,7 +88,10 @@ export const ScenarioFile = z
       .array(z.string().min(1).regex(/^\S+$/, { error: 'must not contain spaces' }))
       .min(1)
       .optional()
-      .meta({ description: 'Accepted bearer keys; without them every non-empty key is accepted' }),
+      .meta({
+        description:
+          'Accepted bearer keys. Without them the library accepts every non-empty key and the server its development key (or its --api-key flags)',
+      }),
     seed: z
       .object({
         categories: z.union([CategorySeeds, FixtureRef, CategoryGenerator]).default([]),

@@ -47,6 +47,8 @@ export interface SandboxAppOptions {
   maxTenants?: number
   /** A token for the admin API that acts on every tenant (with `?tenant=<id>`). @default none */
   adminToken?: string
+  /** Refuse unknown fields in a NewCategory with 400 `unknown_field` instead of ignoring them. @default false */
+  strict?: boolean
   /** Delay before every API answer, in ms or `{ min, max }`; wins over the scenario's. @default the scenario's */
   latency?: Latency
   /** Origins allowed by CORS, or '*' for any. @default '*' */
@@ -78,6 +80,7 @@ const Options = z
     anyKey: z.boolean().default(false),
     maxTenants: z.int().min(1).default(DEFAULT_MAX_TENANTS),
     adminToken: Key.optional(),
+    strict: z.boolean().default(false),
     latency: Latency.optional(),
     corsOrigins: z.union([z.literal('*'), z.array(z.string().min(1))]).default('*'),
     log: z.function().optional(),
@@ -114,7 +117,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     maxTenants: settings.maxTenants,
     overrides: { latency: settings.latency },
   })
-  const pipeline = new Pipeline({ tenants, strict: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES })
+  const pipeline = new Pipeline({ tenants, strict: settings.strict, maxBodyBytes: DEFAULT_MAX_BODY_BYTES })
   // @note `*` matches any origin: partners reach the server by whatever host name they use.
   const handlers = createHandlers(pipeline, [`*${API_BASE_PATH}`])
 

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { tenantId } from '../../src/server.js'
-import { expectErrorBody } from '../support/server-openapi-check.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 
 const ADMIN = 'admin-token-for-tests'

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { DEV_API_KEY } from '../../src/server.js'
-import { expectErrorBody, expectOperationResponse } from '../support/server-openapi-check.js'
+import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 
 const MIB = 1024 * 1024
@@ -175,5 +175,13 @@ describe('API over HTTP', () => {
     const { fetch, sandbox } = await startSandbox({ latency: 1 })
     expect(sandbox.tenants.resolve(DEV_API_KEY)?.faults.settings.latency).toBe(1)
     expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
+  })
+
+  it('refuses unknown fields with strict: true, as the library does', async () => {
+    const { fetch } = await startSandbox({ strict: true })
+    const response = await fetch('/v1/categories', { method: 'POST', headers: auth(DEV_API_KEY, true), body: '{"name":"x","colour":"red"}' })
+    const body = await jsonOf(response)
+    expectOperationResponse('POST', '/categories', response.status, body)
+    expect(body).toMatchObject({ code: 'unknown_field', status: 400 })
   })
 })

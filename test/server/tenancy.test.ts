@@ -1,7 +1,7 @@
 /** One isolated store, journal and scenario per API key; keys never leave the server. */
 import { describe, expect, it } from 'vitest'
 import { tenantId, type SandboxAppOptions } from '../../src/server.js'
-import { expectErrorBody, expectOperationResponse } from '../support/server-openapi-check.js'
+import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 
 type Category = { id: number; name: string }

@@ -50,3 +50,17 @@ export function expectConformant(method: string, path: string, status: number, c
 
 /** The parsed OpenAPI document, for tests that inspect it. */
 export const openApiDocument: Readonly<OpenApiDocument> = document
+
+/** Asserts `body` is what the document promises for `method` on `path` with `status`, content type aside. */
+export function expectOperationResponse(method: string, path: string, status: number, body: unknown): void {
+  expect(templateFor(path), `${path} is not in openapi.json`).toBeDefined()
+  expectConformant(method, path, status, 'application/json', body)
+}
+
+/** Asserts `body` is an Error of the document with this `status` and, when given, `code`. */
+export function expectErrorBody(body: unknown, status: number, code?: string): void {
+  const valid = ajv.validate({ $ref: 'openapi.json#/components/schemas/Error' }, body)
+  expect(valid, `Error body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText()}`).toBe(true)
+  expect((body as { status: number }).status).toBe(status)
+  if (code !== undefined) expect((body as { code: string }).code).toBe(code)
+}
