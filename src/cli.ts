@@ -221,7 +221,7 @@ async function main(args: readonly string[]): Promise<void> {
           'validate <file...>',
           'Check scenario files (and the fixtures they name); exit 1 if any is broken',
           (cmd) => cmd.positional('file', { type: 'string', array: true, demandOption: true }),
-          (argv) => validateScenarios(argv.file as string[]),
+          (argv) => validateScenarios(argv.file),
         )
         .demandCommand(1, 'Name a scenarios command: list or validate'),
     )

@@ -15,22 +15,31 @@ describe('generated files', () => {
 
 describe('the OpenAPI document', () => {
   it('is a valid OpenAPI 3.1 document', async () => {
-    const result = await new Validator().validate(structuredClone(openApiDocument) as unknown as Parameters<Validator['validate']>[0])
+    const result = await new Validator().validate(structuredClone(openApiDocument))
     expect(result.errors ?? []).toEqual([])
     expect(result.valid).toBe(true)
   })
 
   it('states the published interface: operations, Error fields, bearer auth, version', () => {
-    const doc = openApiDocument as unknown as Record<string, any>
-    expect(doc['info'].version).toBe('1.0.0')
-    expect(doc['paths']['/categories'].get.operationId).toBe('listCategories')
-    expect(doc['paths']['/categories'].post.operationId).toBe('createCategory')
-    expect(Object.keys(doc['paths']['/categories'].post.responses)).toEqual(expect.arrayContaining(['201', '400', '401']))
-    expect(doc['paths']['/pets/{petId}'].get.deprecated).toBe(true)
-    expect(doc['components'].schemas.Error.required).toEqual(['code', 'message', 'status'])
-    expect(doc['components'].schemas.Category.required).toEqual(['id', 'name'])
-    expect(doc['components'].schemas.NewCategory.required).toEqual(['name'])
-    expect(doc['components'].securitySchemes.bearerAuth).toEqual({ type: 'http', scheme: 'bearer' })
+    const declared = expect.anything() as unknown
+    expect(openApiDocument).toMatchObject({
+      info: { version: '1.0.0' },
+      paths: {
+        '/categories': {
+          get: { operationId: 'listCategories' },
+          post: { operationId: 'createCategory', responses: { 201: declared, 400: declared, 401: declared } },
+        },
+        '/pets/{petId}': { get: { deprecated: true } },
+      },
+      components: {
+        schemas: {
+          Error: { required: ['code', 'message', 'status'] },
+          Category: { required: ['id', 'name'] },
+          NewCategory: { required: ['name'] },
+        },
+        securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
+      },
+    })
   })
 
   it('lists every code the operations can answer (the admin API\'s left out)', () => {

@@ -65,7 +65,7 @@ export class Pipeline {
     } catch (error) {
       outcome = errorOutcome('internal_error', { reason: error instanceof Error ? error.message : String(error) })
     }
-    return this.#answer(request, operation.id, outcome!, started, tenant, bodyText, headers)
+    return this.#answer(request, operation.id, outcome, started, tenant, bodyText, headers)
   }
 
   /** Answers a path under the base URL that exists, with a method it does not support. */

@@ -26,7 +26,7 @@ export function mswBridge(handlers: readonly RequestHandler[], basePath: string)
     // @note A simulated network failure is `Response.error()` (status 0). The middleware would
     // write status 0, which throws inside a promise nobody awaits and brings the process down
     // (unhandled rejection). Dropping the connection is what the fault means anyway.
-    const writeHead = res.writeHead
+    const writeHead = res.writeHead.bind(res)
     res.writeHead = function guardedWriteHead(this: typeof res, ...args: Parameters<typeof writeHead>) {
       if (args[0] === 0) {
         res.destroy()
@@ -35,7 +35,7 @@ export function mswBridge(handlers: readonly RequestHandler[], basePath: string)
       // @note Answered before the body was read in full (a 413): the rest of the body would
       // stall the connection, so it is closed after this response instead of kept alive.
       if (!req.complete) res.setHeader('Connection', 'close')
-      return writeHead.apply(this, args)
+      return writeHead(...args)
     } as typeof writeHead
     middleware(req, res, next)
   }

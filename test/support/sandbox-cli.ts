@@ -28,8 +28,8 @@ export function runCli(args: readonly string[], env: Record<string, string> = {}
   })
   let stdout = ''
   let stderr = ''
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   onTestFinished(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
@@ -43,11 +43,11 @@ export function runCli(args: readonly string[], env: Record<string, string> = {}
       new Promise((resolve, reject) => {
         const check = () => {
           if (stdout.includes(text)) {
-            child.stdout!.off('data', check)
+            child.stdout.off('data', check)
             resolve()
           }
         }
-        child.stdout!.on('data', check)
+        child.stdout.on('data', check)
         check()
         void exited.then((code) => reject(new Error(`exited with ${code} before printing ${JSON.stringify(text)}\n${stdout}\n${stderr}`)))
       }),

@@ -14,7 +14,7 @@ export interface RunningSandbox {
   /** Every request log entry, in order. */
   readonly logs: RequestLogEntry[]
   /** `fetch` of a path under the origin (`/v1/categories`, `/__sandbox/state`). */
-  fetch(path: string, init?: RequestInit): Promise<Response>
+  readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
 }
 
 /** Starts the app (no demo page unless `demoDir` is given) and registers its teardown. */
