@@ -1,7 +1,7 @@
 /** Prototype-pollution payloads through createCategory: nothing outside the request changes. */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { Category } from '../src/index.js'
-import { call, petstoreHarness } from './support/petstore-harness.js'
+import { BASE, call, KEY, petstoreHarness, readConformant } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
 const PROTOTYPE_NAMES = Object.getOwnPropertyNames(Object.prototype).sort()
@@ -63,4 +63,14 @@ describe('createCategory with prototype-pollution payloads', () => {
     expect(JSON.stringify(body)).toBe('{"__proto__":{"polluted":1},"name":"x"}')
   })
 
+  it('journals a header named __proto__ instead of dropping it', async () => {
+    const petstore = await harness.use({ scenario: 'empty' })
+    // @note A header record would lose the key in `new Headers()` itself; pairs keep it.
+    const response = await fetch(`${BASE}/categories`, { headers: [['authorization', `Bearer ${KEY}`], ['__proto__', 'header-value']] })
+    await readConformant('GET', '/categories', response)
+    const headers = petstore.requests.all()[0]!.request.headers
+    expect(Object.getPrototypeOf(headers)).toBe(Object.prototype)
+    expect(Object.hasOwn(headers, '__proto__')).toBe(true)
+    expect(JSON.stringify(headers)).toContain('"__proto__":"header-value"')
+  })
 })

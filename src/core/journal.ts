@@ -86,11 +86,9 @@ function matches(entry: JournalEntry, filter: JournalFilter): boolean {
 
 /** Request headers as the journal keeps them, credentials redacted. */
 export function journalHeaders(headers: Headers): Record<string, string> {
-  const kept: Record<string, string> = {}
-  headers.forEach((value, name) => {
-    kept[name] = REDACTED_HEADERS.has(name) ? '[redacted]' : value
-  })
-  return kept
+  // @note Built from entries, not by assignment: `kept['__proto__'] = value` would hit the
+  // prototype setter and drop a header a client may legally send under that name.
+  return Object.fromEntries([...headers].map(([name, value]) => [name, REDACTED_HEADERS.has(name) ? '[redacted]' : value]))
 }
 
 /** A body for the journal: parsed when it is JSON text, truncated when long. */
