@@ -11,6 +11,7 @@ import { hideBin } from 'yargs/helpers'
 import { PetstoreError } from './errors.js'
 import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
+import { answerClientErrors } from './server/client-errors.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from './server/create-sandbox-app.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
@@ -121,6 +122,7 @@ async function serve(argv: ServeArgs): Promise<void> {
   const server = createServer(sandbox.app)
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
+  answerClientErrors(server)
   await listen(server, argv.port, argv.host)
 
   const { port } = server.address() as AddressInfo
