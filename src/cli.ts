@@ -11,6 +11,7 @@ import { hideBin } from 'yargs/helpers'
 import { PetstoreError } from './errors.js'
 import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
+import { answerClientErrors } from './server/client-errors.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from './server/create-sandbox-app.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
@@ -78,6 +79,7 @@ function serveOptions(cli: Argv) {
     .option('strict', { type: 'boolean', default: false, describe: 'Refuse unknown fields in a new category with 400' })
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
+    .option('data-dir', { type: 'string', describe: "Keep each tenant's state in this directory across restarts (a create is on disk before it is answered)" })
     .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
     .check((argv) => {
@@ -117,10 +119,13 @@ async function serve(argv: ServeArgs): Promise<void> {
     latency: argv.latency,
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log),
+    dataDir: argv['data-dir'],
+    warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
   })
   const server = createServer(sandbox.app)
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
+  answerClientErrors(server)
   await listen(server, argv.port, argv.host)
 
   const { port } = server.address() as AddressInfo
@@ -139,6 +144,7 @@ async function serve(argv: ServeArgs): Promise<void> {
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
+      `  data       ${argv['data-dir'] === undefined ? 'in memory (lost on exit; keep it with --data-dir)' : `${argv['data-dir']} (kept across restarts)`}`,
       '  Ctrl+C stops it.',
       '',
     ].join('\n'),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { JOURNAL_BODY_LIMIT } from '../src/core/journal.js'
+import { JOURNAL_BODY_LIMIT, JOURNAL_DEPTH_LIMIT } from '../src/core/journal.js'
 import { call, petstoreHarness } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
@@ -88,5 +88,21 @@ describe('the request journal', () => {
     await call('/categories')
     await petstore.reset()
     expect(petstore.requests.all()).toEqual([])
+  })
+
+  it('keeps a body nested 30,000 deep as text, so the journal still serializes', async () => {
+    const petstore = await harness.use()
+    const deep = `{"name":"Deep","x":${'['.repeat(30_000)}${']'.repeat(30_000)}}`
+    expect((await call('/categories', { body: deep })).status).toBe(201)
+    const [entry] = petstore.requests.all()
+    expect(entry!.request.body).toBe(deep)
+    expect(() => JSON.stringify(petstore.requests.all())).not.toThrow()
+  })
+
+  it('still parses a body nested exactly to the depth limit, brackets inside strings aside', async () => {
+    const petstore = await harness.use()
+    const nested = `{"name":"[[[{{{","x":${'['.repeat(JOURNAL_DEPTH_LIMIT - 1)}${']'.repeat(JOURNAL_DEPTH_LIMIT - 1)}}`
+    await call('/categories', { body: nested })
+    expect(petstore.requests.all()[0]!.request.body).toEqual(JSON.parse(nested))
   })
 })

@@ -86,11 +86,9 @@ function matches(entry: JournalEntry, filter: JournalFilter): boolean {
 
 /** Request headers as the journal keeps them, credentials redacted. */
 export function journalHeaders(headers: Headers): Record<string, string> {
-  const kept: Record<string, string> = {}
-  headers.forEach((value, name) => {
-    kept[name] = REDACTED_HEADERS.has(name) ? '[redacted]' : value
-  })
-  return kept
+  // @note Built from entries, not by assignment: `kept['__proto__'] = value` would hit the
+  // prototype setter and drop a header a client may legally send under that name.
+  return Object.fromEntries([...headers].map(([name, value]) => [name, REDACTED_HEADERS.has(name) ? '[redacted]' : value]))
 }
 
 /** A body for the journal: parsed when it is JSON text, truncated when long. */
@@ -100,11 +98,38 @@ export function journalBody(text: string | undefined, parsed?: unknown): Journal
     return { body: copyString(text.slice(0, JOURNAL_BODY_LIMIT)), truncated: { size: text.length } }
   }
   if (parsed !== undefined) return { body: parsed }
+  // @note A body nested deeper than this is kept as text: parsed, it would make every later
+  // `JSON.stringify` of the journal (the admin API's `GET /__sandbox/requests`) overflow the stack.
+  if (nestingDepth(text) > JOURNAL_DEPTH_LIMIT) return { body: text }
   try {
     return { body: JSON.parse(text) }
   } catch {
     return { body: text }
   }
+}
+
+/** Bodies nested deeper than this many arrays and objects are kept as text. */
+export const JOURNAL_DEPTH_LIMIT = 256
+
+/** The deepest nesting of `[` and `{` in a JSON text, brackets inside strings ignored. */
+function nestingDepth(text: string): number {
+  let depth = 0
+  let deepest = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const char = text.charCodeAt(i)
+    if (inString) {
+      if (char === 0x5c) i++ // backslash: skip the escaped character
+      else if (char === 0x22) inString = false
+    } else if (char === 0x22) {
+      inString = true
+    } else if (char === 0x5b || char === 0x7b) {
+      if (++depth > deepest) deepest = depth
+    } else if (char === 0x5d || char === 0x7d) {
+      depth--
+    }
+  }
+  return deepest
 }
 
 /** @note A slice can keep its whole parent string alive; a round trip makes a flat copy. */

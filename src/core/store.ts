@@ -19,7 +19,19 @@ export interface StoreSnapshot {
   readonly nextCategoryId: number
 }
 
+/** A write as a durable runtime records it: one created category, or the whole state replaced. */
+export type DurableWrite =
+  | { readonly kind: 'created'; readonly category: Category }
+  | { readonly kind: 'replaced'; readonly snapshot: StoreSnapshot }
+
 export class PetstoreStore {
+  /**
+   * Called inside the write's queue slot (so calls arrive in write order) after every seed,
+   * create and restore; the write resolves only once the returned promise does. Lets a runtime
+   * make each write durable before it is answered, and batch concurrent ones. A rejection fails
+   * the write it follows (the state in memory is already changed).
+   */
+  onDurableWrite: ((write: DurableWrite) => Promise<void> | undefined) | undefined
   /**
    * Called inside the write's queue slot after every seed, create and restore, with the state
    * it left. Lets a runtime persist the store without knowing its rules. It must not throw: an
@@ -39,19 +51,35 @@ export class PetstoreStore {
     return run
   }
 
-  /** Replaces all data with the scenario's seed and restarts ids after the highest seeded one. */
-  seed(scenario: Scenario): Promise<void> {
-    return this.#serial(async () => {
+  /**
+   * Replaces all data with the scenario's seed and restarts ids after the highest seeded one;
+   * with `saved`, categories and the next id come from it instead (a durable runtime's state).
+   */
+  seed(scenario: Scenario, saved?: StoreSnapshot): Promise<void> {
+    return this.#durable(async () => {
       this.#categories.clear()
       this.#pets.clear()
       this.#orders.clear()
-      const categories = expandCategories(scenario.seed.categories)
+      const categories = saved ? saved.categories.map(toCategory) : expandCategories(scenario.seed.categories)
       for (const category of categories) await this.#categories.create(category)
       for (const pet of scenario.seed.pets) await this.#pets.create(structuredClone(pet))
       for (const order of scenario.seed.orders) await this.#orders.create(structuredClone(order))
-      this.#nextCategoryId = categories.reduce((max, category) => Math.max(max, category.id), 0) + 1
+      this.#nextCategoryId = saved?.nextCategoryId ?? categories.reduce((max, category) => Math.max(max, category.id), 0) + 1
       this.#wrote()
+      return { result: undefined, write: { kind: 'replaced', snapshot: this.#snapshot() } }
     })
+  }
+
+  /** Runs `task` in the queue, then waits for its write to be durable (outside the queue, so writes batch). */
+  async #durable<T>(task: () => Promise<{ result: T; write: DurableWrite }>): Promise<T> {
+    let durable: Promise<void> | undefined
+    const result = await this.#serial(async () => {
+      const { result, write } = await task()
+      durable = this.onDurableWrite?.(write)
+      return result
+    })
+    await durable
+    return result
   }
 
   /** The categories and the next id, as plain objects. */
@@ -64,11 +92,12 @@ export class PetstoreStore {
    * @note The snapshot is trusted: callers read it back from their own storage and check its shape.
    */
   restore(snapshot: StoreSnapshot): Promise<void> {
-    return this.#serial(async () => {
+    return this.#durable(async () => {
       this.#categories.clear()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
       this.#wrote()
+      return { result: undefined, write: { kind: 'replaced', snapshot: this.#snapshot() } }
     })
   }
 
@@ -87,7 +116,7 @@ export class PetstoreStore {
 
   /** Stores a valid NewCategory under the next id. */
   createCategory(input: NewCategory): Promise<Category> {
-    return this.#serial(async () => {
+    return this.#durable(async () => {
       const id = this.#nextCategoryId
       if (!Number.isSafeInteger(id)) {
         throw new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
@@ -99,7 +128,8 @@ export class PetstoreStore {
           : { id, name: input.name, description: input.description },
       )
       this.#wrote()
-      return toCategory(record)
+      const category = toCategory(record)
+      return { result: category, write: { kind: 'created', category: toCategory(record) } }
     })
   }
 

@@ -5,7 +5,7 @@
 import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
 import { faultSettings, FaultInjector } from './faults.js'
 import { RequestJournal } from './journal.js'
-import { PetstoreStore } from './store.js'
+import { PetstoreStore, type DurableWrite, type StoreSnapshot } from './store.js'
 
 /** Settings that, when given, win over the scenario's. */
 export interface TenantOverrides {
@@ -13,6 +13,14 @@ export interface TenantOverrides {
   readonly faults?: Faults | false | undefined
   readonly afterSunset?: boolean | undefined
   readonly journalLimit?: number | undefined
+}
+
+/** How a durable runtime starts a tenant: from its saved state, recording every later write. */
+export interface TenantDurability {
+  /** The categories and next id to start from instead of the scenario's seed. */
+  readonly saved?: StoreSnapshot | undefined
+  /** Awaited before each write is answered; gets the tenant's scenario name at that moment. */
+  readonly onWrite: (write: DurableWrite, scenarioName: string) => Promise<void> | undefined
 }
 
 export class Tenant {
@@ -24,12 +32,13 @@ export class Tenant {
   /** Settles when the current scenario's seed is in the store. */
   ready: Promise<void>
 
-  constructor(scenario: Scenario, overrides: TenantOverrides = {}) {
+  constructor(scenario: Scenario, overrides: TenantOverrides = {}, durability?: TenantDurability) {
     this.#overrides = overrides
     this.journal = new RequestJournal(overrides.journalLimit)
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
-    this.ready = this.store.seed(scenario)
+    if (durability) this.store.onDurableWrite = (write) => durability.onWrite(write, this.#scenario.name)
+    this.ready = this.store.seed(scenario, durability?.saved)
   }
 
   get scenario(): Scenario {

@@ -15,6 +15,7 @@ import { describeIssues, Latency, type Scenario } from '../scenario/scenario-for
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { cors, type CorsOrigins } from './cors.js'
+import { DurableTenants } from './durable-tenants.js'
 import { sendError } from './http-errors.js'
 import { mswBridge } from './msw-bridge.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
@@ -55,6 +56,14 @@ export interface SandboxAppOptions {
   corsOrigins?: CorsOrigins
   /** Called once per request, after it ends. The key is never part of the entry. @default none */
   log?: (entry: RequestLogEntry) => void
+  /**
+   * Keep each tenant's state in this directory across restarts: a create is on disk before it
+   * is answered, and reset and scenario switches replace the state atomically.
+   * @default none: state lives in memory only
+   */
+  dataDir?: string
+  /** Told about recoveries of the data directory (a torn log cut off). @default none */
+  warn?: (message: string) => void
   /** The demo page directory served at `/__sandbox/`, or false for none. @default the package's `demo/`, when present */
   demoDir?: string | false
 }
@@ -68,6 +77,8 @@ export interface SandboxApp {
   /** The keys accepted, or 'any'. Printed by the CLI at start; never logged per request. */
   readonly apiKeys: readonly string[] | 'any'
   readonly tenants: TenantRegistry
+  /** The data directory's keeper, when `dataDir` is set. */
+  readonly durable: DurableTenants | undefined
 }
 
 const Key = z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
@@ -85,6 +96,8 @@ const Options = z
     corsOrigins: z.union([z.literal('*'), z.array(z.string().min(1))]).default('*'),
     log: z.function().optional(),
     demoDir: z.union([z.string(), z.literal(false)]).optional(),
+    dataDir: z.string().min(1).optional(),
+    warn: z.function().optional(),
   })
   .strict()
   .refine((options) => !(options.anyKey && options.apiKeys), { error: 'apiKeys and anyKey cannot be used together' })
@@ -110,12 +123,20 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const scenariosDir = settings.scenariosDir
   const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
   const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
+  const catalog = new ScenarioCatalog(scenariosDir)
+  const durable = settings.dataDir === undefined ? undefined : new DurableTenants(settings.dataDir, { warn: settings.warn as SandboxAppOptions['warn'] })
+  // @note Tenants are created inside a request, synchronously: the scenarios a saved state may
+  // name are loaded now.
+  const known = durable ? new Map((await catalog.list()).map((entry) => [entry.name, entry])) : undefined
+  known?.set(scenario.name, scenario)
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
     adminToken: settings.adminToken,
     maxTenants: settings.maxTenants,
     overrides: { latency: settings.latency },
+    durable,
+    scenarioNamed: (name) => known?.get(name),
   })
   const pipeline = new Pipeline({ tenants, strict: settings.strict, maxBodyBytes: DEFAULT_MAX_BODY_BYTES })
   // @note `*` matches any origin: partners reach the server by whatever host name they use.
@@ -132,7 +153,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     ADMIN_BASE_PATH,
     adminRoutes({
       tenants,
-      catalog: new ScenarioCatalog(scenariosDir),
+      catalog,
       basePath: API_BASE_PATH,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       startedAt: Date.now(),
@@ -142,7 +163,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   if (demoDir !== false) app.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
   app.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
   app.use(errorHandler)
-  return { app, scenario, apiKeys, tenants }
+  return { app, scenario, apiKeys, tenants, durable }
 }
 
 /** Whatever reaches express's error path still answers an Error body, never express's HTML. */

@@ -9,5 +9,8 @@ export function sendError(res: Response, code: ErrorCode, params: ErrorParams = 
     res.setHeader('WWW-Authenticate', code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer')
   }
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
+  // @note Answered before the body was read in full (a 413): the unread rest would stall a
+  // keep-alive connection, so it is closed after this answer (as the API's bridge does).
+  if (!res.req.complete) res.setHeader('Connection', 'close')
   res.status(body.status).json(body)
 }

@@ -10,6 +10,7 @@
 import { createMiddleware } from '@mswjs/http-middleware'
 import type { RequestHandler as ExpressHandler } from 'express'
 import type { RequestHandler } from 'msw'
+import { sendError } from './http-errors.js'
 
 /**
  * Express middleware answering the requests under `basePath` that the handlers match.
@@ -37,6 +38,32 @@ export function mswBridge(handlers: readonly RequestHandler[], basePath: string)
       if (!req.complete) res.setHeader('Connection', 'close')
       return writeHead(...args)
     } as typeof writeHead
-    middleware(req, res, next)
+    // @note The middleware builds `new URL(req.url, <protocol>://<Host>)` outside its promise's
+    // catch: a Host it cannot parse (`a b`, `[`, `a@b`) rejected a promise nobody awaited, which
+    // took the whole process down. The sandbox does not route by host, so such a request is
+    // answered as if sent to localhost.
+    if (!isUsableOrigin(`${req.protocol}://${req.headers.host ?? ''}`)) req.headers.host = 'localhost'
+    // @note msw decodes path segments while matching and throws on malformed escapes (`%ff`):
+    // no route has such a path, so it is a 404 like any other unknown path.
+    if (!isDecodable(req.path)) {
+      sendError(res, 'not_found', { what: `Path ${req.path}` })
+      return
+    }
+    Promise.resolve(middleware(req, res, next)).catch(next)
+  }
+}
+
+function isUsableOrigin(origin: string): boolean {
+  if (!URL.canParse(origin)) return false
+  const url = new URL(origin)
+  return url.username === '' && url.password === '' && url.pathname === '/' && url.search === '' && url.hash === ''
+}
+
+function isDecodable(path: string): boolean {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
   }
 }

@@ -8,6 +8,7 @@ import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { Tenant, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../handlers/pipeline.js'
 import type { Scenario } from '../scenario/scenario-format.js'
+import type { DurableTenants } from './durable-tenants.js'
 
 /** The key accepted when none is configured: documented, printed at start, never secret. */
 export const DEV_API_KEY = 'sandbox-dev-key'
@@ -26,6 +27,10 @@ export interface TenantRegistryOptions {
   /** At most this many tenants are kept; the least recently used is evicted. */
   readonly maxTenants: number
   readonly overrides: TenantOverrides
+  /** Where tenants' state is kept across restarts (`--data-dir`). @default none: in memory only */
+  readonly durable?: DurableTenants | undefined
+  /** A scenario by name, for tenants whose saved state names one. */
+  readonly scenarioNamed?: ((name: string) => Scenario | undefined) | undefined
 }
 
 /**
@@ -103,15 +108,25 @@ export class TenantRegistry implements TenantResolver {
     if (tenant) {
       this.#tenants.delete(id)
     } else {
-      tenant = new Tenant(this.#options.scenario, this.#options.overrides)
+      tenant = this.#create(id)
       while (this.#tenants.size >= this.#options.maxTenants) {
         const oldest = this.#tenants.keys().next().value
         if (oldest === undefined) break
         this.#tenants.delete(oldest)
+        this.#options.durable?.release(oldest)
         this.#evictions++
       }
     }
     this.#tenants.set(id, tenant)
     return tenant
+  }
+
+  /** A new tenant: from its saved state when the sandbox is durable, else from the scenario. */
+  #create(id: string): Tenant {
+    const { durable, overrides } = this.#options
+    if (!durable) return new Tenant(this.#options.scenario, overrides)
+    const loaded = durable.load(id)
+    const scenario = (loaded.scenario === undefined ? undefined : this.#options.scenarioNamed?.(loaded.scenario)) ?? this.#options.scenario
+    return new Tenant(scenario, overrides, durable.durability(id, loaded))
   }
 }

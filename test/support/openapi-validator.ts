@@ -3,7 +3,7 @@
  * draft 2020-12, the dialect of OpenAPI 3.1). Every response a test receives goes through here.
  */
 import { readFileSync } from 'node:fs'
-import { Ajv2020 } from 'ajv/dist/2020.js'
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { expect } from 'vitest'
 
 const document = JSON.parse(readFileSync(new URL('../../openapi.json', import.meta.url), 'utf8')) as OpenApiDocument
@@ -16,6 +16,20 @@ interface OpenApiDocument {
 const ajv = new Ajv2020({ strict: false, allErrors: true })
 ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isSafeInteger(value) })
 ajv.addSchema(document, 'openapi.json')
+
+/**
+ * @note `ajv.validate({ $ref })` compiles a fresh schema object on every call (milliseconds each);
+ * one compiled validator per reference keeps the fuzzer's thousands of checks cheap.
+ */
+const validators = new Map<string, ValidateFunction>()
+function validatorFor(schemaRef: string): ValidateFunction {
+  let validate = validators.get(schemaRef)
+  if (!validate) {
+    validate = ajv.compile({ $ref: schemaRef })
+    validators.set(schemaRef, validate)
+  }
+  return validate
+}
 
 const pointer = (...parts: string[]) => parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
 
@@ -43,8 +57,9 @@ export function expectConformant(method: string, path: string, status: number, c
     schemaRef = `openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', key, 'content', 'application/json', 'schema')}`
   }
   expect(contentType, `${method} ${path} ${status}: content type`).toMatch(/^application\/json/)
-  const valid = ajv.validate({ $ref: schemaRef }, body)
-  expect(valid, `${method} ${path} ${status} body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText()}`).toBe(true)
+  const validate = validatorFor(schemaRef)
+  const valid = validate(body)
+  expect(valid, `${method} ${path} ${status} body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText(validate.errors)}`).toBe(true)
   if (status >= 400) expect((body as { status: number }).status).toBe(status)
 }
 
@@ -59,8 +74,9 @@ export function expectOperationResponse(method: string, path: string, status: nu
 
 /** Asserts `body` is an Error of the document with this `status` and, when given, `code`. */
 export function expectErrorBody(body: unknown, status: number, code?: string): void {
-  const valid = ajv.validate({ $ref: 'openapi.json#/components/schemas/Error' }, body)
-  expect(valid, `Error body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText()}`).toBe(true)
+  const validate = validatorFor('openapi.json#/components/schemas/Error')
+  const valid = validate(body)
+  expect(valid, `Error body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText(validate.errors)}`).toBe(true)
   expect((body as { status: number }).status).toBe(status)
   if (code !== undefined) expect((body as { code: string }).code).toBe(code)
 }

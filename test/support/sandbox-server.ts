@@ -2,33 +2,42 @@
  * Starts the real sandbox app on 127.0.0.1, port 0, for one test, and closes it when that test
  * finishes. Requests go over real HTTP with `fetch`.
  */
-import { createServer } from 'node:http'
+import { createServer, type Server, type ServerOptions } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { onTestFinished } from 'vitest'
+import { answerClientErrors } from '../../src/server/client-errors.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
 
 export interface RunningSandbox {
   /** `http://127.0.0.1:<port>` */
   readonly origin: string
   readonly sandbox: SandboxApp
+  readonly server: Server
   /** Every request log entry, in order. */
   readonly logs: RequestLogEntry[]
   /** `fetch` of a path under the origin (`/v1/categories`, `/__sandbox/state`). */
   readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
 }
 
-/** Starts the app (no demo page unless `demoDir` is given) and registers its teardown. */
-export async function startSandbox(options: SandboxAppOptions = {}): Promise<RunningSandbox> {
+/**
+ * Starts the app (no demo page unless `demoDir` is given) and registers its teardown. `http`
+ * sets the Node server's own options (timeouts), as the CLI does.
+ */
+export async function startSandbox(
+  options: SandboxAppOptions = {},
+  http: ServerOptions & { headersTimeout?: number; requestTimeout?: number } = {},
+): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
   const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...options })
-  const server = createServer(sandbox.app)
+  const server = createServer(http, sandbox.app)
+  answerClientErrors(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   onTestFinished(async () => {
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
   })
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { origin, sandbox, logs, fetch: (path, init) => fetch(`${origin}${path}`, init) }
+  return { origin, sandbox, server, logs, fetch: (path, init) => fetch(`${origin}${path}`, init) }
 }
 
 /** Headers with a bearer key (the development key unless given) and, when `json`, a JSON content type. */

@@ -1,0 +1,208 @@
+/**
+ * Hostile HTTP against the running sandbox, over raw sockets on 127.0.0.1: random bytes, cut and
+ * oversized bodies, deep nesting, huge and duplicated headers, invalid UTF-8, bad hosts, slow
+ * clients. After each, the server still answers and no tenant's data changed.
+ */
+import { describe, expect, it } from 'vitest'
+import { collect, exchange, openSocket, seededBytes } from '../support/raw-http.js'
+import { jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+
+const KEYS = ['tenant-a', 'tenant-b'] as const
+const LIMIT = 1024 * 1024
+const utf8 = (text: string) => Buffer.from(text, 'utf8')
+
+/** A request head; `Host` first unless given, each header a `Name: value` line. */
+function head(method: string, path: string, headers: readonly string[] = [], host = 'Host: 127.0.0.1'): string {
+  return `${method} ${path} HTTP/1.1\r\n${[host, ...headers].filter((line) => line !== '').map((line) => `${line}\r\n`).join('')}\r\n`
+}
+const authA = `Authorization: Bearer ${KEYS[0]}`
+const json = 'Content-Type: application/json'
+const post = (body: string | Uint8Array, headers: readonly string[] = [authA, json]) => [
+  head('POST', '/v1/categories', [...headers, `Content-Length: ${Buffer.byteLength(body)}`]),
+  body,
+]
+const deepArrays = `${'['.repeat(100_000)}${']'.repeat(100_000)}`
+
+/** Starts a sandbox with two tenants, each holding one category of its own. */
+async function twoTenants(http: Parameters<typeof startSandbox>[1] = {}): Promise<RunningSandbox> {
+  const sandbox = await startSandbox({ apiKeys: [...KEYS] }, http)
+  for (const key of KEYS) {
+    const response = await sandbox.fetch('/v1/categories', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `Only ${key}` }),
+    })
+    expect(response.status).toBe(201)
+  }
+  return sandbox
+}
+
+/** Every tenant's categories, as the API and the admin API show them. */
+async function stateOf(sandbox: RunningSandbox): Promise<unknown[]> {
+  const states = []
+  for (const key of KEYS) {
+    const headers = { authorization: `Bearer ${key}` }
+    const list = await sandbox.fetch('/v1/categories', { headers })
+    expect(list.status).toBe(200)
+    const state = await sandbox.fetch('/__sandbox/state', { headers })
+    expect(state.status).toBe(200)
+    states.push(await jsonOf(list), ((await jsonOf(state)) as { categories: unknown }).categories)
+  }
+  return states
+}
+
+interface HostileCase {
+  readonly name: string
+  readonly chunks: readonly (string | Uint8Array)[]
+  /** The status of the answer, or 'closed' when the server must just close the connection. */
+  readonly expected: number | 'closed'
+  /** Keep the writing side open: the server must answer and close the connection by itself. */
+  readonly keepOpen?: boolean
+}
+
+const CASES: HostileCase[] = [
+  { name: '4 KiB of random bytes', chunks: [seededBytes(6, 4096)], expected: 400 },
+  { name: 'random bytes after a valid request line', chunks: ['POST /v1/categories HTTP/1.1\r\n', seededBytes(7, 4096)], expected: 400 },
+  { name: 'a request line without a version', chunks: ['GET /v1/categories\r\n\r\n'], expected: 401 },
+  { name: 'a NUL byte in a header value', chunks: [head('GET', '/v1/categories', [authA, 'X-Nul: a\0b'])], expected: 400 },
+  { name: 'a body cut short of its Content-Length', chunks: [head('POST', '/v1/categories', [authA, json, 'Content-Length: 100']), '{"name":"cut"}'], expected: 'closed' },
+  {
+    name: 'a chunked body cut inside a chunk',
+    chunks: [head('POST', '/v1/categories', [authA, json, 'Transfer-Encoding: chunked']), 'e\r\n{"name":"cut"}\r\n20\r\n{"desc'],
+    expected: 'closed',
+  },
+  {
+    name: 'a body declared over the limit',
+    chunks: [head('POST', '/v1/categories', [authA, json, `Content-Length: ${LIMIT * 2}`]), 'x'.repeat(64 * 1024)],
+    expected: 413,
+    keepOpen: true,
+  },
+  {
+    name: 'a chunked body over the limit',
+    chunks: [
+      head('POST', '/v1/categories', [authA, json, 'Transfer-Encoding: chunked']),
+      ...Array.from({ length: 20 }, () => `10000\r\n${'x'.repeat(0x10000)}\r\n`),
+      '0\r\n\r\n',
+    ],
+    expected: 413,
+  },
+  {
+    name: 'an admin body declared over the limit',
+    chunks: [head('PUT', '/__sandbox/scenario', [authA, json, `Content-Length: ${LIMIT * 2}`]), 'x'.repeat(64 * 1024)],
+    expected: 413,
+    keepOpen: true,
+  },
+  { name: 'arrays nested 100,000 deep', chunks: post(deepArrays), expected: 400 },
+  { name: 'a name nested 100,000 deep', chunks: post(`{"name":${deepArrays}}`), expected: 400 },
+  {
+    name: 'a scenario name nested 100,000 deep',
+    chunks: [head('PUT', '/__sandbox/scenario', [authA, json, `Content-Length: ${deepArrays.length + 9}`]), `{"name":${deepArrays}}`],
+    expected: 400,
+  },
+  { name: 'a 100 KB header', chunks: [head('GET', '/v1/categories', [authA, `X-Big: ${'a'.repeat(100_000)}`])], expected: 431 },
+  {
+    name: '1,000 duplicated headers',
+    chunks: [head('GET', '/v1/categories', [authA, ...Array.from({ length: 1000 }, () => 'X-Dup: a'), 'Connection: close'])],
+    expected: 200,
+  },
+  {
+    name: 'two different Content-Length headers',
+    chunks: [head('POST', '/v1/categories', [authA, json, 'Content-Length: 14', 'Content-Length: 2']), '{"name":"two"}'],
+    expected: 400,
+  },
+  {
+    name: 'Content-Length with Transfer-Encoding',
+    chunks: [head('POST', '/v1/categories', [authA, json, 'Content-Length: 5', 'Transfer-Encoding: chunked']), '0\r\n\r\n'],
+    expected: 400,
+  },
+  { name: 'a negative Content-Length', chunks: [head('POST', '/v1/categories', [authA, json, 'Content-Length: -1'])], expected: 400 },
+  { name: 'invalid UTF-8 in the body', chunks: post(Buffer.from([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d])), expected: 400 },
+  { name: 'overlong UTF-8 in the body', chunks: post(Buffer.concat([utf8('{"name":"'), Buffer.from([0xc0, 0xaf]), utf8('"}')])), expected: 400 },
+  {
+    name: 'invalid UTF-8 in the Authorization value',
+    chunks: [Buffer.from(head('GET', '/v1/categories', [`${authA}\xff\xfe`, 'Connection: close']), 'latin1')],
+    expected: 401,
+  },
+  { name: 'invalid UTF-8 in the path', chunks: [Buffer.from(head('GET', '/v1/categories\xff', [authA]), 'latin1')], expected: 400 },
+  { name: 'a malformed percent escape in the path', chunks: [head('GET', '/v1/%ff%fe', [authA, 'Connection: close'])], expected: 404 },
+  ...['a b', '[', 'a@b', 'x:99999', ''].map((host) => ({
+    name: `Host: ${JSON.stringify(host)}`,
+    chunks: [head('GET', '/v1/categories', [authA, 'Connection: close'], `Host: ${host}`)],
+    expected: 200,
+  })),
+  { name: 'HTTP/1.0 without a Host', chunks: [`GET /v1/categories HTTP/1.0\r\n${authA}\r\n\r\n`], expected: 200 },
+]
+
+describe('the sandbox server under hostile HTTP', () => {
+  it.each(CASES)('survives $name and keeps every tenant’s data', async ({ chunks, expected, keepOpen = false }) => {
+    const sandbox = await twoTenants()
+    const before = await stateOf(sandbox)
+    const answer = await exchange(sandbox.origin, chunks, { end: !keepOpen })
+    if (expected === 'closed' || keepOpen) {
+      expect(answer.closed).toBe(true)
+    }
+    if (expected !== 'closed') {
+      expect(answer.status, answer.text.slice(0, 200)).toBe(expected)
+      expect(answer.text).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i)
+    }
+    expect(await stateOf(sandbox)).toEqual(before)
+  })
+
+  it('answers two Authorization headers as at most one tenant, never with the other’s data', async () => {
+    const sandbox = await twoTenants()
+    const before = await stateOf(sandbox)
+    const answer = await exchange(sandbox.origin, [
+      head('GET', '/v1/categories', [authA, `Authorization: Bearer ${KEYS[1]}`, 'Connection: close']),
+    ])
+    expect([200, 401]).toContain(answer.status)
+    expect(answer.text).not.toContain(`Only ${KEYS[1]}`)
+    expect(await stateOf(sandbox)).toEqual(before)
+  })
+
+  it('keeps serving others while a client trickles its headers, then cuts that client off', async () => {
+    const sandbox = await twoTenants({ headersTimeout: 1000, requestTimeout: 2000, connectionsCheckingInterval: 100 })
+    const before = await stateOf(sandbox)
+    const slow = await openSocket(sandbox.origin)
+    const cutOff = collect(slow, 15_000)
+    slow.write(`GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\n${authA}\r\nX-Slow: `)
+    const trickle = setInterval(() => (slow.destroyed ? clearInterval(trickle) : slow.write('a')), 100)
+    try {
+      for (let i = 0; i < 20; i++) {
+        const response = await sandbox.fetch('/v1/categories', { headers: { authorization: `Bearer ${KEYS[1]}` } })
+        expect(response.status).toBe(200)
+        await response.arrayBuffer()
+      }
+      const answer = await cutOff
+      expect(answer.closed).toBe(true)
+      expect(answer.status).toBe(408)
+      expect(answer.text).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i)
+    } finally {
+      clearInterval(trickle)
+    }
+    expect(await stateOf(sandbox)).toEqual(before)
+  })
+
+  it('keeps serving others while a client trickles a create body, then cuts it off without storing it', async () => {
+    const sandbox = await twoTenants({ headersTimeout: 1000, requestTimeout: 2000, connectionsCheckingInterval: 100 })
+    const before = await stateOf(sandbox)
+    const body = JSON.stringify({ name: 'trickled', description: 'x'.repeat(200) })
+    const slow = await openSocket(sandbox.origin)
+    const cutOff = collect(slow, 15_000)
+    slow.write(head('POST', '/v1/categories', [authA, json, `Content-Length: ${body.length}`]))
+    let sent = 0
+    const trickle = setInterval(() => (slow.destroyed || sent >= body.length ? clearInterval(trickle) : slow.write(body[sent++]!)), 100)
+    try {
+      for (let i = 0; i < 20; i++) {
+        const response = await sandbox.fetch('/v1/categories', { headers: { authorization: `Bearer ${KEYS[1]}` } })
+        expect(response.status).toBe(200)
+        await response.arrayBuffer()
+      }
+      const answer = await cutOff
+      expect(answer.closed).toBe(true)
+      expect(sent).toBeLessThan(body.length)
+    } finally {
+      clearInterval(trickle)
+    }
+    expect(await stateOf(sandbox)).toEqual(before)
+  })
+})
