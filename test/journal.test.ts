@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { JOURNAL_BODY_LIMIT, JOURNAL_DEPTH_LIMIT } from '../src/core/journal.js'
+import { DEFAULT_JOURNAL_BYTES, JOURNAL_BODY_LIMIT, JOURNAL_DEPTH_LIMIT, RequestJournal } from '../src/core/journal.js'
 import { call, petstoreHarness } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
@@ -78,6 +78,37 @@ describe('the request journal', () => {
     expect(entry!.request.truncated).toEqual({ size: JSON.stringify({ name: 'x', description }).length })
     expect((entry!.request.body as string).length).toBe(JOURNAL_BODY_LIMIT)
     expect(entry!.response.truncated).toBeDefined()
+  })
+
+  it('drops its oldest entries once their bodies weigh more than its budget, keeping memory bounded', async () => {
+    const petstore = await harness.use({ scenario: 'large-catalog' })
+    const lists = Math.ceil(DEFAULT_JOURNAL_BYTES / JOURNAL_BODY_LIMIT) + 10
+    for (let i = 0; i < lists; i++) await call('/categories')
+    const entries = petstore.requests.all()
+    expect(entries.length).toBeLessThan(lists)
+    expect(entries.length).toBeGreaterThanOrEqual(Math.floor(DEFAULT_JOURNAL_BYTES / JOURNAL_BODY_LIMIT) - 1)
+    expect(entries.at(-1)!.id).toBe(lists)
+  })
+
+  it('always keeps the newest entry, however heavy', () => {
+    const journal = new RequestJournal(10, 100)
+    const entry = {
+      time: '',
+      durationMs: 0,
+      operation: null,
+      method: 'GET',
+      url: 'https://x.test/v1/categories',
+      path: '/v1/categories',
+      request: { headers: {}, body: undefined },
+      response: { status: 200, body: [] },
+    }
+    journal.record(entry, 60)
+    journal.record(entry, 60)
+    expect(journal.all().map((kept) => kept.id)).toEqual([2])
+    journal.record(entry, 500)
+    expect(journal.all().map((kept) => kept.id)).toEqual([3])
+    journal.record(entry, 10)
+    expect(journal.all().map((kept) => kept.id)).toEqual([4])
   })
 
   it('is emptied by clear() and by reset()', async () => {

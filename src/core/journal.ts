@@ -40,6 +40,12 @@ const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorizatio
 
 /** @default 1000 entries */
 export const DEFAULT_JOURNAL_LIMIT = 1000
+/**
+ * What a journal's bodies may weigh together, in characters, before its oldest entries go: it
+ * keeps memory bounded when responses are large (a 10,000-category list is about 600,000).
+ * @default 4 MiB
+ */
+export const DEFAULT_JOURNAL_BYTES = 4 * 1024 * 1024
 /** Bodies longer than this many characters are kept truncated. */
 export const JOURNAL_BODY_LIMIT = 64 * 1024
 
@@ -48,29 +54,52 @@ export class RequestJournal {
   #entries: JournalEntry[] = []
   #nextId = 1
 
-  constructor(limit = DEFAULT_JOURNAL_LIMIT) {
+  readonly #byteBudget: number
+  #sizes: number[] = []
+  #bytes = 0
+
+  constructor(limit = DEFAULT_JOURNAL_LIMIT, byteBudget = DEFAULT_JOURNAL_BYTES) {
     this.#limit = limit
+    this.#byteBudget = byteBudget
   }
 
-  record(entry: Omit<JournalEntry, 'id'>): void {
+  /**
+   * Adds an entry; `size` is roughly what its bodies weigh (characters of body text). The oldest
+   * entries go once there are more than the limit, or their bodies weigh more than the budget;
+   * the newest entry always stays.
+   */
+  record(entry: Omit<JournalEntry, 'id'>, size = 0): void {
     if (this.#limit === 0) return
     this.#entries.push({ id: this.#nextId++, ...entry })
-    // Trim in batches so that a full journal does not shift an array on every request.
-    if (this.#entries.length > this.#limit * 1.25 + 16) this.#entries = this.#entries.slice(-this.#limit)
+    this.#sizes.push(size)
+    this.#bytes += size
+    let drop = 0
+    while (
+      this.#entries.length - drop > 1 &&
+      (this.#entries.length - drop > this.#limit || this.#bytes > this.#byteBudget)
+    ) {
+      this.#bytes -= this.#sizes[drop]!
+      drop++
+    }
+    if (drop > 0) {
+      this.#entries.splice(0, drop)
+      this.#sizes.splice(0, drop)
+    }
   }
 
   /** Entries oldest first, optionally filtered. */
   all(filter: JournalFilter = {}): JournalEntry[] {
-    const kept = this.#entries.length > this.#limit ? this.#entries.slice(-this.#limit) : this.#entries.slice()
-    return kept.filter((entry) => matches(entry, filter))
+    return this.#entries.filter((entry) => matches(entry, filter))
   }
 
   clear(): void {
     this.#entries = []
+    this.#sizes = []
+    this.#bytes = 0
   }
 
   get size(): number {
-    return Math.min(this.#entries.length, this.#limit)
+    return this.#entries.length
   }
 }
 
@@ -89,6 +118,11 @@ export function journalHeaders(headers: Headers): Record<string, string> {
   // @note Built from entries, not by assignment: `kept['__proto__'] = value` would hit the
   // prototype setter and drop a header a client may legally send under that name.
   return Object.fromEntries([...headers].map(([name, value]) => [name, REDACTED_HEADERS.has(name) ? '[redacted]' : value]))
+}
+
+/** What a body weighs in the journal: its text, up to the truncation limit. */
+export function journalWeight(text: string | undefined): number {
+  return Math.min(text?.length ?? 0, JOURNAL_BODY_LIMIT)
 }
 
 /** A body for the journal: parsed when it is JSON text, truncated when long. */

@@ -5,7 +5,7 @@
  */
 import { apiError, codeForStatus, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
-import { journalBody, journalHeaders, type RequestJournal } from '../core/journal.js'
+import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
 import { readText } from '../core/request-body.js'
 import type { Tenant } from '../core/tenant.js'
 import type { Operation, Outcome } from './operation.js'
@@ -151,7 +151,7 @@ export class Pipeline {
         path: url.pathname,
         request: { headers: journalHeaders(request.headers), ...journalBody(bodyText) },
         response: { status: response.status, ...journalBody(responseText, responseBody) },
-      })
+      }, journalWeight(bodyText) + journalWeight(responseText))
     }
     return response
   }
