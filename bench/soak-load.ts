@@ -63,7 +63,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const tenantCount = options.tenants ?? 50
   const keys = Array.from({ length: tenantCount }, (_, i) => `soak-key-${i}`)
   const sandbox = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, ...(options.dataDir ? { dataDir: options.dataDir } : {}) })
-  const server = createServer({ keepAlive: true }, sandbox.app)
+  const server = createServer({ keepAlive: true }, sandbox.listener)
   answerClientErrors(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`

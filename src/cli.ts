@@ -122,7 +122,7 @@ async function serve(argv: ServeArgs): Promise<void> {
     dataDir: argv['data-dir'],
     warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
   })
-  const server = createServer(sandbox.app)
+  const server = createServer(sandbox.listener)
   server.headersTimeout = HEADERS_TIMEOUT_MS
   server.requestTimeout = REQUEST_TIMEOUT_MS
   answerClientErrors(server)

@@ -114,7 +114,7 @@ function matches(entry: JournalEntry, filter: JournalFilter): boolean {
 }
 
 /** Request headers as the journal keeps them, credentials redacted. */
-export function journalHeaders(headers: Headers): Record<string, string> {
+export function journalHeaders(headers: Iterable<[string, string]>): Record<string, string> {
   // @note Built from entries, not by assignment: `kept['__proto__'] = value` would hit the
   // prototype setter and drop a header a client may legally send under that name.
   return Object.fromEntries([...headers].map(([name, value]) => [name, REDACTED_HEADERS.has(name) ? '[redacted]' : value]))

@@ -11,13 +11,17 @@ export type RawBody =
   | { readonly ok: true; readonly text: string }
   | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams; readonly text?: string }
 
+/** The answer to a body over `limit` bytes. */
+export function payloadTooLarge(limit: number): RawBody {
+  return { ok: false, code: 'payload_too_large', params: { limit } }
+}
+
 /** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
 export async function readText(request: Request, limit: number): Promise<RawBody> {
-  const tooLarge = { ok: false, code: 'payload_too_large', params: { limit } } as const
   const declared = Number(request.headers.get('content-length') ?? Number.NaN)
   if (declared > limit) {
     discard(request.body)
-    return tooLarge
+    return payloadTooLarge(limit)
   }
   if (!request.body) return { ok: true, text: '' }
   const reader = request.body.getReader()
@@ -29,22 +33,35 @@ export async function readText(request: Request, limit: number): Promise<RawBody
     size += value.byteLength
     if (size > limit) {
       discard(reader)
-      return tooLarge
+      return payloadTooLarge(limit)
     }
     chunks.push(value)
   }
-  const bytes = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
+  return decodeUtf8(chunks, size)
+}
+
+/** The text of a body's chunks (`size` bytes in all), refusing bytes that are not UTF-8. */
+export function decodeUtf8(chunks: readonly Uint8Array[], size: number): RawBody {
+  let bytes: Uint8Array
+  if (chunks.length === 1) {
+    bytes = chunks[0]!
+  } else {
+    bytes = new Uint8Array(size)
+    let offset = 0
+    for (const chunk of chunks) {
+      bytes.set(chunk, offset)
+      offset += chunk.byteLength
+    }
   }
   try {
-    return { ok: true, text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes) }
+    return { ok: true, text: utf8.decode(bytes) }
   } catch {
     return { ok: false, code: 'invalid_json', params: { reason: 'the body is not valid UTF-8' } }
   }
 }
+
+/** @note `fatal`: bytes that are not UTF-8 are refused rather than silently replaced. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
 
 /**
  * @note Not awaited: msw hands handlers one branch of a tee'd stream, and cancelling a branch

@@ -1,9 +1,10 @@
 /** What every operation receives and returns; the pipeline turns outcomes into responses. */
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 import type { Tenant } from '../core/tenant.js'
+import type { ApiRequest } from './api-request.js'
 
 export interface OperationContext {
-  readonly request: Request
+  readonly request: ApiRequest
   readonly params: Readonly<Record<string, string | readonly string[] | undefined>>
   readonly tenant: Tenant
   /** The body text, read (bounded) by the pipeline for operations that take one. */
@@ -13,14 +14,13 @@ export interface OperationContext {
 }
 
 export type Outcome =
-  | { readonly kind: 'json'; readonly status: number; readonly body: unknown; readonly headers?: HeadersInit }
+  | { readonly kind: 'json'; readonly status: number; readonly body: unknown }
   | {
       readonly kind: 'error'
       readonly code: ErrorCode
       readonly params?: ErrorParams
       /** Appended to the message: how the error came about. */
       readonly note?: string
-      readonly headers?: HeadersInit
     }
   | { readonly kind: 'network' }
 
@@ -37,8 +37,7 @@ export interface Operation {
   run(context: OperationContext): Promise<Outcome>
 }
 
-export const json = (status: number, body: unknown, headers?: HeadersInit): Outcome =>
-  headers ? { kind: 'json', status, body, headers } : { kind: 'json', status, body }
+export const json = (status: number, body: unknown): Outcome => ({ kind: 'json', status, body })
 
 export const failure = (code: ErrorCode, params?: ErrorParams): Outcome =>
   params ? { kind: 'error', code, params } : { kind: 'error', code }

@@ -6,10 +6,11 @@
 import { apiError, codeForStatus, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
 import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
-import { readText } from '../core/request-body.js'
 import type { Tenant } from '../core/tenant.js'
+import type { ApiAnswer, ApiRequest } from './api-request.js'
 import type { Operation, Outcome } from './operation.js'
 import { readPrefer } from './prefer.js'
+import { route } from './router.js'
 
 /** Finds the tenant an API key belongs to. */
 export interface TenantResolver {
@@ -27,7 +28,7 @@ export interface PipelineOptions {
   readonly maxBodyBytes: number
 }
 
-type Params = Readonly<Record<string, string | readonly string[] | undefined>>
+type Params = Readonly<Record<string, string>>
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -38,8 +39,26 @@ export class Pipeline {
     this.#options = options
   }
 
-  /** Answers a request routed to `operation`. Never throws: a bug answers a 500 Error body. */
-  async operation(operation: Operation, request: Request, params: Params): Promise<Response> {
+  /**
+   * Answers a request whose path under the base URL is `path` (`/categories`, not yet decoded).
+   * Never throws: a bug answers a 500 Error body.
+   */
+  handle(request: ApiRequest, path: string): Promise<ApiAnswer> | ApiAnswer {
+    const found = route(request.method, path)
+    switch (found.kind) {
+      case 'operation':
+        return this.#operation(found.operation, request, found.params)
+      case 'not_allowed': {
+        const allow = found.allowed.map((operation) => operation.method).join(', ')
+        const outcome = errorOutcome('method_not_allowed', { method: request.method, path: request.path, allow })
+        return this.#answer(request, null, outcome, performance.now(), undefined, undefined, { allow })
+      }
+      case 'not_found':
+        return this.#answer(request, null, errorOutcome('not_found', { what: `Path ${request.path}` }), performance.now())
+    }
+  }
+
+  async #operation(operation: Operation, request: ApiRequest, params: Params): Promise<ApiAnswer> {
     const started = performance.now()
     let tenant: Tenant | undefined
     let bodyText = ''
@@ -50,7 +69,7 @@ export class Pipeline {
       const auth = readBearer(request.headers.get('authorization'))
       tenant = auth.ok ? this.#options.tenants.resolve(auth.token) : undefined
       if (operation.hasBody) {
-        const raw = await readText(request, this.#options.maxBodyBytes)
+        const raw = await request.readBody(this.#options.maxBodyBytes)
         bodyText = raw.ok ? raw.text : ''
         if (!raw.ok && tenant) outcome = { kind: 'error', code: raw.code, params: raw.params }
       }
@@ -68,28 +87,7 @@ export class Pipeline {
     return this.#answer(request, operation.id, outcome, started, tenant, bodyText, headers)
   }
 
-  /** Answers a path under the base URL that exists, with a method it does not support. */
-  notAllowed(request: Request, allowed: readonly Operation[]): Response {
-    const allow = allowed.map((operation) => operation.method).join(', ')
-    const path = new URL(request.url).pathname
-    return this.#answer(
-      request,
-      null,
-      errorOutcome('method_not_allowed', { method: request.method, path, allow }),
-      performance.now(),
-      undefined,
-      undefined,
-      { allow },
-    )
-  }
-
-  /** Answers a path under the base URL that the interface does not have. */
-  notFound(request: Request): Response {
-    const path = new URL(request.url).pathname
-    return this.#answer(request, null, errorOutcome('not_found', { what: `Path ${path}` }), performance.now())
-  }
-
-  async #run(operation: Operation, request: Request, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
+  async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
     const prefer = readPrefer(request.headers.get('prefer'), operation.successStatus)
     if (!prefer.ok) return errorOutcome('invalid_prefer', { reason: prefer.reason })
     const delay = prefer.value.delay ?? tenant.faults.latency()
@@ -111,60 +109,57 @@ export class Pipeline {
   }
 
   #answer(
-    request: Request,
+    request: ApiRequest,
     operation: string | null,
     outcome: Outcome,
     started: number,
     tenant?: Tenant,
     bodyText?: string,
     extraHeaders?: Record<string, string>,
-  ): Response {
-    let response: Response
-    let responseText: string | undefined
+  ): ApiAnswer {
+    let answer: ApiAnswer
     let responseBody: unknown
     if (outcome.kind === 'network') {
-      response = Response.error()
+      answer = NETWORK_ERROR
     } else {
       const status = outcome.kind === 'json' ? outcome.status : apiError(outcome.code).status
       responseBody = outcome.kind === 'json' ? outcome.body : apiError(outcome.code, outcome.params, outcome.note)
-      responseText = JSON.stringify(responseBody)
-      const headers = new Headers(extraHeaders)
-      headers.set('content-type', 'application/json')
-      new Headers(outcome.headers).forEach((value, name) => headers.set(name, value))
+      const headers: Record<string, string> = { ...extraHeaders, 'content-type': 'application/json' }
       if (status === 401) {
-        headers.set(
-          'www-authenticate',
-          outcome.kind === 'error' && outcome.code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer',
-        )
+        headers['www-authenticate'] =
+          outcome.kind === 'error' && outcome.code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer'
       }
-      response = new Response(responseText, { status, headers })
+      answer = { kind: 'http', status, headers, body: JSON.stringify(responseBody) }
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
     if (journal) {
-      const url = new URL(request.url)
+      const responseText = answer.kind === 'http' ? answer.body : undefined
       journal.record({
         time: new Date().toISOString(),
         durationMs: Math.round((performance.now() - started) * 100) / 100,
         operation,
         method: request.method,
         url: request.url,
-        path: url.pathname,
+        path: request.path,
         request: { headers: journalHeaders(request.headers), ...journalBody(bodyText) },
-        response: { status: response.status, ...journalBody(responseText, responseBody) },
+        // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
+        response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
       }, journalWeight(bodyText) + journalWeight(responseText))
     }
-    return response
+    return answer
   }
 }
+
+const NETWORK_ERROR: ApiAnswer = { kind: 'network' }
 
 function errorOutcome(code: ErrorCode, params?: ErrorParams): Outcome {
   return params ? { kind: 'error', code, params } : { kind: 'error', code }
 }
 
 /** The outcome `Prefer: code=<status>` asks for: that status's first error code, state untouched. */
-function forcedOutcome(status: number, request: Request, operation: Operation, tenant: Tenant, limit: number): Outcome {
+function forcedOutcome(status: number, request: ApiRequest, operation: Operation, tenant: Tenant, limit: number): Outcome {
   const code = codeForStatus(status) ?? 'internal_error'
-  const path = new URL(request.url).pathname
+  const path = request.path
   return {
     kind: 'error',
     code,

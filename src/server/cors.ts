@@ -2,7 +2,7 @@
  * CORS for browser partners. Preflights are answered here, before authentication and before the
  * API's 405 (browsers never send credentials on a preflight).
  */
-import type { RequestHandler } from 'express'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 
 /** Allowed origins: `'*'` for any, or exact origins (`https://app.example.com`). */
 export type CorsOrigins = '*' | readonly string[]
@@ -14,9 +14,13 @@ const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, WWW-Authentic
 /** A header list as browsers send it in `Access-Control-Request-Headers`. */
 const HEADER_LIST = /^[\w-]+(\s*,\s*[\w-]+)*$/
 
-/** @default origins '*' */
-export function cors(origins: CorsOrigins): RequestHandler {
-  return (req, res, next) => {
+/**
+ * Sets the CORS headers of a request's answer, and answers it when it is a preflight: returns
+ * true when it did.
+ * @default origins '*'
+ */
+export function cors(origins: CorsOrigins): (req: IncomingMessage, res: ServerResponse) => boolean {
+  return (req, res) => {
     const origin = req.headers.origin
     const allowed = origin !== undefined && (origins === '*' || origins.includes(origin))
     if (allowed) {
@@ -25,10 +29,7 @@ export function cors(origins: CorsOrigins): RequestHandler {
     }
     if (origins !== '*') res.setHeader('Vary', 'Origin')
     const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
-    if (!isPreflight) {
-      next()
-      return
-    }
+    if (!isPreflight) return false
     if (allowed) {
       const requested = req.headers['access-control-request-headers']
       res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS)
@@ -39,6 +40,7 @@ export function cors(origins: CorsOrigins): RequestHandler {
       res.setHeader('Access-Control-Max-Age', '600')
     }
     // A refused origin gets no Access-Control-* headers: the browser then blocks the request.
-    res.status(204).end()
+    res.writeHead(204).end()
+    return true
   }
 }

@@ -1,9 +1,13 @@
 /** Error answers of the server's own routes, always the Error body of the error table. */
-import type { Response } from 'express'
+import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
-export function sendError(res: Response, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}): void {
+export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
   const body = apiError(code, params)
   if (body.status === 401) {
     res.setHeader('WWW-Authenticate', code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer')
@@ -12,5 +16,5 @@ export function sendError(res: Response, code: ErrorCode, params: ErrorParams = 
   // @note Answered before the body was read in full (a 413): the unread rest would stall a
   // keep-alive connection, so it is closed after this answer (as the API's bridge does).
   if (!res.req.complete) res.setHeader('Connection', 'close')
-  res.status(body.status).json(body)
+  res.writeHead(body.status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body))
 }

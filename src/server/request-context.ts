@@ -3,7 +3,7 @@
  * per request. The line names the tenant by id; the key itself is never logged.
  */
 import { randomUUID } from 'node:crypto'
-import type { RequestHandler } from 'express'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readBearer } from '../core/auth.js'
 import { tenantId, type TenantRegistry } from './tenant-registry.js'
 
@@ -25,8 +25,12 @@ export interface RequestLogEntry {
 /** An incoming id is echoed only when it is short and plain, so logs stay readable. */
 const SAFE_REQUEST_ID = /^[\w.:-]{1,128}$/
 
-export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLogEntry) => void) | undefined): RequestHandler {
-  return (req, res, next) => {
+/** Stamps every answer with its headers and, with `log`, logs the request once it ends. */
+export function requestContext(
+  tenants: TenantRegistry,
+  log: ((entry: RequestLogEntry) => void) | undefined,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
     const started = performance.now()
     const incoming = req.headers['x-request-id']
     const requestId = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
@@ -34,12 +38,12 @@ export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLog
     res.setHeader('X-Content-Type-Options', 'nosniff')
     if (log) {
       const time = new Date().toISOString()
-      const path = (req.originalUrl.split('?', 1)[0] ?? '').slice(0, 512)
+      const path = ((req.url ?? '').split('?', 1)[0] ?? '').slice(0, 512)
       res.once('close', () => {
         log({
           time,
           requestId,
-          method: req.method,
+          method: req.method ?? 'GET',
           path,
           status: res.headersSent ? res.statusCode : 0,
           ms: Math.round((performance.now() - started) * 100) / 100,
@@ -47,7 +51,6 @@ export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLog
         })
       })
     }
-    next()
   }
 }
 

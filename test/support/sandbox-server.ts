@@ -29,7 +29,7 @@ export async function startSandbox(
 ): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
   const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...options })
-  const server = createServer(http, sandbox.app)
+  const server = createServer(http, sandbox.listener)
   answerClientErrors(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   onTestFinished(async () => {

@@ -1,0 +1,46 @@
+/**
+ * What the pipeline reads and what it answers, in the smallest shape every runtime can give
+ * cheaply: msw hands the handlers a Fetch `Request` and wants a `Response`; the standalone server
+ * has Node's `IncomingMessage` and `ServerResponse`, and building Fetch objects for them cost
+ * more than the rest of the request (see docs/decisions/0001-lean-server-bridge.md).
+ */
+import { readText, type RawBody } from '../core/request-body.js'
+
+/** Request headers, read by lower-case name and listed as `[name, value]` pairs (a Fetch `Headers` is one). */
+export interface HeaderReader extends Iterable<[string, string]> {
+  get(name: string): string | null
+}
+
+/** A request as the pipeline sees it. */
+export interface ApiRequest {
+  readonly method: string
+  /** The absolute URL, as the client asked for it. */
+  readonly url: string
+  /** The URL's path (no query), as a URL parser normalises it. */
+  readonly path: string
+  readonly headers: HeaderReader
+  /** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
+  readBody(limit: number): Promise<RawBody>
+}
+
+/** What the pipeline answers: a JSON text with its status and headers, or a dropped connection. */
+export type ApiAnswer =
+  | { readonly kind: 'http'; readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly body: string }
+  | { readonly kind: 'network' }
+
+/** A Fetch `Request` (what msw hands its handlers) as an {@link ApiRequest}. */
+export function fromFetchRequest(request: Request): ApiRequest {
+  return {
+    method: request.method,
+    url: request.url,
+    path: new URL(request.url).pathname,
+    headers: request.headers,
+    readBody: (limit) => readText(request, limit),
+  }
+}
+
+/** An {@link ApiAnswer} as a Fetch `Response`; a network failure is `Response.error()`. */
+export function toFetchResponse(answer: ApiAnswer): Response {
+  if (answer.kind === 'network') return Response.error()
+  return new Response(answer.body, { status: answer.status, headers: answer.headers })
+}

@@ -1,0 +1,51 @@
+/**
+ * The bridge from Node's HTTP server to the core: a request under the API's base path goes to
+ * the pipeline, and its answer is written back, with no express and no Fetch objects in between
+ * (docs/decisions/0001-lean-server-bridge.md has the figures). Every rule is the pipeline's.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Pipeline } from '../handlers/pipeline.js'
+import type { ApiAnswer } from '../handlers/api-request.js'
+import { sendError } from './http-errors.js'
+import { fromNodeRequest, requestUrl } from './node-request.js'
+
+/**
+ * Answers requests whose path is under `basePath` (`/v1`) and returns true for them; returns
+ * false, having done nothing, for every other request.
+ */
+export function apiBridge(pipeline: Pipeline, basePath: string): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const prefix = `${basePath}/`
+  return (req, res) => {
+    const url = requestUrl(req)
+    if (url === undefined || !(url.pathname === basePath || url.pathname.startsWith(prefix))) return false
+    const request = fromNodeRequest(req, url)
+    let answered: Promise<ApiAnswer> | ApiAnswer
+    try {
+      answered = pipeline.handle(request, url.pathname.slice(basePath.length) || '/')
+    } catch (error) {
+      answered = Promise.reject(error instanceof Error ? error : new Error(String(error)))
+    }
+    if ('kind' in answered) {
+      write(req, res, answered)
+    } else {
+      answered.then(
+        (answer) => write(req, res, answer),
+        (error: unknown) => sendError(res, 'internal_error', { reason: error instanceof Error ? error.message : 'unexpected error' }),
+      )
+    }
+    return true
+  }
+}
+
+function write(req: IncomingMessage, res: ServerResponse, answer: ApiAnswer): void {
+  // @note A simulated network failure drops the connection, which is what the fault means.
+  if (answer.kind === 'network') {
+    res.destroy()
+    return
+  }
+  if (res.destroyed) return
+  // @note Answered before the body was read in full (a 413): the unread rest would stall a
+  // keep-alive connection, so it is closed after this answer.
+  if (!req.complete) res.setHeader('Connection', 'close')
+  res.writeHead(answer.status, answer.headers).end(answer.body)
+}
