@@ -70,7 +70,8 @@ function errorTableSection(): string {
   ].join('\n')
 }
 
-function replaceSection(text: string, name: string, content: string): string {
+/** Replaces what stands between the README's `<!-- section:name -->` markers. */
+export function replaceSection(text: string, name: string, content: string): string {
   const start = `<!-- section:${name} -->`
   const end = `<!-- /section:${name} -->`
   const from = text.indexOf(start)

@@ -8,9 +8,9 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { KeyRing, readBearer } from '../../src/core/auth.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
+import { BENCH_KEYS } from './keys.js'
 
-const KEY = process.argv[2] ?? 'bench-key'
-const keys = new KeyRing([KEY])
+const keys = new KeyRing(BENCH_KEYS)
 const categories = BUILTIN_SCENARIOS['default']?.seed.categories
 if (!Array.isArray(categories)) throw new Error('the default scenario has no category list')
 // The sandbox's own field order, so both send the same bytes.

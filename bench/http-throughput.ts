@@ -1,0 +1,129 @@
+/**
+ * Server throughput: requests per second of `GET` and `POST /v1/categories` with autocannon
+ * (10 connections), for the sandbox as the CLI serves it and for a bare `node:http` server
+ * answering the same list behind the same bearer check, side by side in rounds, plus the other
+ * ways of bridging HTTP to the core, for comparison. The load generator runs in this process;
+ * every server runs in its own.
+ */
+import autocannon from 'autocannon'
+import { startChildServer, type ChildServer } from './lib/child-server.js'
+import { median, type Figure } from './lib/figures.js'
+import { READ_KEY, WRITE_KEY } from './servers/keys.js'
+
+export interface ThroughputOptions {
+  /** Rounds; each measures every server once per method. @default 5 */
+  readonly rounds?: number
+  /** Seconds of load per measurement. @default 3 */
+  readonly seconds?: number
+  readonly connections?: number
+}
+
+const COMMAND = 'npm run bench -- server'
+const METHODS = ['GET', 'POST'] as const
+type Method = (typeof METHODS)[number]
+
+interface Contender {
+  readonly name: string
+  readonly file: string
+  readonly args: readonly string[]
+}
+
+const BARE: Contender = { name: 'bare node:http', file: 'bare-server.ts', args: [] }
+const SANDBOX: Contender = { name: 'sandbox', file: 'sandbox-variants.ts', args: ['listener'] }
+const OTHERS: readonly Contender[] = [
+  { name: 'sandbox.app (express)', file: 'sandbox-variants.ts', args: ['express-app'] },
+  { name: "msw's getResponse bridge", file: 'sandbox-variants.ts', args: ['get-response'] },
+  { name: 'express + @mswjs/http-middleware', file: 'sandbox-variants.ts', args: ['http-middleware'] },
+]
+
+interface Sample {
+  readonly requestsPerSecond: number
+  readonly p99: number
+}
+
+/** One autocannon run; throws when any answer was not 2xx, so a broken server never reads as fast. */
+async function load(origin: string, method: Method, seconds: number, connections: number): Promise<Sample> {
+  const result = await autocannon({
+    url: `${origin}/v1/categories`,
+    method,
+    connections,
+    duration: seconds,
+    headers:
+      method === 'GET'
+        ? { authorization: `Bearer ${READ_KEY}` }
+        : { authorization: `Bearer ${WRITE_KEY}`, 'content-type': 'application/json' },
+    ...(method === 'POST' ? { body: JSON.stringify({ name: 'Ferrets', description: 'Curious and quick' }) } : {}),
+  })
+  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+    throw new Error(`${method} ${origin}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} time-outs`)
+  }
+  return { requestsPerSecond: result.requests.average, p99: result.latency.p99 }
+}
+
+export async function measureThroughput(options: ThroughputOptions = {}): Promise<Figure[]> {
+  const rounds = options.rounds ?? 5
+  const seconds = options.seconds ?? 3
+  const connections = options.connections ?? 10
+  const contenders = [BARE, SANDBOX, ...OTHERS]
+  const servers = new Map<Contender, ChildServer>()
+  const samples = new Map<string, Sample[]>()
+  const key = (contender: Contender, method: Method) => `${contender.name} ${method}`
+  try {
+    for (const contender of contenders) servers.set(contender, await startChildServer(contender.file, contender.args))
+    // Warm up every server's code paths before anything counts.
+    for (const [, server] of servers) for (const method of METHODS) await load(server.origin, method, 1, connections)
+    for (let round = 1; round <= rounds; round++) {
+      for (const method of METHODS) {
+        for (const contender of contenders) {
+          const sample = await load(servers.get(contender)!.origin, method, seconds, connections)
+          samples.set(key(contender, method), [...(samples.get(key(contender, method)) ?? []), sample])
+        }
+      }
+      process.stderr.write(`server throughput: round ${round} of ${rounds} done\n`)
+    }
+  } finally {
+    await Promise.all([...servers.values()].map((server) => server.stop()))
+  }
+
+  const figures: Figure[] = []
+  const targets: Record<Method, number> = { GET: 0.15, POST: 0.12 }
+  for (const method of METHODS) {
+    const bare = samples.get(key(BARE, method))!
+    const ratioOf = (contender: Contender) =>
+      median(samples.get(key(contender, method))!.map((sample, round) => sample.requestsPerSecond / bare[round]!.requestsPerSecond))
+    const rps = (contender: Contender) => median(samples.get(key(contender, method))!.map((sample) => sample.requestsPerSecond))
+    const spread = (contender: Contender) => {
+      const values = samples.get(key(contender, method))!.map((sample) => Math.round(sample.requestsPerSecond))
+      return `${Math.min(...values)}-${Math.max(...values)}`
+    }
+    figures.push({
+      section: 'server',
+      name: `${method} /v1/categories, sandbox vs bare node:http`,
+      value: ratioOf(SANDBOX),
+      unit: 'x',
+      target: { kind: 'min', value: targets[method] },
+      detail: `median of ${rounds} rounds of ${seconds} s, ${connections} connections: sandbox ${Math.round(rps(SANDBOX))} req/s (${spread(SANDBOX)}), bare ${Math.round(rps(BARE))} req/s (${spread(BARE)})`,
+      command: COMMAND,
+    })
+    figures.push({
+      section: 'server',
+      name: `${method} /v1/categories, sandbox p99 latency`,
+      value: median(samples.get(key(SANDBOX, method))!.map((sample) => sample.p99)),
+      unit: 'ms',
+      target: { kind: 'max', value: 25 },
+      detail: `median of the rounds' p99, ${connections} connections`,
+      command: COMMAND,
+    })
+    for (const other of OTHERS) {
+      figures.push({
+        section: 'server',
+        name: `${method} /v1/categories, ${other.name} vs bare node:http`,
+        value: ratioOf(other),
+        unit: 'x',
+        detail: `for comparison: ${Math.round(rps(other))} req/s (${spread(other)}), p99 ${median(samples.get(key(other, method))!.map((sample) => sample.p99))} ms`,
+        command: COMMAND,
+      })
+    }
+  }
+  return figures
+}

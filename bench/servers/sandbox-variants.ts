@@ -1,0 +1,68 @@
+/**
+ * The sandbox as the throughput bench runs it, in a process of its own: `createSandboxApp` on a
+ * scenario, the bench's keys, no request log, bound to 127.0.0.1 port 0. Prints its port.
+ *
+ *   npx tsx bench/servers/sandbox-variants.ts <variant> [scenario]
+ *
+ * Variants, all on the same tenants and pipeline:
+ * - `listener`: what the CLI serves (`http.createServer(sandbox.listener)`).
+ * - `express-app`: `sandbox.app`, the express app for embedding.
+ * - `get-response`: node:http, a Fetch `Request` per request, msw's `getResponse` over the msw handlers.
+ * - `http-middleware`: express 5 with `@mswjs/http-middleware` over the msw handlers (the first bridge).
+ */
+import { createServer, type RequestListener } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { Readable } from 'node:stream'
+import { createMiddleware } from '@mswjs/http-middleware'
+import express from 'express'
+import { getResponse } from 'msw'
+import { DEFAULT_MAX_BODY_BYTES } from '../../src/core/request-body.js'
+import { createHandlers } from '../../src/handlers/create-handlers.js'
+import { Pipeline } from '../../src/handlers/pipeline.js'
+import { createSandboxApp } from '../../src/server/create-sandbox-app.js'
+import { BENCH_KEYS } from './keys.js'
+
+const [variant = 'listener', scenario = 'default'] = process.argv.slice(2)
+const sandbox = await createSandboxApp({ apiKeys: BENCH_KEYS, scenario, demoDir: false })
+const handlers = () => createHandlers(new Pipeline({ tenants: sandbox.tenants, strict: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }), ['*/v1'])
+
+function getResponseListener(): RequestListener {
+  const mswHandlers = handlers()
+  return (req, res) => {
+    const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
+    const request = new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, {
+      method: req.method ?? 'GET',
+      headers: req.headers as Record<string, string>,
+      body: hasBody ? (Readable.toWeb(req) as ReadableStream<Uint8Array>) : null,
+      duplex: 'half',
+    } as RequestInit)
+    void getResponse(mswHandlers, request).then(async (response) => {
+      if (!response) {
+        res.writeHead(404).end()
+        return
+      }
+      const headers: Record<string, string> = {}
+      response.headers.forEach((value, name) => (headers[name] = value))
+      res.writeHead(response.status, headers).end(await response.text())
+    })
+  }
+}
+
+function middlewareApp(): RequestListener {
+  const app = express()
+  app.use(createMiddleware(...handlers()))
+  return app
+}
+
+const listeners: Record<string, () => RequestListener> = {
+  listener: () => sandbox.listener,
+  'express-app': () => sandbox.app,
+  'get-response': getResponseListener,
+  'http-middleware': middlewareApp,
+}
+const make = listeners[variant]
+if (!make) throw new Error(`unknown variant ${variant}; known: ${Object.keys(listeners).join(', ')}`)
+const server = createServer(make())
+server.listen(0, '127.0.0.1', () => {
+  process.stdout.write(`${(server.address() as AddressInfo).port}\n`)
+})
