@@ -26,6 +26,8 @@ interface Contender {
   readonly name: string
   readonly file: string
   readonly args: readonly string[]
+  /** @default both */
+  readonly methods?: readonly Method[]
 }
 
 const BARE: Contender = { name: 'bare node:http', file: 'bare-server.ts', args: [] }
@@ -34,7 +36,10 @@ const OTHERS: readonly Contender[] = [
   { name: 'sandbox.app (express)', file: 'sandbox-variants.ts', args: ['express-app'] },
   { name: "msw's getResponse bridge", file: 'sandbox-variants.ts', args: ['get-response'] },
   { name: 'express + @mswjs/http-middleware', file: 'sandbox-variants.ts', args: ['http-middleware'] },
+  // Every create appended and fsynced before its 201 (batched across concurrent requests).
+  { name: 'sandbox with --data-dir', file: 'sandbox-variants.ts', args: ['durable'], methods: ['POST'] },
 ]
+const measures = (contender: Contender, method: Method) => (contender.methods ?? METHODS).includes(method)
 
 interface Sample {
   readonly requestsPerSecond: number
@@ -71,10 +76,12 @@ export async function measureThroughput(options: ThroughputOptions = {}): Promis
   try {
     for (const contender of contenders) servers.set(contender, await startChildServer(contender.file, contender.args))
     // Warm up every server's code paths before anything counts.
-    for (const [, server] of servers) for (const method of METHODS) await load(server.origin, method, 1, connections)
+    for (const [contender, server] of servers) {
+      for (const method of METHODS) if (measures(contender, method)) await load(server.origin, method, 1, connections)
+    }
     for (let round = 1; round <= rounds; round++) {
       for (const method of METHODS) {
-        for (const contender of contenders) {
+        for (const contender of contenders.filter((candidate) => measures(candidate, method))) {
           const sample = await load(servers.get(contender)!.origin, method, seconds, connections)
           samples.set(key(contender, method), [...(samples.get(key(contender, method)) ?? []), sample])
         }
@@ -114,7 +121,7 @@ export async function measureThroughput(options: ThroughputOptions = {}): Promis
       detail: `median of the rounds' p99, ${connections} connections`,
       command: COMMAND,
     })
-    for (const other of OTHERS) {
+    for (const other of OTHERS.filter((candidate) => measures(candidate, method))) {
       figures.push({
         section: 'server',
         name: `${method} /v1/categories, ${other.name} vs bare node:http`,

@@ -9,9 +9,13 @@
  * - `express-app`: `sandbox.app`, the express app for embedding.
  * - `get-response`: node:http, a Fetch `Request` per request, msw's `getResponse` over the msw handlers.
  * - `http-middleware`: express 5 with `@mswjs/http-middleware` over the msw handlers (the first bridge).
+ * - `durable`: `listener` with a data directory (a temporary one, removed on exit).
  */
+import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type RequestListener } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { createMiddleware } from '@mswjs/http-middleware'
 import express from 'express'
@@ -23,7 +27,10 @@ import { createSandboxApp } from '../../src/server/create-sandbox-app.js'
 import { BENCH_KEYS } from './keys.js'
 
 const [variant = 'listener', scenario = 'default'] = process.argv.slice(2)
-const sandbox = await createSandboxApp({ apiKeys: BENCH_KEYS, scenario, demoDir: false })
+const dataDir = variant === 'durable' ? mkdtempSync(join(tmpdir(), 'petstore-bench-')) : undefined
+if (dataDir) process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }))
+process.on('SIGTERM', () => process.exit(0))
+const sandbox = await createSandboxApp({ apiKeys: BENCH_KEYS, scenario, demoDir: false, ...(dataDir ? { dataDir } : {}) })
 const handlers = () => createHandlers(new Pipeline({ tenants: sandbox.tenants, strict: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }), ['*/v1'])
 
 function getResponseListener(): RequestListener {
@@ -56,6 +63,7 @@ function middlewareApp(): RequestListener {
 
 const listeners: Record<string, () => RequestListener> = {
   listener: () => sandbox.listener,
+  durable: () => sandbox.listener,
   'express-app': () => sandbox.app,
   'get-response': getResponseListener,
   'http-middleware': middlewareApp,
