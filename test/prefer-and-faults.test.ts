@@ -10,14 +10,40 @@ describe('Prefer: code', () => {
     { code: 503, error: 'service_unavailable' },
     { code: 400, error: 'invalid_body' },
     { code: 401, error: 'invalid_api_key' },
-    { code: 404, error: 'not_found' },
     { code: 413, error: 'payload_too_large' },
-  ])('forces $code with the Error body $error and changes nothing', async ({ code, error }) => {
+  ])('forces $code on createCategory with the Error body $error and changes nothing', async ({ code, error }) => {
     const petstore = await harness.use()
     const answer = await call<ApiError>('/categories', { body: { name: 'x' }, headers: { prefer: `code=${code}` } })
     expect(answer.status).toBe(code)
     expect(answer.body.code).toBe(error)
     expect(answer.body.message).toContain(`Prefer: code=${code}`)
+    expect(await petstore.categories.list()).toHaveLength(5)
+  })
+
+  it.each([
+    { path: '/categories', code: 503, error: 'service_unavailable' },
+    { path: '/categories', code: 401, error: 'invalid_api_key' },
+    { path: '/pets/1', code: 404, error: 'not_found' },
+    { path: '/pets/1', code: 410, error: 'gone' },
+    { path: '/store/orders', code: 500, error: 'internal_error' },
+  ])('forces $code on GET $path with the Error body $error', async ({ path, code, error }) => {
+    await harness.use()
+    const answer = await call<ApiError>(path, { headers: { prefer: `code=${code}` } })
+    expect(answer.status).toBe(code)
+    expect(answer.body.code).toBe(error)
+  })
+
+  it.each([
+    { method: 'POST', path: '/categories', code: 404, allowed: '201, 400, 401, 413, 500, 503' },
+    { method: 'POST', path: '/categories', code: 405, allowed: '201, 400, 401, 413, 500, 503' },
+    { method: 'GET', path: '/categories', code: 400, allowed: '200, 401, 500, 503' },
+    { method: 'GET', path: '/categories', code: 410, allowed: '200, 401, 500, 503' },
+  ])('refuses code=$code on $method $path, which does not declare it', async ({ method, path, code, allowed }) => {
+    const petstore = await harness.use()
+    const answer = await call<ApiError>(path, { method, ...(method === 'POST' ? { body: { name: 'x' } } : {}), headers: { prefer: `code=${code}` } })
+    expect(answer.status).toBe(400)
+    expect(answer.body.code).toBe('invalid_prefer')
+    expect(answer.body.message).toBe(`Invalid Prefer header: code=${code} is not an outcome of ${method} ${path}; use one of ${allowed}`)
     expect(await petstore.categories.list()).toHaveLength(5)
   })
 

@@ -147,11 +147,6 @@ export const API_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_TABLE) a
   (code) => !isAdminCode(code),
 )
 
-/** The statuses the interface's operations can answer with, lowest first. */
-export const ERROR_STATUSES: readonly number[] = [
-  ...new Set(API_ERROR_CODES.map((code) => ERROR_TABLE[code].status)),
-].sort((a, b) => a - b)
-
 /**
  * The first code of the table with this status: what `Prefer: code=<status>` answers, which is
  * why the table lists the most general code of each status first.

@@ -4,6 +4,7 @@
  * `npm run generate` and checked against it by a test.
  */
 import { z } from 'zod'
+import { declaredErrorStatuses } from '../handlers/operation.js'
 import { OPERATIONS } from '../handlers/routes.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
 import { ApiError, Category, NewCategory, Order, Pet } from './schemas.js'
@@ -44,6 +45,15 @@ const DESCRIPTIONS: Record<string, { summary: string; success: string; schema: J
   listOrders: { summary: 'List store orders', success: 'The orders of the scenario', schema: { type: 'array', items: ref('Order') } },
 }
 
+/** What each declared error status means, as the document says it. */
+const ERROR_TEXT: Readonly<Record<number, string>> = {
+  400: 'The body lacks required fields or holds invalid values',
+  401: 'Missing or invalid API key',
+  404: 'No pet with this id in the scenario',
+  410: 'The operation is past its sunset (after-sunset mode)',
+  413: 'The body is larger than the limit',
+}
+
 /** Builds the document. `serverUrl` is listed first among the servers. */
 export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Json {
   const paths: Record<string, Record<string, Json>> = {}
@@ -62,18 +72,13 @@ export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Js
         }),
       },
     }
-    if (operation.hasBody) {
-      responses['400'] = errorResponse('The body lacks required fields or holds invalid values')
+    for (const status of declaredErrorStatuses(operation)) {
+      if (status === 500 || status === 503) continue // under `default`
+      responses[String(status)] =
+        status === 401
+          ? { ...errorResponse(ERROR_TEXT[status]!), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } }
+          : errorResponse(ERROR_TEXT[status]!)
     }
-    responses['401'] = {
-      ...errorResponse('Missing or invalid API key'),
-      headers: { 'WWW-Authenticate': { schema: { type: 'string' } } },
-    }
-    if (operation.id === 'getPetById') {
-      responses['404'] = errorResponse('No pet with this id in the scenario')
-      responses['410'] = errorResponse('The operation is past its sunset (after-sunset mode)')
-    }
-    if (operation.hasBody) responses['413'] = errorResponse('The body is larger than the limit')
     responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`')
     paths[path] ??= {}
     paths[path][operation.method.toLowerCase()] = {

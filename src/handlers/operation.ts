@@ -31,6 +31,8 @@ export interface Operation {
   /** Relative to the base URL, in msw's syntax (`/pets/:petId`). */
   readonly path: string
   readonly successStatus: number
+  /** Error statuses of this operation's own, beyond those every operation has (see {@link declaredErrorStatuses}). */
+  readonly errorStatuses?: readonly number[]
   readonly hasBody: boolean
   /** Headers every authenticated answer of this operation carries (deprecation notices). */
   readonly headers?: (tenant: Tenant) => Record<string, string>
@@ -41,3 +43,13 @@ export const json = (status: number, body: unknown): Outcome => ({ kind: 'json',
 
 export const failure = (code: ErrorCode, params?: ErrorParams): Outcome =>
   params ? { kind: 'error', code, params } : { kind: 'error', code }
+
+/**
+ * Every error status an operation declares, in order: 400 for a body, 401, the operation's own,
+ * 413 for a body, and the simulated faults 500 and 503. The OpenAPI document lists them and
+ * `Prefer: code=` may force only them.
+ */
+export function declaredErrorStatuses(operation: Operation): number[] {
+  const body = operation.hasBody
+  return [...(body ? [400] : []), 401, ...(operation.errorStatuses ?? []), ...(body ? [413] : []), 500, 503]
+}

@@ -9,6 +9,7 @@ export const getPetById: Operation = {
   method: 'GET',
   path: '/pets/:petId',
   successStatus: 200,
+  errorStatuses: [404, 410],
   hasBody: false,
   headers(tenant) {
     const headers: Record<string, string> = { deprecation: 'true' }

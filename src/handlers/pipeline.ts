@@ -88,7 +88,7 @@ export class Pipeline {
   }
 
   async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
-    const prefer = readPrefer(request.headers.get('prefer'), operation.successStatus)
+    const prefer = readPrefer(request.headers.get('prefer'), operation)
     if (!prefer.ok) return errorOutcome('invalid_prefer', { reason: prefer.reason })
     const delay = prefer.value.delay ?? tenant.faults.latency()
     if (delay > 0) await sleep(delay)

@@ -2,7 +2,7 @@
  * Prism-compatible `Prefer` header: `code=<status>` forces an outcome, `delay=<ms>` delays it.
  * Other preferences (`example=…`, `return=…`) are ignored, as Prism does.
  */
-import { ERROR_STATUSES } from '../contract/errors.js'
+import { declaredErrorStatuses, type Operation } from './operation.js'
 
 export interface Preferences {
   readonly code?: number
@@ -13,8 +13,10 @@ export type PreferResult = { readonly ok: true; readonly value: Preferences } | 
 
 const MAX_DELAY_MS = 60_000
 
-export function readPrefer(header: string | null, successStatus: number): PreferResult {
+/** Reads the preferences `operation` honours: a status it declares, a delay in range. */
+export function readPrefer(header: string | null, operation: Operation): PreferResult {
   if (header === null) return { ok: true, value: {} }
+  const outcomes = [operation.successStatus, ...declaredErrorStatuses(operation)]
   const value: { code?: number; delay?: number } = {}
   for (const part of header.split(/[,;]/)) {
     const [rawName, rawValue] = part.split('=', 2).map((piece) => piece.trim())
@@ -23,10 +25,10 @@ export function readPrefer(header: string | null, successStatus: number): Prefer
     if (name !== 'code' && name !== 'delay') continue
     const number = /^\d{1,6}$/.test(rawValue) ? Number(rawValue) : Number.NaN
     if (name === 'code') {
-      if (number !== successStatus && !ERROR_STATUSES.includes(number)) {
+      if (!outcomes.includes(number)) {
         return {
           ok: false,
-          reason: `code=${rawValue} is not an outcome of this operation; use ${successStatus} or one of ${ERROR_STATUSES.join(', ')}`,
+          reason: `code=${rawValue} is not an outcome of ${operation.method} ${operation.path}; use one of ${outcomes.join(', ')}`,
         }
       }
       value.code = number
