@@ -1,6 +1,7 @@
+import { getResponse } from 'msw'
 import { describe, expect, it } from 'vitest'
 import type { ApiError, Category } from '../src/index.js'
-import { BASE, call, petstoreHarness } from './support/petstore-harness.js'
+import { BASE, call, KEY, petstoreHarness } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
 
@@ -33,6 +34,22 @@ describe('routing', () => {
     await call('/categories', { body: { name: 'Ferrets' }, base: staging })
     const listed = await call<Category[]>('/categories')
     expect(listed.body.at(-1)?.name).toBe('Ferrets')
+  })
+
+  it('answers 404 not_found for the base URL itself', async () => {
+    await harness.use()
+    const answer = await call<ApiError>('')
+    expect(answer.status).toBe(404)
+    expect(answer.body).toEqual({ code: 'not_found', message: 'Path /v1 not found', status: 404 })
+  })
+
+  it("leaves paths that only contain /v1/ to other handlers with the default base URL '*/v1'", async () => {
+    const petstore = await harness.use({ baseUrl: undefined })
+    for (const url of ['https://cdn.test/static/v1/app.js', 'https://api.test/v2/v1/categories']) {
+      expect(await getResponse(petstore.handlers, new Request(url, { headers: { authorization: `Bearer ${KEY}` } }))).toBeUndefined()
+    }
+    const nested = await getResponse(petstore.handlers, new Request('https://api.test/v1/categories/v1/categories', { headers: { authorization: `Bearer ${KEY}` } }))
+    expect(nested?.status).toBe(404)
   })
 
   it("matches any origin with the default base URL '*/v1'", async () => {
