@@ -1,12 +1,14 @@
 /** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
 import type { HttpHandler } from 'msw'
 import { z } from 'zod'
-import { NewCategory, type Category, type Order, type Pet } from './contract/schemas.js'
+import { apiError } from './contract/errors.js'
+import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter } from './core/journal.js'
 import { DEFAULT_MAX_BODY_BYTES } from './core/request-body.js'
 import { Tenant } from './core/tenant.js'
 import { PetstoreError } from './errors.js'
+import { validateNewCategory } from './handlers/categories.js'
 import { createHandlers } from './handlers/create-handlers.js'
 import { Pipeline } from './handlers/pipeline.js'
 import { describeIssues, Faults, Latency, type Scenario } from './scenario/scenario-format.js'
@@ -170,7 +172,12 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       return tenant.scenario
     },
     useScenario(next) {
-      checkScenarioInput(next, loadOptions)
+      // @note A misuse rejects the promise rather than throwing, so `.catch()` sees it too.
+      try {
+        checkScenarioInput(next, loadOptions)
+      } catch (error) {
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+      }
       const attempt = ready.catch(() => undefined).then(() => switchTo(next))
       // A scenario that fails to load leaves the current one, and its data, in place.
       ready = attempt.catch(() => undefined)
@@ -184,11 +191,17 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       list: () => afterReady(() => tenant.store.listCategories()),
       create: (category) =>
         afterReady(() => {
-          const parsed = NewCategory.strict().safeParse(category)
-          if (!parsed.success) {
-            throw new PetstoreError('invalid_option', `Cannot create category: ${describeIssues(parsed.error)}`)
+          const input: unknown = category
+          if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+            throw new PetstoreError('invalid_option', 'Cannot create category: expected an object such as { name: "Ferrets" }')
           }
-          return tenant.store.createCategory(parsed.data)
+          // The same judgement as `POST /categories`: unknown fields ignored, or refused with `strict`.
+          const judged = validateNewCategory(input as Record<string, unknown>, settings.strict)
+          if ('kind' in judged) {
+            const reason = judged.kind === 'error' ? apiError(judged.code, judged.params).message : 'invalid category'
+            throw new PetstoreError('invalid_option', `Cannot create category: ${reason}`)
+          }
+          return tenant.store.createCategory(judged)
         }),
     },
     pets: {

@@ -97,8 +97,23 @@ describe('the library API', () => {
     expect(await petstore.categories.create({ name: 'Ferrets' })).toEqual({ id: 6, name: 'Ferrets' })
     await expect(petstore.categories.create({ name: ' ' })).rejects.toMatchObject({
       code: 'invalid_option',
-      message: 'Cannot create category: name: name must be a non-empty string',
+      message: 'Cannot create category: name must be a non-empty string',
     })
+    await expect(petstore.categories.create({} as never)).rejects.toMatchObject({ message: 'Cannot create category: name is required' })
+    await expect(petstore.categories.create(null as never)).rejects.toMatchObject({ code: 'invalid_option' })
+    expect(await petstore.categories.list()).toHaveLength(6)
+  })
+
+  it('categories.create() ignores unknown fields and an id as POST does, and refuses them with strict', async () => {
+    const lenient = await harness.use()
+    const input = { name: 'Ferrets', id: 500, colour: 'brown' } as unknown as { name: string }
+    expect(await lenient.categories.create(input)).toEqual({ id: 6, name: 'Ferrets' })
+    const strict = await harness.use({ strict: true })
+    await expect(strict.categories.create(input)).rejects.toMatchObject({
+      code: 'invalid_option',
+      message: expect.stringMatching(/^Cannot create category: "(id|colour)" is not a field of NewCategory/) as unknown,
+    })
+    expect(await strict.categories.list()).toHaveLength(5)
   })
 
   it('reads pets and orders', async () => {
@@ -134,7 +149,7 @@ describe('the library API', () => {
   it('useScenario() throws on an unknown name and keeps the current scenario and data', async () => {
     const petstore = await harness.use()
     await petstore.categories.create({ name: 'Ferrets' })
-    expect(() => petstore.useScenario('nope')).toThrow(/no such scenario/)
+    await expect(petstore.useScenario('nope')).rejects.toThrow(/no such scenario/)
     await expect(petstore.useScenario('./missing/scenario.json')).rejects.toMatchObject({ code: 'scenario_not_readable' })
     expect(petstore.scenario.name).toBe('default')
     expect(await petstore.categories.list()).toHaveLength(6)
