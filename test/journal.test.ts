@@ -25,6 +25,15 @@ describe('the request journal', () => {
     expect((list!.response.body as unknown[]).length).toBe(6)
   })
 
+  it('stamps an entry with the time the request arrived, not when it was answered', async () => {
+    const petstore = await harness.use()
+    const before = Date.now()
+    await call('/categories', { headers: { prefer: 'delay=150' } })
+    const [entry] = petstore.requests.all()
+    expect(Date.parse(entry!.time)).toBeLessThan(before + 100)
+    expect(entry!.durationMs).toBeGreaterThanOrEqual(145)
+  })
+
   it('never stores the Authorization value', async () => {
     const petstore = await harness.use()
     await call('/categories', { headers: { cookie: 'session=abc' } })

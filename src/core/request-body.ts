@@ -75,7 +75,7 @@ function discard(stream: { cancel(): Promise<void> } | null): void {
 export function isJsonMediaType(contentType: string | null): boolean {
   if (contentType === null) return false
   const essence = contentType.split(';', 1)[0]!.trim().toLowerCase()
-  return essence === 'application/json' || /^application\/[\w.!#$&^-]+\+json$/.test(essence)
+  return essence === 'application/json' || /^application\/[\w.!#$&^+-]+\+json$/.test(essence)
 }
 
 export type JsonObjectBody =

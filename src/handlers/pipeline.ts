@@ -51,15 +51,16 @@ export class Pipeline {
       case 'not_allowed': {
         const allow = found.allowed.map((operation) => operation.method).join(', ')
         const outcome = errorOutcome('method_not_allowed', { method: request.method, path: request.path, allow })
-        return this.#answer(request, null, outcome, performance.now(), undefined, undefined, { allow })
+        return this.#answer(request, null, outcome, performance.now(), Date.now(), undefined, undefined, { allow })
       }
       case 'not_found':
-        return this.#answer(request, null, errorOutcome('not_found', { what: `Path ${request.path}` }), performance.now())
+        return this.#answer(request, null, errorOutcome('not_found', { what: `Path ${request.path}` }), performance.now(), Date.now())
     }
   }
 
   async #operation(operation: Operation, request: ApiRequest, params: Params): Promise<ApiAnswer> {
     const started = performance.now()
+    const arrived = Date.now()
     let tenant: Tenant | undefined
     let bodyText = ''
     let outcome: Outcome | undefined
@@ -84,7 +85,7 @@ export class Pipeline {
     } catch (error) {
       outcome = errorOutcome('internal_error', { reason: error instanceof Error ? error.message : String(error) })
     }
-    return this.#answer(request, operation.id, outcome, started, tenant, bodyText, headers)
+    return this.#answer(request, operation.id, outcome, started, arrived, tenant, bodyText, headers)
   }
 
   async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
@@ -113,6 +114,7 @@ export class Pipeline {
     operation: string | null,
     outcome: Outcome,
     started: number,
+    arrived: number,
     tenant?: Tenant,
     bodyText?: string,
     extraHeaders?: Record<string, string>,
@@ -135,7 +137,7 @@ export class Pipeline {
     if (journal) {
       const responseText = answer.kind === 'http' ? answer.body : undefined
       journal.record({
-        time: new Date().toISOString(),
+        time: new Date(arrived).toISOString(),
         durationMs: Math.round((performance.now() - started) * 100) / 100,
         operation,
         method: request.method,
