@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
-import { listScenarioNames, loadScenario, PetstoreError } from '../src/index.js'
+import { listScenarioNames, loadScenario, PetstoreError, type ScenarioFile } from '../src/index.js'
 
 const root = new URL('..', import.meta.url).pathname
 
@@ -110,8 +110,35 @@ describe('the published scenario JSON Schema', () => {
     expect(validate(content), JSON.stringify(validate.errors)).toBe(true)
   })
 
-  it('rejects what the loader rejects: an unknown field, a missing version', () => {
-    expect(validate({ ...minimal, colour: 'red' })).toBe(false)
-    expect(validate({ name: 'x', description: 'd' })).toBe(false)
+  const loads = async (file: object) =>
+    loadScenario(file as ScenarioFile).then(
+      () => true,
+      () => false,
+    )
+
+  it.each([
+    { name: 'a minimal scenario', file: minimal, valid: true },
+    { name: 'an upper-case name', file: { ...minimal, name: 'Shop_2' }, valid: true },
+    { name: 'a path as name', file: { ...minimal, name: '../etc' }, valid: false },
+    { name: 'an unknown field', file: { ...minimal, colour: 'red' }, valid: false },
+    { name: 'a missing version', file: { name: 'x', description: 'd' }, valid: false },
+    { name: 'a blank category name', file: { ...minimal, seed: { categories: [{ name: '  ' }] } }, valid: false },
+    { name: 'a category id of 0', file: { ...minimal, seed: { categories: [{ id: 0, name: 'a' }] } }, valid: false },
+    { name: 'a generator name without {n}', file: { ...minimal, seed: { categories: { generate: { count: 2, name: 'Same' } } } }, valid: false },
+    { name: 'a negative latency', file: { ...minimal, latency: -1 }, valid: false },
+    { name: 'a fault rate over 1', file: { ...minimal, faults: { rate: 2 } }, valid: false },
+    { name: 'a sunset that is not a date', file: { ...minimal, deprecation: { sunset: 'soon' } }, valid: false },
+  ])('agrees with the loader on $name', async ({ file, valid }) => {
+    expect(validate(file), JSON.stringify(validate.errors)).toBe(valid)
+    expect(await loads(file)).toBe(valid)
+  })
+
+  it('leaves to the loader only what a JSON Schema cannot say: unique ids, min not above max', async () => {
+    const duplicates = { ...minimal, seed: { categories: [{ id: 1, name: 'a' }, { id: 1, name: 'b' }] } }
+    const range = { ...minimal, latency: { min: 9, max: 1 } }
+    for (const file of [duplicates, range]) {
+      expect(validate(file)).toBe(true)
+      expect(await loads(file)).toBe(false)
+    }
   })
 })

@@ -8,7 +8,9 @@ import { z } from 'zod'
 const nonEmptyString = (field: string) =>
   z
     .string({ error: `${field} must be a non-empty string` })
-    .refine((value) => value.trim().length > 0, { message: `${field} must be a non-empty string` })
+    // @note A pattern, not a refinement, so that the OpenAPI document and the scenario JSON
+    // Schema state the rule too. `\S` is what `trim()` leaves: one character that is not white space.
+    .regex(/\S/, { error: `${field} must be a non-empty string` })
 
 /** An int64 id that JavaScript can represent exactly. */
 export const Id = z

@@ -8,7 +8,8 @@ import { Id, NewCategory, Order, Pet } from '../contract/schemas.js'
 /** Names are also file names, so they are kept to a safe alphabet (no `/`, no `..`). */
 export const ScenarioName = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/i, {
+  // @note No `i` flag: a JSON Schema `pattern` has no flags, and the schema is generated from this.
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
     error: 'must be 1-64 letters, digits, "-" or "_", starting with a letter or digit',
   })
 
@@ -20,7 +21,8 @@ export const Latency = z.union([
   z
     .object({ min: Milliseconds, max: Milliseconds })
     .strict()
-    .refine((range) => range.min <= range.max, { error: 'min must not be greater than max' }),
+    .refine((range) => range.min <= range.max, { error: 'min must not be greater than max' })
+    .meta({ description: 'A range drawn from per request; min must not be greater than max (a JSON Schema cannot say so: the loader checks it)' }),
 ])
 
 /** Simulated failures, reproducible from `seed`. */
@@ -52,7 +54,7 @@ export const CategoryGenerator = z
     generate: z
       .object({
         count: z.int().min(0).max(1_000_000),
-        name: z.string().includes('{n}', { error: 'must contain {n} so that names differ' }),
+        name: z.string().regex(/\{n\}/, { error: 'must contain {n} so that names differ' }),
         description: z.string().optional(),
       })
       .strict(),
@@ -73,9 +75,10 @@ const uniqueIds = <T extends { id?: number | undefined }>(records: readonly T[],
   })
 }
 
-export const CategorySeeds = z.array(CategorySeed).superRefine(uniqueIds)
-export const PetSeeds = z.array(Pet).superRefine(uniqueIds)
-export const OrderSeeds = z.array(Order).superRefine(uniqueIds)
+const UNIQUE_IDS = { description: 'Ids must be unique (a JSON Schema cannot say so: the loader checks it)' }
+export const CategorySeeds = z.array(CategorySeed).superRefine(uniqueIds).meta(UNIQUE_IDS)
+export const PetSeeds = z.array(Pet).superRefine(uniqueIds).meta(UNIQUE_IDS)
+export const OrderSeeds = z.array(Order).superRefine(uniqueIds).meta(UNIQUE_IDS)
 
 /** What a scenario file holds. */
 export const ScenarioFile = z
