@@ -18,5 +18,6 @@ vitest_version="$(node -p "require('$root/node_modules/vitest/package.json').ver
 ts_version="$(node -p "require('$root/node_modules/typescript/package.json').version")"
 npm install --no-audit --no-fund --silent "$work/$tarball" "msw@$msw_version" "vitest@$vitest_version" "typescript@$ts_version" "@types/node@20" >/dev/null
 npx tsc -p tsconfig.json
-npx vitest run
+# Its results join the main suite's in CI's closing "N passed, N failed" line.
+npx vitest run --reporter=default --reporter=json --outputFile="$root/test-results/package-consumer.json"
 echo "package check: the packed $(basename "$tarball") type-checks and passes in a fresh project"

@@ -1,15 +1,25 @@
-// Prints the closing "N passed, N failed" line from vitest's JSON report (CI reads it).
+// Prints the closing "N passed, N failed" line from vitest's JSON reports (CI reads it): the
+// main suite's and the packed-package consumer's. A report that is missing counts as a failure.
 import { readFileSync } from 'node:fs'
 
-const file = process.argv[2] ?? 'test-results/results.json'
-let report
-try {
-  report = JSON.parse(readFileSync(file, 'utf8'))
-} catch (error) {
-  console.error(`No test results at ${file}: ${error.message}`)
-  console.log('0 passed, 1 failed')
-  process.exit(1)
+const files = process.argv.length > 2 ? process.argv.slice(2) : ['test-results/results.json']
+let passed = 0
+let failed = 0
+let skipped = 0
+let total = 0
+for (const file of files) {
+  let report
+  try {
+    report = JSON.parse(readFileSync(file, 'utf8'))
+  } catch (error) {
+    console.error(`No test results at ${file}: ${error.message}`)
+    failed++
+    continue
+  }
+  passed += report.numPassedTests
+  failed += report.numFailedTests
+  skipped += report.numPendingTests + report.numTodoTests
+  total += report.numTotalTests
 }
-const skipped = report.numPendingTests + report.numTodoTests
-console.log(`${report.numPassedTests} passed, ${report.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`)
-process.exit(report.numFailedTests > 0 || report.numTotalTests === 0 ? 1 : 0)
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`)
+process.exit(failed > 0 || total === 0 ? 1 : 0)
