@@ -80,3 +80,22 @@ export function expectErrorBody(body: unknown, status: number, code?: string): v
   expect((body as { status: number }).status).toBe(status)
   if (code !== undefined) expect((body as { code: string }).code).toBe(code)
 }
+
+/**
+ * Asserts that an answer of the API (its path relative to the base URL) conforms to the document.
+ * Answers without a body (CORS preflights, dropped connections) have nothing to check.
+ */
+export async function expectConformantResponse(method: string, path: string, response: Response): Promise<void> {
+  const text = await response.text()
+  if (text === '') {
+    expect(response.status, `${method} ${path}: an empty body is only for 204`).toBe(204)
+    return
+  }
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    throw new Error(`${method} ${path} ${response.status}: expected a JSON body, got ${JSON.stringify(text.slice(0, 200))}`)
+  }
+  expectConformant(method, path, response.status, response.headers.get('content-type'), body)
+}

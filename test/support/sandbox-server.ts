@@ -6,6 +6,7 @@ import { createServer, type Server, type ServerOptions } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { onTestFinished } from 'vitest'
 import { answerClientErrors } from '../../src/server/client-errors.js'
+import { expectConformantResponse } from './openapi-validator.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
 
 export interface RunningSandbox {
@@ -37,7 +38,18 @@ export async function startSandbox(
     await new Promise((resolve) => server.close(resolve))
   })
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { origin, sandbox, server, logs, fetch: (path, init) => fetch(`${origin}${path}`, init) }
+  return { origin, sandbox, server, logs, fetch: (path, init) => fetchConformant(origin, path, init) }
+}
+
+/** `fetch`, and every answer of the API checked against the OpenAPI document on the way. */
+async function fetchConformant(origin: string, path: string, init?: RequestInit): Promise<Response> {
+  const response = await fetch(`${origin}${path}`, init)
+  const { pathname } = new URL(path, origin)
+  const method = init?.method ?? 'GET'
+  if ((pathname === '/v1' || pathname.startsWith('/v1/')) && method !== 'OPTIONS') {
+    await expectConformantResponse(method, pathname.slice('/v1'.length) || '/', response.clone())
+  }
+  return response
 }
 
 /** Headers with a bearer key (the development key unless given) and, when `json`, a JSON content type. */
