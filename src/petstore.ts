@@ -91,18 +91,28 @@ const BaseUrl = z
 
 const Options = z
   .object({
-    baseUrl: z.union([BaseUrl, z.array(BaseUrl).min(1)]).default('*/v1'),
+    baseUrl: z
+      .union([BaseUrl, z.array(BaseUrl).min(1)], {
+        error: "must be a base URL ('https://api.shop.test/v1' or '*/v1') or a non-empty array of them",
+      })
+      .default('*/v1'),
     apiKeys: z
-      .union([z.literal('any'), z.array(z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })).min(1)])
+      .union([z.literal('any'), z.array(z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })).min(1)], {
+        error: "must be 'any' or a non-empty array of keys (['t0ken'])",
+      })
       .optional(),
-    scenario: z.unknown().optional(),
-    scenariosDir: z.string().optional(),
+    scenario: z
+      .union([z.string(), z.looseObject({})], {
+        error: 'must be a built-in scenario name, a name in scenariosDir, a path to a .json file, or a scenario object',
+      })
+      .optional(),
+    scenariosDir: z.string({ error: 'must be the path of a directory' }).optional(),
     latency: Latency.optional(),
-    faults: z.union([Faults, z.literal(false)]).optional(),
-    afterSunset: z.boolean().optional(),
-    strict: z.boolean().default(false),
-    maxBodyBytes: z.int().min(1).default(DEFAULT_MAX_BODY_BYTES),
-    journalLimit: z.int().min(0).optional(),
+    faults: z.union([Faults, z.literal(false)], { error: 'must be { rate, outcomes?, seed? } or false' }).optional(),
+    afterSunset: z.boolean({ error: 'must be true or false' }).optional(),
+    strict: z.boolean({ error: 'must be true or false' }).default(false),
+    maxBodyBytes: z.int({ error: 'must be a whole number of bytes' }).min(1, { error: 'must be at least 1 byte' }).default(DEFAULT_MAX_BODY_BYTES),
+    journalLimit: z.int({ error: 'must be a whole number of entries, 0 or more' }).min(0, { error: 'must be 0 or more' }).optional(),
   })
   .strict()
 

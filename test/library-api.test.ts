@@ -133,6 +133,10 @@ describe('the library API', () => {
     { option: { faults: { rate: 2 } }, code: 'invalid_option', message: /faults\.rate/ },
     { option: { maxBodyBytes: 0 }, code: 'invalid_option', message: /maxBodyBytes/ },
     { option: { strcit: true }, code: 'invalid_option', message: /strcit/ },
+    { option: { apiKeys: 'all' }, code: 'invalid_option', message: /apiKeys: must be 'any' or a non-empty array of keys/ },
+    { option: { journalLimit: 1.5 }, code: 'invalid_option', message: /journalLimit: must be a whole number of entries/ },
+    { option: { scenario: 42 }, code: 'invalid_option', message: /scenario: must be a built-in scenario name, .* or a scenario object/ },
+    { option: { latency: 'slow' }, code: 'invalid_option', message: /latency: must be milliseconds from 0 to 60000 \(50\) or a range/ },
     { option: { scenario: { name: 'x' } }, code: 'invalid_scenario', message: /version/ },
   ])('throws PetstoreError $code for a bad option: $message', ({ option, code, message }) => {
     let thrown: unknown

@@ -23,7 +23,7 @@ export const Latency = z.union([
     .strict()
     .refine((range) => range.min <= range.max, { error: 'min must not be greater than max' })
     .meta({ description: 'A range drawn from per request; min must not be greater than max (a JSON Schema cannot say so: the loader checks it)' }),
-])
+], { error: 'must be milliseconds from 0 to 60000 (50) or a range ({ "min": 20, "max": 200 })' })
 
 /** Simulated failures, reproducible from `seed`. */
 export const Faults = z
