@@ -34,6 +34,15 @@ describe('the request journal', () => {
     expect(entry!.durationMs).toBeGreaterThanOrEqual(145)
   })
 
+  it('keeps the newest 1,000 entries by default', async () => {
+    const petstore = await harness.use({ scenario: 'empty' })
+    for (let i = 1; i <= 1005; i++) await call('/categories', { headers: { 'x-seq': String(i) } })
+    const entries = petstore.requests.all()
+    expect(entries).toHaveLength(1000)
+    expect(entries[0]!.request.headers['x-seq']).toBe('6')
+    expect(entries.at(-1)!.request.headers['x-seq']).toBe('1005')
+  })
+
   it('never stores the Authorization value', async () => {
     const petstore = await harness.use()
     await call('/categories', { headers: { cookie: 'session=abc' } })

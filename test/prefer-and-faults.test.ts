@@ -81,6 +81,17 @@ describe('Prefer: delay and latency', () => {
     expect(petstore.requests.all()[0]!.durationMs).toBeGreaterThanOrEqual(115)
   })
 
+  it('draws each delay from a latency range { min, max }', async () => {
+    const petstore = await harness.use({ latency: { min: 40, max: 90 } })
+    for (let i = 0; i < 6; i++) await call('/categories')
+    const durations = petstore.requests.all().map((entry) => entry.durationMs)
+    for (const duration of durations) {
+      expect(duration).toBeGreaterThanOrEqual(35)
+      expect(duration).toBeLessThan(90 + 60)
+    }
+    expect(new Set(durations.map((duration) => Math.round(duration / 5))).size).toBeGreaterThan(1)
+  })
+
   it('applies the latency option to every answer', async () => {
     const petstore = await harness.use({ latency: 60 })
     await call('/categories')
@@ -130,6 +141,23 @@ describe('faults', () => {
       if (answer.status === 201) created.push(answer.body.id)
     }
     expect((await petstore.categories.list()).map((category) => category.id)).toEqual(created)
+  })
+
+  it("runs the built-in flaky scenario's faults and latency, and replays them after reset()", async () => {
+    const petstore = await harness.use({ scenario: 'flaky' })
+    const run = async () => {
+      const seen: (number | 'network')[] = []
+      for (let i = 0; i < 15; i++) {
+        seen.push(await fetch(`${BASE}/categories`, { headers: { authorization: `Bearer ${KEY}` } }).then((response) => response.status, () => 'network' as const))
+      }
+      return seen
+    }
+    const first = await run()
+    expect(first.some((outcome) => outcome !== 200)).toBe(true)
+    expect(first.filter((outcome) => outcome === 200).length).toBeGreaterThan(5)
+    for (const entry of petstore.requests.all()) expect(entry.durationMs).toBeGreaterThanOrEqual(45)
+    await petstore.reset()
+    expect(await run()).toEqual(first)
   })
 
   it('switches the scenario faults off with faults: false', async () => {
