@@ -5,7 +5,9 @@ import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.
 /** What {@link setupPetstoreServer} returns: the msw server and the petstore behind it. */
 export interface PetstoreServer {
   /** The msw server: call `listen()`, `resetHandlers()`, `close()` as usual. */
+  /** msw's server, wired to the petstore's handlers: `listen()` it in `beforeAll`. */
   readonly server: SetupServer
+  /** The store and journal behind the handlers. */
   readonly petstore: Petstore
 }
 

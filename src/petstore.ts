@@ -64,20 +64,30 @@ export interface Petstore {
   useScenario(scenario: ScenarioInput): Promise<void>
   /** Restores the current scenario's seed, restarts ids and empties the journal. */
   reset(): Promise<void>
+  /** The categories of the store, read and written directly. */
   readonly categories: {
     /** All categories in creation order. */
     list(): Promise<Category[]>
     /** Stores a category as `POST /categories` would; throws {@link PetstoreError} when invalid. */
     create(input: NewCategory): Promise<Category>
   }
+  /** The scenario's pets (read-only). */
   readonly pets: {
+    /** All pets of the scenario. */
     list(): Promise<Pet[]>
+    /** The pet with this id, or undefined. */
     get(id: number): Promise<Pet | undefined>
   }
-  readonly orders: { list(): Promise<Order[]> }
+  /** The scenario's orders (read-only). */
+  readonly orders: {
+    /** All orders of the scenario. */
+    list(): Promise<Order[]>
+  }
   /** The journal of requests that reached the handlers (the Authorization value is never kept). */
   readonly requests: {
+    /** Entries oldest first, optionally filtered by method, path (a trailing `*` matches a prefix), operation or status. */
     all(filter?: JournalFilter): JournalEntry[]
+    /** Empties the journal. */
     clear(): void
   }
 }

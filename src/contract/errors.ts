@@ -17,6 +17,7 @@ interface ErrorSpec {
   readonly admin?: true
 }
 
+/** Every error the sandbox answers: code → status, when it happens, and the message template. */
 export const ERROR_TABLE = {
   invalid_api_key: {
     status: 401,

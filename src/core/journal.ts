@@ -13,13 +13,19 @@ export interface JournalEntry {
   readonly durationMs: number
   /** The operation matched (`listCategories`, …), or null for 404/405 answers. */
   readonly operation: string | null
+  /** The HTTP method, upper-case. */
   readonly method: string
+  /** The absolute URL, query included. */
   readonly url: string
+  /** The URL's path, without the query. */
   readonly path: string
+  /** The request's headers (credentials redacted) and body. */
   readonly request: JournalBody & { readonly headers: Readonly<Record<string, string>> }
+  /** The status answered (0 for a dropped connection) and the body. */
   readonly response: JournalBody & { readonly status: number }
 }
 
+/** A request or response body as the journal keeps it. */
 export interface JournalBody {
   /** Parsed JSON when the body is JSON, the text otherwise, undefined when there was none. */
   readonly body: unknown

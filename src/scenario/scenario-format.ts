@@ -118,17 +118,25 @@ export type CategoryGenerator = z.infer<typeof CategoryGenerator>
 
 /** A scenario with its fixtures read in: everything needed to seed a store, no file system. */
 export interface Scenario {
+  /** 1-64 letters, digits, `-` or `_`; the file's name without `.json`. */
   readonly name: string
+  /** The data's version, `MAJOR.MINOR.PATCH`. */
   readonly version: string
+  /** One line, shown by `scenarios list` and the demo page. */
   readonly description: string
+  /** Accepted keys; without them the library accepts any key. */
   readonly apiKeys?: readonly string[] | undefined
+  /** What the store starts with, fixtures already read. */
   readonly seed: {
     readonly categories: readonly CategorySeed[] | CategoryGenerator
     readonly pets: readonly z.infer<typeof Pet>[]
     readonly orders: readonly z.infer<typeof Order>[]
   }
+  /** Delay before every answer, in ms or a range. */
   readonly latency: Latency
+  /** Simulated failures, reproducible from their seed. */
   readonly faults?: z.infer<typeof Faults> | undefined
+  /** The sunset of the deprecated `GET /pets/{petId}`, and whether it is past. */
   readonly deprecation?: z.infer<typeof Deprecation> | undefined
 }
 

@@ -19,6 +19,7 @@ import {
 /** A scenario: a built-in or directory name, a path to a `.json` file, or the object itself. */
 export type ScenarioInput = string | ScenarioFile
 
+/** Where {@link loadScenario} looks for scenarios by name. */
 export interface LoadScenarioOptions {
   /** A directory searched for `<name>.json` before the built-in scenarios. */
   readonly scenariosDir?: string | undefined
