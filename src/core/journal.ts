@@ -93,9 +93,12 @@ export class RequestJournal {
     }
   }
 
-  /** Entries oldest first, optionally filtered. */
+  /**
+   * Entries oldest first, optionally filtered: copies, so that a caller who changes one cannot
+   * change what the journal holds.
+   */
   all(filter: JournalFilter = {}): JournalEntry[] {
-    return this.#entries.filter((entry) => matches(entry, filter))
+    return structuredClone(this.#entries.filter((entry) => matches(entry, filter)))
   }
 
   clear(): void {
