@@ -20,4 +20,11 @@ npm install --no-audit --no-fund --silent "$work/$tarball" "msw@$msw_version" "v
 npx tsc -p tsconfig.json
 # Its results join the main suite's in CI's closing "N passed, N failed" line.
 npx vitest run --reporter=default --reporter=json --outputFile="$root/test-results/package-consumer.json"
-echo "package check: the packed $(basename "$tarball") type-checks and passes in a fresh project"
+echo "package check: the packed $(basename "$tarball") type-checks and passes in a fresh project with msw $msw_version"
+
+# Again with the oldest msw the peer dependency allows.
+msw_floor="$(node -p "require('$root/package.json').peerDependencies.msw.replace(/^\\^/, '')")"
+npm install --no-audit --no-fund --silent "msw@$msw_floor" >/dev/null
+npx tsc -p tsconfig.json
+npx vitest run --reporter=default --reporter=json --outputFile="$root/test-results/package-consumer-msw-floor.json"
+echo "package check: and with msw $msw_floor, the oldest the peer dependency allows"

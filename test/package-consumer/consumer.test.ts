@@ -26,6 +26,9 @@ it('lists, creates, resets and switches scenario through the public API', async 
   expect(category.name).toBe('Ferret')
   expect((await petstore.categories.list()).map((c) => c.name)).toContain('Ferret')
   expect(petstore.requests.all()).toHaveLength(1)
+  expect(petstore.requests.all()[0]).toMatchObject({ method: 'POST', response: { status: 201 } })
+  petstore.requests.clear()
+  expect(petstore.requests.all()).toEqual([])
 
   await petstore.reset()
   expect((await petstore.categories.list()).map((c) => c.name)).not.toContain('Ferret')
