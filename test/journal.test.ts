@@ -43,15 +43,6 @@ describe('the request journal', () => {
     expect(entries.at(-1)!.request.headers['x-seq']).toBe('1005')
   })
 
-  it('hands out copies: changing an entry read from it leaves the journal as it was', async () => {
-    const petstore = await harness.use()
-    await call('/categories', { body: { name: 'Ferrets' } })
-    const [entry] = petstore.requests.all() as [{ method: string; request: { body: { name: string } } }]
-    entry.method = 'DELETE'
-    entry.request.body.name = 'changed'
-    expect(petstore.requests.all()[0]).toMatchObject({ method: 'POST', request: { body: { name: 'Ferrets' } } })
-  })
-
   it('never stores the Authorization value', async () => {
     const petstore = await harness.use()
     await call('/categories', { headers: { cookie: 'session=abc' } })
