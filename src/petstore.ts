@@ -85,7 +85,10 @@ export interface Petstore {
   }
   /** The journal of requests that reached the handlers (the Authorization value is never kept). */
   readonly requests: {
-    /** Entries oldest first, optionally filtered by method, path (a trailing `*` matches a prefix), operation or status. */
+    /**
+     * Entries oldest first, optionally filtered by method, path (a trailing `*` matches a prefix),
+     * operation or status. The entries are the journal's own: copy one before changing it.
+     */
     all(filter?: JournalFilter): JournalEntry[]
     /** Empties the journal. */
     clear(): void
