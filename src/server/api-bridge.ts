@@ -47,5 +47,9 @@ function write(req: IncomingMessage, res: ServerResponse, answer: ApiAnswer): vo
   // @note Answered before the body was read in full (a 413): the unread rest would stall a
   // keep-alive connection, so it is closed after this answer.
   if (!req.complete) res.setHeader('Connection', 'close')
-  res.writeHead(answer.status, answer.headers).end(answer.body)
+  // @note Headers set one by one and the body given to `end()`, so that Node sends a
+  // Content-Length (after `writeHead` it would have to send the body chunked).
+  res.statusCode = answer.status
+  for (const name in answer.headers) res.setHeader(name, answer.headers[name]!)
+  res.end(answer.body)
 }

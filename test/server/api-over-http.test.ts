@@ -20,6 +20,14 @@ describe('API over HTTP', () => {
     expect(body).toHaveLength(5)
   })
 
+  it('sends a Content-Length, not a chunked body', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { headers: auth() })
+    const bytes = (await response.arrayBuffer()).byteLength
+    expect(response.headers.get('transfer-encoding')).toBeNull()
+    expect(Number(response.headers.get('content-length'))).toBe(bytes)
+  })
+
   it('creates a category and lists it after the seeded ones', async () => {
     const { fetch } = await startSandbox()
     const created = await fetch('/v1/categories', {
