@@ -33,6 +33,12 @@ describe('Prefer: code', () => {
     expect(answer.body.code).toBe(error)
   })
 
+  it('names the operation as the interface writes it in a forced 410 (GET /pets/{petId})', async () => {
+    await harness.use()
+    const answer = await call<ApiError>('/pets/1', { headers: { prefer: 'code=410' } })
+    expect(answer.body.message).toBe('GET /pets/{petId} was sunset on 2027-06-30T00:00:00Z (forced by "Prefer: code=410")')
+  })
+
   it.each([
     { method: 'POST', path: '/categories', code: 404, allowed: '201, 400, 401, 413, 500, 503' },
     { method: 'POST', path: '/categories', code: 405, allowed: '201, 400, 401, 413, 500, 503' },

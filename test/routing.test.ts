@@ -7,11 +7,11 @@ const harness = petstoreHarness()
 
 describe('routing', () => {
   it.each([
-    { method: 'PUT', path: '/categories', allow: 'GET, POST' },
-    { method: 'DELETE', path: '/categories', allow: 'GET, POST' },
-    { method: 'PATCH', path: '/categories', allow: 'GET, POST' },
-    { method: 'POST', path: '/pets/1', allow: 'GET' },
-    { method: 'DELETE', path: '/store/orders', allow: 'GET' },
+    { method: 'PUT', path: '/categories', allow: 'GET, HEAD, POST' },
+    { method: 'DELETE', path: '/categories', allow: 'GET, HEAD, POST' },
+    { method: 'PATCH', path: '/categories', allow: 'GET, HEAD, POST' },
+    { method: 'POST', path: '/pets/1', allow: 'GET, HEAD' },
+    { method: 'DELETE', path: '/store/orders', allow: 'GET, HEAD' },
   ])('answers 405 with Allow: $allow for $method $path', async ({ method, path, allow }) => {
     await harness.use()
     const answer = await call<ApiError>(path, { method })
@@ -26,6 +26,35 @@ describe('routing', () => {
     const answer = await call<ApiError>(path)
     expect(answer.status).toBe(404)
     expect(answer.body).toEqual({ code: 'not_found', message: `Path /v1${path} not found`, status: 404 })
+  })
+
+  it.each(['/Categories', '/CATEGORIES', '/categories/', '/store/orders/', '/Pets/1', '/pets/1/', '/Store/orders'])(
+    'answers 404 for %s: paths match as the interface writes them, case and trailing slash included',
+    async (path) => {
+      await harness.use()
+      const answer = await call<ApiError>(path)
+      expect(answer.status).toBe(404)
+      expect(answer.body).toEqual({ code: 'not_found', message: `Path /v1${path} not found`, status: 404 })
+    },
+  )
+
+  it.each(['/categories', '/pets/1', '/store/orders'])('answers HEAD %s with the headers of its GET and no body', async (path) => {
+    const petstore = await harness.use()
+    const get = await call(path)
+    const head = await call(path, { method: 'HEAD' })
+    expect(head.status).toBe(200)
+    expect(head.body).toBeUndefined()
+    expect(head.headers.get('content-type')).toBe(get.headers.get('content-type'))
+    expect(head.headers.get('deprecation')).toBe(get.headers.get('deprecation'))
+    const entry = petstore.requests.all({ method: 'HEAD' })[0]
+    expect(entry).toMatchObject({ method: 'HEAD', response: { status: 200, body: undefined } })
+  })
+
+  it('answers HEAD without a key with 401, as GET does', async () => {
+    await harness.use()
+    const head = await call('/categories', { method: 'HEAD', auth: null })
+    expect(head.status).toBe(401)
+    expect(head.headers.get('www-authenticate')).toBe('Bearer')
   })
 
   it('serves several base URLs from one store (production and staging)', async () => {

@@ -58,7 +58,7 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
 export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Json {
   const paths: Record<string, Record<string, Json>> = {}
   for (const operation of OPERATIONS) {
-    const path = operation.path.replace(/:(\w+)/g, '{$1}')
+    const path = operation.path
     const text = DESCRIPTIONS[operation.id]!
     const responses: Json = {
       [operation.successStatus]: {

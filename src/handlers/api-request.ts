@@ -39,8 +39,11 @@ export function fromFetchRequest(request: Request): ApiRequest {
   }
 }
 
-/** An {@link ApiAnswer} as a Fetch `Response`; a network failure is `Response.error()`. */
-export function toFetchResponse(answer: ApiAnswer): Response {
+/**
+ * An {@link ApiAnswer} to `method` as a Fetch `Response`; a network failure is `Response.error()`.
+ * A HEAD answer has the headers of its GET and no body.
+ */
+export function toFetchResponse(answer: ApiAnswer, method: string): Response {
   if (answer.kind === 'network') return Response.error()
-  return new Response(answer.body, { status: answer.status, headers: answer.headers })
+  return new Response(method === 'HEAD' ? null : answer.body, { status: answer.status, headers: answer.headers })
 }

@@ -18,7 +18,7 @@ export function createHandlers(pipeline: Pipeline, baseUrls: readonly string[]):
       const path = relativePath(apiRequest.path)
       // Not under the base after all (`*\/v1` matched `/static/v1/app.js`): not ours to answer.
       if (path === undefined) return undefined
-      return toFetchResponse(await pipeline.handle(apiRequest, path))
+      return toFetchResponse(await pipeline.handle(apiRequest, path), apiRequest.method)
     }
     return [http.all(`${base}/*`, resolver), http.all(base, resolver)]
   })
@@ -35,10 +35,8 @@ function relativePathOf(base: string): (path: string) => string | undefined {
     .replace(/^\*+/, '')
     .replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')
     .replace(/\/+$/, '')
-    .toLowerCase()
   return (path) => {
-    const lower = path.toLowerCase()
-    if (lower === basePath) return ''
-    return lower.startsWith(`${basePath}/`) ? path.slice(basePath.length) : undefined
+    if (path === basePath) return ''
+    return path.startsWith(`${basePath}/`) ? path.slice(basePath.length) : undefined
   }
 }

@@ -28,7 +28,7 @@ export interface Operation {
   /** The operation name of the published interface (`listCategories`, …). */
   readonly id: string
   readonly method: 'GET' | 'POST'
-  /** Relative to the base URL, in msw's syntax (`/pets/:petId`). */
+  /** Relative to the base URL, as the interface writes it (`/pets/{petId}`): routed, shown in messages and in the OpenAPI document. */
   readonly path: string
   readonly successStatus: number
   /** Error statuses of this operation's own, beyond those every operation has (see {@link declaredErrorStatuses}). */

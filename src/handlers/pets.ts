@@ -7,7 +7,7 @@ import { failure, json, type Operation } from './operation.js'
 export const getPetById: Operation = {
   id: 'getPetById',
   method: 'GET',
-  path: '/pets/:petId',
+  path: '/pets/{petId}',
   successStatus: 200,
   errorStatuses: [404, 410],
   hasBody: false,
@@ -18,7 +18,7 @@ export const getPetById: Operation = {
   },
   async run({ params, tenant }) {
     if (tenant.afterSunset) {
-      return failure('gone', { operation: 'GET /pets/{petId}', sunset: tenant.sunset ?? 'an earlier date' })
+      return failure('gone', { operation: `${getPetById.method} ${getPetById.path}`, sunset: tenant.sunset ?? 'an earlier date' })
     }
     const raw = String(params['petId'] ?? '')
     const id = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN

@@ -49,7 +49,7 @@ export class Pipeline {
       case 'operation':
         return this.#operation(found.operation, request, found.params)
       case 'not_allowed': {
-        const allow = found.allowed.map((operation) => operation.method).join(', ')
+        const allow = found.allow
         const outcome = errorOutcome('method_not_allowed', { method: request.method, path: request.path, allow })
         return this.#answer(request, null, outcome, performance.now(), Date.now(), undefined, undefined, { allow })
       }
@@ -135,7 +135,8 @@ export class Pipeline {
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
     if (journal) {
-      const responseText = answer.kind === 'http' ? answer.body : undefined
+      // @note A HEAD answer's body is never sent, so the journal keeps none either.
+      const responseText = answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined
       journal.record({
         time: new Date(arrived).toISOString(),
         durationMs: Math.round((performance.now() - started) * 100) / 100,

@@ -8,35 +8,46 @@ import { PATHS } from './routes.js'
 
 export type Route =
   | { readonly kind: 'operation'; readonly operation: Operation; readonly params: Readonly<Record<string, string>> }
-  | { readonly kind: 'not_allowed'; readonly allowed: readonly Operation[] }
+  | { readonly kind: 'not_allowed'; readonly allow: string }
   | { readonly kind: 'not_found' }
 
 interface CompiledPath {
-  /** Literal segments lower-cased; parameters as `:name`. */
+  /** Literal segments as written; parameters as `{name}`. */
   readonly segments: readonly string[]
   readonly operations: readonly Operation[]
+  /** The `Allow` header of a 405 on this path. */
+  readonly allow: string
 }
 
 const COMPILED: readonly CompiledPath[] = [...PATHS].map(([path, operations]) => ({
-  segments: path.split('/').slice(1).map((segment) => (segment.startsWith(':') ? segment : segment.toLowerCase())),
+  segments: path.split('/').slice(1),
   operations,
+  allow: allowedMethods(operations).join(', '),
 }))
 
 const NOT_FOUND: Route = { kind: 'not_found' }
 
+/** The methods a path answers: its operations' and, where one is GET, HEAD (RFC 9110 §9.3.2). */
+export function allowedMethods(operations: readonly Operation[]): string[] {
+  const methods = operations.map((operation) => operation.method as string)
+  return methods.includes('GET') ? [...methods.slice(0, methods.indexOf('GET') + 1), 'HEAD', ...methods.slice(methods.indexOf('GET') + 1)] : methods
+}
+
 /**
  * Routes `method` and `path` (relative to the base URL, starting with `/`, not yet decoded).
- * @note Matches as msw's path matching did when every route was its own msw handler: literal
- * segments ignore case, one trailing slash is allowed, and parameters are percent-decoded; a
- * malformed escape matches nothing.
+ * `HEAD` runs the path's `GET` operation (the runtimes send no body).
+ * @note As strict as the published interface: literal segments match case and all, and a
+ * trailing slash is another path. A client with a wrong path must fail here as it would in
+ * production. Parameters are percent-decoded; a malformed escape matches nothing.
  */
 export function route(method: string, path: string): Route {
-  const segments = (path.endsWith('/') && path.length > 1 ? path.slice(0, -1) : path).split('/').slice(1)
+  const segments = path.split('/').slice(1)
+  const wanted = method === 'HEAD' ? 'GET' : method
   for (const compiled of COMPILED) {
     const params = matchSegments(compiled.segments, segments)
     if (params === undefined) continue
-    const operation = compiled.operations.find((candidate) => candidate.method === method)
-    return operation ? { kind: 'operation', operation, params } : { kind: 'not_allowed', allowed: compiled.operations }
+    const operation = compiled.operations.find((candidate) => candidate.method === wanted)
+    return operation ? { kind: 'operation', operation, params } : { kind: 'not_allowed', allow: compiled.allow }
   }
   return NOT_FOUND
 }
@@ -47,12 +58,12 @@ function matchSegments(pattern: readonly string[], segments: readonly string[]):
   for (let i = 0; i < pattern.length; i++) {
     const expected = pattern[i]!
     const actual = segments[i]!
-    if (expected.startsWith(':')) {
+    if (expected.startsWith('{')) {
       if (actual === '') return undefined
       const decoded = decode(actual)
       if (decoded === undefined) return undefined
-      params[expected.slice(1)] = decoded
-    } else if (expected !== actual.toLowerCase()) {
+      params[expected.slice(1, -1)] = decoded
+    } else if (expected !== actual) {
       return undefined
     }
   }

@@ -51,5 +51,11 @@ function write(req: IncomingMessage, res: ServerResponse, answer: ApiAnswer): vo
   // Content-Length (after `writeHead` it would have to send the body chunked).
   res.statusCode = answer.status
   for (const name in answer.headers) res.setHeader(name, answer.headers[name]!)
+  // @note Node sends no body to a HEAD request, nor the Content-Length its GET would carry.
+  if (req.method === 'HEAD') {
+    res.setHeader('Content-Length', Buffer.byteLength(answer.body))
+    res.end()
+    return
+  }
   res.end(answer.body)
 }

@@ -92,9 +92,9 @@ describe('API over HTTP', () => {
   })
 
   it.each([
-    { method: 'DELETE', path: '/v1/categories', allow: 'GET, POST' },
-    { method: 'PUT', path: '/v1/pets/1', allow: 'GET' },
-    { method: 'POST', path: '/v1/store/orders', allow: 'GET' },
+    { method: 'DELETE', path: '/v1/categories', allow: 'GET, HEAD, POST' },
+    { method: 'PUT', path: '/v1/pets/1', allow: 'GET, HEAD' },
+    { method: 'POST', path: '/v1/store/orders', allow: 'GET, HEAD' },
   ])('answers 405 with Allow for $method $path', async ({ method, path, allow }) => {
     const { fetch } = await startSandbox()
     const response = await fetch(path, { method, headers: auth() })
@@ -102,6 +102,26 @@ describe('API over HTTP', () => {
     expect(response.headers.get('allow')).toBe(allow)
     expectErrorBody(await jsonOf(response), 405, 'method_not_allowed')
   })
+
+  it('answers HEAD with the Content-Length and headers of its GET, and no body', async () => {
+    const { fetch } = await startSandbox()
+    const get = await fetch('/v1/pets/1', { headers: auth() })
+    const head = await fetch('/v1/pets/1', { method: 'HEAD', headers: auth() })
+    expect(head.status).toBe(200)
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(await get.text())))
+    expect(head.headers.get('deprecation')).toBe(get.headers.get('deprecation'))
+    expect(await head.text()).toBe('')
+  })
+
+  it.each(['/v1/Categories', '/v1/categories/', '/V1/categories', '/v1/store/Orders'])(
+    'answers 404 for %s, as the real service would: paths match case and all, without a trailing slash',
+    async (path) => {
+      const { fetch } = await startSandbox()
+      const response = await fetch(path, { headers: auth() })
+      expect(response.status).toBe(404)
+      expectErrorBody(await jsonOf(response), 404, 'not_found')
+    },
+  )
 
   it.each(['/v1/nope', '/v1', '/nope', '/', '/__sandbox/nope', '/v2/categories'])('answers 404 Error JSON for %s', async (path) => {
     const { fetch } = await startSandbox()

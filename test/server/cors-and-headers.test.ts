@@ -42,7 +42,7 @@ describe('CORS', () => {
     const { fetch } = await startSandbox()
     const response = await fetch('/v1/categories', { method: 'OPTIONS', headers: auth() })
     expect(response.status).toBe(405)
-    expect(response.headers.get('allow')).toBe('GET, POST')
+    expect(response.headers.get('allow')).toBe('GET, HEAD, POST')
   })
 })
 

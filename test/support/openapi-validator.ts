@@ -46,6 +46,7 @@ function templateFor(path: string): string | undefined {
  * does not have (404s) and methods it does not list (405s) must carry an Error body.
  */
 export function expectConformant(method: string, path: string, status: number, contentType: string | null, body: unknown): void {
+  if (method === 'HEAD') return expectHeadAnswer(path, status, contentType, body)
   const template = templateFor(path)
   const operation = template ? document.paths[template]?.[method.toLowerCase()] : undefined
   let schemaRef: string
@@ -61,6 +62,15 @@ export function expectConformant(method: string, path: string, status: number, c
   const valid = validate(body)
   expect(valid, `${method} ${path} ${status} body ${JSON.stringify(body)?.slice(0, 300)}: ${ajv.errorsText(validate.errors)}`).toBe(true)
   if (status >= 400) expect((body as { status: number }).status).toBe(status)
+}
+
+/** A HEAD answer: the headers of a declared GET answer (or an Error's), and no body (RFC 9110 §9.3.2). */
+function expectHeadAnswer(path: string, status: number, contentType: string | null, body: unknown): void {
+  const template = templateFor(path)
+  const get = template ? document.paths[template]?.['get'] : undefined
+  if (get) expect(get.responses[String(status)] ?? get.responses['default'], `HEAD ${path} ${status} is not declared for GET`).toBeDefined()
+  expect(contentType, `HEAD ${path} ${status}: content type`).toMatch(/^application\/json/)
+  expect(body, `HEAD ${path} ${status}: a HEAD answer has no body`).toBeUndefined()
 }
 
 /** The parsed OpenAPI document, for tests that inspect it. */
@@ -87,6 +97,7 @@ export function expectErrorBody(body: unknown, status: number, code?: string): v
  */
 export async function expectConformantResponse(method: string, path: string, response: Response): Promise<void> {
   const text = await response.text()
+  if (method === 'HEAD') return expectHeadAnswer(path, response.status, response.headers.get('content-type'), text === '' ? undefined : text)
   if (text === '') {
     expect(response.status, `${method} ${path}: an empty body is only for 204`).toBe(204)
     return
