@@ -95,7 +95,7 @@ describe('getPetById (deprecated)', () => {
     const answer = await call<{ id: number; name: string }>('/pets/1')
     expect(answer.status).toBe(200)
     expect(answer.body).toMatchObject({ id: 1, name: 'Rex' })
-    expect(answer.headers.get('deprecation')).toBe('true')
+    expect(answer.headers.get('deprecation')).toBe('@1767225600')
     expect(answer.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT')
   })
 
@@ -104,7 +104,7 @@ describe('getPetById (deprecated)', () => {
     const answer = await call<ApiError>(`/pets/${id}`)
     expect(answer.status).toBe(404)
     expect(answer.body.message).toBe(`Pet "${id}" not found`)
-    expect(answer.headers.get('deprecation')).toBe('true')
+    expect(answer.headers.get('deprecation')).toBe('@1767225600')
   })
 
   it('answers 410 gone after the sunset', async () => {
@@ -117,6 +117,33 @@ describe('getPetById (deprecated)', () => {
       status: 410,
     })
     expect(answer.headers.get('sunset')).toBe('Tue, 30 Jun 2026 00:00:00 GMT')
+  })
+
+  it('says when it was deprecated (RFC 9745) and links the pages a scenario names (RFC 8594)', async () => {
+    const scenario = {
+      name: 'documented',
+      version: '1.0.0',
+      description: 'deprecation with pages',
+      seed: { pets: [{ id: 1, name: 'Rex' }] },
+      deprecation: {
+        deprecatedAt: '2025-03-01T12:00:00Z',
+        link: 'https://docs.shop.test/deprecations/pets',
+        sunset: '2027-06-30T00:00:00Z',
+        sunsetLink: 'https://docs.shop.test/sunset?op=getPetById&x=<b>',
+      },
+    }
+    await harness.use({ scenario })
+    const answer = await call('/pets/1')
+    expect(answer.headers.get('deprecation')).toBe(`@${Date.UTC(2025, 2, 1, 12) / 1000}`)
+    expect(answer.headers.get('link')).toBe(
+      '<https://docs.shop.test/deprecations/pets>; rel="deprecation"; type="text/html", ' +
+        '<https://docs.shop.test/sunset?op=getPetById&x=%3Cb%3E>; rel="sunset"; type="text/html"',
+    )
+  })
+
+  it('refuses a deprecation link that is not an http(s) URL', async () => {
+    const scenario = { name: 'bad-link', version: '1.0.0', description: 'x', deprecation: { link: 'javascript:alert(1)' } }
+    await expect(harness.use({ scenario })).rejects.toThrow(/deprecation\.link: must be an absolute http\(s\) URL/)
   })
 
   it('turns on after-sunset with the option, on any scenario', async () => {

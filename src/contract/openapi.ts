@@ -66,8 +66,15 @@ export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Js
         content: jsonContent(text.schema),
         ...(operation.id === 'getPetById' && {
           headers: {
-            Deprecation: { description: 'Always `true`: the operation is deprecated', schema: { type: 'string' } },
+            Deprecation: {
+              description: 'When the operation was deprecated (RFC 9745): `@<seconds since the epoch>`',
+              schema: { type: 'string', pattern: '^@-?\\d+$' },
+            },
             Sunset: { description: 'The sunset date (RFC 8594), when the scenario sets one', schema: { type: 'string' } },
+            Link: {
+              description: 'Pages about the deprecation (`rel="deprecation"`) and the sunset (`rel="sunset"`), when the scenario names them',
+              schema: { type: 'string' },
+            },
           },
         }),
       },

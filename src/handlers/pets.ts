@@ -2,6 +2,7 @@
  * `GET /pets/{petId}`: behaviour not published, so it serves the scenario's pets by integer id.
  * The operation is deprecated: every authenticated answer says so, and says when it ends.
  */
+import { DEFAULT_DEPRECATED_AT } from '../scenario/scenario-format.js'
 import { failure, json, type Operation } from './operation.js'
 
 export const getPetById: Operation = {
@@ -12,8 +13,16 @@ export const getPetById: Operation = {
   errorStatuses: [404, 410],
   hasBody: false,
   headers(tenant) {
-    const headers: Record<string, string> = { deprecation: 'true' }
-    if (tenant.sunset !== undefined) headers['sunset'] = new Date(tenant.sunset).toUTCString()
+    const deprecation = tenant.scenario.deprecation
+    const deprecatedAt = Date.parse(deprecation?.deprecatedAt ?? DEFAULT_DEPRECATED_AT)
+    // RFC 9745: a structured-field date, seconds since the epoch.
+    const headers: Record<string, string> = { deprecation: `@${Math.floor(deprecatedAt / 1000)}` }
+    if (deprecation?.sunset !== undefined) headers['sunset'] = new Date(deprecation.sunset).toUTCString()
+    const links: string[] = []
+    // @note `href` percent-encodes what could end the <…> or the header (`>`, spaces, line breaks).
+    if (deprecation?.link !== undefined) links.push(`<${new URL(deprecation.link).href}>; rel="deprecation"; type="text/html"`)
+    if (deprecation?.sunsetLink !== undefined) links.push(`<${new URL(deprecation.sunsetLink).href}>; rel="sunset"; type="text/html"`)
+    if (links.length > 0) headers['link'] = links.join(', ')
     return headers
   },
   async run({ params, tenant }) {

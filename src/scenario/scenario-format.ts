@@ -38,10 +38,24 @@ export const Faults = z
   })
   .strict()
 
-/** The deprecated `GET /pets/{petId}`: its sunset date and whether it is already past. */
+/**
+ * When `GET /pets/{petId}` was deprecated, unless a scenario says: the interface marks it
+ * deprecated without a date, so this is the sandbox's documented choice.
+ */
+export const DEFAULT_DEPRECATED_AT = '2026-01-01T00:00:00Z'
+
+const HttpUrl = z.url({ protocol: /^https?$/, error: 'must be an absolute http(s) URL' })
+
+/** The deprecated `GET /pets/{petId}`: when it was deprecated, its sunset, and whether that is past. */
 export const Deprecation = z
   .object({
+    deprecatedAt: z.iso
+      .datetime({ offset: true })
+      .optional()
+      .meta({ description: `When the operation was deprecated, sent as the Deprecation header (RFC 9745, \`@<epoch seconds>\`); default ${DEFAULT_DEPRECATED_AT}` }),
+    link: HttpUrl.optional().meta({ description: 'A page about the deprecation, sent as a Link with rel="deprecation"' }),
     sunset: z.iso.datetime({ offset: true }).optional().meta({ description: 'Sent as the Sunset header' }),
+    sunsetLink: HttpUrl.optional().meta({ description: 'A page about the sunset, sent as a Link with rel="sunset" (RFC 8594)' }),
     afterSunset: z.boolean().default(false).meta({ description: 'Answer 410 Gone instead of the pet' }),
   })
   .strict()

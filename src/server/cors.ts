@@ -10,7 +10,7 @@ export type CorsOrigins = '*' | readonly string[]
 const ALLOWED_METHODS = 'GET, POST, PUT, DELETE'
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Prefer, X-Request-Id'
 /** Response headers a browser script may read. */
-const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, WWW-Authenticate'
+const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, Link, WWW-Authenticate'
 /** A header list as browsers send it in `Access-Control-Request-Headers`. */
 const HEADER_LIST = /^[\w-]+(\s*,\s*[\w-]+)*$/
 

@@ -163,7 +163,7 @@ describe('API over HTTP', () => {
     const { fetch } = await startSandbox()
     const pet = await fetch('/v1/pets/1', { headers: auth() })
     expect(pet.status).toBe(200)
-    expect(pet.headers.get('deprecation')).toBe('true')
+    expect(pet.headers.get('deprecation')).toBe('@1767225600')
     expect(pet.headers.get('sunset')).toBe('Wed, 30 Jun 2027 00:00:00 GMT')
     expectOperationResponse('GET', '/pets/{petId}', 200, await jsonOf(pet))
     const missing = await fetch('/v1/pets/999', { headers: auth() })
