@@ -15,6 +15,12 @@ interface ErrorSpec {
    * force it and the OpenAPI document of the interface does not list it.
    */
   readonly admin?: true
+  /**
+   * The standalone server answers it before any route, to a request HTTP itself refuses (Node's
+   * parser, timeouts): `Prefer: code=` cannot force it, and the OpenAPI document lists it only
+   * among its `x-error-codes`.
+   */
+  readonly http?: true
 }
 
 /** Every error the sandbox answers: code → status, when it happens, and the message template. */
@@ -118,6 +124,36 @@ export const ERROR_TABLE = {
     when: 'Admin API: the admin token used on a tenant route without `?tenant=`',
     admin: true,
   },
+  bad_request: {
+    status: 400,
+    message: 'Bad request: {reason}',
+    when: 'Server: a request that is not valid HTTP/1.1 (a malformed request line or header, a bad chunk)',
+    http: true,
+  },
+  request_timeout: {
+    status: 408,
+    message: 'Request timeout: {reason}',
+    when: 'Server: the headers or the whole request took longer than the server allows',
+    http: true,
+  },
+  headers_too_large: {
+    status: 431,
+    message: 'Request header fields are larger than the server accepts ({limit} bytes in all)',
+    when: 'Server: headers over the size Node.js accepts',
+    http: true,
+  },
+  chunk_extensions_too_large: {
+    status: 413,
+    message: 'Chunk extensions of the request body are larger than the server accepts',
+    when: 'Server: chunked-encoding extensions over the size Node.js accepts',
+    http: true,
+  },
+  expectation_failed: {
+    status: 417,
+    message: 'Expectation failed: only "Expect: 100-continue" is supported, got {expect}',
+    when: 'Server: an `Expect` header other than `100-continue`',
+    http: true,
+  },
 } as const satisfies Record<string, ErrorSpec>
 
 /** A stable, machine-readable error code. */
@@ -143,15 +179,22 @@ export function isAdminCode(code: ErrorCode): boolean {
   return spec.admin === true
 }
 
-/** The codes the interface's operations can answer with (the admin API's left out). */
+/** Whether the server answers this code to a request HTTP itself refuses, before any route. */
+export function isHttpCode(code: ErrorCode): boolean {
+  const spec: ErrorSpec = ERROR_TABLE[code]
+  return spec.http === true
+}
+
+/** The codes a client of the API can see (the admin API's left out). */
 export const API_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_TABLE) as ErrorCode[]).filter(
   (code) => !isAdminCode(code),
 )
 
 /**
- * The first code of the table with this status: what `Prefer: code=<status>` answers, which is
- * why the table lists the most general code of each status first.
+ * The first code of the table with this status that an operation answers: what
+ * `Prefer: code=<status>` answers, which is why the table lists the most general code of each
+ * status first.
  */
 export function codeForStatus(status: number): ErrorCode | undefined {
-  return API_ERROR_CODES.find((code) => ERROR_TABLE[code].status === status)
+  return API_ERROR_CODES.find((code) => ERROR_TABLE[code].status === status && !isHttpCode(code))
 }

@@ -1,14 +1,19 @@
 /**
- * Node's own answers to requests it cannot parse or that time out (400, 408, 431, 413): the same
- * statuses Node sends, plus `X-Content-Type-Options: nosniff`, which every answer carries.
+ * The answers to requests Node's HTTP server refuses before any route (a malformed request,
+ * headers over its size, a timeout, an `Expect` it cannot meet): the Error body of the error
+ * table, as every other answer, with `X-Request-Id` and `X-Content-Type-Options: nosniff`.
  */
-import type { Server } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import { maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
+import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
+import { sendError } from './http-errors.js'
 
-const STATUS_BY_CODE: Readonly<Record<string, number>> = {
-  HPE_HEADER_OVERFLOW: 431,
-  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
-  ERR_HTTP_REQUEST_TIMEOUT: 408,
+/** Node's error codes of the requests it refuses, as the error table names them. */
+const ANSWERS: Readonly<Record<string, { readonly code: ErrorCode; readonly params: ErrorParams }>> = {
+  HPE_HEADER_OVERFLOW: { code: 'headers_too_large', params: { limit: maxHeaderSize } },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { code: 'chunk_extensions_too_large', params: {} },
+  ERR_HTTP_REQUEST_TIMEOUT: { code: 'request_timeout', params: { reason: 'the request was not received in time' } },
 }
 
 const REASONS: Readonly<Record<number, string>> = {
@@ -18,7 +23,7 @@ const REASONS: Readonly<Record<number, string>> = {
   431: 'Request Header Fields Too Large',
 }
 
-/** Installs the `clientError` listener on a server that serves the sandbox app. */
+/** Installs the `clientError` and `checkExpectation` listeners on a server that serves the sandbox app. */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: { headersSent?: boolean } | null }) => {
     // @note As Node's default: a response already under way cannot be replaced by another one.
@@ -26,9 +31,32 @@ export function answerClientErrors(server: Server): void {
       socket.destroy()
       return
     }
-    const status = STATUS_BY_CODE[error.code ?? ''] ?? 400
+    const { code, params } = ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }
+    const text = JSON.stringify(apiError(code, params))
     socket.end(
-      `HTTP/1.1 ${status} ${REASONS[status]}\r\nX-Content-Type-Options: nosniff\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+      [
+        `HTTP/1.1 ${apiError(code).status} ${REASONS[apiError(code).status] ?? 'Error'}`,
+        'Content-Type: application/json',
+        `Content-Length: ${Buffer.byteLength(text)}`,
+        `X-Request-Id: ${randomUUID()}`,
+        'X-Content-Type-Options: nosniff',
+        'Connection: close',
+        '',
+        text,
+      ].join('\r\n'),
     )
   })
+  // @note With a listener, Node leaves the answer to an unmet `Expect` to us instead of a bare 417.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    res.setHeader('X-Request-Id', randomUUID())
+    res.setHeader('X-Content-Type-Options', 'nosniff')
+    res.setHeader('Connection', 'close')
+    sendError(res, 'expectation_failed', { expect: JSON.stringify(req.headers.expect ?? '') })
+  })
+}
+
+/** What Node's parser said, without its internals: `Parse Error: Invalid method encountered` → `invalid method`. */
+function describe(error: NodeJS.ErrnoException): string {
+  const reason = 'reason' in error && typeof error.reason === 'string' ? error.reason : 'the request is not valid HTTP/1.1'
+  return reason.replace(/ encountered$/i, '').replace(/^./, (first) => first.toLowerCase())
 }

@@ -16,5 +16,9 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
   // @note Answered before the body was read in full (a 413): the unread rest would stall a
   // keep-alive connection, so it is closed after this answer (as the API's bridge does).
   if (!res.req.complete) res.setHeader('Connection', 'close')
-  res.writeHead(body.status, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(body))
+  // @note Headers set one by one and the body given to `end()`, so that Node sends a
+  // Content-Length, as the API's answers carry (after `writeHead` the body would go chunked).
+  res.statusCode = body.status
+  res.setHeader('Content-Type', 'application/json; charset=utf-8')
+  res.end(JSON.stringify(body))
 }

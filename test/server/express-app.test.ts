@@ -64,7 +64,7 @@ describe('sandbox.app mounted in an express app', () => {
 
     const wrongMethod = await call('/v1/categories', { method: 'DELETE', headers: auth() })
     expect(wrongMethod.status).toBe(405)
-    expect(wrongMethod.headers.get('allow')).toBe('GET, POST')
+    expect(wrongMethod.headers.get('allow')).toBe('GET, HEAD, POST')
   })
 
   it('serves the admin API and CORS preflights, and leaves the parent app its own routes', async () => {

@@ -4,6 +4,7 @@
  * clients. After each, the server still answers and no tenant's data changed.
  */
 import { describe, expect, it } from 'vitest'
+import { expectErrorBody } from '../support/openapi-validator.js'
 import { collect, exchange, openSocket, seededBytes } from '../support/raw-http.js'
 import { jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -133,7 +134,25 @@ const CASES: HostileCase[] = [
   { name: 'HTTP/1.0 without a Host', chunks: [`GET /v1/categories HTTP/1.0\r\n${authA}\r\n\r\n`], expected: 200 },
 ]
 
+/** The JSON body after an answer's head. */
+function bodyOf(text: string): unknown {
+  const start = text.indexOf('\r\n\r\n')
+  return JSON.parse(start === -1 ? '' : text.slice(start + 4))
+}
+
 describe('the sandbox server under hostile HTTP', () => {
+  it.each([
+    { name: 'a method with an @ in it', chunks: ['G@T /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'], status: 400, code: 'bad_request' },
+    { name: 'a 100 KB header', chunks: [head('GET', '/v1/categories', [authA, `X-Big: ${'a'.repeat(100_000)}`])], status: 431, code: 'headers_too_large' },
+    { name: 'Expect: something', chunks: [head('GET', '/v1/categories', [authA, 'Expect: 200-ok'])], status: 417, code: 'expectation_failed' },
+  ])('answers $name with our Error body ($status $code), as every error is answered', async ({ chunks, status, code }) => {
+    const sandbox = await twoTenants()
+    const answer = await exchange(sandbox.origin, chunks)
+    expect(answer.status).toBe(status)
+    expect(answer.text).toMatch(/\r\nContent-Type: application\/json/i)
+    expectErrorBody(bodyOf(answer.text), status, code)
+  })
+
   it.each(CASES)('survives $name and keeps every tenant’s data', async ({ chunks, expected, keepOpen = false }) => {
     const sandbox = await twoTenants()
     const before = await stateOf(sandbox)
@@ -144,6 +163,8 @@ describe('the sandbox server under hostile HTTP', () => {
     if (expected !== 'closed') {
       expect(answer.status, answer.text.slice(0, 200)).toBe(expected)
       expect(answer.text).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i)
+      expect(answer.text).toMatch(/\r\nX-Request-Id: [\w.:-]+\r\n/i)
+      if (expected >= 400) expectErrorBody(bodyOf(answer.text), expected)
     }
     expect(await stateOf(sandbox)).toEqual(before)
   })
@@ -176,6 +197,7 @@ describe('the sandbox server under hostile HTTP', () => {
       expect(answer.closed).toBe(true)
       expect(answer.status).toBe(408)
       expect(answer.text).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i)
+      expectErrorBody(bodyOf(answer.text), 408, 'request_timeout')
     } finally {
       clearInterval(trickle)
     }
