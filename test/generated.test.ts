@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { describe, expect, it } from 'vitest'
 import { API_ERROR_CODES } from '../src/contract/errors.js'
+import { buildOpenApiDocument } from '../src/contract/openapi.js'
 import { generatedFiles } from '../scripts/generated-files.js'
 import { openApiDocument } from './support/openapi-validator.js'
 
@@ -14,8 +15,8 @@ describe('generated files', () => {
 })
 
 describe('the OpenAPI document', () => {
-  it('is a valid OpenAPI 3.1 document', async () => {
-    const result = await new Validator().validate(structuredClone(openApiDocument))
+  it.each(['interface', 'strict'] as const)('is a valid OpenAPI 3.1 document in its %s reading', async (profile) => {
+    const result = await new Validator().validate(structuredClone(buildOpenApiDocument({ profile })))
     expect(result.errors ?? []).toEqual([])
     expect(result.valid).toBe(true)
   })

@@ -18,7 +18,32 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
 const jsonContent = (schema: Json) => ({ 'application/json': { schema } })
 const errorResponse = (description: string) => ({ description, content: jsonContent(ref('Error')) })
 
-function componentSchemas(): Record<string, Json> {
+/**
+ * Which reading of the contract a document states.
+ * - `interface`: what the real service promises, for partners and generated clients: the
+ *   published fields and types, open to fields the service may add. What the sandbox itself
+ *   holds to beyond that (patterns, lengths, id ranges, the pet and order fields it requires)
+ *   is kept under `x-sandbox`, marked as the sandbox's choice.
+ * - `strict`: exactly what the sandbox answers, extra fields refused: for the sandbox's own tests.
+ */
+export type OpenApiProfile = 'interface' | 'strict'
+
+/** Options of {@link buildOpenApiDocument}. */
+export interface OpenApiOptions {
+  /** Listed first among the servers. @default 'http://127.0.0.1:4010/v1' */
+  readonly serverUrl?: string
+  /** @default 'interface' */
+  readonly profile?: OpenApiProfile
+  /** The sandbox refuses unknown fields of a NewCategory (`--strict`): the document says so. @default false */
+  readonly strictBodies?: boolean
+}
+
+/** Keywords the published interface does not state: the sandbox's own rules. */
+const SANDBOX_KEYWORDS = ['minimum', 'maximum', 'pattern', 'minLength', 'maxLength', 'minItems', 'maxItems'] as const
+/** Records whose fields the interface does not show. */
+const UNPUBLISHED = new Set(['Pet', 'Order'])
+
+function componentSchemas(profile: OpenApiProfile, strictBodies: boolean): Record<string, Json> {
   const registry = z.registry<{ id: string }>()
   for (const schema of [NewCategory, Category, ApiError, Pet, Order]) {
     registry.add(schema, { id: schema.meta()?.id as string })
@@ -27,11 +52,39 @@ function componentSchemas(): Record<string, Json> {
   const cleaned: Record<string, Json> = {}
   for (const [name, schema] of Object.entries(schemas)) {
     const { $schema: _schema, $id: _id, ...rest } = schema as Json
-    cleaned[name] = rest
+    cleaned[name] = profile === 'strict' ? rest : interfaceReading(name, rest)
   }
-  // Unknown fields of a NewCategory are ignored (or refused with `strict`), never an error of shape.
-  delete cleaned['NewCategory']!['additionalProperties']
+  // Unknown fields of a NewCategory are ignored, never an error of shape, unless `--strict` refuses them.
+  if (strictBodies) cleaned['NewCategory']!['additionalProperties'] = false
+  else delete cleaned['NewCategory']!['additionalProperties']
   return cleaned
+}
+
+/** A component schema as the interface states it, the sandbox's own rules moved under `x-sandbox`. */
+function interfaceReading(name: string, schema: Json): Json {
+  if (UNPUBLISHED.has(name)) {
+    return {
+      type: 'object',
+      description: `Fields of ${name.toLowerCase()} records are not published. The sandbox serves the scenario's records as written.`,
+      'x-sandbox': schema,
+    }
+  }
+  const { additionalProperties: _closed, properties, ...rest } = schema
+  const open: Json = { ...rest }
+  if (properties !== undefined) {
+    open['properties'] = Object.fromEntries(
+      Object.entries(properties as Record<string, Json>).map(([field, property]) => {
+        const kept: Json = {}
+        const sandbox: Json = {}
+        for (const [keyword, value] of Object.entries(property)) {
+          if ((SANDBOX_KEYWORDS as readonly string[]).includes(keyword)) sandbox[keyword] = value
+          else kept[keyword] = value
+        }
+        return [field, Object.keys(sandbox).length > 0 ? { ...kept, 'x-sandbox': sandbox } : kept]
+      }),
+    )
+  }
+  return open
 }
 
 const DESCRIPTIONS: Record<string, { summary: string; success: string; schema: Json }> = {
@@ -54,8 +107,12 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
   413: 'The body is larger than the limit',
 }
 
-/** Builds the document. `serverUrl` is listed first among the servers. */
-export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Json {
+/**
+ * Builds the OpenAPI 3.1 document of the interface as the sandbox serves it.
+ * @example buildOpenApiDocument({ serverUrl: 'https://sandbox.shop.test/v1' })
+ */
+export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
+  const { serverUrl = 'http://127.0.0.1:4010/v1', profile = 'interface', strictBodies = false } = options
   const paths: Record<string, Record<string, Json>> = {}
   for (const operation of OPERATIONS) {
     const path = operation.path
@@ -107,14 +164,16 @@ export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Js
       title: 'Petstore',
       version: INTERFACE_VERSION,
       description:
-        'The Petstore interface as served by petstore-sandbox. Categories are as published; pets and orders serve what the scenario supplies.',
+        profile === 'interface'
+          ? 'The Petstore interface as served by petstore-sandbox. Categories are as published; pets and orders serve what the scenario supplies. `x-sandbox` marks what the sandbox holds to beyond the published interface.'
+          : "The Petstore interface exactly as petstore-sandbox answers it (strict reading: the sandbox's own rules, no extra fields).",
     },
     servers: [{ url: serverUrl, description: 'petstore-sandbox' }],
     security: [{ bearerAuth: [] }],
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
-      schemas: componentSchemas(),
+      schemas: componentSchemas(profile, strictBodies),
     },
     'x-error-codes': Object.fromEntries(
       API_ERROR_CODES.map((code) => [code, { status: ERROR_TABLE[code].status, when: ERROR_TABLE[code].when }]),

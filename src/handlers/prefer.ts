@@ -1,6 +1,7 @@
 /**
- * Prism-compatible `Prefer` header: `code=<status>` forces an outcome, `delay=<ms>` delays it.
- * Other preferences (`example=…`, `return=…`) are ignored, as Prism does.
+ * The `Prefer` preferences of Prism that fit a stateful sandbox: `code=<status>` forces an
+ * outcome, `delay=<ms>` delays it. Prism's `example=` and `dynamic=` (and `return=`) are
+ * ignored: answers come from the store, not from examples (the README says so).
  */
 import { declaredErrorStatuses, type Operation } from './operation.js'
 

@@ -9,6 +9,7 @@ import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
 import { sendError } from './http-errors.js'
 import { PACKAGE } from './package-info.js'
+import { PLAIN_HOST } from './node-request.js'
 import { readJsonObject } from './read-json-body.js'
 import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
 import { tenantId, type TenantRegistry } from './tenant-registry.js'
@@ -20,6 +21,8 @@ export interface AdminRoutesOptions {
   readonly basePath: string
   readonly maxBodyBytes: number
   readonly startedAt: number
+  /** Unknown fields of a NewCategory are refused (`--strict`): the served document says so. */
+  readonly strict: boolean
 }
 
 /** Who called: a tenant through its own key, or the admin (optionally naming a tenant). */
@@ -31,7 +34,7 @@ type Handler = (req: Request, res: Response) => Promise<void> | void
 export function adminRoutes(options: AdminRoutesOptions): Router {
   const { tenants, catalog } = options
   const router = express.Router({ strict: true })
-  const openApi = buildOpenApiDocument()
+  const openApi = buildOpenApiDocument({ strictBodies: options.strict })
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
@@ -104,7 +107,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/openapi.json', {
     get: (req, res) => {
-      const serverUrl = `${req.protocol}://${req.get('host') ?? 'localhost'}${options.basePath}`
+      const serverUrl = `${publicOrigin(req)}${options.basePath}`
       res.json({ ...openApi, servers: [{ url: serverUrl, description: 'petstore-sandbox' }] })
     },
   })
@@ -198,4 +201,21 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   return router
+}
+
+/**
+ * The origin a client reached the sandbox at, for the served document's `servers`: behind a
+ * proxy that terminates TLS, `X-Forwarded-Proto` (and `X-Forwarded-Host`) say what the client used.
+ * @note Only plain values are used, so that a header cannot write markup or another URL into the document.
+ */
+function publicOrigin(req: Request): string {
+  const forwardedProto = firstValue(req.headers['x-forwarded-proto'])?.toLowerCase()
+  const protocol = forwardedProto === 'https' || forwardedProto === 'http' ? forwardedProto : req.protocol
+  const host = [firstValue(req.headers['x-forwarded-host']), req.headers.host].find((value) => value !== undefined && PLAIN_HOST.test(value))
+  return `${protocol}://${host ?? 'localhost'}`
+}
+
+function firstValue(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header
+  return value?.split(',', 1)[0]?.trim()
 }

@@ -160,10 +160,19 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
       basePath: API_BASE_PATH,
       maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
       startedAt: Date.now(),
+      strict: settings.strict,
     }),
   )
   const demoDir = settings.demoDir ?? (existsSync(PACKAGE_DEMO_DIR) ? PACKAGE_DEMO_DIR : false)
-  if (demoDir !== false) admin.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
+  if (demoDir !== false) {
+    // `/__sandbox` is the demo page's folder: a person typing it without the slash gets there too.
+    admin.use((req, res, next) => {
+      if (req.path !== ADMIN_BASE_PATH || (req.method !== 'GET' && req.method !== 'HEAD')) return next()
+      const query = req.originalUrl.slice(req.originalUrl.indexOf('?') === -1 ? req.originalUrl.length : req.originalUrl.indexOf('?'))
+      res.redirect(308, `${ADMIN_BASE_PATH}/${query}`)
+    })
+    admin.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
+  }
   admin.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
   admin.use(errorHandler)
 

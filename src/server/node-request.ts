@@ -7,7 +7,7 @@ import { decodeUtf8, payloadTooLarge, type RawBody } from '../core/request-body.
 import type { ApiRequest, HeaderReader } from '../handlers/api-request.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
-const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
+export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
 
 /** The request's URL parts, or undefined when its target cannot be parsed. */
 export function requestUrl(req: IncomingMessage): URL | undefined {

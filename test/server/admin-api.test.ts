@@ -2,6 +2,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -42,6 +43,40 @@ describe('admin API', () => {
     expect(document.openapi).toBe('3.1.0')
     expect(document.servers[0]!.url).toBe(`${origin}/v1`)
     expect(Object.keys(document.paths)).toContain('/categories')
+  })
+
+  it('serves partners the interface’s contract: open to fields the service may add, the sandbox’s own rules marked x-sandbox', async () => {
+    const { fetch } = await startSandbox()
+    const document = (await jsonOf(await fetch('/__sandbox/openapi.json'))) as ServedDocument
+    const { Category, Error: ErrorSchema, NewCategory, Pet } = document.components.schemas
+    expect(Category).not.toHaveProperty('additionalProperties')
+    expect(ErrorSchema).not.toHaveProperty('additionalProperties')
+    expect(NewCategory).not.toHaveProperty('additionalProperties')
+    expect(Category!.properties!['id']).toEqual(expect.objectContaining({ type: 'integer', format: 'int64', 'x-sandbox': expect.objectContaining({ minimum: 1 }) }))
+    expect(Category!.properties!['id']).not.toHaveProperty('minimum')
+    expect(Category!.properties!['name']).not.toHaveProperty('pattern')
+    expect(Pet).not.toHaveProperty('required')
+    const ajv = new Ajv2020({ strict: false })
+    const validCategory = ajv.compile({ ...Category, components: document.components })
+    expect(validCategory({ id: 7, name: 'Dogs', addedLater: true })).toBe(true)
+    expect(validCategory({ id: 7 })).toBe(false)
+  })
+
+  it('says in the served document when --strict refuses unknown fields of a NewCategory', async () => {
+    const loose = (await jsonOf(await (await startSandbox()).fetch('/__sandbox/openapi.json'))) as ServedDocument
+    const strict = (await jsonOf(await (await startSandbox({ strict: true })).fetch('/__sandbox/openapi.json'))) as ServedDocument
+    expect(loose.components.schemas.NewCategory).not.toHaveProperty('additionalProperties')
+    expect(strict.components.schemas.NewCategory!['additionalProperties']).toBe(false)
+  })
+
+  it('lists the origin a proxy’s client used (X-Forwarded-Proto, X-Forwarded-Host) as the first server', async () => {
+    const { fetch } = await startSandbox()
+    const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'sandbox.shop.test' }
+    const document = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers }))) as ServedDocument
+    expect(document.servers[0]!.url).toBe('https://sandbox.shop.test/v1')
+    const forged = { 'x-forwarded-proto': 'javascript', 'x-forwarded-host': '<script>' }
+    const plain = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers: forged }))) as ServedDocument
+    expect(plain.servers[0]!.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
   })
 
   it.each(TENANT_ROUTES)('answers 401 missing_api_key on $method $path without a key', async ({ method, path, body }) => {
@@ -254,8 +289,23 @@ describe('admin API', () => {
     expectErrorBody(await jsonOf(await fetch('/__sandbox/missing.js')), 404, 'not_found')
   })
 
+  it('leads /__sandbox without the slash to the demo page, query kept', async () => {
+    const demoDir = await tempScenariosDir({})
+    await writeFile(join(demoDir, 'index.html'), '<!doctype html><title>demo</title>')
+    const { fetch } = await startSandbox({ demoDir })
+    const response = await fetch('/__sandbox?key=1', { redirect: 'manual' })
+    expect(response.status).toBe(308)
+    expect(response.headers.get('location')).toBe('/__sandbox/?key=1')
+    expect((await fetch('/__sandbox')).status).toBe(200)
+  })
+
   it('answers 404 at /__sandbox/ without a demo directory', async () => {
     const { fetch } = await startSandbox()
     expectErrorBody(await jsonOf(await fetch('/__sandbox/')), 404, 'not_found')
   })
 })
+
+interface ServedDocument {
+  servers: { url: string }[]
+  components: { schemas: Record<string, (Record<string, unknown> & { properties?: Record<string, unknown> }) | undefined> }
+}
