@@ -118,6 +118,12 @@ export const ERROR_TABLE = {
     when: 'Admin API: `?tenant=` names no tenant',
     admin: true,
   },
+  invalid_query: {
+    status: 400,
+    message: 'Invalid query parameter {name}: expected {reason}',
+    when: 'Admin API: a filter of `GET /__sandbox/requests` that cannot match (`?status=abc`)',
+    admin: true,
+  },
   tenant_required: {
     status: 400,
     message: 'The admin token acts on one tenant at a time: add ?tenant=<id> (see GET /__sandbox/tenants)',

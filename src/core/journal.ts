@@ -9,6 +9,8 @@ export interface JournalEntry {
   readonly id: number
   /** ISO 8601 time the request reached the handler. */
   readonly time: string
+  /** The `X-Request-Id` the answer carried (standalone server only), to find a request a partner reports. */
+  readonly requestId?: string
   /** Milliseconds from arrival to the response, including simulated latency. */
   readonly durationMs: number
   /** The operation matched (`listCategories`, …), or null for 404/405 answers. */

@@ -13,6 +13,8 @@ export interface HeaderReader extends Iterable<[string, string]> {
 
 /** A request as the pipeline sees it. */
 export interface ApiRequest {
+  /** The id the answer carries as `X-Request-Id`, when the runtime gives one (the standalone server). */
+  readonly id?: string | undefined
   readonly method: string
   /** The absolute URL, as the client asked for it. */
   readonly url: string

@@ -3,12 +3,12 @@
  * simulate latency and faults, run the operation, answer, journal. Order matters and is the
  * interface's: 401 comes before any validation.
  */
-import { apiError, codeForStatus, type ErrorCode, type ErrorParams } from '../contract/errors.js'
+import { apiError, codeForStatus } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
 import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
 import type { Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
-import type { Operation, Outcome } from './operation.js'
+import { failure, type Operation, type Outcome } from './operation.js'
 import { readPrefer } from './prefer.js'
 import { route } from './router.js'
 
@@ -43,19 +43,34 @@ export class Pipeline {
    * Answers a request whose path under the base URL is `path` (`/categories`, not yet decoded).
    * Never throws: a bug answers a 500 Error body.
    */
-  handle(request: ApiRequest, path: string): Promise<ApiAnswer> | ApiAnswer {
+  handle(request: ApiRequest, path: string): Promise<ApiAnswer> {
     const found = route(request.method, path)
-    switch (found.kind) {
-      case 'operation':
-        return this.#operation(found.operation, request, found.params)
-      case 'not_allowed': {
-        const allow = found.allow
-        const outcome = errorOutcome('method_not_allowed', { method: request.method, path: request.path, allow })
-        return this.#answer(request, null, outcome, performance.now(), Date.now(), undefined, undefined, { allow })
-      }
-      case 'not_found':
-        return this.#answer(request, null, errorOutcome('not_found', { what: `Path ${request.path}` }), performance.now(), Date.now())
+    if (found.kind === 'operation') return this.#operation(found.operation, request, found.params)
+    return this.#unrouted(request, found.kind === 'not_allowed' ? found.allow : undefined)
+  }
+
+  /** A 404, or a 405 when `allow` lists the path's methods: journaled for the caller's tenant, which is where an integrator looks for a wrong path. */
+  async #unrouted(request: ApiRequest, allow: string | undefined): Promise<ApiAnswer> {
+    const started = performance.now()
+    const arrived = Date.now()
+    const outcome =
+      allow === undefined
+        ? failure('not_found', { what: `Path ${request.path}` })
+        : failure('method_not_allowed', { method: request.method, path: request.path, allow })
+    let tenant: Tenant | undefined
+    try {
+      tenant = await this.#tenantOf(request)
+    } catch {
+      // The answer is the 404 or 405 all the same; only its journal entry is lost.
     }
+    return this.#answer({ request, operation: null, outcome, started, arrived, tenant, headers: allow === undefined ? undefined : { allow } })
+  }
+
+  /** The tenant of the request's bearer key, or undefined when it has no accepted key. */
+  async #tenantOf(request: ApiRequest): Promise<Tenant | undefined> {
+    await this.#options.tenants.ready?.()
+    const auth = readBearer(request.headers.get('authorization'))
+    return auth.ok ? this.#options.tenants.resolve(auth.token) : undefined
   }
 
   async #operation(operation: Operation, request: ApiRequest, params: Params): Promise<ApiAnswer> {
@@ -72,25 +87,25 @@ export class Pipeline {
       if (operation.hasBody) {
         const raw = await request.readBody(this.#options.maxBodyBytes)
         bodyText = raw.ok ? raw.text : ''
-        if (!raw.ok && tenant) outcome = { kind: 'error', code: raw.code, params: raw.params }
+        if (!raw.ok && tenant) outcome = failure(raw.code, raw.params)
       }
       if (!auth.ok) {
-        outcome = auth.code === 'invalid_api_key' ? errorOutcome(auth.code, { reason: auth.reason }) : errorOutcome(auth.code)
+        outcome = auth.code === 'invalid_api_key' ? failure(auth.code, { reason: auth.reason }) : failure(auth.code)
       } else if (!tenant) {
-        outcome = errorOutcome('invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
+        outcome = failure('invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
       } else {
         headers = operation.headers?.(tenant)
         outcome ??= await this.#run(operation, request, params, tenant, bodyText)
       }
     } catch (error) {
-      outcome = errorOutcome('internal_error', { reason: error instanceof Error ? error.message : String(error) })
+      outcome = failure('internal_error', { reason: error instanceof Error ? error.message : String(error) })
     }
-    return this.#answer(request, operation.id, outcome, started, arrived, tenant, bodyText, headers)
+    return this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
   }
 
   async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
     const prefer = readPrefer(request.headers.get('prefer'), operation)
-    if (!prefer.ok) return errorOutcome('invalid_prefer', { reason: prefer.reason })
+    if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
     const delay = prefer.value.delay ?? tenant.faults.latency()
     if (delay > 0) await sleep(delay)
     const forced = prefer.value.code
@@ -102,23 +117,14 @@ export class Pipeline {
       if (fault === 'network') return { kind: 'network' }
       if (fault) {
         const reason = 'simulated failure (the scenario sets a fault rate)'
-        return errorOutcome(fault === '500' ? 'internal_error' : 'service_unavailable', { reason })
+        return failure(fault === '500' ? 'internal_error' : 'service_unavailable', { reason })
       }
     }
     await tenant.ready
     return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict })
   }
 
-  #answer(
-    request: ApiRequest,
-    operation: string | null,
-    outcome: Outcome,
-    started: number,
-    arrived: number,
-    tenant?: Tenant,
-    bodyText?: string,
-    extraHeaders?: Record<string, string>,
-  ): ApiAnswer {
+  #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer {
     let answer: ApiAnswer
     let responseBody: unknown
     if (outcome.kind === 'network') {
@@ -141,6 +147,7 @@ export class Pipeline {
         time: new Date(arrived).toISOString(),
         durationMs: Math.round((performance.now() - started) * 100) / 100,
         operation,
+        ...(request.id === undefined ? {} : { requestId: request.id }),
         method: request.method,
         url: request.url,
         path: request.path,
@@ -155,8 +162,19 @@ export class Pipeline {
 
 const NETWORK_ERROR: ApiAnswer = { kind: 'network' }
 
-function errorOutcome(code: ErrorCode, params?: ErrorParams): Outcome {
-  return params ? { kind: 'error', code, params } : { kind: 'error', code }
+/** What an answer is made from, and journaled with. */
+interface AnswerParts {
+  readonly request: ApiRequest
+  /** The operation's id, or null for a 404 or 405. */
+  readonly operation: string | null
+  readonly outcome: Outcome
+  /** `performance.now()` when the request arrived. */
+  readonly started: number
+  /** `Date.now()` when the request arrived. */
+  readonly arrived: number
+  readonly tenant?: Tenant | undefined
+  readonly bodyText?: string | undefined
+  readonly headers?: Record<string, string> | undefined
 }
 
 /** The outcome `Prefer: code=<status>` asks for: that status's first error code, state untouched. */

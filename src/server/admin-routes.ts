@@ -160,9 +160,13 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/requests', {
     get: onTenant(({ tenant }, req, res) => {
-      const method = typeof req.query['method'] === 'string' ? req.query['method'] : undefined
-      const path = typeof req.query['path'] === 'string' ? req.query['path'] : undefined
-      res.json(tenant.journal.all({ method, path }))
+      const text = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined)
+      const status = text('status')
+      if (status !== undefined && !/^[1-5]\d\d$/.test(status)) {
+        return sendError(res, 'invalid_query', { name: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(status.slice(0, 50))}` })
+      }
+      const filter = { method: text('method'), path: text('path'), operation: text('operation'), status: status === undefined ? undefined : Number(status) }
+      res.json(tenant.journal.all(filter))
     }),
     delete: onTenant(({ tenant }, _req, res) => {
       tenant.journal.clear()

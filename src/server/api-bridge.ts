@@ -18,21 +18,13 @@ export function apiBridge(pipeline: Pipeline, basePath: string): (req: IncomingM
   return (req, res) => {
     const url = requestUrl(req)
     if (url === undefined || !(url.pathname === basePath || url.pathname.startsWith(prefix))) return false
-    const request = fromNodeRequest(req, url)
-    let answered: Promise<ApiAnswer> | ApiAnswer
-    try {
-      answered = pipeline.handle(request, url.pathname.slice(basePath.length) || '/')
-    } catch (error) {
-      answered = Promise.reject(error instanceof Error ? error : new Error(String(error)))
-    }
-    if ('kind' in answered) {
-      write(req, res, answered)
-    } else {
-      answered.then(
-        (answer) => write(req, res, answer),
-        (error: unknown) => sendError(res, 'internal_error', { reason: error instanceof Error ? error.message : 'unexpected error' }),
-      )
-    }
+    const id = res.getHeader('x-request-id')
+    const request = fromNodeRequest(req, url, typeof id === 'string' ? id : undefined)
+    // @note `handle` never rejects; should a bug make it, the client still gets an Error body, without the bug's details.
+    void pipeline.handle(request, url.pathname.slice(basePath.length) || '/').then(
+      (answer) => write(req, res, answer),
+      () => sendError(res, 'internal_error', { reason: 'unexpected error' }),
+    )
     return true
   }
 }

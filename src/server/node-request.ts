@@ -21,9 +21,10 @@ export function requestUrl(req: IncomingMessage): URL | undefined {
   return URL.canParse(target, `${protocol}://localhost`) ? new URL(target, `${protocol}://localhost`) : undefined
 }
 
-/** `req` as an {@link ApiRequest} for the URL {@link requestUrl} read. */
-export function fromNodeRequest(req: IncomingMessage, url: URL): ApiRequest {
+/** `req` as an {@link ApiRequest} for the URL {@link requestUrl} read, answered with the id `id`. */
+export function fromNodeRequest(req: IncomingMessage, url: URL, id: string | undefined): ApiRequest {
   return {
+    id,
     method: req.method ?? 'GET',
     url: url.href,
     path: url.pathname,

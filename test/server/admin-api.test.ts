@@ -210,6 +210,28 @@ describe('admin API', () => {
     expect(await jsonOf(await fetch('/__sandbox/requests', { headers: auth() }))).toEqual([])
   })
 
+  it('journals the commonest integration mistakes (404, 405) with the X-Request-Id they were answered with, and filters by status and operation', async () => {
+    const { fetch } = await startSandbox()
+    const wrongPath = await fetch('/v1/categorie', { headers: auth() })
+    const wrongMethod = await fetch('/v1/categories', { method: 'DELETE', headers: { ...auth(), 'x-request-id': 'partner-trace-42' } })
+    await fetch('/v1/categories', { method: 'POST', headers: auth(undefined, true), body: '{"name":"x"}' })
+    type Entry = { requestId: string; operation: string | null; path: string; response: { status: number } }
+    const all = (await jsonOf(await fetch('/__sandbox/requests', { headers: auth() }))) as Entry[]
+    expect(all.map((entry) => [entry.path, entry.response.status, entry.operation])).toEqual([
+      ['/v1/categorie', 404, null],
+      ['/v1/categories', 405, null],
+      ['/v1/categories', 201, 'createCategory'],
+    ])
+    expect(all[0]!.requestId).toBe(wrongPath.headers.get('x-request-id'))
+    expect(all[1]!.requestId).toBe('partner-trace-42')
+    expect(wrongMethod.headers.get('x-request-id')).toBe('partner-trace-42')
+    const notFound = (await jsonOf(await fetch('/__sandbox/requests?status=404', { headers: auth() }))) as Entry[]
+    expect(notFound.map((entry) => entry.path)).toEqual(['/v1/categorie'])
+    const creates = (await jsonOf(await fetch('/__sandbox/requests?operation=createCategory', { headers: auth() }))) as Entry[]
+    expect(creates.map((entry) => entry.response.status)).toEqual([201])
+    expectErrorBody(await jsonOf(await fetch('/__sandbox/requests?status=abc', { headers: auth() })), 400, 'invalid_query')
+  })
+
   it('dumps the caller’s state', async () => {
     const { fetch } = await startSandbox()
     await fetch('/v1/categories', { headers: auth() })
