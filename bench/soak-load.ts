@@ -124,10 +124,11 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   }
   globalThis.gc?.()
   const memory = process.memoryUsage()
-  const largestJournal = Math.max(...sandbox.tenants.ids().map((id) => sandbox.tenants.find(id)!.journal.size))
+  const largestJournal = Math.max(0, ...[...sandbox.tenants.live()].map(([, tenant]) => tenant.journal.size))
   const liveTenants = sandbox.tenants.size
   server.closeAllConnections()
   await new Promise((resolve) => server.close(resolve))
+  await sandbox.close()
 
   return {
     seconds: Math.round(elapsed * 10) / 10,

@@ -31,7 +31,7 @@ describe('admin API', () => {
     const response = await fetch('/__sandbox/health')
     expect(response.status).toBe(200)
     const body = (await jsonOf(response)) as Record<string, unknown>
-    expect(body).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/), uptimeSeconds: expect.any(Number) })
+    expect(body).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/), uptimeSeconds: expect.any(Number), storage: { kind: 'memory', ok: true } })
   })
 
   it('serves the OpenAPI document without auth, with this server as its first server', async () => {

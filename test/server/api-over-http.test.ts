@@ -181,7 +181,7 @@ describe('API over HTTP', () => {
 
   it('applies --latency to every answer through the server', async () => {
     const { fetch, sandbox } = await startSandbox({ latency: 1 })
-    expect(sandbox.tenants.resolve(DEV_API_KEY)?.faults.settings.latency).toBe(1)
+    expect((await sandbox.tenants.resolve(DEV_API_KEY))?.faults.settings.latency).toBe(1)
     expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
   })
 

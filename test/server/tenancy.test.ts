@@ -69,16 +69,27 @@ describe('tenancy', () => {
     expect(await categoryNames(fetch, 'partner-a')).toContain('A')
   })
 
-  it('evicts the least recently used tenant beyond maxTenants and reseeds it on its next request', async () => {
+  it('evicts the least recently used tenant still on its seed beyond maxTenants, never one that wrote', async () => {
     const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 2 })
     await createCategory(fetch, 'a', 'A')
-    await createCategory(fetch, 'b', 'B')
-    await categoryNames(fetch, 'a') // a is now more recent than b
-    await createCategory(fetch, 'c', 'C') // evicts b
+    await categoryNames(fetch, 'reader') // on its seed: may be evicted
+    await createCategory(fetch, 'c', 'C') // evicts reader, not a
     expect(sandbox.tenants.size).toBe(2)
     expect(sandbox.tenants.evictions).toBe(1)
     expect(await categoryNames(fetch, 'a')).toContain('A')
-    expect(await categoryNames(fetch, 'b')).not.toContain('B')
+    expect(await categoryNames(fetch, 'c')).toContain('C')
+  })
+
+  it('refuses a new key with 503 tenant_capacity and Retry-After when every tenant in memory holds writes', async () => {
+    const { fetch } = await startSandbox({ anyKey: true, maxTenants: 2 })
+    await createCategory(fetch, 'a', 'A')
+    await createCategory(fetch, 'b', 'B')
+    const refused = await fetch('/v1/categories', { headers: auth('newcomer') })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBe('30')
+    expect(((await jsonOf(refused)) as { code: string }).code).toBe('tenant_capacity')
+    expect(await categoryNames(fetch, 'a')).toEqual(expect.arrayContaining(['A']))
+    expect(await categoryNames(fetch, 'b')).toEqual(expect.arrayContaining(['B']))
   })
 
   it('never accepts the admin token as an API key, even with anyKey', async () => {

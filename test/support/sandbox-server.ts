@@ -36,6 +36,7 @@ export async function startSandbox(
   onTestFinished(async () => {
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
+    await sandbox.close()
   })
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return { origin, sandbox, server, logs, fetch: (path, init) => fetchConformant(origin, path, init) }
