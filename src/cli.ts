@@ -16,7 +16,7 @@ import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DA
 import { openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
-import { DEFAULT_MAX_TENANTS, DEV_API_KEY } from './server/tenant-registry.js'
+import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from './server/tenant-registry.js'
 
 /** How long a client may take to send its headers, and its whole request (documented in the README). */
 const HEADERS_TIMEOUT_MS = 10_000
@@ -81,6 +81,7 @@ function serveOptions(cli: Argv) {
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
+    .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant that has not written for this many days (0: never)' })
     .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
@@ -98,7 +99,7 @@ function formatLog(format: 'pretty' | 'json') {
     const line =
       format === 'json'
         ? JSON.stringify(entry)
-        : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant ?? '-'} id=${entry.requestId}`
+        : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant === null ? '-' : displayId(entry.tenant)} id=${entry.requestId}`
     process.stdout.write(`${line}\n`)
   }
 }
@@ -123,6 +124,7 @@ async function serve(argv: ServeArgs): Promise<void> {
     log: argv.quiet ? undefined : formatLog(argv.log),
     dataDir: argv['data-dir'],
     tenantTtlDays: argv['tenant-ttl-days'],
+    durability: argv.durability,
     warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
   })
   const server = createServer(sandbox.listener)

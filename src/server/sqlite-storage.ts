@@ -58,6 +58,12 @@ interface PendingCreate {
   readonly reject: (error: Error) => void
 }
 
+/** A create committed in a batch: the category and its row, in case it must be withdrawn. */
+interface Inserted {
+  readonly category: Category
+  readonly seq: number
+}
+
 interface CategoryRow {
   id: number
   name: string
@@ -210,6 +216,7 @@ export class SqliteStorage implements TenantStorage {
       count: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM categories WHERE tenant = ?'),
       deleteCategories: db.prepare<[string]>('DELETE FROM categories WHERE tenant = ?'),
       deleteTenant: db.prepare<[string]>('DELETE FROM tenants WHERE id = ?'),
+      deleteSeq: db.prepare<[number]>('DELETE FROM categories WHERE seq = ?'),
       summaries: db.prepare<[], TenantSummary>(
         'SELECT t.id AS id, t.scenario AS scenario, (SELECT COUNT(*) FROM categories c WHERE c.tenant = t.id) AS categories, t.updated_at AS updatedAt FROM tenants t ORDER BY t.updated_at',
       ),
@@ -318,7 +325,7 @@ export class SqliteStorage implements TenantStorage {
     const batch = this.#pending
     if (batch.length === 0) return
     this.#pending = []
-    let results: (Category | Error)[]
+    let results: (Inserted | Error)[]
     try {
       results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))())
     } catch (error) {
@@ -326,14 +333,29 @@ export class SqliteStorage implements TenantStorage {
       return
     }
     const answer = (error?: Error) => {
+      if (error) this.#withdraw(results)
       for (const [index, item] of batch.entries()) {
         const result = results[index]!
         if (error) item.reject(error)
         else if (result instanceof Error) item.reject(result)
-        else item.resolve(result)
+        else item.resolve(result.category)
       }
     }
     this.#synced().then(() => answer(), answer)
+  }
+
+  /**
+   * Removes creates whose commit could not be made durable (the fsync failed), so a create
+   * answered 503 is never listed afterwards. Best effort: when this fails too, the operator is told.
+   */
+  #withdraw(results: readonly (Inserted | Error)[]): void {
+    try {
+      this.#db.transaction(() => {
+        for (const result of results) if (!(result instanceof Error)) this.#sql.deleteSeq.run(result.seq)
+      })()
+    } catch (error) {
+      this.#warn(`storage: could not withdraw creates whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
+    }
   }
 
   /** Runs a write transaction now; resolves once it is durable. */
@@ -377,7 +399,7 @@ export class SqliteStorage implements TenantStorage {
       })
   }
 
-  #insert({ tenant, input }: PendingCreate): Category | Error {
+  #insert({ tenant, input }: PendingCreate): Inserted | Error {
     const now = Date.now()
     let row = this.#sql.tenant.get(tenant)
     if (!row) {
@@ -389,8 +411,9 @@ export class SqliteStorage implements TenantStorage {
     const id = row.next
     if (!Number.isSafeInteger(id + 1)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     this.#sql.advance.run(now, tenant)
-    this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null)
-    return input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
+    const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
+    const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
+    return { category, seq }
   }
 
   /** Runs a database call now, as a promise; a database failure becomes a {@link StorageUnavailableError}. */

@@ -168,6 +168,15 @@ describe('durable sandboxes', () => {
     expect((await runCliToEnd(['tenants', 'list', '--data-dir', dir])).stdout).toBe('')
   })
 
+  it('says in one line how to install better-sqlite3 when --data-dir is used without it, and serves in memory without it', async () => {
+    const withoutSqlite = { NODE_OPTIONS: '--import ./test/support/without-better-sqlite3.mjs' }
+    const refused = await runCliToEnd(['serve', '--port', '0', '--quiet', '--data-dir', dataDir()], withoutSqlite)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringContaining('--data-dir needs the optional dependency better-sqlite3: run `npm install better-sqlite3`')])
+    const inMemory = runCli(['serve', '--port', '0', '--quiet'], withoutSqlite)
+    await inMemory.waitFor('is running')
+  })
+
   it('keeps every acknowledged create after kill -9 mid-load', async () => {
     const dir = dataDir()
     const serve = ['serve', '--port', '0', '--quiet', '--scenario', 'empty', '--api-key', 'k1,k2', '--data-dir', dir]
