@@ -27,6 +27,13 @@ const SEED_CHUNK = 250
 const yieldToOthers = (): Promise<void> =>
   new Promise((resolve) => (typeof setImmediate === 'function' ? setImmediate(resolve) : setTimeout(resolve, 0)))
 
+/**
+ * A new, empty collection of categories.
+ * @note Cheaper than `clear()`, which deletes records one by one: emptying 10,000 held the event
+ * loop for ~150 ms. The collection has no relations or extensions, so nothing else refers to it.
+ */
+const emptyCollection = () => new Collection({ schema: Category })
+
 export class PetstoreStore implements TenantStore {
   /**
    * Called inside the write's queue slot after every replace, create and restore, with the
@@ -34,7 +41,7 @@ export class PetstoreStore implements TenantStore {
    * sessionStorage). It must not throw: an exception fails the write it follows.
    */
   onWrite: ((snapshot: StoreSnapshot) => void) | undefined
-  readonly #categories = new Collection({ schema: Category })
+  #categories = emptyCollection()
   readonly #defaultScenario: string
   #scenario: string
   #nextCategoryId = 1
@@ -65,7 +72,7 @@ export class PetstoreStore implements TenantStore {
 
   replace(state: TenantState): Promise<void> {
     return this.#serial(async () => {
-      this.#categories.clear()
+      this.#categories = emptyCollection()
       let written = 0
       for (const category of state.categories) {
         await this.#categories.create(toCategory(category))
@@ -89,7 +96,7 @@ export class PetstoreStore implements TenantStore {
    */
   restore(snapshot: StoreSnapshot): Promise<void> {
     return this.#serial(async () => {
-      this.#categories.clear()
+      this.#categories = emptyCollection()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
       this.#modified = true
