@@ -38,6 +38,8 @@ const OTHERS: readonly Contender[] = [
   { name: 'express + @mswjs/http-middleware', file: 'sandbox-variants.ts', args: ['http-middleware'] },
   // Every create committed to SQLite and its WAL fsynced before its 201 (shared across concurrent requests).
   { name: 'sandbox with --data-dir', file: 'sandbox-variants.ts', args: ['durable'], methods: ['POST'] },
+  // Committed to SQLite before its 201, without waiting for the fsync (`--durability process-crash`).
+  { name: 'sandbox with --data-dir --durability process-crash', file: 'sandbox-variants.ts', args: ['durable-process-crash'], methods: ['POST'] },
 ]
 const measures = (contender: Contender, method: Method) => (contender.methods ?? METHODS).includes(method)
 

@@ -32,6 +32,12 @@ import {
 /** The database's file name inside the data directory. */
 export const DATABASE_FILE = 'sandbox.db'
 const FORMAT = '1'
+/**
+ * How many fsyncs of the WAL may run at once. A writer waits for an fsync that started after its
+ * commit; letting the next one start while another runs halves that wait, and the file system
+ * folds overlapping fsyncs of one file into one journal commit.
+ */
+const SYNC_CONCURRENCY = 2
 
 /** Options of {@link openSqliteStorage}. */
 export interface SqliteStorageOptions {
@@ -191,7 +197,7 @@ export class SqliteStorage implements TenantStorage {
   #scheduled = false
   /** Writers waiting for the next fsync of the WAL, and whether one is running. */
   #syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = []
-  #syncing = false
+  #syncing = 0
   #failing: string | undefined
   /** How many fsyncs of the WAL ran (lets tests see writes share them). */
   syncs = 0
@@ -373,12 +379,12 @@ export class SqliteStorage implements TenantStorage {
     if (!this.#fsync) return Promise.resolve()
     return new Promise((resolve, reject) => {
       this.#syncWaiters.push({ resolve, reject })
-      if (!this.#syncing) this.#startSync()
+      if (this.#syncing < SYNC_CONCURRENCY) this.#startSync()
     })
   }
 
   #startSync(): void {
-    this.#syncing = true
+    this.#syncing++
     const waiters = this.#syncWaiters
     this.#syncWaiters = []
     this.#wal
@@ -394,8 +400,8 @@ export class SqliteStorage implements TenantStorage {
         },
       )
       .finally(() => {
-        this.#syncing = false
-        if (this.#syncWaiters.length > 0) this.#startSync()
+        this.#syncing--
+        if (this.#syncWaiters.length > 0 && this.#syncing < SYNC_CONCURRENCY) this.#startSync()
       })
   }
 
