@@ -36,8 +36,10 @@ const OTHERS: readonly Contender[] = [
   { name: 'sandbox.app (express)', file: 'sandbox-variants.ts', args: ['express-app'] },
   { name: "msw's getResponse bridge", file: 'sandbox-variants.ts', args: ['get-response'] },
   { name: 'express + @mswjs/http-middleware', file: 'sandbox-variants.ts', args: ['http-middleware'] },
-  // Every create appended and fsynced before its 201 (batched across concurrent requests).
+  // Every create committed to SQLite and its WAL fsynced before its 201 (shared across concurrent requests).
   { name: 'sandbox with --data-dir', file: 'sandbox-variants.ts', args: ['durable'], methods: ['POST'] },
+  // Committed to SQLite before its 201, without waiting for the fsync (`--durability process-crash`).
+  { name: 'sandbox with --data-dir --durability process-crash', file: 'sandbox-variants.ts', args: ['durable-process-crash'], methods: ['POST'] },
 ]
 const measures = (contender: Contender, method: Method) => (contender.methods ?? METHODS).includes(method)
 

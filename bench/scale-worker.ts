@@ -42,9 +42,9 @@ if (stored !== creates) throw new Error(`stored ${stored} categories, expected $
 
 // 2. Idle tenants of the standalone server, each seeded from the default scenario.
 const sandbox = await createSandboxApp({ anyKey: true, maxTenants: tenantCount * 2, demoDir: false })
-await sandbox.tenants.resolve('warm-up')?.ready
+await (await sandbox.tenants.resolve('warm-up'))?.store.countCategories()
 const tenantsBefore = heapUsed()
-for (let i = 0; i < tenantCount; i++) await sandbox.tenants.resolve(`partner-key-${i}`)?.ready
+for (let i = 0; i < tenantCount; i++) await (await sandbox.tenants.resolve(`partner-key-${i}`))?.store.countCategories()
 const tenantsAfter = heapUsed()
 if (sandbox.tenants.size !== tenantCount + 1) throw new Error(`${sandbox.tenants.size} tenants live, expected ${tenantCount + 1}`)
 

@@ -114,20 +114,27 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   await Promise.all(Array.from({ length: options.clients ?? 16 }, client))
   const elapsed = (performance.now() - started) / 1000
 
-  let lostWrites = 0
-  let unexpectedWrites = 0
-  for (const [tenant, key] of keys.entries()) {
-    const response = await fetch(`${origin}/v1/categories`, { headers: { authorization: `Bearer ${key}` } })
-    const listed = new Set(((await response.json()) as { name: string }[]).map((category) => category.name))
-    for (const name of acknowledged[tenant]!) if (!listed.has(name)) lostWrites++
-    for (const name of listed) if (name.startsWith('soak-') && !acknowledged[tenant]!.has(name)) unexpectedWrites++
-  }
   globalThis.gc?.()
   const memory = process.memoryUsage()
-  const largestJournal = Math.max(...sandbox.tenants.ids().map((id) => sandbox.tenants.find(id)!.journal.size))
+  const largestJournal = Math.max(0, ...[...sandbox.tenants.live()].map(([, tenant]) => tenant.journal.size))
   const liveTenants = sandbox.tenants.size
   server.closeAllConnections()
   await new Promise((resolve) => server.close(resolve))
+
+  // Every acknowledged create must be listed: with a data directory, by a new server on it.
+  let checker = sandbox
+  if (options.dataDir) {
+    await sandbox.close()
+    checker = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, dataDir: options.dataDir })
+  }
+  let lostWrites = 0
+  let unexpectedWrites = 0
+  for (const [tenant, key] of keys.entries()) {
+    const listed = new Set((await (await checker.tenants.resolve(key))!.store.listCategories()).map((category) => category.name))
+    for (const name of acknowledged[tenant]!) if (!listed.has(name)) lostWrites++
+    for (const name of listed) if (name.startsWith('soak-') && !acknowledged[tenant]!.has(name)) unexpectedWrites++
+  }
+  await checker.close()
 
   return {
     seconds: Math.round(elapsed * 10) / 10,

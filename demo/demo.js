@@ -123,7 +123,8 @@ async function loadState() {
   list.replaceChildren()
   if (result.status !== 200) return
   const facts = [
-    ['Tenant', result.body.tenant],
+    // The id is 32 hex digits; its first 12 name it well enough on screen.
+    ['Tenant', `${String(result.body.tenant).slice(0, 12)}…`],
     ['Scenario', result.body.scenario],
     ['Categories', result.body.categories],
     ['Pets', result.body.pets],

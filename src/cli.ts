@@ -12,10 +12,11 @@ import { PetstoreError } from './errors.js'
 import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
 import { answerClientErrors } from './server/client-errors.js'
-import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from './server/create-sandbox-app.js'
+import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
+import { openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
-import { DEFAULT_MAX_TENANTS, DEV_API_KEY } from './server/tenant-registry.js'
+import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from './server/tenant-registry.js'
 
 /** How long a client may take to send its headers, and its whole request (documented in the README). */
 const HEADERS_TIMEOUT_MS = 10_000
@@ -79,7 +80,9 @@ function serveOptions(cli: Argv) {
     .option('strict', { type: 'boolean', default: false, describe: 'Refuse unknown fields in a new category with 400' })
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
-    .option('data-dir', { type: 'string', describe: "Keep each tenant's state in this directory across restarts (a create is on disk before it is answered)" })
+    .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
+    .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
+    .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant that has not written for this many days (0: never)' })
     .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
     .check((argv) => {
@@ -96,7 +99,7 @@ function formatLog(format: 'pretty' | 'json') {
     const line =
       format === 'json'
         ? JSON.stringify(entry)
-        : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant ?? '-'} id=${entry.requestId}`
+        : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant === null ? '-' : displayId(entry.tenant)} id=${entry.requestId}`
     process.stdout.write(`${line}\n`)
   }
 }
@@ -120,6 +123,8 @@ async function serve(argv: ServeArgs): Promise<void> {
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log),
     dataDir: argv['data-dir'],
+    tenantTtlDays: argv['tenant-ttl-days'],
+    durability: argv.durability,
     warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
   })
   const server = createServer(sandbox.listener)
@@ -144,7 +149,7 @@ async function serve(argv: ServeArgs): Promise<void> {
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
-      `  data       ${argv['data-dir'] === undefined ? 'in memory (lost on exit; keep it with --data-dir)' : `${argv['data-dir']} (kept across restarts)`}`,
+      `  data       ${argv['data-dir'] === undefined ? 'in memory (lost on exit; keep it with --data-dir)' : `${argv['data-dir']} (SQLite, kept across restarts)`}`,
       '  Ctrl+C stops it.',
       '',
     ].join('\n'),
@@ -206,6 +211,28 @@ async function validateScenarios(files: readonly string[]): Promise<void> {
   if (failed > 0) process.exit(1)
 }
 
+/** `tenants list|delete --data-dir DIR`: what a stopped server keeps on disk. */
+async function tenantsCommand(dir: string, remove: string | undefined): Promise<void> {
+  const storage = await openSqliteStorage({ dir, seed: { scenario: '', categories: [], nextCategoryId: 1 } })
+  try {
+    const stored = await storage.list()
+    if (remove === undefined) {
+      for (const tenant of stored) {
+        process.stdout.write(`${tenant.id}  ${tenant.scenario.padEnd(16)} ${String(tenant.categories).padStart(7)} categories  last write ${new Date(tenant.updatedAt).toISOString()}\n`)
+      }
+      return
+    }
+    const matches = stored.filter((tenant) => remove.length >= 12 && tenant.id.startsWith(remove))
+    if (matches.length !== 1) {
+      throw new UsageError(`Cannot delete tenant "${remove}": ${matches.length === 0 ? 'no stored tenant has this id (see `tenants list`)' : 'several tenants start with it; give more digits'}`)
+    }
+    await storage.delete(matches[0]!.id)
+    process.stdout.write(`deleted tenant ${matches[0]!.id}\n`)
+  } finally {
+    await storage.close()
+  }
+}
+
 /** Runs the command line; resolves when a command has finished (or the server is up). */
 async function main(args: readonly string[]): Promise<void> {
   const verbose = args.includes('--verbose') || /^(1|true)$/i.test(process.env['PETSTORE_SANDBOX_VERBOSE'] ?? '')
@@ -231,7 +258,14 @@ async function main(args: readonly string[]): Promise<void> {
         )
         .demandCommand(1, 'Name a scenarios command: list or validate'),
     )
-    .demandCommand(1, 'Name a command: serve or scenarios')
+    .command('tenants', "List or delete the tenants a data directory keeps (the server must be stopped; while it runs, use DELETE /__sandbox/tenants/<id>)", (cmd) =>
+      cmd
+        .option('data-dir', { type: 'string', demandOption: true, describe: 'The data directory the server uses' })
+        .command('list', 'List stored tenants: id, scenario, categories, last write', {}, (argv) => tenantsCommand(String(argv['data-dir']), undefined))
+        .command('delete <id>', "Delete a tenant's data (its full id, or a unique prefix of 12+ digits)", (sub) => sub.positional('id', { type: 'string', demandOption: true }), (argv) => tenantsCommand(String(argv['data-dir']), argv.id))
+        .demandCommand(1, 'Name a tenants command: list or delete'),
+    )
+    .demandCommand(1, 'Name a command: serve, scenarios or tenants')
     .strict()
     .version(PACKAGE.version)
     .help()

@@ -6,6 +6,7 @@ import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter } from './core/journal.js'
 import { DEFAULT_MAX_BODY_BYTES } from './core/request-body.js'
+import type { PetstoreStore } from './core/store.js'
 import { Tenant } from './core/tenant.js'
 import { PetstoreError } from './errors.js'
 import { validateNewCategory } from './handlers/categories.js'
@@ -159,7 +160,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
 
   // A built-in name or an object can be judged now, so misuse throws here rather than later.
   const initial = checkScenarioInput(input, loadOptions)
-  const tenant = new Tenant(initial ?? EMPTY_SCENARIO, overrides)
+  const tenant = Tenant.inMemory(initial ?? EMPTY_SCENARIO, overrides)
   let keys = keyRing(settings.apiKeys, tenant.scenario)
   let ready: Promise<void> = initial ? tenant.ready : switchTo(input)
   // The handlers report a failed load too, so a caller who never awaits `ready` still sees it.
@@ -228,10 +229,10 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
         }),
     },
     pets: {
-      list: () => afterReady(() => tenant.store.listPets()),
-      get: (id) => afterReady(() => tenant.store.findPet(id)),
+      list: () => afterReady(() => Promise.resolve(tenant.listPets())),
+      get: (id) => afterReady(() => Promise.resolve(tenant.findPet(id))),
     },
-    orders: { list: () => afterReady(() => tenant.store.listOrders()) },
+    orders: { list: () => afterReady(() => Promise.resolve(tenant.listOrders())) },
     requests: {
       all: (filter) => tenant.journal.all(filter),
       clear: () => tenant.journal.clear(),
@@ -241,13 +242,13 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
   return petstore
 }
 
-const TENANTS = new WeakMap<Petstore, Tenant>()
+const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore>>()
 
 /**
  * The tenant behind a petstore, for this package's runtimes (the browser's persistence); not
  * part of the public API, so the index does not export it.
  */
-export function tenantOf(petstore: Petstore): Tenant {
+export function tenantOf(petstore: Petstore): Tenant<PetstoreStore> {
   const tenant = TENANTS.get(petstore)
   if (!tenant) throw new PetstoreError('invalid_option', 'Expected a petstore made by createPetstore().')
   return tenant

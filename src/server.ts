@@ -2,10 +2,11 @@
  * petstore-sandbox/server: the standalone sandbox as an express app, one isolated store per
  * API key. The CLI (`petstore-sandbox serve`) binds it; tests can bind it to port 0.
  */
-export { createSandboxApp, API_BASE_PATH, ADMIN_BASE_PATH } from './server/create-sandbox-app.js'
-export { DEV_API_KEY, DEFAULT_MAX_TENANTS, tenantId } from './server/tenant-registry.js'
+export { createSandboxApp, API_BASE_PATH, ADMIN_BASE_PATH, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
+export { DEV_API_KEY, DEFAULT_MAX_TENANTS, displayId, tenantId } from './server/tenant-registry.js'
 
 export type { SandboxApp, SandboxAppOptions } from './server/create-sandbox-app.js'
 export type { RequestLogEntry } from './server/request-context.js'
 export type { CorsOrigins } from './server/cors.js'
-export type { TenantRegistry } from './server/tenant-registry.js'
+export type { TenantListing, TenantRegistry } from './server/tenant-registry.js'
+export type { StorageHealth, TenantState, TenantStorage, TenantStore, TenantSummary } from './core/storage.js'

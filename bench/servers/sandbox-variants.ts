@@ -10,6 +10,7 @@
  * - `get-response`: node:http, a Fetch `Request` per request, msw's `getResponse` over the msw handlers.
  * - `http-middleware`: express 5 with `@mswjs/http-middleware` over the msw handlers (the first bridge).
  * - `durable`: `listener` with a data directory (a temporary one, removed on exit).
+ * - `durable-process-crash`: the same with `durability: 'process-crash'` (no fsync before answering).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type RequestListener } from 'node:http'
@@ -27,10 +28,10 @@ import { createSandboxApp } from '../../src/server/create-sandbox-app.js'
 import { BENCH_KEYS } from './keys.js'
 
 const [variant = 'listener', scenario = 'default'] = process.argv.slice(2)
-const dataDir = variant === 'durable' ? mkdtempSync(join(tmpdir(), 'petstore-bench-')) : undefined
+const dataDir = variant.startsWith('durable') ? mkdtempSync(join(tmpdir(), 'petstore-bench-')) : undefined
 if (dataDir) process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }))
 process.on('SIGTERM', () => process.exit(0))
-const sandbox = await createSandboxApp({ apiKeys: BENCH_KEYS, scenario, demoDir: false, ...(dataDir ? { dataDir } : {}) })
+const sandbox = await createSandboxApp({ apiKeys: BENCH_KEYS, scenario, demoDir: false, ...(dataDir ? { dataDir } : {}), ...(variant === 'durable-process-crash' ? { durability: 'process-crash' as const } : {}) })
 const handlers = () => createHandlers(new Pipeline({ tenants: sandbox.tenants, strict: false, maxBodyBytes: DEFAULT_MAX_BODY_BYTES }), ['*/v1'])
 
 function getResponseListener(): RequestListener {
@@ -64,6 +65,7 @@ function middlewareApp(): RequestListener {
 const listeners: Record<string, () => RequestListener> = {
   listener: () => sandbox.listener,
   durable: () => sandbox.listener,
+  'durable-process-crash': () => sandbox.listener,
   'express-app': () => sandbox.app,
   'get-response': getResponseListener,
   'http-middleware': middlewareApp,

@@ -100,6 +100,16 @@ export const ERROR_TABLE = {
     message: 'Service unavailable: {reason}',
     when: 'A simulated fault (`Prefer: code=503`, a fault rate)',
   },
+  storage_unavailable: {
+    status: 503,
+    message: 'Storage unavailable: the sandbox cannot read or write its data right now; retry shortly',
+    when: 'With a data directory: the disk is full, read-only or failing (the operator\'s log says which); `Retry-After` says when to retry',
+  },
+  tenant_capacity: {
+    status: 503,
+    message: 'The sandbox is full: it holds {limit} tenants and none can make room now; retry later',
+    when: 'A new key when the server holds `--max-tenants` tenants and none may be evicted without losing data; `Retry-After` says when to retry',
+  },
   forbidden: {
     status: 403,
     message: 'Forbidden: {reason}',

@@ -2,10 +2,12 @@
  * A tenant: one isolated sandbox (store, journal, scenario, fault generators). The library has
  * one per `createPetstore()`; the standalone server has one per API key.
  */
+import type { Order, Pet } from '../contract/schemas.js'
 import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
 import { faultSettings, FaultInjector } from './faults.js'
 import { RequestJournal } from './journal.js'
-import { PetstoreStore, type DurableWrite, type StoreSnapshot } from './store.js'
+import { seedState, type TenantStore } from './storage.js'
+import { PetstoreStore } from './store.js'
 
 /** Settings that, when given, win over the scenario's. */
 export interface TenantOverrides {
@@ -15,30 +17,33 @@ export interface TenantOverrides {
   readonly journalLimit?: number | undefined
 }
 
-/** How a durable runtime starts a tenant: from its saved state, recording every later write. */
-export interface TenantDurability {
-  /** The categories and next id to start from instead of the scenario's seed. */
-  readonly saved?: StoreSnapshot | undefined
-  /** Awaited before each write is answered; gets the tenant's scenario name at that moment. */
-  readonly onWrite: (write: DurableWrite, scenarioName: string) => Promise<void> | undefined
-}
-
-export class Tenant {
-  readonly store = new PetstoreStore()
+export class Tenant<S extends TenantStore = TenantStore> {
+  /** Its writable state (categories, ids, scenario name). */
+  readonly store: S
   readonly journal: RequestJournal
   readonly #overrides: TenantOverrides
   #scenario: Scenario
   #faults: FaultInjector
-  /** Settles when the current scenario's seed is in the store. */
+  /** Settles when the store holds the current scenario's state. */
   ready: Promise<void>
 
-  constructor(scenario: Scenario, overrides: TenantOverrides = {}, durability?: TenantDurability) {
+  /**
+   * A tenant on `scenario` whose `store` holds that scenario's state (or will, once `ready`
+   * settles). {@link Tenant.inMemory} makes one with a fresh in-memory store.
+   */
+  constructor(scenario: Scenario, overrides: TenantOverrides, store: S, ready: Promise<void> = Promise.resolve()) {
     this.#overrides = overrides
     this.journal = new RequestJournal(overrides.journalLimit)
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
-    if (durability) this.store.onDurableWrite = (write) => durability.onWrite(write, this.#scenario.name)
-    this.ready = this.store.seed(scenario, durability?.saved)
+    this.store = store
+    this.ready = ready
+  }
+
+  /** A tenant with its own in-memory store, seeded from `scenario`: the library's. */
+  static inMemory(scenario: Scenario, overrides: TenantOverrides = {}): Tenant<PetstoreStore> {
+    const store = new PetstoreStore(seedState(scenario))
+    return new Tenant(scenario, overrides, store, store.seeded)
   }
 
   get scenario(): Scenario {
@@ -58,17 +63,57 @@ export class Tenant {
     return this.#scenario.deprecation?.sunset
   }
 
-  /** Switches to another scenario and reseeds from it. The journal is kept. */
+  /**
+   * Switches to another scenario and reseeds from it in one store write. The journal is kept.
+   * When the write fails (a storage failure), the tenant stays on its current scenario and data.
+   */
   useScenario(scenario: Scenario): Promise<void> {
-    this.#scenario = scenario
-    this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
-    this.ready = this.store.seed(scenario)
-    return this.ready
+    const write = this.store.replace(seedState(scenario)).then(() => {
+      this.#scenario = scenario
+      this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
+    })
+    this.ready = write.catch(() => undefined)
+    return write
   }
 
   /** Back to the current scenario's seed: data, ids, fault sequence, and an empty journal. */
-  reset(): Promise<void> {
+  async reset(): Promise<void> {
+    await this.useScenario(this.#scenario)
     this.journal.clear()
-    return this.useScenario(this.#scenario)
+  }
+
+  /** The scenario's pets (read-only), as copies. */
+  listPets(): Pet[] {
+    return this.#scenario.seed.pets.map((pet) => structuredClone(pet))
+  }
+
+  /** The scenario's pet with this id, as a copy, or undefined. */
+  findPet(id: number): Pet | undefined {
+    const pet = this.#scenario.seed.pets.find((candidate) => candidate.id === id)
+    return pet ? structuredClone(pet) : undefined
+  }
+
+  /** The scenario's orders (read-only), as copies. */
+  listOrders(): Order[] {
+    return this.#scenario.seed.orders.map((order) => structuredClone(order))
+  }
+}
+
+/**
+ * A new tenant refused for now (the server is full): clients get this code's Error body with a
+ * `Retry-After` header. One class for every admission refusal, whatever its reason.
+ */
+export class TenantRefusedError extends Error {
+  override readonly name = 'TenantRefusedError'
+  readonly code: 'tenant_capacity'
+  readonly params: Readonly<Record<string, string | number>>
+  /** Seconds after which a retry may succeed. */
+  readonly retryAfterSeconds: number
+
+  constructor(code: 'tenant_capacity', params: Readonly<Record<string, string | number>>, retryAfterSeconds: number) {
+    super(`new tenant refused: ${code}`)
+    this.code = code
+    this.params = params
+    this.retryAfterSeconds = retryAfterSeconds
   }
 }

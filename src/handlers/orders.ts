@@ -8,6 +8,6 @@ export const listOrders: Operation = {
   successStatus: 200,
   hasBody: false,
   async run({ tenant }) {
-    return json(200, await tenant.store.listOrders())
+    return json(200, tenant.listOrders())
   },
 }

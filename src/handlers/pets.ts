@@ -31,7 +31,7 @@ export const getPetById: Operation = {
     }
     const raw = String(params['petId'] ?? '')
     const id = /^\d{1,16}$/.test(raw) ? Number(raw) : Number.NaN
-    const pet = Number.isSafeInteger(id) ? await tenant.store.findPet(id) : undefined
+    const pet = Number.isSafeInteger(id) ? tenant.findPet(id) : undefined
     return pet ? json(200, pet) : failure('not_found', { what: `Pet ${JSON.stringify(raw)}` })
   },
 }

@@ -6,7 +6,8 @@
 import { apiError, codeForStatus } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
 import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
-import type { Tenant } from '../core/tenant.js'
+import { StorageUnavailableError } from '../core/storage.js'
+import { TenantRefusedError, type Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
 import { failure, type Operation, type Outcome } from './operation.js'
 import { readPrefer } from './prefer.js'
@@ -14,8 +15,11 @@ import { route } from './router.js'
 
 /** Finds the tenant an API key belongs to. */
 export interface TenantResolver {
-  /** The tenant for an accepted key; undefined when the key is not accepted. */
-  resolve(token: string): Tenant | undefined
+  /**
+   * The tenant for an accepted key; undefined when the key is not accepted. May reject with
+   * {@link TenantRefusedError} (no room for a new tenant) or {@link StorageUnavailableError}.
+   */
+  resolve(token: string): Tenant | undefined | Promise<Tenant | undefined>
   /** Where requests without an accepted key are journaled (the library's single tenant), if anywhere. */
   readonly anonymousJournal?: RequestJournal | undefined
   /** Settles when keys and tenants can be judged (a scenario file may still be loading). */
@@ -83,12 +87,20 @@ export class Pipeline {
     try {
       await this.#options.tenants.ready?.()
       const auth = readBearer(request.headers.get('authorization'))
-      tenant = auth.ok ? this.#options.tenants.resolve(auth.token) : undefined
+      let refused: { error: unknown } | undefined
+      try {
+        tenant = auth.ok ? await this.#options.tenants.resolve(auth.token) : undefined
+      } catch (error) {
+        refused = { error }
+      }
+      // @note The body is read even when the tenant is refused, so the answer never races a
+      // client still sending (which it would see as a reset connection, not our Error body).
       if (operation.hasBody) {
         const raw = await request.readBody(this.#options.maxBodyBytes)
         bodyText = raw.ok ? raw.text : ''
         if (!raw.ok && tenant) outcome = failure(raw.code, raw.params)
       }
+      if (refused) throw refused.error
       if (!auth.ok) {
         outcome = auth.code === 'invalid_api_key' ? failure(auth.code, { reason: auth.reason }) : failure(auth.code)
       } else if (!tenant) {
@@ -98,7 +110,9 @@ export class Pipeline {
         outcome ??= await this.#run(operation, request, params, tenant, bodyText)
       }
     } catch (error) {
-      outcome = failure('internal_error', { reason: error instanceof Error ? error.message : String(error) })
+      const failed = failureOf(error)
+      outcome = failed.outcome
+      headers = { ...headers, ...failed.headers }
     }
     return this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
   }
@@ -175,6 +189,23 @@ interface AnswerParts {
   readonly tenant?: Tenant | undefined
   readonly bodyText?: string | undefined
   readonly headers?: Record<string, string> | undefined
+}
+
+/** How long a client is told to wait after a storage failure. */
+const STORAGE_RETRY_SECONDS = 5
+
+/**
+ * What a thrown error answers: a refused tenant or a storage failure its own 503 (the storage's
+ * message, which may name paths, stays out of the body), anything else a 500.
+ */
+export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<string, string> } {
+  if (error instanceof TenantRefusedError) {
+    return { outcome: failure(error.code, error.params), headers: { 'retry-after': String(error.retryAfterSeconds) } }
+  }
+  if (error instanceof StorageUnavailableError) {
+    return { outcome: failure('storage_unavailable'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
+  }
+  return { outcome: failure('internal_error', { reason: error instanceof Error ? error.message : String(error) }) }
 }
 
 /** The outcome `Prefer: code=<status>` asks for: that status's first error code, state untouched. */

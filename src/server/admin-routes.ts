@@ -12,7 +12,7 @@ import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from './node-request.js'
 import { readJsonObject } from './read-json-body.js'
 import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
-import { tenantId, type TenantRegistry } from './tenant-registry.js'
+import { DISPLAY_ID_LENGTH, tenantId, type TenantRegistry } from './tenant-registry.js'
 
 export interface AdminRoutesOptions {
   readonly tenants: TenantRegistry
@@ -51,27 +51,33 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       return undefined
     }
     const id = tenantId(auth.token)
-    if (req.query['tenant'] !== undefined && requested !== id) {
+    if (req.query['tenant'] !== undefined && !(requested !== undefined && requested.length >= DISPLAY_ID_LENGTH && id.startsWith(requested))) {
       sendError(res, 'forbidden', { reason: '?tenant= names another tenant; only the admin token may do that' })
       return undefined
     }
     return { kind: 'tenant', id }
   }
 
-  /** The tenant a tenant route acts on; answers the error itself when there is none. */
-  function tenantOf(caller: Caller, req: Request, res: Response): { id: string; tenant: Tenant } | undefined {
-    if (caller.kind === 'tenant') return { id: caller.id, tenant: tenants.find(caller.id)! }
+  /**
+   * The tenant a tenant route acts on, admitted when needed (a key's very first call may be an
+   * admin one); answers the error itself when there is none.
+   */
+  async function tenantOf(caller: Caller, req: Request, res: Response): Promise<{ id: string; tenant: Tenant } | undefined> {
+    if (caller.kind === 'tenant') return { id: caller.id, tenant: await tenants.open(caller.id) }
+    const id = await adminTarget(caller, req, res)
+    return id === undefined ? undefined : { id, tenant: await tenants.open(id) }
+  }
+
+  /** The full id the admin token names with `?tenant=` (a full id or a unique prefix); answers the error itself when none. */
+  async function adminTarget(caller: Caller & { kind: 'admin' }, req: Request, res: Response): Promise<string | undefined> {
     if (caller.tenant === undefined) {
       if (req.query['tenant'] === undefined) sendError(res, 'tenant_required')
       else sendError(res, 'unknown_tenant', { tenant: JSON.stringify(req.query['tenant']) })
       return undefined
     }
-    const tenant = tenants.find(caller.tenant)
-    if (!tenant) {
-      sendError(res, 'unknown_tenant', { tenant: JSON.stringify(caller.tenant) })
-      return undefined
-    }
-    return { id: caller.tenant, tenant }
+    const id = await tenants.lookup(caller.tenant)
+    if (id === undefined) sendError(res, 'unknown_tenant', { tenant: JSON.stringify(caller.tenant) })
+    return id
   }
 
   /** A route acting on one tenant. */
@@ -79,7 +85,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     (handle: (target: { id: string; tenant: Tenant }, req: Request, res: Response) => Promise<void> | void): Handler =>
     async (req, res) => {
       const caller = authenticate(req, res)
-      const target = caller && tenantOf(caller, req, res)
+      const target = caller && (await tenantOf(caller, req, res))
       if (target) await handle(target, req, res)
     }
 
@@ -96,11 +102,14 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   }
 
   route('/health', {
-    get: (_req, res) => {
-      res.json({
-        status: 'ok',
+    get: async (_req, res) => {
+      const storage = await tenants.storage.health()
+      // @note Only whether storage works: its detail names paths, which stay in the operator's log.
+      res.status(storage.ok ? 200 : 503).json({
+        status: storage.ok ? 'ok' : 'degraded',
         version: PACKAGE.version,
         uptimeSeconds: Math.floor((Date.now() - options.startedAt) / 1000),
+        storage: { kind: tenants.storage.kind, ok: storage.ok },
       })
     },
   })
@@ -118,7 +127,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!caller) return
       let active = tenants.scenario.name
       if (caller.kind === 'tenant' || caller.tenant !== undefined) {
-        const target = tenantOf(caller, req, res)
+        const target = await tenantOf(caller, req, res)
         if (!target) return
         active = target.tenant.scenario.name
       }
@@ -154,7 +163,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   route('/reset', {
     post: onTenant(async ({ tenant }, _req, res) => {
       await tenant.reset()
-      res.json({ scenario: summarize(tenant.scenario), categories: tenant.store.categoryCount })
+      res.json({ scenario: summarize(tenant.scenario), categories: await tenant.store.countCategories() })
     }),
   })
 
@@ -181,26 +190,35 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         tenant: id,
         scenario: summarize(tenant.scenario),
         categories: await tenant.store.listCategories(),
-        pets: await tenant.store.listPets(),
-        orders: await tenant.store.listOrders(),
+        pets: tenant.listPets(),
+        orders: tenant.listOrders(),
         journalSize: tenant.journal.size,
       })
     }),
   })
 
   route('/tenants', {
-    get: (req, res) => {
+    get: async (req, res) => {
       const caller = authenticate(req, res)
       if (!caller) return
       if (caller.kind !== 'admin') {
         return sendError(res, 'forbidden', { reason: 'listing tenants needs the admin token' })
       }
-      res.json(
-        tenants.ids().map((id) => {
-          const tenant = tenants.find(id)!
-          return { id, scenario: tenant.scenario.name, categories: tenant.store.categoryCount, journalSize: tenant.journal.size }
-        }),
-      )
+      res.json(await tenants.list())
+    },
+  })
+
+  route('/tenants/:id', {
+    delete: async (req, res) => {
+      const caller = authenticate(req, res)
+      if (!caller) return
+      if (caller.kind !== 'admin') {
+        return sendError(res, 'forbidden', { reason: 'deleting a tenant needs the admin token' })
+      }
+      const given = String(req.params['id'])
+      const id = await tenants.lookup(given)
+      if (id === undefined || !(await tenants.delete(id))) return sendError(res, 'unknown_tenant', { tenant: JSON.stringify(given) })
+      res.status(204).end()
     },
   })
 

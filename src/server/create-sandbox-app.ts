@@ -10,17 +10,24 @@ import express, { type ErrorRequestHandler, type Express } from 'express'
 import { z } from 'zod'
 import { DEFAULT_MAX_BODY_BYTES } from '../core/request-body.js'
 import { PetstoreError } from '../errors.js'
-import { Pipeline } from '../handlers/pipeline.js'
+import { MemoryStorage } from '../core/memory-storage.js'
+import { seedState, type TenantStorage } from '../core/storage.js'
+import { failureOf, Pipeline } from '../handlers/pipeline.js'
 import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { apiBridge } from './api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
-import { DurableTenants } from './durable-tenants.js'
+import { openSqliteStorage } from './sqlite-storage.js'
 import { sendError } from './http-errors.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
+
+/** @default 30 days without a write before a tenant is forgotten */
+export const DEFAULT_TENANT_TTL_DAYS = 30
+/** How often idle tenants are looked for (or every TTL, when shorter). */
+const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 
 /** The path the API is served under. */
 export const API_BASE_PATH = '/v1'
@@ -57,12 +64,26 @@ export interface SandboxAppOptions {
   /** Called once per request, after it ends. The key is never part of the entry. @default none */
   log?: (entry: RequestLogEntry) => void
   /**
-   * Keep each tenant's state in this directory across restarts: a create is on disk before it
-   * is answered, and reset and scenario switches replace the state atomically.
+   * Keep each tenant's state in a SQLite database in this directory across restarts (needs the
+   * optional dependency better-sqlite3): a create is committed before it is answered, and reset
+   * and scenario switches are one transaction. One server per directory.
    * @default none: state lives in memory only
    */
   dataDir?: string
-  /** Told about recoveries of the data directory (a torn log cut off). @default none */
+  /**
+   * With `dataDir`: `power-loss` answers a write once the database's log is fsynced (it survives
+   * `kill -9` and a power cut); `process-crash` once it is committed to the operating system (it
+   * survives `kill -9`, not a power cut; faster on a slow disk).
+   * @default 'power-loss'
+   */
+  durability?: 'power-loss' | 'process-crash'
+  /**
+   * Forget a tenant that has not written for this many days (checked at start and hourly);
+   * 0 keeps tenants forever. Bounds what a flood of keys leaves behind.
+   * @default 30
+   */
+  tenantTtlDays?: number
+  /** Told about storage failures and recoveries, with paths (the operator's log). @default none */
   warn?: (message: string) => void
   /** The demo page directory served at `/__sandbox/`, or false for none. @default the package's `demo/`, when present */
   demoDir?: string | false
@@ -85,8 +106,10 @@ export interface SandboxApp {
   /** The keys accepted, or 'any'. Printed by the CLI at start; never logged per request. */
   readonly apiKeys: readonly string[] | 'any'
   readonly tenants: TenantRegistry
-  /** The data directory's keeper, when `dataDir` is set. */
-  readonly durable: DurableTenants | undefined
+  /** Where tenants' state lives: in memory, or the data directory's SQLite database. */
+  readonly storage: TenantStorage
+  /** Stops the idle-tenant sweep and closes the storage (releasing the data directory's lock). */
+  close(): Promise<void>
 }
 
 const Key = z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
@@ -105,6 +128,8 @@ const Options = z
     log: z.function().optional(),
     demoDir: z.union([z.string(), z.literal(false)]).optional(),
     dataDir: z.string().min(1).optional(),
+    tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
+    durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
   })
   .strict()
@@ -132,20 +157,30 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
   const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
   const catalog = new ScenarioCatalog(scenariosDir)
-  const durable = settings.dataDir === undefined ? undefined : new DurableTenants(settings.dataDir, { warn: settings.warn as SandboxAppOptions['warn'] })
-  // @note Tenants are created inside a request, synchronously: the scenarios a saved state may
-  // name are loaded now.
-  const known = durable ? new Map((await catalog.list()).map((entry) => [entry.name, entry])) : undefined
-  known?.set(scenario.name, scenario)
+  const warn = settings.warn as SandboxAppOptions['warn']
+  const seed = seedState(scenario)
+  const storage: TenantStorage =
+    settings.dataDir === undefined ? new MemoryStorage(seed) : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability })
+  // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
+  // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
+  const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
+  known.set(scenario.name, scenario)
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
     adminToken: settings.adminToken,
     maxTenants: settings.maxTenants,
     overrides: { latency: settings.latency },
-    durable,
-    scenarioNamed: (name) => known?.get(name),
+    storage,
+    scenarioNamed: (name) => known.get(name),
+    warn,
   })
+  const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
+  const sweep = () =>
+    void tenants.expireIdle(ttlMs).catch((error: unknown) => warn?.(`idle tenant sweep failed: ${error instanceof Error ? error.message : String(error)}`))
+  if (ttlMs > 0) sweep()
+  const sweeper = ttlMs > 0 ? setInterval(sweep, Math.min(ttlMs, SWEEP_INTERVAL_MS)) : undefined
+  sweeper?.unref()
   const pipeline = new Pipeline({ tenants, strict: settings.strict, maxBodyBytes: DEFAULT_MAX_BODY_BYTES })
 
   // Everything but the API: the admin routes, the demo page, and Error bodies for the rest.
@@ -194,7 +229,11 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     if (!front(req, res)) next()
   })
   app.use(admin)
-  return { listener, app, scenario, apiKeys, tenants, durable }
+  const close = async () => {
+    clearInterval(sweeper)
+    await storage.close()
+  }
+  return { listener, app, scenario, apiKeys, tenants, storage, close }
 }
 
 /** Whatever reaches express's error path still answers an Error body, never express's HTML. */
@@ -202,7 +241,9 @@ const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
   const status = typeof error === 'object' && error !== null && 'status' in error ? Number(error.status) : 500
   if (status >= 400 && status < 500) {
     sendError(res, 'not_found', { what: `Path ${req.path}` })
-  } else {
-    sendError(res, 'internal_error', { reason: error instanceof Error ? error.message : 'unexpected error' })
+    return
   }
+  const { outcome, headers } = failureOf(error)
+  if (outcome.kind === 'error') sendError(res, outcome.code, outcome.params, headers)
+  else sendError(res, 'internal_error', { reason: 'unexpected error' })
 }

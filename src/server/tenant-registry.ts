@@ -1,20 +1,31 @@
 /**
- * The standalone server's tenants: one isolated {@link Tenant} per accepted API key, created on
- * its first request and seeded from the active scenario. Tenants are named by a short hash of
- * their key, so that ids can be listed, logged and passed around without exposing the key.
+ * The standalone server's tenants: one isolated {@link Tenant} per accepted API key, admitted on
+ * its first request (API or admin) and kept in memory up to a cap. Tenants are named by a hash
+ * of their key, so that ids can be listed, logged and passed around without exposing the key.
+ *
+ * Eviction (to stay under the cap) never loses a partner's data: with a durable storage any
+ * tenant may leave memory, since its state comes back from disk; in memory only, only tenants
+ * still on the default seed may (they come back identical). When none may leave, the new
+ * tenant is refused with 503 `tenant_capacity` and `Retry-After`.
  */
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
-import { Tenant, type TenantOverrides } from '../core/tenant.js'
+import type { TenantStorage } from '../core/storage.js'
+import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../handlers/pipeline.js'
 import type { Scenario } from '../scenario/scenario-format.js'
-import type { DurableTenants } from './durable-tenants.js'
 
 /** The key accepted when none is configured: documented, printed at start, never secret. */
 export const DEV_API_KEY = 'sandbox-dev-key'
 
-/** @default 1000 tenants kept before the least recently used one is evicted */
+/** @default 1000 tenants kept in memory */
 export const DEFAULT_MAX_TENANTS = 1000
+
+/** How many hex digits of a tenant id are shown where a short form is enough (logs, the demo page). */
+export const DISPLAY_ID_LENGTH = 12
+
+/** How long a client refused for capacity is told to wait. */
+const CAPACITY_RETRY_SECONDS = 30
 
 /** Options of {@link TenantRegistry}. */
 export interface TenantRegistryOptions {
@@ -24,24 +35,46 @@ export interface TenantRegistryOptions {
   readonly keys: readonly string[] | 'any'
   /** The admin token: never accepted as an API key. */
   readonly adminToken?: string | undefined
-  /** At most this many tenants are kept; the least recently used is evicted. */
+  /** At most this many tenants are kept in memory. */
   readonly maxTenants: number
   readonly overrides: TenantOverrides
-  /** Where tenants' state is kept across restarts (`--data-dir`). @default none: in memory only */
-  readonly durable?: DurableTenants | undefined
+  /** Where tenants' state lives (its default seed is `scenario`'s). */
+  readonly storage: TenantStorage
   /** A scenario by name, for tenants whose saved state names one. */
   readonly scenarioNamed?: ((name: string) => Scenario | undefined) | undefined
+  /** Told about tenants whose saved scenario no longer exists. @default none */
+  readonly warn?: ((message: string) => void) | undefined
 }
 
 /**
- * The id of the tenant a key opens: the first 12 hex digits of its SHA-256.
- * @example tenantId('sandbox-dev-key') // a 12-character hex string
+ * The id of the tenant a key opens: the first 128 bits of its SHA-256, as 32 hex digits.
+ * @example tenantId('sandbox-dev-key') // a 32-character hex string
  */
 export function tenantId(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 12)
+  return createHash('sha256').update(key).digest('hex').slice(0, 32)
+}
+
+/** The short form of a tenant id shown in logs: its first {@link DISPLAY_ID_LENGTH} hex digits. */
+export function displayId(id: string): string {
+  return id.slice(0, DISPLAY_ID_LENGTH)
+}
+
+/** What `GET /__sandbox/tenants` shows about one tenant. */
+export interface TenantListing {
+  readonly id: string
+  readonly scenario: string
+  readonly categories: number
+  readonly journalSize: number
+  /** Whether it is in memory now (else only on disk). */
+  readonly live: boolean
 }
 
 const encoder = new TextEncoder()
+
+interface Entry {
+  tenant: Tenant | undefined
+  readonly opening: Promise<Tenant>
+}
 
 export class TenantRegistry implements TenantResolver {
   readonly #options: TenantRegistryOptions
@@ -50,7 +83,7 @@ export class TenantRegistry implements TenantResolver {
   /** Ids of the configured keys, so the admin token can name tenants before their first request. */
   readonly #configuredIds: ReadonlySet<string>
   /** @note A Map iterates in insertion order: re-inserting on use makes its first entry the LRU. */
-  readonly #tenants = new Map<string, Tenant>()
+  readonly #tenants = new Map<string, Entry>()
   #evictions = 0
 
   constructor(options: TenantRegistryOptions) {
@@ -60,9 +93,9 @@ export class TenantRegistry implements TenantResolver {
     this.#configuredIds = new Set(options.keys === 'any' ? [] : options.keys.map(tenantId))
   }
 
-  /** The tenant of an accepted key, created (and seeded) on first use. */
-  resolve(token: string): Tenant | undefined {
-    return this.accepts(token) ? this.#use(tenantId(token)) : undefined
+  /** The tenant of an accepted key, admitted on first use; undefined when the key is not accepted. */
+  async resolve(token: string): Promise<Tenant | undefined> {
+    return this.accepts(token) ? this.open(tenantId(token)) : undefined
   }
 
   /** Whether `token` is an accepted API key (the admin token never is). */
@@ -75,14 +108,68 @@ export class TenantRegistry implements TenantResolver {
     return this.#adminToken !== undefined && constantTimeEqual(encoder.encode(token), this.#adminToken) === 1
   }
 
-  /** The tenant with this id: an existing one, or a configured key's (created on demand). */
-  find(id: string): Tenant | undefined {
-    return this.#tenants.has(id) || this.#configuredIds.has(id) ? this.#use(id) : undefined
+  /**
+   * The tenant with this id, admitted when needed. Rejects with {@link TenantRefusedError} when
+   * the registry is full and nothing may be evicted.
+   */
+  open(id: string): Promise<Tenant> {
+    const entry = this.#tenants.get(id)
+    if (entry) {
+      this.#tenants.delete(id)
+      this.#tenants.set(id, entry)
+      return entry.opening
+    }
+    return this.#admit(id)
   }
 
-  /** Ids of the live tenants and of every configured key, least recently used first. */
-  ids(): string[] {
-    return [...new Set([...this.#tenants.keys(), ...this.#configuredIds])]
+  /**
+   * The full id a caller of the admin API means: a full id, or a prefix of at least
+   * {@link DISPLAY_ID_LENGTH} digits matching one known tenant only. Undefined when none or several match.
+   */
+  async lookup(idOrPrefix: string): Promise<string | undefined> {
+    if (!/^[0-9a-f]+$/.test(idOrPrefix) || idOrPrefix.length < DISPLAY_ID_LENGTH) return undefined
+    if (this.#tenants.has(idOrPrefix) || this.#configuredIds.has(idOrPrefix) || (await this.#options.storage.has(idOrPrefix))) return idOrPrefix
+    const known = new Set([...this.#tenants.keys(), ...this.#configuredIds, ...(await this.#options.storage.list()).map((summary) => summary.id)])
+    const matches = [...known].filter((id) => id.startsWith(idOrPrefix))
+    return matches.length === 1 ? matches[0] : undefined
+  }
+
+  /** Live tenants, configured keys' tenants and stored tenants, least recently used live ones first. */
+  async list(): Promise<TenantListing[]> {
+    const listing = new Map<string, TenantListing>()
+    for (const [id, entry] of this.#tenants) {
+      const tenant = entry.tenant
+      if (!tenant) continue
+      listing.set(id, { id, scenario: tenant.scenario.name, categories: await tenant.store.countCategories(), journalSize: tenant.journal.size, live: true })
+    }
+    for (const summary of await this.#options.storage.list()) {
+      if (!listing.has(summary.id)) listing.set(summary.id, { id: summary.id, scenario: summary.scenario, categories: summary.categories, journalSize: 0, live: false })
+    }
+    for (const id of this.#configuredIds) {
+      if (!listing.has(id)) {
+        listing.set(id, { id, scenario: this.scenario.name, categories: this.#seedSize(), journalSize: 0, live: false })
+      }
+    }
+    return [...listing.values()]
+  }
+
+  /** Forgets a tenant: out of memory and out of storage. True when it existed anywhere. */
+  async delete(id: string): Promise<boolean> {
+    const live = this.#tenants.delete(id)
+    const stored = await this.#options.storage.delete(id)
+    return live || stored
+  }
+
+  /** Forgets every tenant that has not written for `ttlMs`; returns how many. */
+  async expireIdle(ttlMs: number): Promise<number> {
+    const expired = await this.#options.storage.expire(Date.now() - ttlMs)
+    for (const id of expired) this.#tenants.delete(id)
+    return expired.length
+  }
+
+  /** The tenants in memory now, least recently used first. */
+  *live(): IterableIterator<[string, Tenant]> {
+    for (const [id, entry] of this.#tenants) if (entry.tenant) yield [id, entry.tenant]
   }
 
   /** The scenario new tenants start from. */
@@ -94,39 +181,71 @@ export class TenantRegistry implements TenantResolver {
     return this.#keys.acceptsAny
   }
 
+  get storage(): TenantStorage {
+    return this.#options.storage
+  }
+
+  /** How many tenants are in memory. */
   get size(): number {
     return this.#tenants.size
   }
 
-  /** How many tenants were evicted to stay under the cap since start. */
+  /** How many tenants were evicted from memory to stay under the cap since start. */
   get evictions(): number {
     return this.#evictions
   }
 
-  #use(id: string): Tenant {
-    let tenant = this.#tenants.get(id)
-    if (tenant) {
-      this.#tenants.delete(id)
-    } else {
-      tenant = this.#create(id)
-      while (this.#tenants.size >= this.#options.maxTenants) {
-        const oldest = this.#tenants.keys().next().value
-        if (oldest === undefined) break
-        this.#tenants.delete(oldest)
-        this.#options.durable?.release(oldest)
-        this.#evictions++
-      }
+  /**
+   * The one place a tenant enters memory: room is made (or the tenant refused), then its store
+   * is opened and its scenario read back.
+   */
+  #admit(id: string): Promise<Tenant> {
+    this.#makeRoom()
+    const { storage, overrides } = this.#options
+    const store = storage.open(id)
+    const entry: Entry = {
+      tenant: undefined,
+      opening: store.scenario().then((name) => {
+        let scenario = this.#options.scenario
+        if (name !== scenario.name) {
+          const named = this.#options.scenarioNamed?.(name)
+          if (named) scenario = named
+          else this.#options.warn?.(`tenant ${displayId(id)}: its saved scenario "${name}" is not known; pets and orders come from "${scenario.name}"`)
+        }
+        const tenant = new Tenant(scenario, overrides, store)
+        entry.tenant = tenant
+        return tenant
+      }),
     }
-    this.#tenants.set(id, tenant)
-    return tenant
+    // A failed open (storage unavailable) must not stay cached: the next request tries again.
+    entry.opening.catch(() => {
+      if (this.#tenants.get(id) === entry) this.#tenants.delete(id)
+    })
+    this.#tenants.set(id, entry)
+    return entry.opening
   }
 
-  /** A new tenant: from its saved state when the sandbox is durable, else from the scenario. */
-  #create(id: string): Tenant {
-    const { durable, overrides } = this.#options
-    if (!durable) return new Tenant(this.#options.scenario, overrides)
-    const loaded = durable.load(id)
-    const scenario = (loaded.scenario === undefined ? undefined : this.#options.scenarioNamed?.(loaded.scenario)) ?? this.#options.scenario
-    return new Tenant(scenario, overrides, durable.durability(id, loaded))
+  /** Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing may leave. */
+  #makeRoom(): void {
+    const { storage, maxTenants } = this.#options
+    if (this.#tenants.size < maxTenants) return
+    for (const [id, entry] of this.#tenants) {
+      if (this.#tenants.size < maxTenants) return
+      const tenant = entry.tenant
+      if (!tenant) continue
+      if (!storage.durable && tenant.store.modified) continue
+      this.#tenants.delete(id)
+      // Nothing to keep for an unmodified in-memory tenant: its store goes too.
+      if (!storage.durable) void storage.delete(id)
+      this.#evictions++
+    }
+    if (this.#tenants.size >= maxTenants) {
+      throw new TenantRefusedError('tenant_capacity', { limit: maxTenants }, CAPACITY_RETRY_SECONDS)
+    }
+  }
+
+  #seedSize(): number {
+    const { categories } = this.#options.scenario.seed
+    return 'generate' in categories ? categories.generate.count : categories.length
   }
 }

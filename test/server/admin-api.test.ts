@@ -6,7 +6,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it } from 'vitest'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
+import { STORES } from '../support/stores.js'
 
 const ADMIN = 'admin-token-for-tests'
 
@@ -26,13 +27,15 @@ async function tempScenariosDir(files: Record<string, unknown>): Promise<string>
   return dir
 }
 
-describe('admin API', () => {
+describe.each(STORES)('admin API ($name store)', (kind) => {
+  useStore(kind)
+
   it('answers health without auth', async () => {
     const { fetch } = await startSandbox()
     const response = await fetch('/__sandbox/health')
     expect(response.status).toBe(200)
     const body = (await jsonOf(response)) as Record<string, unknown>
-    expect(body).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/), uptimeSeconds: expect.any(Number) })
+    expect(body).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/), uptimeSeconds: expect.any(Number), storage: { kind: kind.name, ok: true } })
   })
 
   it('serves the OpenAPI document without auth, with this server as its first server', async () => {

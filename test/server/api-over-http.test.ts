@@ -5,11 +5,14 @@
 import { describe, expect, it } from 'vitest'
 import { DEV_API_KEY } from '../../src/server.js'
 import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
-import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
+import { STORES } from '../support/stores.js'
 
 const MIB = 1024 * 1024
 
-describe('API over HTTP', () => {
+describe.each(STORES)('API over HTTP ($name store)', (kind) => {
+  useStore(kind)
+
   it('lists the default scenario categories with the development key', async () => {
     const { fetch } = await startSandbox()
     const response = await fetch('/v1/categories', { headers: auth() })
@@ -201,7 +204,7 @@ describe('API over HTTP', () => {
 
   it('applies --latency to every answer through the server', async () => {
     const { fetch, sandbox } = await startSandbox({ latency: 1 })
-    expect(sandbox.tenants.resolve(DEV_API_KEY)?.faults.settings.latency).toBe(1)
+    expect((await sandbox.tenants.resolve(DEV_API_KEY))?.faults.settings.latency).toBe(1)
     expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
   })
 

@@ -1,36 +1,40 @@
 /**
- * Durable sandboxes (`dataDir` / `--data-dir`): state across restarts, torn logs, atomic
- * rewrites, batched fsyncs, and every acknowledged create surviving `kill -9`.
+ * Durable sandboxes (`dataDir` / `--data-dir`, SQLite): state across restarts, one server per
+ * directory, refusals of unsound files, group commit, and every acknowledged create surviving
+ * `kill -9`.
  */
-import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Category } from '../../src/index.js'
-import { logLine, readLog } from '../../src/server/durable-tenants.js'
-import { tenantId } from '../../src/server/tenant-registry.js'
-import { runCli } from '../support/sandbox-cli.js'
-import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
-
-function dataDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-data-'))
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
+import { DATABASE_FILE, type SqliteStorage } from '../../src/server/sqlite-storage.js'
+import { createSandboxApp, tenantId } from '../../src/server.js'
+import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
+import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+import { dataDir } from '../support/stores.js'
 
 const KEYS = ['k1', 'k2']
 
-async function create(fetchPath: (path: string, init?: RequestInit) => Promise<Response>, key: string, name: string): Promise<Category> {
+async function create(fetchPath: RunningSandbox['fetch'], key: string, name: string): Promise<Category> {
   const response = await fetchPath('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
   expect(response.status).toBe(201)
   return (await jsonOf(response)) as Category
 }
 
-async function names(fetchPath: (path: string, init?: RequestInit) => Promise<Response>, key: string): Promise<string[]> {
+async function names(fetchPath: RunningSandbox['fetch'], key: string): Promise<string[]> {
   const response = await fetchPath('/v1/categories', { headers: auth(key) })
   expect(response.status).toBe(200)
   return ((await jsonOf(response)) as Category[]).map((category) => category.name)
 }
+
+/** Stops a sandbox started in this test so another may open its data directory. */
+async function stop(running: RunningSandbox): Promise<void> {
+  running.server.closeAllConnections()
+  await new Promise((resolve) => running.server.close(resolve))
+  await running.sandbox.close()
+}
+
+const originOf = (stdout: string) => /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout)![1]!
 
 describe('durable sandboxes', () => {
   it('keeps each tenant’s creates across a restart, apart from the other tenant’s', async () => {
@@ -39,20 +43,21 @@ describe('durable sandboxes', () => {
     await create(first.fetch, 'k1', 'one')
     await create(first.fetch, 'k1', 'two')
     await create(first.fetch, 'k2', 'other')
+    await stop(first)
     const second = await startSandbox({ apiKeys: KEYS, scenario: 'empty', dataDir: dir })
     expect(await names(second.fetch, 'k1')).toEqual(['one', 'two'])
     expect(await names(second.fetch, 'k2')).toEqual(['other'])
     expect((await create(second.fetch, 'k1', 'three')).id).toBe(3)
   })
 
-  it('names tenant directories by tenant id and never writes a key to disk', async () => {
+  it('keeps one database in the data directory and never writes a key to disk', async () => {
     const dir = dataDir()
     const sandbox = await startSandbox({ apiKeys: ['secret-key-9f2e'], dataDir: dir })
     await create(sandbox.fetch, 'secret-key-9f2e', 'x')
-    expect(readdirSync(dir)).toEqual([tenantId('secret-key-9f2e')])
-    for (const file of readdirSync(join(dir, tenantId('secret-key-9f2e')))) {
-      expect(readFileSync(join(dir, tenantId('secret-key-9f2e'), file), 'utf8')).not.toContain('secret-key-9f2e')
-    }
+    await stop(sandbox)
+    expect(readdirSync(dir).filter((file) => !file.endsWith('-wal'))).toEqual([DATABASE_FILE])
+    for (const file of readdirSync(dir)) expect(readFileSync(join(dir, file)).includes('secret-key-9f2e')).toBe(false)
+    expect(readFileSync(join(dir, DATABASE_FILE)).includes(tenantId('secret-key-9f2e'))).toBe(true)
   })
 
   it('keeps a scenario switch and a reset across a restart', async () => {
@@ -63,6 +68,7 @@ describe('durable sandboxes', () => {
     await create(first.fetch, 'k1', 'after switch')
     await create(first.fetch, 'k2', 'before reset')
     expect((await first.fetch('/__sandbox/reset', { method: 'POST', headers: auth('k2') })).status).toBe(200)
+    await stop(first)
     const second = await startSandbox({ apiKeys: KEYS, dataDir: dir })
     expect(await names(second.fetch, 'k1')).toEqual(['after switch'])
     const state = (await jsonOf(await second.fetch('/__sandbox/state', { headers: auth('k1') }))) as { scenario: { name: string } }
@@ -70,49 +76,105 @@ describe('durable sandboxes', () => {
     expect(await names(second.fetch, 'k2')).toEqual(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
   })
 
-  it.each([
-    { name: 'half a line', tail: '{"generation":1,"category":{"id":3,"na' },
-    { name: 'a line with a wrong checksum', tail: '{"generation":1,"category":{"id":3,"name":"forged"}}\t0000000000000000\n' },
-    { name: 'random bytes', tail: '\u0000\u00ff\ufffd garbage\n\n' },
-  ])('starts after $name at the end of the log, keeping every record before it', async ({ tail }) => {
-    const dir = dataDir()
-    const warnings: string[] = []
-    const first = await startSandbox({ apiKeys: KEYS, scenario: 'empty', dataDir: dir })
-    await create(first.fetch, 'k1', 'kept 1')
-    await create(first.fetch, 'k1', 'kept 2')
-    const log = join(dir, tenantId('k1'), 'log.jsonl')
-    const validSize = statSync(log).size
-    appendFileSync(log, tail)
-    const second = await startSandbox({ apiKeys: KEYS, scenario: 'empty', dataDir: dir, warn: (message) => warnings.push(message) })
-    expect(await names(second.fetch, 'k1')).toEqual(['kept 1', 'kept 2'])
-    expect(warnings).toHaveLength(1)
-    expect(warnings[0]).toContain(`${Buffer.byteLength(tail)} torn or corrupt bytes`)
-    expect(validSize).toBeGreaterThan(0)
-  })
-
-  it('reads a log up to the first bad line only', () => {
-    const good = logLine({ generation: 1, category: { id: 1, name: 'a' } })
-    const later = logLine({ generation: 1, category: { id: 3, name: 'c' } })
-    const bytes = Buffer.from(`${good}{"generation":1,"category":{"id":2}}\tbad\n${later}`)
-    expect(readLog(bytes)).toEqual({ records: [{ generation: 1, category: { id: 1, name: 'a' } }], validBytes: Buffer.byteLength(good) })
-  })
-
-  it('shares fsyncs between concurrent creates', async () => {
+  it('shares fsyncs between concurrent creates (group commit)', async () => {
     const sandbox = await startSandbox({ apiKeys: KEYS, scenario: 'empty', dataDir: dataDir() })
     await names(sandbox.fetch, 'k1')
     const created = await Promise.all(Array.from({ length: 50 }, (_, i) => create(sandbox.fetch, 'k1', `c${i}`)))
     expect(new Set(created.map((category) => category.id)).size).toBe(50)
-    expect(sandbox.sandbox.durable!.logSyncs).toBeLessThan(50)
+    expect((sandbox.sandbox.storage as SqliteStorage).syncs).toBeLessThan(50)
   })
 
-  it('replaces the state file atomically: no temp file is left and the log is emptied by a reset', async () => {
+  it('refuses a second server on the same data directory at start, with a clear message', async () => {
     const dir = dataDir()
-    const sandbox = await startSandbox({ apiKeys: KEYS, dataDir: dir })
-    await create(sandbox.fetch, 'k1', 'x')
-    expect((await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('k1') })).status).toBe(200)
-    const files = readdirSync(join(dir, tenantId('k1'))).sort()
-    expect(files).toEqual(['log.jsonl', 'state.json'])
-    expect(statSync(join(dir, tenantId('k1'), 'log.jsonl')).size).toBe(0)
+    const first = runCli(['serve', '--port', '0', '--quiet', '--data-dir', dir])
+    await first.waitFor('is running')
+    const second = await runCliToEnd(['serve', '--port', '0', '--quiet', '--data-dir', dir])
+    expect(second.code).toBe(1)
+    expect(second.stderr).toMatch(/another petstore-sandbox server is using this data directory/)
+    expect(first.child.exitCode).toBe(null)
+  })
+
+  it('refuses a database file that is not SQLite, leaving it untouched', async () => {
+    const dir = dataDir()
+    const junk = Buffer.from('SQLite format 3\u0000 but then garbage '.repeat(200))
+    writeFileSync(join(dir, DATABASE_FILE), junk)
+    await expect(createSandboxApp({ dataDir: dir, demoDir: false })).rejects.toThrow(/is not a sound SQLite database.*Nothing was changed/)
+    expect(readFileSync(join(dir, DATABASE_FILE)).equals(junk)).toBe(true)
+  })
+
+  it('refuses a database with one flipped byte in a page, keeping every byte of it', async () => {
+    const dir = dataDir()
+    const first = await startSandbox({ apiKeys: KEYS, scenario: 'empty', dataDir: dir })
+    for (let i = 0; i < 30; i++) await create(first.fetch, 'k1', `record ${i}`)
+    await stop(first)
+    const path = join(dir, DATABASE_FILE)
+    const bytes = readFileSync(path)
+    // The third page holds the categories' b-tree: corrupt its page header's cell count.
+    const pageSize = bytes.readUInt16BE(16)
+    bytes[2 * pageSize + 3] = 0xff
+    bytes[2 * pageSize + 4] = 0xff
+    writeFileSync(path, bytes)
+    await expect(createSandboxApp({ dataDir: dir, demoDir: false })).rejects.toThrow(/not a sound SQLite database/)
+    expect(readFileSync(path).equals(bytes)).toBe(true)
+  })
+
+  it('refuses a database file that is a symbolic link, never writing to its target', async () => {
+    const dir = dataDir()
+    const outside = join(dataDir(), 'outside.txt')
+    writeFileSync(outside, 'precious')
+    symlinkSync(outside, join(dir, DATABASE_FILE))
+    await expect(createSandboxApp({ dataDir: dir, demoDir: false })).rejects.toThrow(/is a symbolic link/)
+    expect(readFileSync(outside, 'utf8')).toBe('precious')
+  })
+
+  it('writes nothing to disk for a key that only reads', async () => {
+    const dir = dataDir()
+    const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: dir })
+    for (let i = 0; i < 20; i++) await names(sandbox.fetch, `junk-${i}`)
+    expect(await sandbox.sandbox.storage.list()).toEqual([])
+    const size = statSync(join(dir, DATABASE_FILE)).size
+    await create(sandbox.fetch, 'partner', 'kept')
+    expect((await sandbox.sandbox.storage.list()).map((tenant) => tenant.id)).toEqual([tenantId('partner')])
+    expect(size).toBeGreaterThan(0)
+  })
+
+  it('lists tenants on disk after a restart, and deletes one with the admin token', async () => {
+    const dir = dataDir()
+    const first = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: dir })
+    await create(first.fetch, 'p1', 'x')
+    await create(first.fetch, 'p2', 'y')
+    await stop(first)
+    const second = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: dir })
+    const listed = (await jsonOf(await second.fetch('/__sandbox/tenants', { headers: auth('root') }))) as { id: string; categories: number }[]
+    expect(listed.map((tenant) => tenant.id).sort()).toEqual([tenantId('p1'), tenantId('p2')].sort())
+    expect(listed.every((tenant) => tenant.categories === 6)).toBe(true)
+    const deleted = await second.fetch(`/__sandbox/tenants/${tenantId('p1')}`, { method: 'DELETE', headers: auth('root') })
+    expect(deleted.status).toBe(204)
+    const after = (await jsonOf(await second.fetch('/__sandbox/tenants', { headers: auth('root') }))) as { id: string }[]
+    expect(after.map((tenant) => tenant.id)).toEqual([tenantId('p2')])
+    expect(await names(second.fetch, 'p1')).toEqual(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
+  })
+
+  it('lists and deletes a stopped server’s tenants from the command line', async () => {
+    const dir = dataDir()
+    const first = await startSandbox({ anyKey: true, dataDir: dir })
+    await create(first.fetch, 'p1', 'x')
+    await stop(first)
+    const listed = await runCliToEnd(['tenants', 'list', '--data-dir', dir])
+    expect(listed.code).toBe(0)
+    expect(listed.stdout).toContain(tenantId('p1'))
+    const deleted = await runCliToEnd(['tenants', 'delete', tenantId('p1').slice(0, 12), '--data-dir', dir])
+    expect(deleted.stdout).toContain(`deleted tenant ${tenantId('p1')}`)
+    expect((await runCliToEnd(['tenants', 'list', '--data-dir', dir])).stdout).toBe('')
+  })
+
+  it('says in one line how to install better-sqlite3 when --data-dir is used without it, and serves in memory without it', async () => {
+    const withoutSqlite = { NODE_OPTIONS: '--import ./test/support/without-better-sqlite3.mjs' }
+    const refused = await runCliToEnd(['serve', '--port', '0', '--quiet', '--data-dir', dataDir()], withoutSqlite)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringContaining('--data-dir needs the optional dependency better-sqlite3: run `npm install better-sqlite3`')])
+    const inMemory = runCli(['serve', '--port', '0', '--quiet'], withoutSqlite)
+    await inMemory.waitFor('is running')
   })
 
   it('keeps every acknowledged create after kill -9 mid-load', async () => {
@@ -120,7 +182,7 @@ describe('durable sandboxes', () => {
     const serve = ['serve', '--port', '0', '--quiet', '--scenario', 'empty', '--api-key', 'k1,k2', '--data-dir', dir]
     const first = runCli(serve)
     await first.waitFor('is running')
-    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(first.stdout())![1]!
+    const origin = originOf(first.stdout())
     const acknowledged: { key: string; category: Category }[] = []
     let killed = false
     // Eight clients create as fast as they can; the server is killed once 200 creates are acknowledged.
@@ -146,7 +208,7 @@ describe('durable sandboxes', () => {
 
     const second = runCli(serve)
     await second.waitFor('is running')
-    const restarted = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(second.stdout())![1]!
+    const restarted = originOf(second.stdout())
     for (const key of KEYS) {
       const listed = (await (await fetch(`${restarted}/v1/categories`, { headers: auth(key) })).json()) as Category[]
       const mine = acknowledged.filter((entry) => entry.key === key).map((entry) => entry.category)

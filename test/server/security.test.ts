@@ -3,7 +3,8 @@
  * out of logs, journal, errors and the state dump, path-like scenario names, nosniff everywhere.
  */
 import { describe, expect, it } from 'vitest'
-import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+import { auth, jsonOf, startSandbox, type RunningSandbox, useStore } from '../support/sandbox-server.js'
+import { STORES } from '../support/stores.js'
 
 const A = 'key-a-7d1f0c'
 const B = 'key-b-92ae4b'
@@ -31,7 +32,9 @@ const ROUTES: { name: string; method: string; path: string; body?: string }[] = 
   { name: 'GET /__sandbox/tenants', method: 'GET', path: '/__sandbox/tenants' },
 ]
 
-describe('security across tenants', () => {
+describe.each(STORES)('security across tenants ($name store)', (kind) => {
+  useStore(kind)
+
   it.each(ROUTES)('$name with tenant B’s key never shows or changes tenant A’s data', async ({ method, path, body }) => {
     const sandbox = await twoTenants()
     const response = await sandbox.fetch(path, { method, headers: auth(B, body !== undefined), ...(body ? { body } : {}) })

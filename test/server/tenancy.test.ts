@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest'
 import { tenantId, type SandboxAppOptions } from '../../src/server.js'
 import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
-import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
+import { STORES } from '../support/stores.js'
 
 type Category = { id: number; name: string }
 
@@ -18,7 +19,9 @@ async function categoryNames(fetch: (path: string, init?: RequestInit) => Promis
   return ((await jsonOf(response)) as Category[]).map((category) => category.name)
 }
 
-describe('tenancy', () => {
+describe.each(STORES)('tenancy ($name store)', (kind) => {
+  useStore(kind)
+
   it('keeps the data of two keys apart', async () => {
     const { fetch } = await startSandbox({ apiKeys: ['k1', 'k2'] })
     await createCategory(fetch, 'k1', 'Only k1')
@@ -69,18 +72,6 @@ describe('tenancy', () => {
     expect(await categoryNames(fetch, 'partner-a')).toContain('A')
   })
 
-  it('evicts the least recently used tenant beyond maxTenants and reseeds it on its next request', async () => {
-    const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 2 })
-    await createCategory(fetch, 'a', 'A')
-    await createCategory(fetch, 'b', 'B')
-    await categoryNames(fetch, 'a') // a is now more recent than b
-    await createCategory(fetch, 'c', 'C') // evicts b
-    expect(sandbox.tenants.size).toBe(2)
-    expect(sandbox.tenants.evictions).toBe(1)
-    expect(await categoryNames(fetch, 'a')).toContain('A')
-    expect(await categoryNames(fetch, 'b')).not.toContain('B')
-  })
-
   it('never accepts the admin token as an API key, even with anyKey', async () => {
     const { fetch } = await startSandbox({ anyKey: true, adminToken: 'root-token' })
     const response = await fetch('/v1/categories', { headers: auth('root-token') })
@@ -123,5 +114,30 @@ describe('tenancy', () => {
     { name: 'an unknown scenario', options: { scenario: 'nope' }, message: /no such scenario/ },
   ])('refuses $name when the app is created', async ({ options, message }) => {
     await expect(startSandbox(options)).rejects.toThrow(message)
+  })
+})
+
+describe('tenancy in memory: eviction never drops data that exists nowhere else', () => {
+  it('evicts the least recently used tenant still on its seed beyond maxTenants, never one that wrote', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 2 })
+    await createCategory(fetch, 'a', 'A')
+    await categoryNames(fetch, 'reader') // on its seed: may be evicted
+    await createCategory(fetch, 'c', 'C') // evicts reader, not a
+    expect(sandbox.tenants.size).toBe(2)
+    expect(sandbox.tenants.evictions).toBe(1)
+    expect(await categoryNames(fetch, 'a')).toContain('A')
+    expect(await categoryNames(fetch, 'c')).toContain('C')
+  })
+
+  it('refuses a new key with 503 tenant_capacity and Retry-After when every tenant in memory holds writes', async () => {
+    const { fetch } = await startSandbox({ anyKey: true, maxTenants: 2 })
+    await createCategory(fetch, 'a', 'A')
+    await createCategory(fetch, 'b', 'B')
+    const refused = await fetch('/v1/categories', { headers: auth('newcomer') })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBe('30')
+    expect(((await jsonOf(refused)) as { code: string }).code).toBe('tenant_capacity')
+    expect(await categoryNames(fetch, 'a')).toEqual(expect.arrayContaining(['A']))
+    expect(await categoryNames(fetch, 'b')).toEqual(expect.arrayContaining(['B']))
   })
 })

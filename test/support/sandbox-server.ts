@@ -4,7 +4,8 @@
  */
 import { createServer, type Server, type ServerOptions } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { onTestFinished } from 'vitest'
+import { afterAll, beforeAll, onTestFinished } from 'vitest'
+import type { StoreKind } from './stores.js'
 import { answerClientErrors } from '../../src/server/client-errors.js'
 import { expectConformantResponse } from './openapi-validator.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
@@ -20,6 +21,22 @@ export interface RunningSandbox {
   readonly fetch: (path: string, init?: RequestInit) => Promise<Response>
 }
 
+let currentStore: StoreKind | undefined
+
+/**
+ * Runs the sandboxes of the enclosing `describe` on `kind`'s storage (a fresh data directory
+ * per sandbox for SQLite), unless a test passes its own `dataDir`.
+ * @example describe.each(STORES)('tenancy ($name store)', (kind) => { useStore(kind); it(…) })
+ */
+export function useStore(kind: StoreKind): void {
+  beforeAll(() => {
+    currentStore = kind
+  })
+  afterAll(() => {
+    currentStore = undefined
+  })
+}
+
 /**
  * Starts the app (no demo page unless `demoDir` is given) and registers its teardown. `http`
  * sets the Node server's own options (timeouts), as the CLI does.
@@ -29,13 +46,15 @@ export async function startSandbox(
   http: ServerOptions & { headersTimeout?: number; requestTimeout?: number } = {},
 ): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
-  const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...options })
+  const store = options.dataDir === undefined ? currentStore?.sandboxOptions() : undefined
+  const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...store, ...options })
   const server = createServer(http, sandbox.listener)
   answerClientErrors(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   onTestFinished(async () => {
     server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
+    await sandbox.close()
   })
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return { origin, sandbox, server, logs, fetch: (path, init) => fetchConformant(origin, path, init) }

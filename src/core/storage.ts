@@ -1,0 +1,145 @@
+/**
+ * The storage seam: one tenant's writable state ({@link TenantStore}) and the set of tenants
+ * ({@link TenantStorage}). Two implementations today: in memory (`memory-storage.ts`, @msw/data,
+ * the library's and the browser's) and SQLite (`server/sqlite-storage.ts`, `--data-dir`).
+ *
+ * Written so that a store shared by several processes (Redis, a later issue) can implement it
+ * unchanged:
+ * - every method is async and may fail with {@link StorageUnavailableError};
+ * - a create assigns its id inside the store (an atomic increment per tenant, `INCR`), never
+ *   from a counter the caller holds, so two processes never hand out the same id;
+ * - {@link TenantStore.replace} (a reset or a scenario switch) replaces the categories, the
+ *   next id and the scenario name at once (one transaction, `MULTI`/`EXEC`): a reader sees the
+ *   old state or the new one, never a mix;
+ * - a write resolves only once it is durable to the store's own promise (in memory: applied;
+ *   SQLite: committed), and a write that rejects left nothing behind (no phantom rows);
+ * - nothing is cached by the caller: every read asks the store.
+ */
+import type { Category, NewCategory } from '../contract/schemas.js'
+import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
+
+/** A tenant's whole writable state: pets and orders are read-only and come from the scenario. */
+export interface TenantState {
+  /** The name of the scenario the tenant is on. */
+  readonly scenario: string
+  /** Categories in creation order. */
+  readonly categories: readonly Category[]
+  /** The id the next created category gets. */
+  readonly nextCategoryId: number
+}
+
+/** One tenant's writable state. */
+export interface TenantStore {
+  /** The scenario the tenant is on: its saved one, or the storage's default for a tenant that never wrote. */
+  scenario(): Promise<string>
+  /** All categories in creation order, as plain objects. */
+  listCategories(): Promise<Category[]>
+  /** How many categories the tenant holds. */
+  countCategories(): Promise<number>
+  /**
+   * Stores a valid NewCategory under the tenant's next id, assigned atomically by the store.
+   * Rejects with {@link IdSpaceExhaustedError} when that id is no longer a safe integer.
+   */
+  createCategory(input: NewCategory): Promise<Category>
+  /** Replaces the whole state in one step (a reset, a scenario switch). */
+  replace(state: TenantState): Promise<void>
+  /**
+   * Whether the tenant holds anything beyond the storage's default seed, as far as this handle
+   * has seen: false until its first create or scenario switch, and again after a reset to the
+   * default seed. A tenant that is not modified can be dropped and recreated without loss.
+   */
+  readonly modified: boolean
+}
+
+/** What the tenant list shows about a stored tenant. */
+export interface TenantSummary {
+  readonly id: string
+  readonly scenario: string
+  readonly categories: number
+  /** When it last wrote (ms since the epoch). */
+  readonly updatedAt: number
+}
+
+/** Whether the storage can serve reads and writes now. */
+export interface StorageHealth {
+  readonly ok: boolean
+  /** What failed, for the operator (may name paths: never sent to API clients). */
+  readonly detail?: string | undefined
+}
+
+/** The set of tenants. */
+export interface TenantStorage {
+  /** `memory` keeps tenants while the process runs; any other kind keeps them across restarts. */
+  readonly kind: 'memory' | 'sqlite'
+  /** Whether a tenant's state survives the process (so any tenant may be dropped from memory). */
+  readonly durable: boolean
+  /** The store of one tenant, created empty (on the default seed) when it has none. No I/O until used. */
+  open(id: string): TenantStore
+  /** Whether a tenant has saved state (it has written). */
+  has(id: string): Promise<boolean>
+  /** Every tenant with saved state. */
+  list(): Promise<TenantSummary[]>
+  /** Forgets a tenant's state; true when there was some. */
+  delete(id: string): Promise<boolean>
+  /** Forgets every tenant that has not written since `before` (ms since the epoch); returns their ids. */
+  expire(before: number): Promise<string[]>
+  health(): Promise<StorageHealth>
+  /** Finishes pending writes and lets go of files and locks. */
+  close(): Promise<void>
+}
+
+/**
+ * A storage failure (disk full, read-only, I/O error, a lock held elsewhere). Clients get
+ * `503 storage_unavailable`; the message, which may name paths, goes to the operator only.
+ */
+export class StorageUnavailableError extends Error {
+  override readonly name = 'StorageUnavailableError'
+}
+
+/** Thrown when the next id would no longer be a safe integer. */
+export class IdSpaceExhaustedError extends Error {
+  override readonly name = 'IdSpaceExhaustedError'
+}
+
+const SEEDS = new WeakMap<Scenario, TenantState>()
+
+/**
+ * The state a scenario seeds: explicit ids kept, missing ones numbered after the highest
+ * explicit id, the next id after the highest. Computed once per scenario object and frozen,
+ * since every tenant on that scenario shares it.
+ */
+export function seedState(scenario: Scenario): TenantState {
+  let seed = SEEDS.get(scenario)
+  if (!seed) {
+    const categories = Object.freeze(expandCategories(scenario.seed.categories).map((category) => Object.freeze(category)))
+    const nextCategoryId = categories.reduce((max, category) => Math.max(max, category.id), 0) + 1
+    seed = Object.freeze({ scenario: scenario.name, categories, nextCategoryId })
+    SEEDS.set(scenario, seed)
+  }
+  return seed
+}
+
+function expandCategories(source: Scenario['seed']['categories']): Category[] {
+  if ('generate' in source) {
+    const { count, name, description } = source.generate
+    return Array.from({ length: count }, (_, index) => {
+      const n = String(index + 1)
+      const category: Category = { id: index + 1, name: name.replaceAll('{n}', n) }
+      if (description !== undefined) category.description = description.replaceAll('{n}', n)
+      return category
+    })
+  }
+  let next = source.reduce((max, seed) => Math.max(max, seed.id ?? 0), 0)
+  return source.map((seed: CategorySeed) => {
+    const category: Category = { id: seed.id ?? ++next, name: seed.name }
+    if (seed.description !== undefined) category.description = seed.description
+    return category
+  })
+}
+
+/** @note Copies only the contract's fields, so nothing a store attaches ever leaks out. */
+export function toCategory(record: Category): Category {
+  return record.description === undefined
+    ? { id: record.id, name: record.name }
+    : { id: record.id, name: record.name, description: record.description }
+}

@@ -1,0 +1,497 @@
+/**
+ * The SQLite {@link TenantStorage} behind `--data-dir`: one database, `DIR/sandbox.db`, in WAL
+ * mode, held with an exclusive lock for as long as the server runs. better-sqlite3 is an
+ * optional peer dependency, loaded only here and only when a data directory is used.
+ *
+ * Schema (see docs/decisions/0002-sqlite-storage.md):
+ * - `meta(key, value)`: the format version;
+ * - `tenants(id, scenario, next_category_id, updated_at)`: one row per tenant that has written;
+ * - `categories(seq, tenant, id, name, description)`: `seq` (the rowid) keeps creation order.
+ *
+ * A tenant without a row is on the default seed; it gets one on its first write, so a key that
+ * only reads leaves nothing on disk. Creates that arrive together share one transaction and
+ * one fsync (group commit); a reset or scenario switch is one transaction.
+ */
+import { lstatSync, mkdirSync } from 'node:fs'
+import { open, type FileHandle } from 'node:fs/promises'
+import { join } from 'node:path'
+import type BetterSqlite3 from 'better-sqlite3'
+import type { Category, NewCategory } from '../contract/schemas.js'
+import { PetstoreError } from '../errors.js'
+import {
+  IdSpaceExhaustedError,
+  StorageUnavailableError,
+  toCategory,
+  type StorageHealth,
+  type TenantState,
+  type TenantStorage,
+  type TenantStore,
+  type TenantSummary,
+} from '../core/storage.js'
+
+/** The database's file name inside the data directory. */
+export const DATABASE_FILE = 'sandbox.db'
+const FORMAT = '1'
+/**
+ * How many fsyncs of the WAL may run at once. A writer waits for an fsync that started after its
+ * commit; letting the next one start while another runs halves that wait, and the file system
+ * folds overlapping fsyncs of one file into one journal commit.
+ */
+const SYNC_CONCURRENCY = 2
+
+/** Options of {@link openSqliteStorage}. */
+export interface SqliteStorageOptions {
+  /** The data directory; created when missing. */
+  readonly dir: string
+  /** The state of a tenant that has never written (the server's scenario's seed). */
+  readonly seed: TenantState
+  /**
+   * `power-loss`: a write is answered once the WAL is fsynced, so it survives power loss and
+   * `kill -9`; `process-crash`: once committed to the OS (it survives `kill -9`, not a power cut).
+   * @default 'power-loss'
+   */
+  readonly durability?: 'power-loss' | 'process-crash' | undefined
+  /** Told about storage failures and recoveries, with paths (the operator's log). @default none */
+  readonly warn?: ((message: string) => void) | undefined
+}
+
+type Database = BetterSqlite3.Database
+
+interface PendingCreate {
+  readonly tenant: string
+  readonly input: NewCategory
+  readonly resolve: (category: Category) => void
+  readonly reject: (error: Error) => void
+}
+
+/** A create committed in a batch: the category and its row, in case it must be withdrawn. */
+interface Inserted {
+  readonly category: Category
+  readonly seq: number
+}
+
+interface CategoryRow {
+  id: number
+  name: string
+  description: string | null
+}
+
+/**
+ * Opens (or creates) the data directory's database. Refuses with a {@link PetstoreError} when
+ * better-sqlite3 is not installed, when another server holds the database, when the file is
+ * not a sound SQLite database, or when it is a symbolic link.
+ */
+export async function openSqliteStorage(options: SqliteStorageOptions): Promise<SqliteStorage> {
+  const Sqlite = await loadBinding()
+  const path = join(options.dir, DATABASE_FILE)
+  try {
+    mkdirSync(options.dir, { recursive: true })
+  } catch (error) {
+    throw new PetstoreError('invalid_option', `Cannot use data directory ${options.dir}: ${(error as Error).message}`)
+  }
+  for (const file of [path, `${path}-wal`, `${path}-journal`, `${path}-shm`]) refuseLink(file)
+  let db: Database | undefined
+  try {
+    // @note timeout 0: a database locked by another server must refuse at once, not wait.
+    db = new Sqlite(path, { timeout: 0 })
+    // Exclusive locking before WAL: the WAL index lives in this process's memory (no -shm file
+    // another process could map), and the first write below takes a lock kept until close.
+    db.pragma('locking_mode = EXCLUSIVE')
+    db.pragma('journal_mode = WAL')
+    // @note NORMAL: a commit writes the WAL without an fsync, so it never blocks the event loop
+    // on the disk; the storage fsyncs the WAL itself, off the loop, before a write is answered.
+    db.pragma('synchronous = NORMAL')
+    db.exec('BEGIN EXCLUSIVE; COMMIT')
+    const check = db.pragma('quick_check', { simple: true })
+    if (check !== 'ok') throw new CorruptDatabase(String(check))
+    db.exec(`
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS tenants (
+        id TEXT PRIMARY KEY,
+        scenario TEXT NOT NULL,
+        next_category_id INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS categories (
+        seq INTEGER PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        id INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        description TEXT
+      );
+      CREATE INDEX IF NOT EXISTS categories_by_tenant ON categories (tenant, seq);
+      INSERT OR IGNORE INTO meta (key, value) VALUES ('format', '${FORMAT}');
+    `)
+    const format = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'format'").get()?.value
+    if (format !== FORMAT) {
+      throw new PetstoreError('invalid_option', `Cannot use ${path}: it has format ${format ?? 'none'}, this version reads format ${FORMAT}`)
+    }
+    const wal = await open(`${path}-wal`, 'r')
+    return new SqliteStorage(db, path, wal, options)
+  } catch (error) {
+    db?.close()
+    throw refusal(error, path)
+  }
+}
+
+class CorruptDatabase extends Error {}
+
+/** Why the database cannot be opened, as one line an operator can act on. */
+function refusal(error: unknown, path: string): Error {
+  if (error instanceof PetstoreError) return error
+  const code = sqliteCode(error)
+  const message = error instanceof Error ? error.message : String(error)
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED') {
+    return new PetstoreError('invalid_option', `Cannot use ${path}: another petstore-sandbox server is using this data directory (the database is locked). Stop it, or choose another --data-dir.`)
+  }
+  if (error instanceof CorruptDatabase || code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') {
+    return new PetstoreError('invalid_option', `Cannot use ${path}: it is not a sound SQLite database (${message}). Nothing was changed; restore it from a backup, or move it away to start empty.`)
+  }
+  return new PetstoreError('invalid_option', `Cannot use ${path}: ${message}`)
+}
+
+function refuseLink(file: string): void {
+  let stat
+  try {
+    stat = lstatSync(file)
+  } catch {
+    return
+  }
+  if (stat.isSymbolicLink() || !stat.isFile()) {
+    throw new PetstoreError(
+      'invalid_option',
+      `Cannot use ${file}: it is ${stat.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}; the sandbox writes only inside its data directory. Replace it with the database file itself.`,
+    )
+  }
+}
+
+async function loadBinding(): Promise<typeof BetterSqlite3> {
+  try {
+    const module = await import('better-sqlite3')
+    return module.default
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
+      throw new PetstoreError('invalid_option', '--data-dir needs the optional dependency better-sqlite3: run `npm install better-sqlite3` (it compiles where no prebuilt binary downloads)')
+    }
+    throw new PetstoreError('invalid_option', `--data-dir needs better-sqlite3, which failed to load: ${(error as Error).message}`)
+  }
+}
+
+function sqliteCode(error: unknown): string | undefined {
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined
+}
+
+export class SqliteStorage implements TenantStorage {
+  readonly kind = 'sqlite'
+  readonly durable = true
+  /** The database file (for the operator's messages; never sent to clients). */
+  readonly path: string
+  readonly #db: Database
+  readonly #seed: TenantState
+  readonly #warn: (message: string) => void
+  readonly #wal: FileHandle
+  readonly #fsync: boolean
+  #pending: PendingCreate[] = []
+  #scheduled = false
+  /** Writers waiting for the next fsync of the WAL, and whether one is running. */
+  #syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = []
+  #syncing = 0
+  #failing: string | undefined
+  /** How many fsyncs of the WAL ran (lets tests see writes share them). */
+  syncs = 0
+  readonly #sql
+
+  constructor(db: Database, path: string, wal: FileHandle, options: SqliteStorageOptions) {
+    this.#db = db
+    this.path = path
+    this.#wal = wal
+    this.#fsync = (options.durability ?? 'power-loss') === 'power-loss'
+    this.#seed = options.seed
+    this.#warn = options.warn ?? (() => undefined)
+    this.#sql = {
+      tenant: db.prepare<[string], { scenario: string; next: number }>('SELECT scenario, next_category_id AS next FROM tenants WHERE id = ?'),
+      insertTenant: db.prepare<[string, string, number, number]>('INSERT INTO tenants (id, scenario, next_category_id, updated_at) VALUES (?, ?, ?, ?)'),
+      upsertTenant: db.prepare<[string, string, number, number]>(
+        'INSERT INTO tenants (id, scenario, next_category_id, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scenario = excluded.scenario, next_category_id = excluded.next_category_id, updated_at = excluded.updated_at',
+      ),
+      advance: db.prepare<[number, string]>('UPDATE tenants SET next_category_id = next_category_id + 1, updated_at = ? WHERE id = ?'),
+      insertCategory: db.prepare<[string, number, string, string | null]>('INSERT INTO categories (tenant, id, name, description) VALUES (?, ?, ?, ?)'),
+      categories: db.prepare<[string], CategoryRow>('SELECT id, name, description FROM categories WHERE tenant = ? ORDER BY seq'),
+      count: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM categories WHERE tenant = ?'),
+      deleteCategories: db.prepare<[string]>('DELETE FROM categories WHERE tenant = ?'),
+      deleteTenant: db.prepare<[string]>('DELETE FROM tenants WHERE id = ?'),
+      deleteSeq: db.prepare<[number]>('DELETE FROM categories WHERE seq = ?'),
+      summaries: db.prepare<[], TenantSummary>(
+        'SELECT t.id AS id, t.scenario AS scenario, (SELECT COUNT(*) FROM categories c WHERE c.tenant = t.id) AS categories, t.updated_at AS updatedAt FROM tenants t ORDER BY t.updated_at',
+      ),
+      idle: db.prepare<[number], { id: string }>('SELECT id FROM tenants WHERE updated_at < ?'),
+    }
+  }
+
+  open(id: string): TenantStore {
+    return new SqliteTenantStore(this, id)
+  }
+
+  has(id: string): Promise<boolean> {
+    return this.#run(() => this.#sql.tenant.get(id) !== undefined)
+  }
+
+  list(): Promise<TenantSummary[]> {
+    return this.#run(() => this.#sql.summaries.all())
+  }
+
+  delete(id: string): Promise<boolean> {
+    this.#flush()
+    return this.#write(() => this.#db.transaction(() => {
+      this.#sql.deleteCategories.run(id)
+      return this.#sql.deleteTenant.run(id).changes > 0
+    })())
+  }
+
+  expire(before: number): Promise<string[]> {
+    this.#flush()
+    return this.#write(() => this.#db.transaction(() => {
+      const ids = this.#sql.idle.all(before).map((row) => row.id)
+      for (const id of ids) {
+        this.#sql.deleteCategories.run(id)
+        this.#sql.deleteTenant.run(id)
+      }
+      return ids
+    })())
+  }
+
+  async health(): Promise<StorageHealth> {
+    try {
+      await this.#run(() => this.#db.prepare('SELECT COUNT(*) FROM tenants').get())
+    } catch {
+      // #run has recorded the failure
+    }
+    return this.#failing === undefined ? { ok: true } : { ok: false, detail: this.#failing }
+  }
+
+  async close(): Promise<void> {
+    this.#flush()
+    await this.#synced().catch(() => undefined)
+    if (this.#db.open) this.#db.close()
+    await this.#wal.close().catch(() => undefined)
+  }
+
+  /** The tenant's state: its row and categories, or the default seed when it has none. */
+  state(id: string): Promise<TenantState> {
+    return this.#run(() => {
+      const row = this.#sql.tenant.get(id)
+      if (!row) return this.#seed
+      return { scenario: row.scenario, nextCategoryId: row.next, categories: this.#sql.categories.all(id).map(fromRow) }
+    })
+  }
+
+  scenarioOf(id: string): Promise<string> {
+    return this.#run(() => this.#sql.tenant.get(id)?.scenario ?? this.#seed.scenario)
+  }
+
+  count(id: string): Promise<number> {
+    return this.#run(() => (this.#sql.tenant.get(id) ? (this.#sql.count.get(id)?.n ?? 0) : this.#seed.categories.length))
+  }
+
+  /** Queues a create for the next group commit; resolves once it is committed. */
+  create(tenant: string, input: NewCategory): Promise<Category> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ tenant, input, resolve, reject })
+      if (!this.#scheduled) {
+        this.#scheduled = true
+        // @note Creates parsed in the same turn of the event loop share the next commit.
+        setImmediate(() => this.#flush())
+      }
+    })
+  }
+
+  /** Replaces a tenant's state in one transaction; resolves to whether it now has a row. */
+  replace(id: string, state: TenantState): Promise<boolean> {
+    this.#flush()
+    return this.#write(() =>
+      this.#db.transaction(() => {
+        this.#sql.deleteCategories.run(id)
+        if (state === this.#seed) {
+          // Back on the default seed: nothing to keep, so the tenant leaves the disk.
+          this.#sql.deleteTenant.run(id)
+          return false
+        }
+        this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now())
+        for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
+        return true
+      })(),
+    )
+  }
+
+  /** Commits every queued create in one transaction; on failure, none of them is kept. */
+  #flush(): void {
+    this.#scheduled = false
+    const batch = this.#pending
+    if (batch.length === 0) return
+    this.#pending = []
+    let results: (Inserted | Error)[]
+    try {
+      results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))())
+    } catch (error) {
+      for (const item of batch) item.reject(error as Error)
+      return
+    }
+    const answer = (error?: Error) => {
+      if (error) this.#withdraw(results)
+      for (const [index, item] of batch.entries()) {
+        const result = results[index]!
+        if (error) item.reject(error)
+        else if (result instanceof Error) item.reject(result)
+        else item.resolve(result.category)
+      }
+    }
+    this.#synced().then(() => answer(), answer)
+  }
+
+  /**
+   * Removes creates whose commit could not be made durable (the fsync failed), so a create
+   * answered 503 is never listed afterwards. Best effort: when this fails too, the operator is told.
+   */
+  #withdraw(results: readonly (Inserted | Error)[]): void {
+    try {
+      this.#db.transaction(() => {
+        for (const result of results) if (!(result instanceof Error)) this.#sql.deleteSeq.run(result.seq)
+      })()
+    } catch (error) {
+      this.#warn(`storage: could not withdraw creates whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
+    }
+  }
+
+  /** Runs a write transaction now; resolves once it is durable. */
+  async #write<T>(task: () => T): Promise<T> {
+    const result = await this.#run(task)
+    await this.#synced()
+    return result
+  }
+
+  /**
+   * Settles once an fsync of the WAL that started after this call has finished: every commit
+   * made before it is then on disk. Writers arriving while an fsync runs share the next one.
+   */
+  #synced(): Promise<void> {
+    if (!this.#fsync) return Promise.resolve()
+    return new Promise((resolve, reject) => {
+      this.#syncWaiters.push({ resolve, reject })
+      if (this.#syncing < SYNC_CONCURRENCY) this.#startSync()
+    })
+  }
+
+  #startSync(): void {
+    this.#syncing++
+    const waiters = this.#syncWaiters
+    this.#syncWaiters = []
+    this.#wal
+      .datasync()
+      .then(
+        () => {
+          this.syncs++
+          for (const waiter of waiters) waiter.resolve()
+        },
+        (error: unknown) => {
+          const failure = this.#failure(error)
+          for (const waiter of waiters) waiter.reject(failure)
+        },
+      )
+      .finally(() => {
+        this.#syncing--
+        if (this.#syncWaiters.length > 0 && this.#syncing < SYNC_CONCURRENCY) this.#startSync()
+      })
+  }
+
+  #insert({ tenant, input }: PendingCreate): Inserted | Error {
+    const now = Date.now()
+    let row = this.#sql.tenant.get(tenant)
+    if (!row) {
+      // The tenant's first write: its seed goes to disk with it, in the same transaction.
+      this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now)
+      for (const category of this.#seed.categories) this.#sql.insertCategory.run(tenant, category.id, category.name, category.description ?? null)
+      row = { scenario: this.#seed.scenario, next: this.#seed.nextCategoryId }
+    }
+    const id = row.next
+    if (!Number.isSafeInteger(id + 1)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
+    this.#sql.advance.run(now, tenant)
+    const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
+    const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
+    return { category, seq }
+  }
+
+  /** Runs a database call now, as a promise; a database failure becomes a {@link StorageUnavailableError}. */
+  #run<T>(task: () => T): Promise<T> {
+    try {
+      return Promise.resolve(this.#guard(task))
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** A storage failure as the error clients are answered with; the operator is told the detail once. */
+  #failure(error: unknown): StorageUnavailableError {
+    const code = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code ?? 'closed'
+    const detail = `${this.path}: ${code}: ${error instanceof Error ? error.message : String(error)}`
+    if (this.#failing !== detail) this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
+    this.#failing = detail
+    return new StorageUnavailableError(detail, { cause: error })
+  }
+
+  #guard<T>(task: () => T): T {
+    let result: T
+    try {
+      result = task()
+    } catch (error) {
+      if (sqliteCode(error) === undefined && this.#db.open) throw error
+      throw this.#failure(error)
+    }
+    if (this.#failing !== undefined) {
+      this.#warn(`storage recovered: ${this.path}`)
+      this.#failing = undefined
+    }
+    return result
+  }
+}
+
+function fromRow(row: CategoryRow): Category {
+  return toCategory(row.description === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, description: row.description })
+}
+
+/** One tenant's handle: every call goes to the database (nothing cached, so nothing goes stale). */
+class SqliteTenantStore implements TenantStore {
+  readonly #storage: SqliteStorage
+  readonly #id: string
+
+  constructor(storage: SqliteStorage, id: string) {
+    this.#storage = storage
+    this.#id = id
+  }
+
+  /** True once a write through this handle left more than the default seed. */
+  modified = false
+
+  scenario(): Promise<string> {
+    return this.#storage.scenarioOf(this.#id)
+  }
+
+  async listCategories(): Promise<Category[]> {
+    return (await this.#storage.state(this.#id)).categories.map(toCategory)
+  }
+
+  countCategories(): Promise<number> {
+    return this.#storage.count(this.#id)
+  }
+
+  async createCategory(input: NewCategory): Promise<Category> {
+    const category = await this.#storage.create(this.#id, input)
+    this.modified = true
+    return category
+  }
+
+  async replace(state: TenantState): Promise<void> {
+    this.modified = await this.#storage.replace(this.#id, state)
+  }
+}

@@ -1,0 +1,83 @@
+/** The storage interface's shared suite: every implementation passes the same tests. */
+import { describe, expect, it } from 'vitest'
+import { seedState, type TenantState } from '../src/core/storage.js'
+import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
+import { STORES } from './support/stores.js'
+
+const SEED = seedState(BUILTIN_SCENARIOS['default']!)
+const SEED_NAMES = ['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish']
+
+describe.each(STORES)('$name storage', (kind) => {
+  it('starts a tenant on the default seed, unmodified and not listed', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    expect((await store.listCategories()).map((category) => category.name)).toEqual(SEED_NAMES)
+    expect(await store.countCategories()).toBe(5)
+    expect(await store.scenario()).toBe('default')
+    expect(store.modified).toBe(false)
+    expect(await storage.has('t1')).toBe(false)
+    expect(await storage.list()).toEqual([])
+  })
+
+  it('gives concurrent creates distinct, increasing ids in arrival order', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    const created = await Promise.all(Array.from({ length: 40 }, (_, i) => store.createCategory({ name: `c${i}` })))
+    expect(created.map((category) => category.id)).toEqual(Array.from({ length: 40 }, (_, i) => 6 + i))
+    expect((await store.listCategories()).slice(5)).toEqual(created)
+    expect(store.modified).toBe(true)
+    expect(await storage.has('t1')).toBe(true)
+  })
+
+  it('keeps tenants apart', async () => {
+    const storage = await kind.open(SEED)
+    await storage.open('a').createCategory({ name: 'only a', description: 'mine' })
+    expect((await storage.open('b').listCategories()).map((category) => category.name)).toEqual(SEED_NAMES)
+    expect((await storage.open('a').listCategories()).at(-1)).toEqual({ id: 6, name: 'only a', description: 'mine' })
+  })
+
+  it('replaces categories, next id and scenario in one step', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    await store.createCategory({ name: 'gone after replace' })
+    const state: TenantState = { scenario: 'empty', categories: [{ id: 3, name: 'Three' }], nextCategoryId: 10 }
+    await store.replace(state)
+    expect(await store.listCategories()).toEqual([{ id: 3, name: 'Three' }])
+    expect(await store.scenario()).toBe('empty')
+    expect(await store.createCategory({ name: 'next' })).toEqual({ id: 10, name: 'next' })
+    expect(await storage.list()).toEqual([expect.objectContaining({ id: 't1', scenario: 'empty', categories: 2 })])
+  })
+
+  it('forgets a tenant when it is back on the default seed', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    await store.createCategory({ name: 'x' })
+    await store.replace(SEED)
+    expect(store.modified).toBe(false)
+    expect((await store.listCategories()).map((category) => category.name)).toEqual(SEED_NAMES)
+  })
+
+  it('deletes a tenant’s data', async () => {
+    const storage = await kind.open(SEED)
+    await storage.open('t1').createCategory({ name: 'x' })
+    expect(await storage.delete('t1')).toBe(true)
+    expect(await storage.delete('t1')).toBe(false)
+    expect(await storage.list()).toEqual([])
+    expect((await storage.open('t1').listCategories()).map((category) => category.name)).toEqual(SEED_NAMES)
+  })
+
+  it('expires tenants that have not written since a time, and only those', async () => {
+    const storage = await kind.open(SEED)
+    await storage.open('old').createCategory({ name: 'x' })
+    const cut = Date.now() + 1
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    await storage.open('fresh').createCategory({ name: 'y' })
+    expect(await storage.expire(cut)).toEqual(['old'])
+    expect((await storage.list()).map((summary) => summary.id)).toEqual(['fresh'])
+  })
+
+  it('reports itself healthy', async () => {
+    const storage = await kind.open(SEED)
+    expect(await storage.health()).toEqual({ ok: true })
+  })
+})
