@@ -6,8 +6,9 @@
 import { z } from 'zod'
 import { declaredErrorStatuses } from '../handlers/operation.js'
 import { OPERATIONS } from '../handlers/routes.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
-import { ApiError, Category, NewCategory, Order, Pet } from './schemas.js'
+import { ApiError, categorySchemas, Order, Pet } from './schemas.js'
 
 /** The interface description version of the published interface. */
 export const INTERFACE_VERSION = '1.0.0'
@@ -18,8 +19,9 @@ const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
 const jsonContent = (schema: Json) => ({ 'application/json': { schema } })
 const errorResponse = (description: string) => ({ description, content: jsonContent(ref('Error')) })
 
-function componentSchemas(): Record<string, Json> {
+function componentSchemas(limits: CategoryLimits): Record<string, Json> {
   const registry = z.registry<{ id: string }>()
+  const { NewCategory, Category } = categorySchemas(limits)
   for (const schema of [NewCategory, Category, ApiError, Pet, Order]) {
     registry.add(schema, { id: schema.meta()?.id as string })
   }
@@ -46,16 +48,23 @@ const DESCRIPTIONS: Record<string, { summary: string; success: string; schema: J
 }
 
 /** What each declared error status means, as the document says it. */
-const ERROR_TEXT: Readonly<Record<number, string>> = {
-  400: 'The body lacks required fields or holds invalid values',
-  401: 'Missing or invalid API key',
-  404: 'No pet with this id in the scenario',
-  410: 'The operation is past its sunset (after-sunset mode)',
-  413: 'The body is larger than the limit',
+function errorText(status: number, limits: CategoryLimits): string {
+  const texts: Readonly<Record<number, string>> = {
+    400: `The body lacks required fields or holds invalid values (a name over ${limits.nameMaxLength} or a description over ${limits.descriptionMaxLength} characters among them)`,
+    401: 'Missing or invalid API key',
+    404: 'No pet with this id in the scenario',
+    409: `The tenant already holds the most categories allowed (${limits.maxCategories})`,
+    410: 'The operation is past its sunset (after-sunset mode)',
+    413: 'The body is larger than the limit',
+  }
+  return texts[status]!
 }
 
-/** Builds the document. `serverUrl` is listed first among the servers. */
-export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Json {
+/**
+ * Builds the document. `serverUrl` is listed first among the servers; `limits` are the lengths
+ * and counts the schemas and texts state (a server passes its own).
+ */
+export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1', limits: CategoryLimits = DEFAULT_CATEGORY_LIMITS): Json {
   const paths: Record<string, Record<string, Json>> = {}
   for (const operation of OPERATIONS) {
     const path = operation.path.replace(/:(\w+)/g, '{$1}')
@@ -76,10 +85,10 @@ export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Js
       if (status === 500 || status === 503) continue // under `default`
       responses[String(status)] =
         status === 401
-          ? { ...errorResponse(ERROR_TEXT[status]!), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } }
-          : errorResponse(ERROR_TEXT[status]!)
+          ? { ...errorResponse(errorText(status, limits)), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } }
+          : errorResponse(errorText(status, limits))
     }
-    responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`')
+    responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`, 503 `over_capacity` with `Retry-After`')
     paths[path] ??= {}
     paths[path][operation.method.toLowerCase()] = {
       operationId: operation.id,
@@ -107,7 +116,7 @@ export function buildOpenApiDocument(serverUrl = 'http://127.0.0.1:4010/v1'): Js
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
-      schemas: componentSchemas(),
+      schemas: componentSchemas(limits),
     },
     'x-error-codes': Object.fromEntries(
       API_ERROR_CODES.map((code) => [code, { status: ERROR_TABLE[code].status, when: ERROR_TABLE[code].when }]),

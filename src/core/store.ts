@@ -4,12 +4,21 @@
  * concurrent creates get distinct, increasing ids in the order they arrived.
  */
 import { Collection } from '@msw/data'
-import { Category, Order, Pet, type NewCategory } from '../contract/schemas.js'
+import { Order, Pet, StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
 import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
+import { heapWeight } from './heap-weight.js'
 
 /** Thrown when the next id would no longer be a safe integer. */
 export class IdSpaceExhaustedError extends Error {
   override readonly name = 'IdSpaceExhaustedError'
+}
+
+/** Thrown when a create would take a tenant past its category limit. */
+export class CategoryLimitError extends Error {
+  override readonly name = 'CategoryLimitError'
+  constructor(readonly limit: number) {
+    super(`the tenant holds the most categories allowed (${limit})`)
+  }
 }
 
 /** The writable part of a store: pets and orders are read-only, so their seed restores them. */
@@ -38,11 +47,17 @@ export class PetstoreStore {
    * exception fails the write it follows.
    */
   onWrite: ((snapshot: StoreSnapshot) => void) | undefined
-  readonly #categories = new Collection({ schema: Category })
+  readonly #categories = new Collection({ schema: StoredCategory })
   readonly #pets = new Collection({ schema: Pet })
   readonly #orders = new Collection({ schema: Order })
   #nextCategoryId = 1
   #tail: Promise<unknown> = Promise.resolve()
+  #heldBytes = 0
+  /**
+   * Creates beyond this many categories throw {@link CategoryLimitError}; a seed may hold more.
+   * @default Infinity
+   */
+  maxCategories = Number.POSITIVE_INFINITY
 
   /** Runs `task` after every task queued before it; a failed task does not block later ones. */
   #serial<T>(task: () => T | Promise<T>): Promise<T> {
@@ -65,6 +80,7 @@ export class PetstoreStore {
       for (const pet of scenario.seed.pets) await this.#pets.create(structuredClone(pet))
       for (const order of scenario.seed.orders) await this.#orders.create(structuredClone(order))
       this.#nextCategoryId = saved?.nextCategoryId ?? categories.reduce((max, category) => Math.max(max, category.id), 0) + 1
+      this.#heldBytes = categoriesWeight(categories) + heapWeight(scenario.seed.pets) + heapWeight(scenario.seed.orders)
       this.#wrote()
       return { result: undefined, write: { kind: 'replaced', snapshot: this.#snapshot() } }
     })
@@ -96,6 +112,7 @@ export class PetstoreStore {
       this.#categories.clear()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
+      this.#heldBytes = categoriesWeight(snapshot.categories)
       this.#wrote()
       return { result: undefined, write: { kind: 'replaced', snapshot: this.#snapshot() } }
     })
@@ -117,6 +134,7 @@ export class PetstoreStore {
   /** Stores a valid NewCategory under the next id. */
   createCategory(input: NewCategory): Promise<Category> {
     return this.#durable(async () => {
+      if (this.#categories.count() >= this.maxCategories) throw new CategoryLimitError(this.maxCategories)
       const id = this.#nextCategoryId
       if (!Number.isSafeInteger(id)) {
         throw new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
@@ -127,6 +145,7 @@ export class PetstoreStore {
           ? { id, name: input.name }
           : { id, name: input.name, description: input.description },
       )
+      this.#heldBytes += categoryWeight(record)
       this.#wrote()
       const category = toCategory(record)
       return { result: category, write: { kind: 'created', category: toCategory(record) } }
@@ -149,10 +168,31 @@ export class PetstoreStore {
     return this.#serial(() => this.#orders.all().map((order) => structuredClone(order)))
   }
 
+  /**
+   * What the stored data holds on the heap, estimated: about 860 bytes of collection overhead
+   * per category (measured by `npm run bench -- scale`) plus its strings, and the seeded pets and orders.
+   */
+  get heldBytes(): number {
+    return this.#heldBytes
+  }
+
   /** How many categories are stored (no queue: a cheap figure for summaries). */
   get categoryCount(): number {
     return this.#categories.count()
   }
+}
+
+/** Heap per stored category beyond its own fields, as `bench/scale.ts` measures it. */
+const CATEGORY_OVERHEAD = 860
+
+function categoryWeight(category: Category): number {
+  return CATEGORY_OVERHEAD + heapWeight(category.name) + (category.description === undefined ? 0 : heapWeight(category.description))
+}
+
+function categoriesWeight(categories: readonly Category[]): number {
+  let total = 0
+  for (const category of categories) total += categoryWeight(category)
+  return total
 }
 
 /** @note Copies only the contract's fields, so nothing @msw/data attaches ever leaks out. */

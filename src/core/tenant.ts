@@ -13,6 +13,10 @@ export interface TenantOverrides {
   readonly faults?: Faults | false | undefined
   readonly afterSunset?: boolean | undefined
   readonly journalLimit?: number | undefined
+  /** What the journal may hold, in heap bytes. @default 1 MiB */
+  readonly journalBytes?: number | undefined
+  /** Creates beyond this many categories answer 409 `category_limit`. @default no limit */
+  readonly maxCategories?: number | undefined
 }
 
 /** How a durable runtime starts a tenant: from its saved state, recording every later write. */
@@ -34,7 +38,8 @@ export class Tenant {
 
   constructor(scenario: Scenario, overrides: TenantOverrides = {}, durability?: TenantDurability) {
     this.#overrides = overrides
-    this.journal = new RequestJournal(overrides.journalLimit)
+    this.journal = new RequestJournal(overrides.journalLimit, overrides.journalBytes)
+    if (overrides.maxCategories !== undefined) this.store.maxCategories = overrides.maxCategories
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
     if (durability) this.store.onDurableWrite = (write) => durability.onWrite(write, this.#scenario.name)
@@ -43,6 +48,11 @@ export class Tenant {
 
   get scenario(): Scenario {
     return this.#scenario
+  }
+
+  /** What the tenant holds on the heap, estimated: its data and its journal. */
+  get heldBytes(): number {
+    return this.store.heldBytes + this.journal.bytes
   }
 
   get faults(): FaultInjector {

@@ -5,11 +5,13 @@
  */
 import { apiError, codeForStatus, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
-import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
+import { OverCapacityError, type Work } from '../core/capacity.js'
+import { journalBody, journalHeaders, type RequestJournal } from '../core/journal.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
 import type { Operation, Outcome } from './operation.js'
-import { readPrefer } from './prefer.js'
+import { DEFAULT_MAX_DELAY_MS, readPrefer } from './prefer.js'
 import { route } from './router.js'
 
 /** Finds the tenant an API key belongs to. */
@@ -26,6 +28,17 @@ export interface PipelineOptions {
   readonly tenants: TenantResolver
   readonly strict: boolean
   readonly maxBodyBytes: number
+  /** Name and description lengths. @default DEFAULT_CATEGORY_LIMITS */
+  readonly limits?: CategoryLimits | undefined
+  /** The longest delay (`Prefer: delay`, latency) before an answer, in ms. @default 60000 */
+  readonly maxDelayMs?: number | undefined
+  /** Throws {@link OverCapacityError} when the runtime has no room for this work. @default always room */
+  readonly admit?: ((work: Work) => void) | undefined
+  /**
+   * Told about an exception a request ran into. The client's 500 never carries its message
+   * (it may name a file path). @default none
+   */
+  readonly onUnexpectedError?: ((error: unknown, request: ApiRequest) => void) | undefined
 }
 
 type Params = Readonly<Record<string, string>>
@@ -80,18 +93,27 @@ export class Pipeline {
         outcome = errorOutcome('invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
       } else {
         headers = operation.headers?.(tenant)
+        if (!outcome) this.#options.admit?.(operation.hasBody ? 'grow' : 'read')
         outcome ??= await this.#run(operation, request, params, tenant, bodyText)
       }
     } catch (error) {
-      outcome = errorOutcome('internal_error', { reason: error instanceof Error ? error.message : String(error) })
+      if (error instanceof OverCapacityError) {
+        outcome = errorOutcome('over_capacity', { reason: error.reason, retryAfter: error.retryAfterSeconds })
+        headers = { ...headers, 'retry-after': String(error.retryAfterSeconds) }
+      } else {
+        // @note Never the exception's message: it may name a file path or other server detail.
+        this.#options.onUnexpectedError?.(error, request)
+        outcome = errorOutcome('internal_error', { reason: UNEXPECTED })
+      }
     }
     return this.#answer(request, operation.id, outcome, started, arrived, tenant, bodyText, headers)
   }
 
   async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
-    const prefer = readPrefer(request.headers.get('prefer'), operation)
+    const maxDelay = this.#options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS
+    const prefer = readPrefer(request.headers.get('prefer'), operation, maxDelay)
     if (!prefer.ok) return errorOutcome('invalid_prefer', { reason: prefer.reason })
-    const delay = prefer.value.delay ?? tenant.faults.latency()
+    const delay = Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay)
     if (delay > 0) await sleep(delay)
     const forced = prefer.value.code
     if (forced !== undefined && forced !== operation.successStatus) {
@@ -106,7 +128,8 @@ export class Pipeline {
       }
     }
     await tenant.ready
-    return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict })
+    const limits = this.#options.limits ?? DEFAULT_CATEGORY_LIMITS
+    return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict, limits })
   }
 
   #answer(
@@ -146,13 +169,16 @@ export class Pipeline {
         request: { headers: journalHeaders(request.headers), ...journalBody(bodyText) },
         // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
         response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
-      }, journalWeight(bodyText) + journalWeight(responseText))
+      })
     }
     return answer
   }
 }
 
 const NETWORK_ERROR: ApiAnswer = { kind: 'network' }
+
+/** The reason a 500 gives for an exception: what happened stays in the server's log. */
+export const UNEXPECTED = 'unexpected error (the sandbox log has the details)'
 
 function errorOutcome(code: ErrorCode, params?: ErrorParams): Outcome {
   return params ? { kind: 'error', code, params } : { kind: 'error', code }
@@ -177,6 +203,7 @@ function forcedOutcome(status: number, request: ApiRequest, operation: Operation
       allow: operation.method,
       operation: `${operation.method} ${operation.path}`,
       sunset: tenant.sunset ?? 'an earlier date',
+      max: Number.isFinite(tenant.store.maxCategories) ? tenant.store.maxCategories : 'its limit',
     },
   }
 }
