@@ -17,7 +17,7 @@ import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, truncateSync }
 import { open, rename, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { Category } from '../contract/schemas.js'
+import { StoredCategory, type Category } from '../contract/schemas.js'
 import type { DurableWrite, StoreSnapshot } from '../core/store.js'
 import type { TenantDurability } from '../core/tenant.js'
 
@@ -28,12 +28,12 @@ const SavedState = z.object({
   format: z.literal(1),
   scenario: z.string(),
   generation: z.int().min(0),
-  categories: z.array(Category),
+  categories: z.array(StoredCategory),
   nextCategoryId: z.int().min(1),
 })
 type SavedState = z.infer<typeof SavedState>
 
-const LogRecord = z.object({ generation: z.int().min(0), category: Category })
+const LogRecord = z.object({ generation: z.int().min(0), category: StoredCategory })
 
 /** What a tenant's directory held at start. */
 export interface LoadedTenant {

@@ -31,6 +31,8 @@ export interface TenantRegistryOptions {
   readonly durable?: DurableTenants | undefined
   /** A scenario by name, for tenants whose saved state names one. */
   readonly scenarioNamed?: ((name: string) => Scenario | undefined) | undefined
+  /** Throws when there is no room for a new tenant (the memory budget). @default always room */
+  readonly admit?: ((work: 'grow') => void) | undefined
 }
 
 /**
@@ -98,6 +100,13 @@ export class TenantRegistry implements TenantResolver {
     return this.#tenants.size
   }
 
+  /** What the live tenants hold on the heap together, estimated (see {@link Tenant.heldBytes}). */
+  heldBytes(): number {
+    let total = 0
+    for (const tenant of this.#tenants.values()) total += tenant.heldBytes
+    return total
+  }
+
   /** How many tenants were evicted to stay under the cap since start. */
   get evictions(): number {
     return this.#evictions
@@ -108,6 +117,7 @@ export class TenantRegistry implements TenantResolver {
     if (tenant) {
       this.#tenants.delete(id)
     } else {
+      this.#options.admit?.('grow')
       tenant = this.#create(id)
       while (this.#tenants.size >= this.#options.maxTenants) {
         const oldest = this.#tenants.keys().next().value

@@ -127,13 +127,15 @@ describe('admin API', () => {
     expect(await jsonOf(await fetch('/v1/categories', { headers: auth() }))).toEqual([{ id: 1, name: 'Only' }])
   })
 
-  it('answers 500 with the reason when a directory scenario is broken', async () => {
+  it('answers 500 with the reason when a directory scenario is broken, without the file’s path', async () => {
     const scenariosDir = await tempScenariosDir({ 'broken.json': { name: 'broken', version: 'x', description: 'bad' } })
     const { fetch } = await startSandbox({ scenariosDir })
     const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"broken"}' })
     const error = (await jsonOf(response)) as { message: string }
     expectErrorBody(error, 500, 'internal_error')
     expect(error.message).toContain('version')
+    expect(error.message).toContain('broken.json')
+    expect(error.message).not.toContain(scenariosDir)
   })
 
   it('resets the caller’s data, ids and journal to its scenario', async () => {

@@ -2,10 +2,9 @@
  * Starts the real sandbox app on 127.0.0.1, port 0, for one test, and closes it when that test
  * finishes. Requests go over real HTTP with `fetch`.
  */
-import { createServer, type Server, type ServerOptions } from 'node:http'
+import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { onTestFinished } from 'vitest'
-import { answerClientErrors } from '../../src/server/client-errors.js'
 import { expectConformantResponse } from './openapi-validator.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
 
@@ -21,17 +20,13 @@ export interface RunningSandbox {
 }
 
 /**
- * Starts the app (no demo page unless `demoDir` is given) and registers its teardown. `http`
- * sets the Node server's own options (timeouts), as the CLI does.
+ * Starts the app (no demo page unless `demoDir` is given) on the server the CLI uses
+ * (`sandbox.createServer()`: timeouts, connection cap) and registers its teardown.
  */
-export async function startSandbox(
-  options: SandboxAppOptions = {},
-  http: ServerOptions & { headersTimeout?: number; requestTimeout?: number } = {},
-): Promise<RunningSandbox> {
+export async function startSandbox(options: SandboxAppOptions = {}): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
   const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...options })
-  const server = createServer(http, sandbox.listener)
-  answerClientErrors(server)
+  const server = sandbox.createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   onTestFinished(async () => {
     server.closeAllConnections()
