@@ -78,19 +78,21 @@ export class RequestJournal {
   /**
    * Adds an entry. The oldest entries go once there are more than the limit, or once what they
    * hold on the heap (bodies, headers, URL: {@link entryWeight}) weighs more than the budget; the
-   * newest entry always stays.
+   * newest entry always stays. With `grow` false (the server is over its memory budget) the
+   * journal may not hold more than it does now: older entries make room for the new one.
    */
-  record(entry: Omit<JournalEntry, 'id'>): void {
+  record(entry: Omit<JournalEntry, 'id'>, { grow = true }: { grow?: boolean } = {}): void {
     if (this.#limit === 0) return
     const kept = { id: this.#nextId++, ...entry }
     const size = entryWeight(kept)
+    const budget = grow ? this.#byteBudget : Math.min(this.#byteBudget, this.#bytes)
     this.#entries.push(kept)
     this.#sizes.push(size)
     this.#bytes += size
     let drop = 0
     while (
       this.#entries.length - drop > 1 &&
-      (this.#entries.length - drop > this.#limit || this.#bytes > this.#byteBudget)
+      (this.#entries.length - drop > this.#limit || this.#bytes > budget)
     ) {
       this.#bytes -= this.#sizes[drop]!
       drop++

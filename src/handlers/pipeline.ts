@@ -34,6 +34,8 @@ export interface PipelineOptions {
   readonly maxDelayMs?: number | undefined
   /** Throws {@link OverCapacityError} when the runtime has no room for this work. @default always room */
   readonly admit?: ((work: Work) => void) | undefined
+  /** Whether journals may grow (false over the memory budget: they keep their size). @default always */
+  readonly mayGrow?: (() => boolean) | undefined
   /**
    * Told about an exception a request ran into. The client's 500 never carries its message
    * (it may name a file path). @default none
@@ -169,7 +171,7 @@ export class Pipeline {
         request: { headers: journalHeaders(request.headers), ...journalBody(bodyText) },
         // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
         response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
-      })
+      }, { grow: this.#options.mayGrow?.() ?? true })
     }
     return answer
   }

@@ -244,6 +244,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     limits,
     maxDelayMs: limits.requestTimeoutMs,
     admit,
+    mayGrow: () => budget.refusal('grow') === undefined,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
   })
 

@@ -18,7 +18,7 @@ export const DEFAULT_MAX_CONNECTIONS = 1000
  * Connections accepted past the cap, so that a health check can still get in and others learn
  * why they are refused; past cap + reserve, Node closes new connections at once.
  */
-export const CONNECTION_RESERVE = 64
+export const CONNECTION_RESERVE = 256
 
 /** The server-level limits. */
 export interface ServerLimits {
