@@ -47,7 +47,7 @@ export const ERROR_TABLE = {
   invalid_field: {
     status: 400,
     message: '{reason}',
-    when: 'A field has the wrong type or an empty value',
+    when: 'A field has the wrong type, an empty value, or more characters than its limit (name 200, description 2,000 by default)',
   },
   unknown_field: {
     status: 400,
