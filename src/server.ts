@@ -5,7 +5,7 @@
 export { createSandboxApp, API_BASE_PATH, ADMIN_BASE_PATH } from './server/create-sandbox-app.js'
 export { DEV_API_KEY, DEFAULT_MAX_TENANTS, tenantId } from './server/tenant-registry.js'
 
-export type { SandboxApp, SandboxAppOptions } from './server/create-sandbox-app.js'
+export type { SandboxApp, SandboxAppOptions, SandboxLimits } from './server/create-sandbox-app.js'
 export type { RequestLogEntry } from './server/request-context.js'
 export type { CorsOrigins } from './server/cors.js'
 export type { TenantRegistry } from './server/tenant-registry.js'

@@ -42,6 +42,7 @@ export interface CategoryLimits {
   readonly maxCategories: number
 }
 
+/** The default lengths and count, as `openapi.json` and the scenario schema publish them. */
 export const DEFAULT_CATEGORY_LIMITS: CategoryLimits = {
   nameMaxLength: DEFAULT_NAME_MAX_LENGTH,
   descriptionMaxLength: DEFAULT_DESCRIPTION_MAX_LENGTH,

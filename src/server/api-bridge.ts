@@ -32,14 +32,14 @@ export function apiBridge(
     if ('kind' in answered) {
       write(req, res, answered)
     } else {
-      answered.then(
-        (answer) => write(req, res, answer),
-        (error: unknown) => {
-          // @note Never the exception's message in the answer: it may name a file path.
+      answered
+        .then((answer) => write(req, res, answer))
+        .catch((error: unknown) => {
+          // @note Never the exception's message in the answer: it may name a file path. Caught
+          // after `write` too, so that nothing here can become an unhandled rejection.
           report(error, req)
           sendError(res, 'internal_error', { reason: UNEXPECTED })
-        },
-      )
+        })
     }
     return true
   }

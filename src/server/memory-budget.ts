@@ -39,6 +39,11 @@ export function defaultMemoryBudget(): number {
   return Math.floor(getHeapStatistics().heap_size_limit / 2)
 }
 
+/**
+ * Judges whether the server has room for work: what the tenants hold against the budget, and
+ * V8's heap against its limit.
+ * @example new MemoryBudget({ budgetBytes: 2 ** 30, heldBytes: () => registry.heldBytes() }).admit('grow')
+ */
 export class MemoryBudget {
   readonly #options: MemoryBudgetOptions
   readonly #heap: () => { used_heap_size: number; heap_size_limit: number }
