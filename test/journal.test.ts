@@ -155,6 +155,27 @@ describe('the request journal', () => {
     expect(journal.all().map((kept) => kept.id)).toEqual([3])
   })
 
+  it('keeps its size while it may not grow (the server over its memory budget), dropping its oldest', () => {
+    const journal = new RequestJournal(100, 1024 * 1024)
+    const entry = (n: number) => ({
+      time: '',
+      durationMs: 0,
+      operation: null,
+      method: 'GET',
+      url: `https://x.test/v1/categories?n=${n}`,
+      path: '/v1/categories',
+      request: { headers: {}, body: undefined },
+      response: { status: 200, body: [] },
+    })
+    for (let i = 0; i < 10; i++) journal.record(entry(i))
+    const held = journal.bytes
+    for (let i = 10; i < 20; i++) journal.record(entry(i), { grow: false })
+    expect(journal.bytes).toBeLessThanOrEqual(held)
+    expect(journal.all().at(-1)!.url).toContain('n=19')
+    expect(journal.all()[0]!.url).not.toContain('n=0&')
+    expect(journal.size).toBeLessThanOrEqual(10)
+  })
+
   it('is emptied by clear() and by reset()', async () => {
     const petstore = await harness.use()
     await call('/categories')
