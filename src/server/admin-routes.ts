@@ -130,7 +130,13 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         active = target.tenant.scenario.name
       }
       const scenarios = await catalog.list()
-      res.json(scenarios.map((scenario) => ({ ...summarize(scenario), active: scenario.name === active })))
+      res.json(
+        scenarios.map((scenario) => ({
+          ...summarize(scenario),
+          active: scenario.name === active,
+          switchable: options.scenarioAllowed(scenario.name),
+        })),
+      )
     },
   })
 

@@ -68,7 +68,7 @@ describe('admin API', () => {
     }[]
     expect(scenarios.map((scenario) => scenario.name)).toEqual(['after-sunset', 'default', 'empty', 'flaky', 'large-catalog'])
     expect(scenarios.filter((scenario) => scenario.active).map((scenario) => scenario.name)).toEqual(['default'])
-    expect(Object.keys(scenarios[0]!).sort()).toEqual(['active', 'description', 'name', 'version'])
+    expect(Object.keys(scenarios[0]!).sort()).toEqual(['active', 'description', 'name', 'switchable', 'version'])
   })
 
   it('switches the caller’s scenario and reseeds its store', async () => {

@@ -146,6 +146,8 @@ describe('which scenarios a tenant may switch to', () => {
     const body = (await jsonOf(refused)) as { message: string }
     expectErrorBody(body, 403, 'scenario_not_allowed')
     expect(body.message).toContain('default, empty')
+    const listed = (await jsonOf(await fetch('/__sandbox/scenarios', { headers: auth() }))) as { name: string; switchable: boolean }[]
+    expect(listed.filter((scenario) => scenario.switchable).map((scenario) => scenario.name).sort()).toEqual(['default', 'empty'])
     expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"empty"}' })).status).toBe(200)
     expect(await jsonOf(await fetch('/v1/categories', { headers: auth() }))).toEqual([])
   })
