@@ -204,6 +204,8 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     strict: settings.strict,
     maxBodyBytes: settings.maxBodyBytes,
     limits,
+    // @note The 500 a handler answers never carries the exception's message; in a test run the console is the log.
+    onUnexpectedError: (error, request) => console.error(`petstore-sandbox: unexpected error on ${request.method} ${request.url}:`, error),
     tenants: {
       resolve: (token) => (keys.accepts(token) ? tenant : undefined),
       anonymousJournal: tenant.journal,
