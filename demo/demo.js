@@ -144,7 +144,7 @@ async function loadState() {
   }
 }
 
-/** @type {{ name: string, version: string, description: string, active: boolean }[]} */
+/** @type {{ name: string, version: string, description: string, active: boolean, switchable: boolean }[]} */
 let scenarios = []
 
 async function loadScenarios() {
@@ -161,6 +161,8 @@ async function loadScenarios() {
     option.value = scenario.name
     option.textContent = scenario.active ? `${scenario.name} ${scenario.version} (in use)` : `${scenario.name} ${scenario.version}`
     option.selected = scenario.active
+    // The operator may allow only some scenarios (--scenario-allow): the others are shown, not offered.
+    option.disabled = !scenario.switchable && !scenario.active
     select.append(option)
   }
   describeScenario()

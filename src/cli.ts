@@ -4,23 +4,21 @@
  * signals and exit codes; `scenarios list|validate` check scenario files. Every option of
  * `serve` also reads `PETSTORE_SANDBOX_<OPTION>` (`PETSTORE_SANDBOX_PORT=4011`).
  */
-import { createServer, type Server } from 'node:http'
+import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import yargs, { type Argv } from 'yargs'
 import { hideBin } from 'yargs/helpers'
 import { PetstoreError } from './errors.js'
 import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
-import { answerClientErrors } from './server/client-errors.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
 import { openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from './server/tenant-registry.js'
+import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from './core/limits.js'
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from './server/http-server.js'
 
-/** How long a client may take to send its headers, and its whole request (documented in the README). */
-const HEADERS_TIMEOUT_MS = 10_000
-const REQUEST_TIMEOUT_MS = 30_000
 /** How long in-flight requests may take to finish after SIGINT/SIGTERM before connections are cut. */
 const SHUTDOWN_GRACE_MS = 5_000
 
@@ -56,6 +54,29 @@ function integer(name: string, min: number, max: number) {
   }
 }
 
+const UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }
+
+/** A size in bytes: `1048576`, `512KiB`, `64MiB`, `2GiB`. */
+function bytes(name: string) {
+  return (value: unknown): number => {
+    const text = String(value)
+    const match = /^(\d+)\s*(b|kib|mib|gib)?$/i.exec(text.trim())
+    const number = match ? Number(match[1]) * UNITS[(match[2] ?? '').toLowerCase()]! : Number.NaN
+    if (!Number.isSafeInteger(number)) {
+      throw new UsageError(`--${name} must be a size in bytes (1048576) or with a unit (512KiB, 64MiB, 2GiB), got "${text}"`)
+    }
+    return number
+  }
+}
+
+/** `1048576` → `1 MiB`, for the start banner. */
+function showBytes(size: number): string {
+  for (const [unit, factor] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+    if (size >= factor) return `${Math.round((size / factor) * 10) / 10} ${unit}`
+  }
+  return `${size} bytes`
+}
+
 /** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */
 function latency(value: unknown): Latency {
   const text = String(value)
@@ -83,11 +104,21 @@ function serveOptions(cli: Argv) {
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant that has not written for this many days (0: never)' })
+    .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
+    .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
+    .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
+    .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
+    .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
+    .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
+    .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
+    .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
+    .option('request-timeout', { type: 'string', default: String(DEFAULT_REQUEST_TIMEOUT_MS), coerce: integer('request-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
     .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
     .check((argv) => {
       if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
+      if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       return true
     })
 }
@@ -126,16 +157,22 @@ async function serve(argv: ServeArgs): Promise<void> {
     tenantTtlDays: argv['tenant-ttl-days'],
     durability: argv.durability,
     warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
+    nameMaxLength: argv['name-max-length'],
+    descriptionMaxLength: argv['description-max-length'],
+    maxCategories: argv['max-categories'],
+    journalBytes: argv['journal-bytes'],
+    memoryBudgetBytes: argv['memory-budget'],
+    scenarioAllow: argv['scenario-allow'],
+    maxConnections: argv['max-connections'],
+    headersTimeoutMs: argv['headers-timeout'],
+    requestTimeoutMs: argv['request-timeout'],
   })
-  const server = createServer(sandbox.listener)
-  server.headersTimeout = HEADERS_TIMEOUT_MS
-  server.requestTimeout = REQUEST_TIMEOUT_MS
-  answerClientErrors(server)
+  const server = sandbox.createServer()
   await listen(server, argv.port, argv.host)
 
   const { port } = server.address() as AddressInfo
   const origin = displayOrigin(argv.host, port)
-  const { scenario } = sandbox
+  const { scenario, limits } = sandbox
   const keys =
     sandbox.apiKeys === 'any'
       ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
@@ -149,6 +186,8 @@ async function serve(argv: ServeArgs): Promise<void> {
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
+      `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
+      `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
       `  data       ${argv['data-dir'] === undefined ? 'in memory (lost on exit; keep it with --data-dir)' : `${argv['data-dir']} (SQLite, kept across restarts)`}`,
       '  Ctrl+C stops it.',
       '',

@@ -5,6 +5,8 @@ import { apiError } from './contract/errors.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter } from './core/journal.js'
+import { CategoryLimitError } from './core/store.js'
+import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from './core/limits.js'
 import { DEFAULT_MAX_BODY_BYTES } from './core/request-body.js'
 import type { PetstoreStore } from './core/store.js'
 import { Tenant } from './core/tenant.js'
@@ -51,6 +53,14 @@ export interface PetstoreOptions {
   maxBodyBytes?: number
   /** How many requests the journal keeps, newest last. @default 1000 */
   journalLimit?: number
+  /** What the journal may hold, in heap bytes (bodies, headers, URLs), before its oldest entries go. @default 1048576 (1 MiB) */
+  journalBytes?: number
+  /** The longest category name accepted, in characters; longer ones get 400 `invalid_field`. @default 200 */
+  nameMaxLength?: number
+  /** The longest category description accepted, in characters. @default 2000 */
+  descriptionMaxLength?: number
+  /** Categories the store may hold; a create beyond gets 409 `category_limit`. @default no limit */
+  maxCategories?: number
 }
 
 /** A stateful Petstore: its handlers, its data, its journal. */
@@ -127,8 +137,20 @@ const Options = z
     strict: z.boolean({ error: 'must be true or false' }).default(false),
     maxBodyBytes: z.int({ error: 'must be a whole number of bytes' }).min(1, { error: 'must be at least 1 byte' }).default(DEFAULT_MAX_BODY_BYTES),
     journalLimit: z.int({ error: 'must be a whole number of entries, 0 or more' }).min(0, { error: 'must be 0 or more' }).optional(),
+    journalBytes: z.int({ error: 'must be a whole number of bytes' }).min(0, { error: 'must be 0 or more' }).optional(),
+    nameMaxLength: z.int({ error: 'must be a whole number of characters' }).min(1, { error: 'must be at least 1' }).default(DEFAULT_NAME_MAX_LENGTH),
+    descriptionMaxLength: z
+      .int({ error: 'must be a whole number of characters' })
+      .min(0, { error: 'must be 0 or more' })
+      .default(DEFAULT_DESCRIPTION_MAX_LENGTH),
+    maxCategories: z.int({ error: 'must be a whole number of categories' }).min(0, { error: 'must be 0 or more' }).optional(),
   })
   .strict()
+  .superRefine((options, context) => {
+    if (options.maxCategories === undefined) return
+    const unsafe = unsafeListReason({ ...options, maxCategories: options.maxCategories })
+    if (unsafe !== undefined) context.addIssue({ code: 'custom', message: unsafe, path: ['maxCategories'] })
+  })
 
 /** Validates options, turning zod issues into a {@link PetstoreError} naming the option. */
 export function parseOptions(options: PetstoreOptions): z.output<typeof Options> {
@@ -156,6 +178,13 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     faults: settings.faults,
     afterSunset: settings.afterSunset,
     journalLimit: settings.journalLimit,
+    journalBytes: settings.journalBytes,
+    maxCategories: settings.maxCategories,
+  }
+  const limits = {
+    nameMaxLength: settings.nameMaxLength,
+    descriptionMaxLength: settings.descriptionMaxLength,
+    maxCategories: settings.maxCategories ?? Number.POSITIVE_INFINITY,
   }
 
   // A built-in name or an object can be judged now, so misuse throws here rather than later.
@@ -175,6 +204,9 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
   const pipeline = new Pipeline({
     strict: settings.strict,
     maxBodyBytes: settings.maxBodyBytes,
+    limits,
+    // @note The 500 a handler answers never carries the exception's message; in a test run the console is the log.
+    onUnexpectedError: (error, request) => console.error(`petstore-sandbox: unexpected error on ${request.method} ${request.url}:`, error),
     tenants: {
       resolve: (token) => (keys.accepts(token) ? tenant : undefined),
       anonymousJournal: tenant.journal,
@@ -220,12 +252,15 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
             throw new PetstoreError('invalid_option', 'Cannot create category: expected an object such as { name: "Ferrets" }')
           }
           // The same judgement as `POST /categories`: unknown fields ignored, or refused with `strict`.
-          const judged = validateNewCategory(input as Record<string, unknown>, settings.strict)
+          const judged = validateNewCategory(input as Record<string, unknown>, settings.strict, limits)
           if ('kind' in judged) {
             const reason = judged.kind === 'error' ? apiError(judged.code, judged.params).message : 'invalid category'
             throw new PetstoreError('invalid_option', `Cannot create category: ${reason}`)
           }
-          return tenant.store.createCategory(judged)
+          return tenant.createCategory(judged).catch((error: unknown) => {
+            if (!(error instanceof CategoryLimitError)) throw error
+            throw new PetstoreError('invalid_option', `Cannot create category: ${apiError('category_limit', { max: error.limit }).message}`)
+          })
         }),
     },
     pets: {

@@ -5,7 +5,7 @@
 export { createSandboxApp, API_BASE_PATH, ADMIN_BASE_PATH, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
 export { DEV_API_KEY, DEFAULT_MAX_TENANTS, displayId, tenantId } from './server/tenant-registry.js'
 
-export type { SandboxApp, SandboxAppOptions } from './server/create-sandbox-app.js'
+export type { SandboxApp, SandboxAppOptions, SandboxLimits } from './server/create-sandbox-app.js'
 export type { RequestLogEntry } from './server/request-context.js'
 export type { CorsOrigins } from './server/cors.js'
 export type { TenantListing, TenantRegistry } from './server/tenant-registry.js'

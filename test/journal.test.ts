@@ -90,22 +90,50 @@ describe('the request journal', () => {
 
   it('truncates long bodies and says so', async () => {
     const petstore = await harness.use()
-    const description = 'd'.repeat(JOURNAL_BODY_LIMIT)
-    await call('/categories', { body: { name: 'x', description } })
+    const notes = 'd'.repeat(JOURNAL_BODY_LIMIT)
+    await call('/categories', { body: { name: 'x', notes } })
     const [entry] = petstore.requests.all()
-    expect(entry!.request.truncated).toEqual({ size: JSON.stringify({ name: 'x', description }).length })
+    expect(entry!.request.truncated).toEqual({ size: JSON.stringify({ name: 'x', notes }).length })
     expect((entry!.request.body as string).length).toBe(JOURNAL_BODY_LIMIT)
-    expect(entry!.response.truncated).toBeDefined()
   })
 
-  it('drops its oldest entries once their bodies weigh more than its budget, keeping memory bounded', async () => {
+  it('truncates long answers and says so', async () => {
     const petstore = await harness.use({ scenario: 'large-catalog' })
+    await call('/categories')
+    const [entry] = petstore.requests.all()
+    expect(entry!.response.truncated!.size).toBeGreaterThan(JOURNAL_BODY_LIMIT)
+    expect((entry!.response.body as string).length).toBe(JOURNAL_BODY_LIMIT)
+  })
+
+  it('drops its oldest entries once what they hold weighs more than its budget, keeping memory bounded', async () => {
+    const petstore = await harness.use({ scenario: 'large-catalog' })
+    // Each list answer is kept truncated to JOURNAL_BODY_LIMIT characters: at least that many bytes.
     const lists = Math.ceil(DEFAULT_JOURNAL_BYTES / JOURNAL_BODY_LIMIT) + 10
     for (let i = 0; i < lists; i++) await call('/categories')
     const entries = petstore.requests.all()
     expect(entries.length).toBeLessThan(lists)
-    expect(entries.length).toBeGreaterThanOrEqual(Math.floor(DEFAULT_JOURNAL_BYTES / JOURNAL_BODY_LIMIT) - 1)
+    expect(entries.length).toBeGreaterThanOrEqual(Math.floor(DEFAULT_JOURNAL_BYTES / (JOURNAL_BODY_LIMIT + 4096)) - 1)
     expect(entries.at(-1)!.id).toBe(lists)
+  })
+
+  it('counts what a parsed body holds, not its text: 64 KiB of [{},{},…] is kept as text', async () => {
+    const petstore = await harness.use()
+    const body = `[${Array.from({ length: 21_000 }, () => '{}').join(',')}]`
+    for (let i = 0; i < 40; i++) expect((await call('/categories', { body })).status).toBe(400)
+    const entries = petstore.requests.all()
+    // Parsed, each body would hold about 1.4 MB: the budget would keep one entry, and a server 90 MB per tenant.
+    expect(entries[0]!.request.body).toBe(body)
+    expect(entries.length).toBeGreaterThanOrEqual(8)
+    expect(entries.length).toBeLessThan(40)
+  })
+
+  it('counts headers and the URL against its budget', async () => {
+    const petstore = await harness.use({ journalBytes: 64 * 1024 })
+    const headers = { 'x-padding': 'p'.repeat(8000) }
+    for (let i = 0; i < 20; i++) await call(`/categories?q=${'u'.repeat(4000)}`, { headers })
+    const entries = petstore.requests.all()
+    expect(entries.length).toBeGreaterThan(1)
+    expect(entries.length).toBeLessThanOrEqual(6)
   })
 
   it('always keeps the newest entry, however heavy', () => {
@@ -120,13 +148,32 @@ describe('the request journal', () => {
       request: { headers: {}, body: undefined },
       response: { status: 200, body: [] },
     }
-    journal.record(entry, 60)
-    journal.record(entry, 60)
+    journal.record(entry)
+    journal.record(entry)
     expect(journal.all().map((kept) => kept.id)).toEqual([2])
-    journal.record(entry, 500)
+    journal.record({ ...entry, url: `${entry.url}?${'q'.repeat(500)}` })
     expect(journal.all().map((kept) => kept.id)).toEqual([3])
-    journal.record(entry, 10)
-    expect(journal.all().map((kept) => kept.id)).toEqual([4])
+  })
+
+  it('keeps its size while it may not grow (the server over its memory budget), dropping its oldest', () => {
+    const journal = new RequestJournal(100, 1024 * 1024)
+    const entry = (n: number) => ({
+      time: '',
+      durationMs: 0,
+      operation: null,
+      method: 'GET',
+      url: `https://x.test/v1/categories?n=${n}`,
+      path: '/v1/categories',
+      request: { headers: {}, body: undefined },
+      response: { status: 200, body: [] },
+    })
+    for (let i = 0; i < 10; i++) journal.record(entry(i))
+    const held = journal.bytes
+    for (let i = 10; i < 20; i++) journal.record(entry(i), { grow: false })
+    expect(journal.bytes).toBeLessThanOrEqual(held)
+    expect(journal.all().at(-1)!.url).toContain('n=19')
+    expect(journal.all().map((kept) => kept.url)).not.toContain('https://x.test/v1/categories?n=0')
+    expect(journal.size).toBeLessThanOrEqual(10)
   })
 
   it('is emptied by clear() and by reset()', async () => {

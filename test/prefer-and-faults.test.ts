@@ -40,8 +40,8 @@ describe('Prefer: code', () => {
   })
 
   it.each([
-    { method: 'POST', path: '/categories', code: 404, allowed: '201, 400, 401, 413, 500, 503' },
-    { method: 'POST', path: '/categories', code: 405, allowed: '201, 400, 401, 413, 500, 503' },
+    { method: 'POST', path: '/categories', code: 404, allowed: '201, 400, 401, 409, 413, 500, 503' },
+    { method: 'POST', path: '/categories', code: 405, allowed: '201, 400, 401, 409, 413, 500, 503' },
     { method: 'GET', path: '/categories', code: 400, allowed: '200, 401, 500, 503' },
     { method: 'GET', path: '/categories', code: 410, allowed: '200, 401, 500, 503' },
   ])('refuses code=$code on $method $path, which does not declare it', async ({ method, path, code, allowed }) => {

@@ -4,7 +4,7 @@
  * with the same scenario. The store's own rules decide everything else.
  */
 import { z } from 'zod'
-import { Category } from '../contract/schemas.js'
+import { StoredCategory } from '../contract/schemas.js'
 import type { StoreSnapshot } from '../core/store.js'
 import { tenantOf, type Petstore } from '../petstore.js'
 
@@ -16,7 +16,7 @@ const SavedState = z.object({
   format: z.literal(1),
   scenario: z.string(),
   scenarioVersion: z.string(),
-  categories: z.array(Category),
+  categories: z.array(StoredCategory),
   nextCategoryId: z.int().min(1),
 })
 type SavedState = z.infer<typeof SavedState>

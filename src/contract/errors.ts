@@ -53,7 +53,7 @@ export const ERROR_TABLE = {
   invalid_field: {
     status: 400,
     message: '{reason}',
-    when: 'A field has the wrong type or an empty value',
+    when: 'A field has the wrong type, an empty value, or more characters than its limit (name 200, description 2,000 by default)',
   },
   unknown_field: {
     status: 400,
@@ -85,6 +85,11 @@ export const ERROR_TABLE = {
     message: 'Method {method} is not allowed on {path}; allowed: {allow}',
     when: 'A method the path does not support (the `Allow` header lists those it does)',
   },
+  category_limit: {
+    status: 409,
+    message: 'The tenant holds the most categories allowed ({max}); reset it (POST /__sandbox/reset) to start again',
+    when: 'A create beyond the categories one tenant may hold (20,000 by default on the server)',
+  },
   gone: {
     status: 410,
     message: '{operation} was sunset on {sunset}',
@@ -110,6 +115,11 @@ export const ERROR_TABLE = {
     message: 'The sandbox is full: it holds {limit} tenants and none can make room now; retry later',
     when: 'A new key when the server holds `--max-tenants` tenants and none may be evicted without losing data; `Retry-After` says when to retry',
   },
+  over_capacity: {
+    status: 503,
+    message: 'The sandbox is at capacity: {reason}; retry after {retryAfter} s',
+    when: 'The server is over its memory budget or connection cap; the answer carries `Retry-After`',
+  },
   forbidden: {
     status: 403,
     message: 'Forbidden: {reason}',
@@ -120,6 +130,12 @@ export const ERROR_TABLE = {
     status: 404,
     message: 'Unknown scenario {name}; known: {known}',
     when: 'Admin API: `PUT /__sandbox/scenario` with a name the sandbox does not have',
+    admin: true,
+  },
+  scenario_not_allowed: {
+    status: 403,
+    message: 'Scenario {name} is not one tenants may switch to; allowed: {allowed}',
+    when: 'Admin API: `PUT /__sandbox/scenario` with a scenario the operator did not allow (`--scenario-allow`)',
     admin: true,
   },
   unknown_tenant: {

@@ -6,8 +6,9 @@
 import { z } from 'zod'
 import { declaredErrorStatuses } from '../handlers/operation.js'
 import { OPERATIONS } from '../handlers/routes.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
-import { ApiError, Category, NewCategory, Order, Pet } from './schemas.js'
+import { ApiError, categorySchemas, Order, Pet } from './schemas.js'
 
 /** The interface description version of the published interface. */
 export const INTERFACE_VERSION = '1.0.0'
@@ -36,6 +37,8 @@ export interface OpenApiOptions {
   readonly profile?: OpenApiProfile
   /** The sandbox refuses unknown fields of a NewCategory (`--strict`): the document says so. @default false */
   readonly strictBodies?: boolean
+  /** The lengths and counts the schemas and texts state (a server passes its own). @default the defaults of `core/limits.ts` */
+  readonly limits?: CategoryLimits
 }
 
 /** Keywords the published interface does not state: the sandbox's own rules. */
@@ -43,8 +46,9 @@ const SANDBOX_KEYWORDS = ['minimum', 'maximum', 'pattern', 'minLength', 'maxLeng
 /** Records whose fields the interface does not show. */
 const UNPUBLISHED = new Set(['Pet', 'Order'])
 
-function componentSchemas(profile: OpenApiProfile, strictBodies: boolean): Record<string, Json> {
+function componentSchemas(profile: OpenApiProfile, strictBodies: boolean, limits: CategoryLimits): Record<string, Json> {
   const registry = z.registry<{ id: string }>()
+  const { NewCategory, Category } = categorySchemas(limits)
   for (const schema of [NewCategory, Category, ApiError, Pet, Order]) {
     registry.add(schema, { id: schema.meta()?.id as string })
   }
@@ -99,12 +103,16 @@ const DESCRIPTIONS: Record<string, { summary: string; success: string; schema: J
 }
 
 /** What each declared error status means, as the document says it. */
-const ERROR_TEXT: Readonly<Record<number, string>> = {
-  400: 'The body lacks required fields or holds invalid values',
-  401: 'Missing or invalid API key',
-  404: 'No pet with this id in the scenario',
-  410: 'The operation is past its sunset (after-sunset mode)',
-  413: 'The body is larger than the limit',
+function errorText(status: number, limits: CategoryLimits): string {
+  const texts: Readonly<Record<number, string>> = {
+    400: `The body lacks required fields or holds invalid values (a name over ${limits.nameMaxLength} or a description over ${limits.descriptionMaxLength} characters among them)`,
+    401: 'Missing or invalid API key',
+    404: 'No pet with this id in the scenario',
+    409: `The tenant already holds the most categories allowed (${limits.maxCategories})`,
+    410: 'The operation is past its sunset (after-sunset mode)',
+    413: 'The body is larger than the limit',
+  }
+  return texts[status]!
 }
 
 /**
@@ -112,7 +120,7 @@ const ERROR_TEXT: Readonly<Record<number, string>> = {
  * @example buildOpenApiDocument({ serverUrl: 'https://sandbox.shop.test/v1' })
  */
 export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
-  const { serverUrl = 'http://127.0.0.1:4010/v1', profile = 'interface', strictBodies = false } = options
+  const { serverUrl = 'http://127.0.0.1:4010/v1', profile = 'interface', strictBodies = false, limits = DEFAULT_CATEGORY_LIMITS } = options
   const paths: Record<string, Record<string, Json>> = {}
   for (const operation of OPERATIONS) {
     const path = operation.path
@@ -140,10 +148,10 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
       if (status === 500 || status === 503) continue // under `default`
       responses[String(status)] =
         status === 401
-          ? { ...errorResponse(ERROR_TEXT[status]!), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } }
-          : errorResponse(ERROR_TEXT[status]!)
+          ? { ...errorResponse(errorText(status, limits)), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } }
+          : errorResponse(errorText(status, limits))
     }
-    responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`')
+    responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`, 503 `over_capacity` with `Retry-After`')
     paths[path] ??= {}
     paths[path][operation.method.toLowerCase()] = {
       operationId: operation.id,
@@ -173,7 +181,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
-      schemas: componentSchemas(profile, strictBodies),
+      schemas: componentSchemas(profile, strictBodies, limits),
     },
     'x-error-codes': Object.fromEntries(
       API_ERROR_CODES.map((code) => [code, { status: ERROR_TABLE[code].status, when: ERROR_TABLE[code].when }]),

@@ -3,6 +3,7 @@
  * collections, the exported TypeScript types and the OpenAPI document all derive from here.
  */
 import { z } from 'zod'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 
 /** Messages double as the `message` of the 400 Error a client sees, so they name the field. */
 const nonEmptyString = (field: string) =>
@@ -18,25 +19,51 @@ export const Id = z
   .min(1, { error: 'id must be at least 1' })
   .meta({ format: 'int64' })
 
-/** Request body of `createCategory`. */
-export const NewCategory = z
-  .object({
-    name: nonEmptyString('name').meta({ description: 'Category name' }),
-    description: z
-      .string({ error: 'description must be a string' })
-      .optional()
-      .meta({ description: 'Short description of the category' }),
-  })
-  .meta({ id: 'NewCategory' })
+type LengthLimits = Pick<CategoryLimits, 'nameMaxLength' | 'descriptionMaxLength'>
+
+/**
+ * NewCategory and Category under these length limits: the server builds them from its options,
+ * and the defaults below are what `openapi.json` and the scenario schema publish.
+ */
+export function categorySchemas(limits: LengthLimits) {
+  const newCategory = z
+    .object({
+      name: nonEmptyString('name')
+        .max(limits.nameMaxLength, { error: `name must be at most ${limits.nameMaxLength} characters` })
+        .meta({ description: 'Category name' }),
+      description: z
+        .string({ error: 'description must be a string' })
+        .max(limits.descriptionMaxLength, { error: `description must be at most ${limits.descriptionMaxLength} characters` })
+        .optional()
+        .meta({ description: 'Short description of the category' }),
+    })
+    .meta({ id: 'NewCategory' })
+  const category = z
+    .object({
+      id: Id.meta({ description: 'Unique identifier, assigned by the service on creation' }),
+      name: newCategory.shape.name,
+      description: newCategory.shape.description,
+    })
+    .meta({ id: 'Category' })
+  return { NewCategory: newCategory, Category: category }
+}
+
+const defaults = categorySchemas(DEFAULT_CATEGORY_LIMITS)
+
+/** Request body of `createCategory` (under the default length limits). */
+export const NewCategory = defaults.NewCategory
 
 /** A stored category, as the service returns it. */
-export const Category = z
-  .object({
-    id: Id.meta({ description: 'Unique identifier, assigned by the service on creation' }),
-    name: NewCategory.shape.name,
-    description: NewCategory.shape.description,
-  })
-  .meta({ id: 'Category' })
+export const Category = defaults.Category
+
+/**
+ * A category as storage accepts it: lengths are judged when a category is created, never on data
+ * already held (saved under other limits, or seeded), so reloading it can never fail on them.
+ */
+export const StoredCategory = categorySchemas({
+  nameMaxLength: Number.MAX_SAFE_INTEGER,
+  descriptionMaxLength: Number.MAX_SAFE_INTEGER,
+}).Category
 
 /** The body of every error response. */
 export const ApiError = z

@@ -2,6 +2,8 @@
  * The request journal: what reached the handlers and what they answered, newest last, capped.
  * Credentials never enter it: the Authorization and Cookie values are replaced before storing.
  */
+import { heapWeight } from './heap-weight.js'
+import { DEFAULT_JOURNAL_BYTES } from './limits.js'
 
 /** One request as the journal keeps it. */
 export interface JournalEntry {
@@ -29,7 +31,10 @@ export interface JournalEntry {
 
 /** A request or response body as the journal keeps it. */
 export interface JournalBody {
-  /** Parsed JSON when the body is JSON, the text otherwise, undefined when there was none. */
+  /**
+   * Parsed JSON when the body is JSON, the text otherwise, undefined when there was none. A JSON
+   * body whose parsed form would weigh many times its text (`[{},{},…]`) is kept as text too.
+   */
   readonly body: unknown
   /** Present when the body was longer than the journal keeps; `body` then holds its start as text. */
   readonly truncated?: { readonly size: number } | undefined
@@ -48,14 +53,15 @@ const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorizatio
 
 /** @default 1000 entries */
 export const DEFAULT_JOURNAL_LIMIT = 1000
-/**
- * What a journal's bodies may weigh together, in characters, before its oldest entries go: it
- * keeps memory bounded when responses are large (a 10,000-category list is about 600,000).
- * @default 4 MiB
- */
-export const DEFAULT_JOURNAL_BYTES = 4 * 1024 * 1024
+export { DEFAULT_JOURNAL_BYTES }
 /** Bodies longer than this many characters are kept truncated. */
 export const JOURNAL_BODY_LIMIT = 64 * 1024
+/**
+ * A parsed body may weigh this many times its text (plus 16 KiB); past
+ * that it is kept as text. Ordinary JSON weighs 2-4 times its text, `[{},{},…]` about 21 times.
+ */
+export const PARSED_BODY_FACTOR = 8
+const PARSED_BODY_SLACK = 16 * 1024
 
 export class RequestJournal {
   readonly #limit: number
@@ -72,19 +78,23 @@ export class RequestJournal {
   }
 
   /**
-   * Adds an entry; `size` is roughly what its bodies weigh (characters of body text). The oldest
-   * entries go once there are more than the limit, or their bodies weigh more than the budget;
-   * the newest entry always stays.
+   * Adds an entry. The oldest entries go once there are more than the limit, or once what they
+   * hold on the heap (bodies, headers, URL: {@link entryWeight}) weighs more than the budget; the
+   * newest entry always stays. With `grow` false (the server is over its memory budget) the
+   * journal may not hold more than it does now: older entries make room for the new one.
    */
-  record(entry: Omit<JournalEntry, 'id'>, size = 0): void {
+  record(entry: Omit<JournalEntry, 'id'>, { grow = true }: { grow?: boolean } = {}): void {
     if (this.#limit === 0) return
-    this.#entries.push({ id: this.#nextId++, ...entry })
+    const kept = { id: this.#nextId++, ...entry }
+    const size = entryWeight(kept)
+    const budget = grow ? this.#byteBudget : Math.min(this.#byteBudget, this.#bytes)
+    this.#entries.push(kept)
     this.#sizes.push(size)
     this.#bytes += size
     let drop = 0
     while (
       this.#entries.length - drop > 1 &&
-      (this.#entries.length - drop > this.#limit || this.#bytes > this.#byteBudget)
+      (this.#entries.length - drop > this.#limit || this.#bytes > budget)
     ) {
       this.#bytes -= this.#sizes[drop]!
       drop++
@@ -109,6 +119,16 @@ export class RequestJournal {
   get size(): number {
     return this.#entries.length
   }
+
+  /** The heap bytes its entries hold, as {@link entryWeight} estimates them. */
+  get bytes(): number {
+    return this.#bytes
+  }
+}
+
+/** What an entry holds on the heap: its object, strings, headers and bodies. */
+export function entryWeight(entry: JournalEntry): number {
+  return heapWeight(entry)
 }
 
 function matches(entry: JournalEntry, filter: JournalFilter): boolean {
@@ -128,26 +148,31 @@ export function journalHeaders(headers: Iterable<[string, string]>): Record<stri
   return Object.fromEntries([...headers].map(([name, value]) => [name, REDACTED_HEADERS.has(name) ? '[redacted]' : value]))
 }
 
-/** What a body weighs in the journal: its text, up to the truncation limit. */
-export function journalWeight(text: string | undefined): number {
-  return Math.min(text?.length ?? 0, JOURNAL_BODY_LIMIT)
-}
-
 /** A body for the journal: parsed when it is JSON text, truncated when long. */
 export function journalBody(text: string | undefined, parsed?: unknown): JournalBody {
   if (text === undefined || text === '') return { body: undefined }
   if (text.length > JOURNAL_BODY_LIMIT) {
     return { body: copyString(text.slice(0, JOURNAL_BODY_LIMIT)), truncated: { size: text.length } }
   }
-  if (parsed !== undefined) return { body: parsed }
+  if (parsed !== undefined) return { body: bloated(parsed, text) ? text : parsed }
   // @note A body nested deeper than this is kept as text: parsed, it would make every later
   // `JSON.stringify` of the journal (the admin API's `GET /__sandbox/requests`) overflow the stack.
   if (nestingDepth(text) > JOURNAL_DEPTH_LIMIT) return { body: text }
+  let value: unknown
   try {
-    return { body: JSON.parse(text) }
+    value = JSON.parse(text)
   } catch {
     return { body: text }
   }
+  return { body: bloated(value, text) ? text : value }
+}
+
+/**
+ * @note A 64 KiB `[{},{},…]` body parses to 1.4 MB: kept parsed, a few of them would fill a
+ * journal's budget (and 48 tenants' journals ran a server out of heap). Its text is kept instead.
+ */
+function bloated(value: unknown, text: string): boolean {
+  return heapWeight(value) > PARSED_BODY_FACTOR * text.length + PARSED_BODY_SLACK
 }
 
 /** Bodies nested deeper than this many arrays and objects are kept as text. */

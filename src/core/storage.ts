@@ -38,9 +38,11 @@ export interface TenantStore {
   countCategories(): Promise<number>
   /**
    * Stores a valid NewCategory under the tenant's next id, assigned atomically by the store.
-   * Rejects with {@link IdSpaceExhaustedError} when that id is no longer a safe integer.
+   * Rejects with {@link IdSpaceExhaustedError} when that id is no longer a safe integer, and
+   * with {@link CategoryLimitError} when the tenant already holds `maxCategories` (checked in
+   * the same atomic step as the insert, so concurrent creates cannot pass the limit together).
    */
-  createCategory(input: NewCategory): Promise<Category>
+  createCategory(input: NewCategory, maxCategories?: number): Promise<Category>
   /** Replaces the whole state in one step (a reset, a scenario switch). */
   replace(state: TenantState): Promise<void>
   /**
@@ -49,6 +51,11 @@ export interface TenantStore {
    * default seed. A tenant that is not modified can be dropped and recreated without loss.
    */
   readonly modified: boolean
+  /**
+   * What this handle holds on this process's heap, estimated in bytes (for the server's memory
+   * budget): the categories of an in-memory store, 0 for a store that keeps them elsewhere.
+   */
+  readonly heldBytes: number
 }
 
 /** What the tenant list shows about a stored tenant. */
@@ -94,6 +101,14 @@ export interface TenantStorage {
  */
 export class StorageUnavailableError extends Error {
   override readonly name = 'StorageUnavailableError'
+}
+
+/** Thrown when a create would take a tenant past its category limit. */
+export class CategoryLimitError extends Error {
+  override readonly name = 'CategoryLimitError'
+  constructor(readonly limit: number) {
+    super(`the tenant holds the most categories allowed (${limit})`)
+  }
 }
 
 /** Thrown when the next id would no longer be a safe integer. */

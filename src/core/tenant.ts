@@ -2,7 +2,7 @@
  * A tenant: one isolated sandbox (store, journal, scenario, fault generators). The library has
  * one per `createPetstore()`; the standalone server has one per API key.
  */
-import type { Order, Pet } from '../contract/schemas.js'
+import type { Category, NewCategory, Order, Pet } from '../contract/schemas.js'
 import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
 import { faultSettings, FaultInjector } from './faults.js'
 import { RequestJournal } from './journal.js'
@@ -15,6 +15,10 @@ export interface TenantOverrides {
   readonly faults?: Faults | false | undefined
   readonly afterSunset?: boolean | undefined
   readonly journalLimit?: number | undefined
+  /** What the journal may hold, in heap bytes. @default 1 MiB */
+  readonly journalBytes?: number | undefined
+  /** Creates beyond this many categories answer 409 `category_limit`. @default no limit */
+  readonly maxCategories?: number | undefined
 }
 
 export class Tenant<S extends TenantStore = TenantStore> {
@@ -33,7 +37,7 @@ export class Tenant<S extends TenantStore = TenantStore> {
    */
   constructor(scenario: Scenario, overrides: TenantOverrides, store: S, ready: Promise<void> = Promise.resolve()) {
     this.#overrides = overrides
-    this.journal = new RequestJournal(overrides.journalLimit)
+    this.journal = new RequestJournal(overrides.journalLimit, overrides.journalBytes)
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
     this.store = store
@@ -48,6 +52,24 @@ export class Tenant<S extends TenantStore = TenantStore> {
 
   get scenario(): Scenario {
     return this.#scenario
+  }
+
+  /** What the tenant holds on the heap, estimated: its data and its journal. */
+  get heldBytes(): number {
+    return this.store.heldBytes + this.journal.bytes
+  }
+
+  /**
+   * Stores a valid NewCategory under the next id, within the tenant's category limit: rejects
+   * with `CategoryLimitError` past it, and `IdSpaceExhaustedError` past the safe integers.
+   */
+  createCategory(input: NewCategory): Promise<Category> {
+    return this.store.createCategory(input, this.maxCategories)
+  }
+
+  /** The most categories a create may leave the tenant with. @default no limit */
+  get maxCategories(): number {
+    return this.#overrides.maxCategories ?? Number.POSITIVE_INFINITY
   }
 
   get faults(): FaultInjector {

@@ -1,7 +1,8 @@
 /** listCategories and createCategory: the operations the interface specifies in full. */
-import { NewCategory } from '../contract/schemas.js'
+import { categorySchemas, NewCategory } from '../contract/schemas.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { parseJsonObject } from '../core/request-body.js'
-import { IdSpaceExhaustedError } from '../core/store.js'
+import { CategoryLimitError, IdSpaceExhaustedError } from '../core/store.js'
 import { failure, json, type Operation, type Outcome } from './operation.js'
 
 export const listCategories: Operation = {
@@ -21,15 +22,17 @@ export const createCategory: Operation = {
   path: '/categories',
   successStatus: 201,
   hasBody: true,
-  async run({ request, tenant, bodyText, strict }) {
+  errorStatuses: [409],
+  async run({ request, tenant, bodyText, strict, limits }) {
     const body = parseJsonObject(bodyText, request.headers.get('content-type'))
     if (!body.ok) return failure(body.code, body.params)
-    const input = validateNewCategory(body.value, strict)
+    const input = validateNewCategory(body.value, strict, limits)
     if (!('name' in input)) return input
     try {
-      return json(201, await tenant.store.createCategory(input))
+      return json(201, await tenant.createCategory(input))
     } catch (error) {
       if (error instanceof IdSpaceExhaustedError) return failure('internal_error', { reason: error.message })
+      if (error instanceof CategoryLimitError) return failure('category_limit', { max: error.limit })
       throw error
     }
   },
@@ -41,14 +44,30 @@ const REQUIRED_FIELDS = Object.entries(NewCategory.shape)
   .filter(([, schema]) => !schema.safeParse(undefined).success)
   .map(([field]) => field)
 
+/** The NewCategory schema of each set of limits in use (usually one). */
+const SCHEMAS = new WeakMap<CategoryLimits, typeof NewCategory>([[DEFAULT_CATEGORY_LIMITS, NewCategory]])
+
+function newCategoryUnder(limits: CategoryLimits): typeof NewCategory {
+  let schema = SCHEMAS.get(limits)
+  if (!schema) {
+    schema = categorySchemas(limits).NewCategory
+    SCHEMAS.set(limits, schema)
+  }
+  return schema
+}
+
 /**
- * Judges a NewCategory against the contract's schema. Unknown fields (and `id`) are dropped,
- * or refused in strict mode.
+ * Judges a NewCategory against the contract's schema under `limits` (name and description
+ * lengths). Unknown fields (and `id`) are dropped, or refused in strict mode.
  */
-export function validateNewCategory(value: Record<string, unknown>, strict: boolean): NewCategory | Outcome {
+export function validateNewCategory(
+  value: Record<string, unknown>,
+  strict: boolean,
+  limits: CategoryLimits = DEFAULT_CATEGORY_LIMITS,
+): NewCategory | Outcome {
   const missing = REQUIRED_FIELDS.find((field) => !Object.hasOwn(value, field))
   if (missing !== undefined) return failure('missing_field', { field: missing })
-  const parsed = NewCategory.safeParse(value)
+  const parsed = newCategoryUnder(limits).safeParse(value)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     return failure('invalid_field', { reason: issue?.message ?? 'the body is not a valid NewCategory' })

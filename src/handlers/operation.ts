@@ -1,5 +1,6 @@
 /** What every operation receives and returns; the pipeline turns outcomes into responses. */
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
+import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import type { ApiRequest } from './api-request.js'
 
@@ -11,6 +12,8 @@ export interface OperationContext {
   readonly bodyText: string
   /** Reject fields NewCategory does not declare. */
   readonly strict: boolean
+  /** Name and description lengths (the category count is the store's). */
+  readonly limits: CategoryLimits
 }
 
 export type Outcome =

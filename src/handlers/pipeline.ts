@@ -5,12 +5,14 @@
  */
 import { apiError, codeForStatus } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
-import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
+import { OverCapacityError, type Work } from '../core/capacity.js'
+import { journalBody, journalHeaders, type RequestJournal } from '../core/journal.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { StorageUnavailableError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
 import { failure, type Operation, type Outcome } from './operation.js'
-import { readPrefer } from './prefer.js'
+import { DEFAULT_MAX_DELAY_MS, readPrefer } from './prefer.js'
 import { route } from './router.js'
 
 /** Finds the tenant an API key belongs to. */
@@ -30,6 +32,19 @@ export interface PipelineOptions {
   readonly tenants: TenantResolver
   readonly strict: boolean
   readonly maxBodyBytes: number
+  /** Name and description lengths. @default DEFAULT_CATEGORY_LIMITS */
+  readonly limits?: CategoryLimits | undefined
+  /** The longest delay (`Prefer: delay`, latency) before an answer, in ms. @default 60000 */
+  readonly maxDelayMs?: number | undefined
+  /** Throws {@link OverCapacityError} when the runtime has no room for this work. @default always room */
+  readonly admit?: ((work: Work) => void) | undefined
+  /** Whether journals may grow (false over the memory budget: they keep their size). @default always */
+  readonly mayGrow?: (() => boolean) | undefined
+  /**
+   * Told about an exception a request ran into. The client's 500 never carries its message
+   * (it may name a file path). @default none
+   */
+  readonly onUnexpectedError?: ((error: unknown, request: ApiRequest) => void) | undefined
 }
 
 type Params = Readonly<Record<string, string>>
@@ -107,10 +122,13 @@ export class Pipeline {
         outcome = failure('invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
       } else {
         headers = operation.headers?.(tenant)
+        if (!outcome) this.#options.admit?.(operation.hasBody ? 'grow' : 'read')
         outcome ??= await this.#run(operation, request, params, tenant, bodyText)
       }
     } catch (error) {
       const failed = failureOf(error)
+      // @note Never the exception's message in the answer: it may name a file path or other server detail.
+      if (failed.unexpected) this.#options.onUnexpectedError?.(error, request)
       outcome = failed.outcome
       headers = { ...headers, ...failed.headers }
     }
@@ -118,9 +136,10 @@ export class Pipeline {
   }
 
   async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
-    const prefer = readPrefer(request.headers.get('prefer'), operation)
+    const maxDelay = this.#options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS
+    const prefer = readPrefer(request.headers.get('prefer'), operation, maxDelay)
     if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
-    const delay = prefer.value.delay ?? tenant.faults.latency()
+    const delay = Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay)
     if (delay > 0) await sleep(delay)
     const forced = prefer.value.code
     if (forced !== undefined && forced !== operation.successStatus) {
@@ -135,7 +154,8 @@ export class Pipeline {
       }
     }
     await tenant.ready
-    return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict })
+    const limits = this.#options.limits ?? DEFAULT_CATEGORY_LIMITS
+    return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict, limits })
   }
 
   #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer {
@@ -168,7 +188,7 @@ export class Pipeline {
         request: { headers: journalHeaders(request.headers), ...journalBody(bodyText) },
         // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
         response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
-      }, journalWeight(bodyText) + journalWeight(responseText))
+      }, { grow: this.#options.mayGrow?.() ?? true })
     }
     return answer
   }
@@ -194,18 +214,29 @@ interface AnswerParts {
 /** How long a client is told to wait after a storage failure. */
 const STORAGE_RETRY_SECONDS = 5
 
+/** The reason a 500 gives for an exception: what happened stays in the server's log. */
+export const UNEXPECTED = 'unexpected error (the sandbox log has the details)'
+
 /**
- * What a thrown error answers: a refused tenant or a storage failure its own 503 (the storage's
- * message, which may name paths, stays out of the body), anything else a 500.
+ * What a thrown error answers: a refused tenant, a storage failure or a server over capacity its
+ * own 503 with `Retry-After` (the storage's message, which may name paths, stays out of the
+ * body); anything else a 500 that says nothing of the exception, marked `unexpected` so that
+ * the caller logs it.
  */
-export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<string, string> } {
+export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<string, string>; unexpected?: true } {
   if (error instanceof TenantRefusedError) {
     return { outcome: failure(error.code, error.params), headers: { 'retry-after': String(error.retryAfterSeconds) } }
   }
   if (error instanceof StorageUnavailableError) {
     return { outcome: failure('storage_unavailable'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
   }
-  return { outcome: failure('internal_error', { reason: error instanceof Error ? error.message : String(error) }) }
+  if (error instanceof OverCapacityError) {
+    return {
+      outcome: failure('over_capacity', { reason: error.reason, retryAfter: error.retryAfterSeconds }),
+      headers: { 'retry-after': String(error.retryAfterSeconds) },
+    }
+  }
+  return { outcome: failure('internal_error', { reason: UNEXPECTED }), unexpected: true }
 }
 
 /** The outcome `Prefer: code=<status>` asks for: that status's first error code, state untouched. */
@@ -227,6 +258,7 @@ function forcedOutcome(status: number, request: ApiRequest, operation: Operation
       allow: operation.method,
       operation: `${operation.method} ${operation.path}`,
       sunset: tenant.sunset ?? 'an earlier date',
+      max: Number.isFinite(tenant.maxCategories) ? tenant.maxCategories : 'its limit',
     },
   }
 }

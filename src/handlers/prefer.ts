@@ -12,10 +12,11 @@ export interface Preferences {
 
 export type PreferResult = { readonly ok: true; readonly value: Preferences } | { readonly ok: false; readonly reason: string }
 
-const MAX_DELAY_MS = 60_000
+/** @default 60000 ms: the longest `Prefer: delay` of the library; the server's is its request timeout. */
+export const DEFAULT_MAX_DELAY_MS = 60_000
 
-/** Reads the preferences `operation` honours: a status it declares, a delay in range. */
-export function readPrefer(header: string | null, operation: Operation): PreferResult {
+/** Reads the preferences `operation` honours: a status it declares, a delay from 0 to `maxDelay` ms. */
+export function readPrefer(header: string | null, operation: Operation, maxDelay = DEFAULT_MAX_DELAY_MS): PreferResult {
   if (header === null) return { ok: true, value: {} }
   const outcomes = [operation.successStatus, ...declaredErrorStatuses(operation)]
   const value: { code?: number; delay?: number } = {}
@@ -34,8 +35,8 @@ export function readPrefer(header: string | null, operation: Operation): PreferR
       }
       value.code = number
     } else {
-      if (!(number <= MAX_DELAY_MS)) {
-        return { ok: false, reason: `delay=${rawValue} must be a whole number of milliseconds from 0 to ${MAX_DELAY_MS}` }
+      if (!(number <= maxDelay)) {
+        return { ok: false, reason: `delay=${rawValue} must be a whole number of milliseconds from 0 to ${maxDelay}` }
       }
       value.delay = number
     }

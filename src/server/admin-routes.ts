@@ -5,6 +5,8 @@
 import express, { type Request, type Response, type Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
 import { readBearer } from '../core/auth.js'
+import type { Work } from '../core/capacity.js'
+import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
 import { sendError } from './http-errors.js'
@@ -23,6 +25,14 @@ export interface AdminRoutesOptions {
   readonly startedAt: number
   /** Unknown fields of a NewCategory are refused (`--strict`): the served document says so. */
   readonly strict: boolean
+  /** The lengths and counts the served OpenAPI document states. */
+  readonly limits: CategoryLimits
+  /** Whether tenants may switch to the scenario with this name. */
+  readonly scenarioAllowed: (name: string) => boolean
+  /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
+  readonly admit: (work: Work) => void
+  /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
+  readonly warn?: ((message: string) => void) | undefined
 }
 
 /** Who called: a tenant through its own key, or the admin (optionally naming a tenant). */
@@ -34,7 +44,7 @@ type Handler = (req: Request, res: Response) => Promise<void> | void
 export function adminRoutes(options: AdminRoutesOptions): Router {
   const { tenants, catalog } = options
   const router = express.Router({ strict: true })
-  const openApi = buildOpenApiDocument({ strictBodies: options.strict })
+  const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
@@ -132,7 +142,13 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         active = target.tenant.scenario.name
       }
       const scenarios = await catalog.list()
-      res.json(scenarios.map((scenario) => ({ ...summarize(scenario), active: scenario.name === active })))
+      res.json(
+        scenarios.map((scenario) => ({
+          ...summarize(scenario),
+          active: scenario.name === active,
+          switchable: options.scenarioAllowed(scenario.name),
+        })),
+      )
     },
   })
 
@@ -145,16 +161,24 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (typeof name !== 'string' || name.trim() === '') {
         return sendError(res, 'invalid_field', { reason: 'name must be a non-empty string' })
       }
+      const allowed = async () => (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none'
+      if (!options.scenarioAllowed(name)) {
+        return sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowed() })
+      }
       let scenario
       try {
         scenario = await catalog.load(name)
       } catch (error) {
         if (!(error instanceof PetstoreError)) throw error
-        return sendError(res, 'internal_error', { reason: error.message })
+        // @note The loader's message names the file by its path: the operator gets it, the client
+        // gets the file's name alone.
+        options.warn?.(`PUT /__sandbox/scenario: ${error.message}`)
+        return sendError(res, 'internal_error', { reason: error.message.replace(/\S*[\\/]([^\s\\/]+\.json)\b/g, '$1') })
       }
       if (!scenario) {
-        return sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: (await catalog.names()).join(', ') })
+        return sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
       }
+      options.admit('grow')
       await tenant.useScenario(scenario)
       res.json({ scenario: summarize(scenario) })
     }),

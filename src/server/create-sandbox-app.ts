@@ -4,15 +4,23 @@
  * (auth, bodies, validation, Prefer, faults, journal) is the core's.
  */
 import { existsSync } from 'node:fs'
-import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http'
+import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import express, { type ErrorRequestHandler, type Express } from 'express'
 import { z } from 'zod'
+import {
+  DEFAULT_DESCRIPTION_MAX_LENGTH,
+  DEFAULT_JOURNAL_BYTES,
+  DEFAULT_MAX_CATEGORIES,
+  DEFAULT_NAME_MAX_LENGTH,
+  unsafeListReason,
+  type CategoryLimits,
+} from '../core/limits.js'
 import { DEFAULT_MAX_BODY_BYTES } from '../core/request-body.js'
 import { PetstoreError } from '../errors.js'
 import { MemoryStorage } from '../core/memory-storage.js'
 import { seedState, type TenantStorage } from '../core/storage.js'
-import { failureOf, Pipeline } from '../handlers/pipeline.js'
+import { failureOf, Pipeline, UNEXPECTED } from '../handlers/pipeline.js'
 import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
@@ -20,6 +28,14 @@ import { apiBridge } from './api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { openSqliteStorage } from './sqlite-storage.js'
 import { sendError } from './http-errors.js'
+import {
+  createSandboxServer,
+  DEFAULT_HEADERS_TIMEOUT_MS,
+  DEFAULT_MAX_CONNECTIONS,
+  DEFAULT_REQUEST_TIMEOUT_MS,
+  type ServerLimits,
+} from './http-server.js'
+import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
@@ -87,6 +103,28 @@ export interface SandboxAppOptions {
   warn?: (message: string) => void
   /** The demo page directory served at `/__sandbox/`, or false for none. @default the package's `demo/`, when present */
   demoDir?: string | false
+  /** The longest category name accepted, in characters; longer ones get 400 `invalid_field`. @default 200 */
+  nameMaxLength?: number
+  /** The longest category description accepted, in characters. @default 2000 */
+  descriptionMaxLength?: number
+  /** Categories one tenant may hold; a create beyond gets 409 `category_limit`. @default 20000 */
+  maxCategories?: number
+  /** What each tenant's journal may hold, in heap bytes, before its oldest entries go. @default 1048576 (1 MiB) */
+  journalBytes?: number
+  /**
+   * What all tenants may hold together (data and journals), in heap bytes; over it, new tenants,
+   * creates and scenario switches get 503 `over_capacity` with `Retry-After`.
+   * @default half of V8's heap limit
+   */
+  memoryBudgetBytes?: number
+  /** The scenarios `PUT /__sandbox/scenario` may switch a tenant to; others get 403. @default every scenario the sandbox knows */
+  scenarioAllow?: readonly string[]
+  /** Open connections served by {@link SandboxApp.createServer}; past it, 503 except health checks. @default 1000 */
+  maxConnections?: number
+  /** Time a client has to send its headers, in ms (then 408). Also what {@link SandboxApp.createServer} sets. @default 10000 */
+  headersTimeoutMs?: number
+  /** Time a client has to send its whole request, in ms (then 408); `Prefer: delay` and latency are capped at it. @default 30000 */
+  requestTimeoutMs?: number
 }
 
 /** What {@link createSandboxApp} returns. */
@@ -110,6 +148,23 @@ export interface SandboxApp {
   readonly storage: TenantStorage
   /** Stops the idle-tenant sweep and closes the storage (releasing the data directory's lock). */
   close(): Promise<void>
+  /** The limits in force, every default filled in (the CLI prints them). */
+  readonly limits: SandboxLimits
+  /**
+   * A Node server for `listener` with the limits enforced: header and request timeouts (checked
+   * often enough to hold), the connection cap, and Node's own error answers. It does not listen.
+   * @example sandbox.createServer().listen(4010, '127.0.0.1')
+   */
+  createServer(): Server
+}
+
+/** Every limit of a sandbox, defaults filled in. */
+export interface SandboxLimits extends CategoryLimits, ServerLimits {
+  readonly journalBytes: number
+  readonly memoryBudgetBytes: number
+  readonly maxBodyBytes: number
+  /** The scenarios tenants may switch to, or 'any'. */
+  readonly scenarioAllow: readonly string[] | 'any'
 }
 
 const Key = z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
@@ -131,8 +186,24 @@ const Options = z
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
+    nameMaxLength: z.int().min(1).default(DEFAULT_NAME_MAX_LENGTH),
+    descriptionMaxLength: z.int().min(0).default(DEFAULT_DESCRIPTION_MAX_LENGTH),
+    maxCategories: z.int().min(0).default(DEFAULT_MAX_CATEGORIES),
+    journalBytes: z.int().min(0).default(DEFAULT_JOURNAL_BYTES),
+    memoryBudgetBytes: z.int().min(0).optional(),
+    scenarioAllow: z.array(z.string().min(1)).optional(),
+    maxConnections: z.int().min(1).default(DEFAULT_MAX_CONNECTIONS),
+    headersTimeoutMs: z.int().min(1).default(DEFAULT_HEADERS_TIMEOUT_MS),
+    requestTimeoutMs: z.int().min(1).default(DEFAULT_REQUEST_TIMEOUT_MS),
   })
   .strict()
+  .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
+    error: 'headersTimeoutMs must not be greater than requestTimeoutMs',
+  })
+  .superRefine((options, context) => {
+    const unsafe = unsafeListReason(options)
+    if (unsafe !== undefined) context.addIssue({ code: 'custom', message: unsafe, path: ['maxCategories'] })
+  })
   .refine((options) => !(options.anyKey && options.apiKeys), { error: 'apiKeys and anyKey cannot be used together' })
   .refine((options) => !(options.adminToken && options.apiKeys?.includes(options.adminToken)), {
     error: 'adminToken must differ from every API key',
@@ -165,15 +236,31 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
   known.set(scenario.name, scenario)
+  const limits: SandboxLimits = {
+    nameMaxLength: settings.nameMaxLength,
+    descriptionMaxLength: settings.descriptionMaxLength,
+    maxCategories: settings.maxCategories,
+    journalBytes: settings.journalBytes,
+    memoryBudgetBytes: settings.memoryBudgetBytes ?? defaultMemoryBudget(),
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    scenarioAllow: settings.scenarioAllow ?? 'any',
+    maxConnections: settings.maxConnections,
+    headersTimeoutMs: settings.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs,
+  }
+  // @note The budget reads the registry, which is built with the budget's check: a closure.
+  const budget = new MemoryBudget({ budgetBytes: limits.memoryBudgetBytes, heldBytes: () => tenants.heldBytes() })
+  const admit = (work: 'grow' | 'read') => budget.admit(work)
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
     adminToken: settings.adminToken,
     maxTenants: settings.maxTenants,
-    overrides: { latency: settings.latency },
+    overrides: { latency: settings.latency, journalBytes: limits.journalBytes, maxCategories: limits.maxCategories },
     storage,
     scenarioNamed: (name) => known.get(name),
     warn,
+    admit,
   })
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
   const sweep = () =>
@@ -181,7 +268,18 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   if (ttlMs > 0) sweep()
   const sweeper = ttlMs > 0 ? setInterval(sweep, Math.min(ttlMs, SWEEP_INTERVAL_MS)) : undefined
   sweeper?.unref()
-  const pipeline = new Pipeline({ tenants, strict: settings.strict, maxBodyBytes: DEFAULT_MAX_BODY_BYTES })
+  const reportUnexpected = (error: unknown, where: string) =>
+    warn?.(`unexpected error on ${where}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+  const pipeline = new Pipeline({
+    tenants,
+    strict: settings.strict,
+    maxBodyBytes: limits.maxBodyBytes,
+    limits,
+    maxDelayMs: limits.requestTimeoutMs,
+    admit,
+    mayGrow: () => budget.refusal('grow') === undefined,
+    onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
+  })
 
   // Everything but the API: the admin routes, the demo page, and Error bodies for the rest.
   const admin = express()
@@ -193,9 +291,13 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
       tenants,
       catalog,
       basePath: API_BASE_PATH,
-      maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+      maxBodyBytes: limits.maxBodyBytes,
       startedAt: Date.now(),
       strict: settings.strict,
+      limits,
+      scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name),
+      admit,
+      warn,
     }),
   )
   const demoDir = settings.demoDir ?? (existsSync(PACKAGE_DEMO_DIR) ? PACKAGE_DEMO_DIR : false)
@@ -209,12 +311,12 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     admin.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
   }
   admin.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
-  admin.use(errorHandler)
+  admin.use(errorHandler((error, req) => reportUnexpected(error, `${req.method} ${req.path}`)))
 
   const stamp = requestContext(tenants, settings.log as SandboxAppOptions['log'])
   const preflight = cors(settings.corsOrigins)
   // @note No body parser anywhere before the API: the core reads bodies itself (and judges them).
-  const api = apiBridge(pipeline, API_BASE_PATH)
+  const api = apiBridge(pipeline, API_BASE_PATH, (error, req) => reportUnexpected(error, `${req.method} ${req.url}`))
   /** What every request goes through first; true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
     stamp(req, res)
@@ -233,17 +335,27 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     clearInterval(sweeper)
     await storage.close()
   }
-  return { listener, app, scenario, apiKeys, tenants, storage, close }
+  const createServer = () => createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`)
+  return { listener, app, scenario, apiKeys, tenants, storage, close, limits, createServer }
 }
 
-/** Whatever reaches express's error path still answers an Error body, never express's HTML. */
-const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
-  const status = typeof error === 'object' && error !== null && 'status' in error ? Number(error.status) : 500
-  if (status >= 400 && status < 500) {
-    sendError(res, 'not_found', { what: `Path ${req.path}` })
-    return
+/**
+ * Whatever reaches express's error path still answers an Error body, never express's HTML, and
+ * never an exception's message (it may name a file path): that goes to `report`.
+ */
+function errorHandler(report: (error: unknown, req: express.Request) => void): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const failed = failureOf(error)
+    if (!failed.unexpected && failed.outcome.kind === 'error') {
+      sendError(res, failed.outcome.code, failed.outcome.params, failed.headers)
+      return
+    }
+    const status = typeof error === 'object' && error !== null && 'status' in error ? Number(error.status) : 500
+    if (status >= 400 && status < 500) {
+      sendError(res, 'not_found', { what: `Path ${req.path}` })
+    } else {
+      report(error, req)
+      sendError(res, 'internal_error', { reason: UNEXPECTED })
+    }
   }
-  const { outcome, headers } = failureOf(error)
-  if (outcome.kind === 'error') sendError(res, outcome.code, outcome.params, headers)
-  else sendError(res, 'internal_error', { reason: 'unexpected error' })
 }

@@ -58,11 +58,37 @@ class NodeHeaders implements HeaderReader {
 const CUT_OFF: RawBody = { ok: false, code: 'invalid_body', params: { reason: 'The request body was cut off before its end' } }
 
 /**
- * Reads the body as UTF-8 text, at most `limit` bytes. Over the limit it stops reading and
- * leaves the rest unread: the answer then closes the connection.
+ * After a 413, the rest of the body is read and dropped, up to this many bytes, so that the
+ * client (still sending) gets to read the answer; a body declared larger is not read at all.
+ * @default 16 MiB
+ */
+export const DRAIN_MAX_BYTES = 16 * 1024 * 1024
+/** A client that sends nothing for this long while its rest is being dropped is disconnected. */
+export const DRAIN_IDLE_MS = 1000
+
+/** Requests whose unread rest is being dropped after a 413: their connection may stay open. */
+const draining = new WeakSet<IncomingMessage>()
+
+/**
+ * Whether the connection of a request answered before its body was read in full must close:
+ * yes, unless its rest is being read and dropped (then the client can read the answer).
+ */
+export function mustCloseAfter(req: IncomingMessage): boolean {
+  return !req.complete && !draining.has(req)
+}
+
+/**
+ * Reads the body as UTF-8 text, at most `limit` bytes. Over the limit it answers 413 at once and
+ * reads and drops the rest, up to {@link DRAIN_MAX_BYTES}.
+ * @note Closing the connection while the client still sends made it see `EPIPE` (7 of 30 `fetch`
+ * POSTs of 5 MiB) instead of our 413.
  */
 export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBody> {
-  if (Number(req.headers['content-length'] ?? Number.NaN) > limit) return Promise.resolve(payloadTooLarge(limit))
+  const declared = Number(req.headers['content-length'] ?? Number.NaN)
+  if (declared > limit) {
+    if (declared <= DRAIN_MAX_BYTES) drainRest(req)
+    return Promise.resolve(payloadTooLarge(limit))
+  }
   if (req.readableEnded) return Promise.resolve({ ok: true, text: '' })
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
@@ -77,11 +103,41 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
         chunks.push(chunk)
         return
       }
-      req.pause()
       finish(payloadTooLarge(limit))
+      drainRest(req, size)
     }
     const onEnd = () => finish(decodeUtf8(chunks, size))
     const onCut = () => finish(CUT_OFF)
     req.on('data', onData).on('end', onEnd).on('error', onCut).on('close', onCut)
   })
+}
+
+/**
+ * Reads and drops what is left of `req`'s body (`read` bytes of it already read). Past
+ * {@link DRAIN_MAX_BYTES}, or after {@link DRAIN_IDLE_MS} without a byte, the connection closes
+ * once the answer is written.
+ */
+function drainRest(req: IncomingMessage, read = 0): void {
+  if (req.complete) return
+  draining.add(req)
+  let drained = read
+  let idle: NodeJS.Timeout | undefined
+  const stop = (cut: boolean) => {
+    clearTimeout(idle)
+    req.off('data', onData).off('end', onEnd).off('close', onEnd)
+    if (cut) req.socket.destroySoon()
+  }
+  const arm = () => {
+    clearTimeout(idle)
+    idle = setTimeout(() => stop(true), DRAIN_IDLE_MS)
+  }
+  const onData = (chunk: Buffer) => {
+    drained += chunk.byteLength
+    if (drained > DRAIN_MAX_BYTES) stop(true)
+    else arm()
+  }
+  const onEnd = () => stop(false)
+  req.on('data', onData).once('end', onEnd).once('close', onEnd)
+  arm()
+  req.resume()
 }

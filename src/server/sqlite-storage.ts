@@ -19,6 +19,7 @@ import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { PetstoreError } from '../errors.js'
 import {
+  CategoryLimitError,
   IdSpaceExhaustedError,
   StorageUnavailableError,
   toCategory,
@@ -60,6 +61,7 @@ type Database = BetterSqlite3.Database
 interface PendingCreate {
   readonly tenant: string
   readonly input: NewCategory
+  readonly maxCategories: number
   readonly resolve: (category: Category) => void
   readonly reject: (error: Error) => void
 }
@@ -296,9 +298,9 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /** Queues a create for the next group commit; resolves once it is committed. */
-  create(tenant: string, input: NewCategory): Promise<Category> {
+  create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ tenant, input, resolve, reject })
+      this.#pending.push({ tenant, input, maxCategories, resolve, reject })
       if (!this.#scheduled) {
         this.#scheduled = true
         // @note Creates parsed in the same turn of the event loop share the next commit.
@@ -405,7 +407,7 @@ export class SqliteStorage implements TenantStorage {
       })
   }
 
-  #insert({ tenant, input }: PendingCreate): Inserted | Error {
+  #insert({ tenant, input, maxCategories }: PendingCreate): Inserted | Error {
     const now = Date.now()
     let row = this.#sql.tenant.get(tenant)
     if (!row) {
@@ -416,6 +418,8 @@ export class SqliteStorage implements TenantStorage {
     }
     const id = row.next
     if (!Number.isSafeInteger(id + 1)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
+    // @note Counted inside the batch's transaction, after the creates before it in the batch.
+    if (Number.isFinite(maxCategories) && (this.#sql.count.get(tenant)?.n ?? 0) >= maxCategories) return new CategoryLimitError(maxCategories)
     this.#sql.advance.run(now, tenant)
     const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
     const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
@@ -485,8 +489,11 @@ class SqliteTenantStore implements TenantStore {
     return this.#storage.count(this.#id)
   }
 
-  async createCategory(input: NewCategory): Promise<Category> {
-    const category = await this.#storage.create(this.#id, input)
+  /** Nothing held in this process: the categories are in the database. */
+  readonly heldBytes = 0
+
+  async createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
+    const category = await this.#storage.create(this.#id, input, maxCategories)
     this.modified = true
     return category
   }

@@ -44,6 +44,8 @@ export interface TenantRegistryOptions {
   readonly scenarioNamed?: ((name: string) => Scenario | undefined) | undefined
   /** Told about tenants whose saved scenario no longer exists. @default none */
   readonly warn?: ((message: string) => void) | undefined
+  /** Throws when there is no room for a new tenant (the memory budget). @default always room */
+  readonly admit?: ((work: 'grow') => void) | undefined
 }
 
 /**
@@ -190,6 +192,13 @@ export class TenantRegistry implements TenantResolver {
     return this.#tenants.size
   }
 
+  /** What the live tenants hold on the heap together, estimated (see {@link Tenant.heldBytes}). */
+  heldBytes(): number {
+    let total = 0
+    for (const entry of this.#tenants.values()) total += entry.tenant?.heldBytes ?? 0
+    return total
+  }
+
   /** How many tenants were evicted from memory to stay under the cap since start. */
   get evictions(): number {
     return this.#evictions
@@ -200,6 +209,7 @@ export class TenantRegistry implements TenantResolver {
    * is opened and its scenario read back.
    */
   #admit(id: string): Promise<Tenant> {
+    this.#options.admit?.('grow')
     this.#makeRoom()
     const { storage, overrides } = this.#options
     const store = storage.open(id)

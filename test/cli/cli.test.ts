@@ -53,6 +53,40 @@ describe('petstore-sandbox serve', () => {
     expect(run.stdout()).not.toContain('closing their connections')
   })
 
+  it('reads the limits from flags and PETSTORE_SANDBOX_* variables, prints them, and enforces them', async () => {
+    const run = runCli(['serve', '--port', '0', '--quiet', '--scenario', 'empty', '--name-max-length', '5', '--scenario-allow', 'default'], {
+      PETSTORE_SANDBOX_MAX_CATEGORIES: '1',
+      PETSTORE_SANDBOX_JOURNAL_BYTES: '256KiB',
+      PETSTORE_SANDBOX_REQUEST_TIMEOUT: '2000',
+      PETSTORE_SANDBOX_HEADERS_TIMEOUT: '1000',
+    })
+    await run.waitFor(READY)
+    const out = run.stdout()
+    expect(out).toMatch(/limits\s+names 5 and descriptions 2000 characters, 1 categories and a 256 KiB journal per tenant/)
+    expect(out).toMatch(/headers within 1000 ms, requests within 2000 ms, scenario switches to default/)
+    const base = apiUrl(out)
+    const headers = { authorization: 'Bearer sandbox-dev-key', 'content-type': 'application/json' }
+    const post = (name: string) => fetch(`${base}/categories`, { method: 'POST', headers, body: JSON.stringify({ name }) })
+    expect((await post('toolong')).status).toBe(400)
+    expect((await post('ok')).status).toBe(201)
+    expect((await post('two')).status).toBe(409)
+    const delayed = await fetch(`${base}/categories`, { headers: { ...headers, prefer: 'delay=2500' } })
+    expect(delayed.status).toBe(400)
+    const origin = base.replace(/\/v1$/, '')
+    const switched = await fetch(`${origin}/__sandbox/scenario`, { method: 'PUT', headers, body: '{"name":"large-catalog"}' })
+    expect(switched.status).toBe(403)
+  })
+
+  it.each([
+    ['--memory-budget', '2TB', '--memory-budget must be a size in bytes'],
+    ['--max-connections', '0', '--max-connections must be an integer from 1'],
+  ])('refuses %s %s in one line', async (flag, value, message) => {
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', flag, value])
+    expect(code).toBe(1)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toContain(message)
+  })
+
   it('accepts repeated --api-key flags and logs requests without the key', async () => {
     const run = runCli(['serve', '--port', '0', '--api-key', 'k1', '--api-key', 'k2', '--log', 'json'])
     await run.waitFor(READY)

@@ -106,7 +106,7 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     }[]
     expect(scenarios.map((scenario) => scenario.name)).toEqual(['after-sunset', 'default', 'empty', 'flaky', 'large-catalog'])
     expect(scenarios.filter((scenario) => scenario.active).map((scenario) => scenario.name)).toEqual(['default'])
-    expect(Object.keys(scenarios[0]!).sort()).toEqual(['active', 'description', 'name', 'version'])
+    expect(Object.keys(scenarios[0]!).sort()).toEqual(['active', 'description', 'name', 'switchable', 'version'])
   })
 
   it('switches the caller’s scenario and reseeds its store', async () => {
@@ -165,13 +165,15 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(await jsonOf(await fetch('/v1/categories', { headers: auth() }))).toEqual([{ id: 1, name: 'Only' }])
   })
 
-  it('answers 500 with the reason when a directory scenario is broken', async () => {
+  it('answers 500 with the reason when a directory scenario is broken, without the file’s path', async () => {
     const scenariosDir = await tempScenariosDir({ 'broken.json': { name: 'broken', version: 'x', description: 'bad' } })
     const { fetch } = await startSandbox({ scenariosDir })
     const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"broken"}' })
     const error = (await jsonOf(response)) as { message: string }
     expectErrorBody(error, 500, 'internal_error')
     expect(error.message).toContain('version')
+    expect(error.message).toContain('broken.json')
+    expect(error.message).not.toContain(scenariosDir)
   })
 
   it('resets the caller’s data, ids and journal to its scenario', async () => {

@@ -25,8 +25,8 @@ const post = (body: string | Uint8Array, headers: readonly string[] = [authA, js
 const deepArrays = `${'['.repeat(100_000)}${']'.repeat(100_000)}`
 
 /** Starts a sandbox with two tenants, each holding one category of its own. */
-async function twoTenants(http: Parameters<typeof startSandbox>[1] = {}): Promise<RunningSandbox> {
-  const sandbox = await startSandbox({ apiKeys: [...KEYS] }, http)
+async function twoTenants(options: Parameters<typeof startSandbox>[0] = {}): Promise<RunningSandbox> {
+  const sandbox = await startSandbox({ apiKeys: [...KEYS], ...options })
   for (const key of KEYS) {
     const response = await sandbox.fetch('/v1/categories', {
       method: 'POST',
@@ -181,7 +181,7 @@ describe('the sandbox server under hostile HTTP', () => {
   })
 
   it('keeps serving others while a client trickles its headers, then cuts that client off', async () => {
-    const sandbox = await twoTenants({ headersTimeout: 1000, requestTimeout: 2000, connectionsCheckingInterval: 100 })
+    const sandbox = await twoTenants({ headersTimeoutMs: 1000, requestTimeoutMs: 2000 })
     const before = await stateOf(sandbox)
     const slow = await openSocket(sandbox.origin)
     const cutOff = collect(slow, 15_000)
@@ -205,7 +205,7 @@ describe('the sandbox server under hostile HTTP', () => {
   })
 
   it('keeps serving others while a client trickles a create body, then cuts it off without storing it', async () => {
-    const sandbox = await twoTenants({ headersTimeout: 1000, requestTimeout: 2000, connectionsCheckingInterval: 100 })
+    const sandbox = await twoTenants({ headersTimeoutMs: 1000, requestTimeoutMs: 2000 })
     const before = await stateOf(sandbox)
     const body = JSON.stringify({ name: 'trickled', description: 'x'.repeat(200) })
     const slow = await openSocket(sandbox.origin)

@@ -150,7 +150,8 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     const rejections = unhandledRejections()
     const disk = smallDisk(512)
     const warnings: string[] = []
-    const sandbox = await startSandbox({ apiKeys: ['k1'], scenario: 'empty', dataDir: join(disk.dir, 'data'), warn: (message) => warnings.push(message) })
+    // Names of 8,000 characters fill the small disk quickly (beyond the default 200: raised here).
+    const sandbox = await startSandbox({ apiKeys: ['k1'], scenario: 'empty', dataDir: join(disk.dir, 'data'), warn: (message) => warnings.push(message), nameMaxLength: 10_000, maxCategories: 1_000 })
     expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
     disk.fill()
     const acknowledged = ['before']
@@ -177,7 +178,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
   it('survives a new key’s slow POST body on a full disk, and a failed reset leaves the tenant working once space is freed', async () => {
     const rejections = unhandledRejections()
     const disk = smallDisk(512)
-    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data') })
+    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), nameMaxLength: 10_000, maxCategories: 1_000 })
     expect((await post(sandbox, 'partner', 'x'.repeat(8000))).status).toBe(201)
     disk.fill()
     let slow = { status: 201, body: '' }

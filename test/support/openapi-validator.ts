@@ -7,6 +7,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { expect } from 'vitest'
 import { buildOpenApiDocument } from '../../src/contract/openapi.js'
+import type { CategoryLimits } from '../../src/core/limits.js'
 
 const document = buildOpenApiDocument({ profile: 'strict' }) as unknown as OpenApiDocument
 
@@ -18,6 +19,23 @@ interface OpenApiDocument {
 const ajv = new Ajv2020({ strict: false, allErrors: true })
 ajv.addFormat('int64', { type: 'number', validate: (value: number) => Number.isSafeInteger(value) })
 ajv.addSchema(document, 'openapi.json')
+
+/**
+ * The id under which the strict document of a sandbox with these limits is registered: lengths
+ * are the sandbox's own rule, so a sandbox started with other limits is judged by its own.
+ */
+const documentIds = new Map<string, string>()
+function documentId(limits: CategoryLimits | undefined): string {
+  if (limits === undefined) return 'openapi.json'
+  const key = JSON.stringify([limits.nameMaxLength, limits.descriptionMaxLength, limits.maxCategories])
+  let id = documentIds.get(key)
+  if (id === undefined) {
+    id = `openapi-${documentIds.size + 1}.json`
+    ajv.addSchema(buildOpenApiDocument({ profile: 'strict', limits }), id)
+    documentIds.set(key, id)
+  }
+  return id
+}
 
 /**
  * @note `ajv.validate({ $ref })` compiles a fresh schema object on every call (milliseconds each);
@@ -47,17 +65,25 @@ function templateFor(path: string): string | undefined {
  * URL, e.g. `/categories`) and status: the declared response, else `default`. Paths the document
  * does not have (404s) and methods it does not list (405s) must carry an Error body.
  */
-export function expectConformant(method: string, path: string, status: number, contentType: string | null, body: unknown): void {
+export function expectConformant(
+  method: string,
+  path: string,
+  status: number,
+  contentType: string | null,
+  body: unknown,
+  limits?: CategoryLimits,
+): void {
   if (method === 'HEAD') return expectHeadAnswer(path, status, contentType, body)
+  const id = documentId(limits)
   const template = templateFor(path)
   const operation = template ? document.paths[template]?.[method.toLowerCase()] : undefined
   let schemaRef: string
   if (!template || !operation) {
-    schemaRef = 'openapi.json#/components/schemas/Error'
+    schemaRef = `${id}#/components/schemas/Error`
   } else {
     const key = String(status) in operation.responses ? String(status) : 'default'
     expect(operation.responses[key], `${method} ${path} ${status} is not declared`).toBeDefined()
-    schemaRef = `openapi.json#/${pointer('paths', template, method.toLowerCase(), 'responses', key, 'content', 'application/json', 'schema')}`
+    schemaRef = `${id}#/${pointer('paths', template, method.toLowerCase(), 'responses', key, 'content', 'application/json', 'schema')}`
   }
   expect(contentType, `${method} ${path} ${status}: content type`).toMatch(/^application\/json/)
   const validate = validatorFor(schemaRef)
@@ -97,7 +123,7 @@ export function expectErrorBody(body: unknown, status: number, code?: string): v
  * Asserts that an answer of the API (its path relative to the base URL) conforms to the document.
  * Answers without a body (CORS preflights, dropped connections) have nothing to check.
  */
-export async function expectConformantResponse(method: string, path: string, response: Response): Promise<void> {
+export async function expectConformantResponse(method: string, path: string, response: Response, limits?: CategoryLimits): Promise<void> {
   const text = await response.text()
   if (method === 'HEAD') return expectHeadAnswer(path, response.status, response.headers.get('content-type'), text === '' ? undefined : text)
   if (text === '') {
@@ -110,5 +136,5 @@ export async function expectConformantResponse(method: string, path: string, res
   } catch {
     throw new Error(`${method} ${path} ${response.status}: expected a JSON body, got ${JSON.stringify(text.slice(0, 200))}`)
   }
-  expectConformant(method, path, response.status, response.headers.get('content-type'), body)
+  expectConformant(method, path, response.status, response.headers.get('content-type'), body, limits)
 }

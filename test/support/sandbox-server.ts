@@ -2,11 +2,11 @@
  * Starts the real sandbox app on 127.0.0.1, port 0, for one test, and closes it when that test
  * finishes. Requests go over real HTTP with `fetch`.
  */
-import { createServer, type Server, type ServerOptions } from 'node:http'
+import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, onTestFinished } from 'vitest'
 import type { StoreKind } from './stores.js'
-import { answerClientErrors } from '../../src/server/client-errors.js'
+import type { CategoryLimits } from '../../src/core/limits.js'
 import { expectConformantResponse } from './openapi-validator.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
 
@@ -38,18 +38,14 @@ export function useStore(kind: StoreKind): void {
 }
 
 /**
- * Starts the app (no demo page unless `demoDir` is given) and registers its teardown. `http`
- * sets the Node server's own options (timeouts), as the CLI does.
+ * Starts the app (no demo page unless `demoDir` is given) on the server the CLI uses
+ * (`sandbox.createServer()`: timeouts, connection cap) and registers its teardown.
  */
-export async function startSandbox(
-  options: SandboxAppOptions = {},
-  http: ServerOptions & { headersTimeout?: number; requestTimeout?: number } = {},
-): Promise<RunningSandbox> {
+export async function startSandbox(options: SandboxAppOptions = {}): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
   const store = options.dataDir === undefined ? currentStore?.sandboxOptions() : undefined
   const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...store, ...options })
-  const server = createServer(http, sandbox.listener)
-  answerClientErrors(server)
+  const server = sandbox.createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   onTestFinished(async () => {
     server.closeAllConnections()
@@ -57,16 +53,16 @@ export async function startSandbox(
     await sandbox.close()
   })
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { origin, sandbox, server, logs, fetch: (path, init) => fetchConformant(origin, path, init) }
+  return { origin, sandbox, server, logs, fetch: (path, init) => fetchConformant(origin, path, init, sandbox.limits) }
 }
 
 /** `fetch`, and every answer of the API checked against the OpenAPI document on the way. */
-async function fetchConformant(origin: string, path: string, init?: RequestInit): Promise<Response> {
+async function fetchConformant(origin: string, path: string, init: RequestInit | undefined, limits: CategoryLimits): Promise<Response> {
   const response = await fetch(`${origin}${path}`, init)
   const { pathname } = new URL(path, origin)
   const method = init?.method ?? 'GET'
   if ((pathname === '/v1' || pathname.startsWith('/v1/')) && method !== 'OPTIONS') {
-    await expectConformantResponse(method, pathname.slice('/v1'.length) || '/', response.clone())
+    await expectConformantResponse(method, pathname.slice('/v1'.length) || '/', response.clone(), limits)
   }
   return response
 }

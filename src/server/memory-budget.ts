@@ -1,0 +1,91 @@
+/**
+ * One memory budget across all tenants: what the tenants hold (their data and journals, as
+ * estimated by the core) against a byte budget, and V8's heap against its limit as a backstop.
+ * Over either, the server refuses new tenants and new state (503 `over_capacity`, `Retry-After`);
+ * near the heap limit it refuses all API work, so that it answers instead of dying.
+ */
+import { getHeapStatistics } from 'node:v8'
+import { OverCapacityError, type Work } from '../core/capacity.js'
+
+/** Options of {@link MemoryBudget}. */
+export interface MemoryBudgetOptions {
+  /** Bytes the tenants may hold together. */
+  readonly budgetBytes: number
+  /** What the tenants hold now, in bytes. */
+  readonly heldBytes: () => number
+  /**
+   * Above this share of V8's heap limit in use, new state is refused; above {@link CRITICAL_HEAP_SHARE}
+   * every API request is.
+   * @default 0.75
+   */
+  readonly heapShare?: number | undefined
+  /** V8's heap figures (a test passes its own). @default v8.getHeapStatistics */
+  readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
+}
+
+/** Above this share of the heap limit in use, even reads are refused. */
+export const CRITICAL_HEAP_SHARE = 0.9
+/** What `Retry-After` says when the budget is spent, in seconds. */
+export const RETRY_AFTER_SECONDS = 30
+/** How long one reading of the heap is trusted, in ms (reading it costs a few µs). */
+const HEAP_SAMPLE_MS = 100
+
+/**
+ * The default budget: half of V8's heap limit, so that what the tenants hold plus the server's
+ * own working memory stays below it.
+ * @default half of `v8.getHeapStatistics().heap_size_limit` (about 2 GiB with Node 20's default on a 24 GiB machine)
+ */
+export function defaultMemoryBudget(): number {
+  return Math.floor(getHeapStatistics().heap_size_limit / 2)
+}
+
+/**
+ * Judges whether the server has room for work: what the tenants hold against the budget, and
+ * V8's heap against its limit.
+ * @example new MemoryBudget({ budgetBytes: 2 ** 30, heldBytes: () => registry.heldBytes() }).admit('grow')
+ */
+export class MemoryBudget {
+  readonly #options: MemoryBudgetOptions
+  readonly #heap: () => { used_heap_size: number; heap_size_limit: number }
+  #sampledAt = Number.NEGATIVE_INFINITY
+  #heapShare = 0
+  #refusals = 0
+
+  constructor(options: MemoryBudgetOptions) {
+    this.#options = options
+    this.#heap = options.heap ?? getHeapStatistics
+  }
+
+  /** Throws {@link OverCapacityError} when there is no room for `work`. */
+  admit(work: Work): void {
+    const reason = this.refusal(work)
+    if (reason === undefined) return
+    this.#refusals++
+    throw new OverCapacityError(reason, RETRY_AFTER_SECONDS)
+  }
+
+  /** Why `work` would be refused now, or undefined when there is room. */
+  refusal(work: Work): string | undefined {
+    const share = this.#usedHeapShare()
+    if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
+    if (work === 'read') return undefined
+    if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
+    if (this.#options.heldBytes() > this.#options.budgetBytes) return 'the tenants hold all the memory the operator allowed'
+    return undefined
+  }
+
+  /** How many requests were refused since start. */
+  get refusals(): number {
+    return this.#refusals
+  }
+
+  #usedHeapShare(): number {
+    const now = performance.now()
+    if (now - this.#sampledAt > HEAP_SAMPLE_MS) {
+      const heap = this.#heap()
+      this.#heapShare = heap.used_heap_size / heap.heap_size_limit
+      this.#sampledAt = now
+    }
+    return this.#heapShare
+  }
+}

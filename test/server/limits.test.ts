@@ -1,0 +1,310 @@
+/**
+ * The server's limits, each a finding of issue 10: what a partner sees at each limit (an Error
+ * body of the table, never a dropped connection or a 500), and that the server keeps answering
+ * others meanwhile. Timeouts are configured short so the tests are quick; each asserts the cut
+ * happens near the configured time, not at Node's 30 s check interval.
+ */
+import { afterAll, describe, expect, it } from 'vitest'
+import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/core/limits.js'
+import { createSandboxApp } from '../../src/server.js'
+import { MemoryBudget } from '../../src/server/memory-budget.js'
+import { collect, openSocket } from '../support/raw-http.js'
+import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
+
+/** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+process.on('unhandledRejection', onUnhandled)
+afterAll(() => {
+  process.off('unhandledRejection', onUnhandled)
+  expect(unhandled).toEqual([])
+})
+
+const create = (fetch: (path: string, init?: RequestInit) => Promise<Response>, key: string, body: unknown) =>
+  fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify(body) })
+
+describe('name, description and category limits', () => {
+  it('refuses a 1 MiB category name with 400 and keeps the list answering 200', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k'] })
+    const name = 'n'.repeat(1024 * 1024 - 20)
+    for (let i = 0; i < 5; i++) {
+      const response = await create(fetch, 'k', { name })
+      expectErrorBody(await jsonOf(response), 400, 'invalid_field')
+    }
+    const list = await fetch('/v1/categories', { headers: auth('k') })
+    expect(list.status).toBe(200)
+    expect(((await jsonOf(list)) as unknown[]).length).toBe(5)
+  })
+
+  it('says the limit in the message of a name or description one character too long', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k'], nameMaxLength: 10, descriptionMaxLength: 20 })
+    const longName = (await jsonOf(await create(fetch, 'k', { name: 'n'.repeat(11) }))) as { message: string }
+    expect(longName.message).toBe('name must be at most 10 characters')
+    const longDescription = (await jsonOf(await create(fetch, 'k', { name: 'ok', description: 'd'.repeat(21) }))) as { message: string }
+    expect(longDescription.message).toBe('description must be at most 20 characters')
+    expect((await create(fetch, 'k', { name: 'n'.repeat(10), description: 'd'.repeat(20) })).status).toBe(201)
+  })
+
+  it('publishes the default lengths in the served OpenAPI document, as the sandbox’s own rule (x-sandbox)', async () => {
+    const { fetch } = await startSandbox()
+    const document = (await jsonOf(await fetch('/__sandbox/openapi.json'))) as {
+      components: { schemas: { NewCategory: { properties: { name: { 'x-sandbox': { maxLength: number } } } } } }
+    }
+    expect(document.components.schemas.NewCategory.properties.name['x-sandbox'].maxLength).toBe(DEFAULT_NAME_MAX_LENGTH)
+  })
+
+  it('answers 409 category_limit past the categories a tenant may hold, and only for that tenant', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k', 'other'], scenario: 'empty', maxCategories: 3 })
+    for (let i = 0; i < 3; i++) expect((await create(fetch, 'k', { name: `c${i}` })).status).toBe(201)
+    const refused = await create(fetch, 'k', { name: 'one too many' })
+    const body = await jsonOf(refused)
+    expectErrorBody(body, 409, 'category_limit')
+    expect((body as { message: string }).message).toContain('(3)')
+    expect(((await jsonOf(await fetch('/v1/categories', { headers: auth('k') }))) as unknown[]).length).toBe(3)
+    expect((await create(fetch, 'other', { name: 'mine' })).status).toBe(201)
+    expect((await fetch('/__sandbox/reset', { method: 'POST', headers: auth('k') })).status).toBe(200)
+    expect((await create(fetch, 'k', { name: 'after reset' })).status).toBe(201)
+  })
+
+  it('holds the category limit under concurrent creates', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k'], scenario: 'empty', maxCategories: 10 })
+    const statuses = await Promise.all(Array.from({ length: 30 }, (_, i) => create(fetch, 'k', { name: `c${i}` }).then((r) => r.status)))
+    expect(statuses.filter((status) => status === 201)).toHaveLength(10)
+    expect(statuses.filter((status) => status === 409)).toHaveLength(20)
+  })
+
+  it('refuses limits under which a full list could not be serialised (it would answer 500)', async () => {
+    await expect(createSandboxApp({ nameMaxLength: 1_000_000, maxCategories: DEFAULT_MAX_CATEGORIES })).rejects.toThrow(/serialise/)
+  })
+})
+
+describe('the memory budget across tenants', () => {
+  it('refuses new tenants with 503 over_capacity and Retry-After once the tenants hold the budget, and keeps serving the others', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, journalBytes: 1024 * 1024 })
+    expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
+    const body = `[${Array.from({ length: 21_800 }, () => '{}').join(',')}]`
+    const statuses: number[] = []
+    let refusal: Response | undefined
+    for (let i = 0; i < 200; i++) {
+      const response = await fetch('/v1/categories', { method: 'POST', headers: auth(`flood-${i % 10}`, true), body })
+      statuses.push(response.status)
+      if (response.status === 503) refusal ??= response
+      else await response.arrayBuffer()
+    }
+    expect(statuses.filter((status) => status !== 400 && status !== 503)).toEqual([])
+    expect(refusal).toBeDefined()
+    expect(refusal!.headers.get('retry-after')).toMatch(/^\d+$/)
+    expectErrorBody(await jsonOf(refusal!), 503, 'over_capacity')
+    // Over the budget, journals no longer grow: what the tenants hold stays within one entry of it.
+    expect(sandbox.tenants.heldBytes()).toBeLessThan(4 * 1024 * 1024 + 256 * 1024)
+    expect((await fetch('/__sandbox/health')).status).toBe(200)
+    const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+
+  it('refuses scenario switches with 503 once the budget is held, and the partner keeps its data', async () => {
+    const { fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 24 * 1024 * 1024 })
+    expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
+    const statuses: number[] = []
+    for (let i = 0; i < 8; i++) {
+      // @note A key's tenant exists once it has called the API (admin routes before that: the other half of issue 10).
+      await (await fetch('/v1/categories', { headers: auth(`switch-${i}`) })).arrayBuffer()
+      const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(`switch-${i}`, true), body: '{"name":"large-catalog"}' })
+      statuses.push(response.status)
+      const answer = await jsonOf(response)
+      if (response.status === 503) {
+        expectErrorBody(answer, 503, 'over_capacity')
+        expect(response.headers.get('retry-after')).toMatch(/^\d+$/)
+      }
+    }
+    expect(statuses.slice(0, 2)).toEqual([200, 200])
+    expect(statuses.slice(-3)).toEqual([503, 503, 503])
+    expect((await fetch('/__sandbox/health')).status).toBe(200)
+    const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+
+  it('refuses new state near the heap limit and all work closer to it, from V8’s own figures', () => {
+    let used = 0
+    const budget = new MemoryBudget({ budgetBytes: 1e12, heldBytes: () => 0, heap: () => ({ used_heap_size: used, heap_size_limit: 100 }) })
+    used = 50
+    expect(budget.refusal('grow')).toBeUndefined()
+    const later = new MemoryBudget({ budgetBytes: 1e12, heldBytes: () => 0, heap: () => ({ used_heap_size: 80, heap_size_limit: 100 }) })
+    expect(later.refusal('grow')).toMatch(/memory limit/)
+    expect(later.refusal('read')).toBeUndefined()
+    const critical = new MemoryBudget({ budgetBytes: 1e12, heldBytes: () => 0, heap: () => ({ used_heap_size: 95, heap_size_limit: 100 }) })
+    expect(critical.refusal('read')).toMatch(/memory limit/)
+    expect(() => critical.admit('read')).toThrow(/over capacity/)
+  })
+})
+
+describe('which scenarios a tenant may switch to', () => {
+  it('answers 403 scenario_not_allowed for a scenario off the operator’s list, and switches to one on it', async () => {
+    const { fetch } = await startSandbox({ scenarioAllow: ['empty', 'default'] })
+    const refused = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"large-catalog"}' })
+    const body = (await jsonOf(refused)) as { message: string }
+    expectErrorBody(body, 403, 'scenario_not_allowed')
+    expect(body.message).toContain('default, empty')
+    const listed = (await jsonOf(await fetch('/__sandbox/scenarios', { headers: auth() }))) as { name: string; switchable: boolean }[]
+    expect(listed.filter((scenario) => scenario.switchable).map((scenario) => scenario.name).sort()).toEqual(['default', 'empty'])
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"empty"}' })).status).toBe(200)
+    expect(await jsonOf(await fetch('/v1/categories', { headers: auth() }))).toEqual([])
+  })
+})
+
+describe('Prefer: delay and latency', () => {
+  it('refuses a delay longer than the request timeout with 400, at once', async () => {
+    const { fetch } = await startSandbox({ requestTimeoutMs: 1000, headersTimeoutMs: 1000 })
+    const response = await fetch('/v1/categories', { headers: { ...auth(), prefer: 'delay=5000' }, signal: AbortSignal.timeout(3000) })
+    const body = (await jsonOf(response)) as { message: string }
+    expectErrorBody(body, 400, 'invalid_prefer')
+    expect(body.message).toContain('from 0 to 1000')
+  })
+
+  it('refuses Prefer: delay=60000 under the default limits (30 s request timeout)', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { headers: { ...auth(), prefer: 'delay=60000' }, signal: AbortSignal.timeout(5000) })
+    expectErrorBody(await jsonOf(response), 400, 'invalid_prefer')
+  })
+})
+
+describe('the connection cap', () => {
+  it('answers 503 over_capacity past the cap while health checks still get 200, then serves again', async () => {
+    const { fetch, origin, server } = await startSandbox({ apiKeys: ['k', 'partner'], maxConnections: 10, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
+    server.closeIdleConnections()
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const held = await Promise.all(Array.from({ length: 10 }, () => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 10_000))
+    for (const socket of held) {
+      socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nPrefer: delay=1500\r\nConnection: close\r\n\r\n')
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const health = await globalThis.fetch(`${origin}/__sandbox/health`)
+    expect(health.status).toBe(200)
+    const refused = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBe('1')
+    expectErrorBody(await jsonOf(refused), 503, 'over_capacity')
+    expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual(Array.from({ length: 10 }, () => 200))
+    const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+})
+
+describe('timeouts, enforced near the configured time', () => {
+  it('cuts trickled headers off with 408 near the header timeout', async () => {
+    const { origin, fetch } = await startSandbox({ headersTimeoutMs: 1000, requestTimeoutMs: 2000 })
+    const slow = await openSocket(origin)
+    const started = performance.now()
+    const cutOff = collect(slow, 8000)
+    slow.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ')
+    const trickle = setInterval(() => (slow.destroyed ? clearInterval(trickle) : slow.write('a')), 50)
+    const answer = await cutOff
+    const elapsed = performance.now() - started
+    clearInterval(trickle)
+    expect(answer.status).toBe(408)
+    expect(elapsed).toBeGreaterThanOrEqual(900)
+    expect(elapsed).toBeLessThan(1900)
+    expect((await fetch('/__sandbox/health')).status).toBe(200)
+  })
+
+  it('cuts a trickled body off near the request timeout without storing it', async () => {
+    const { origin, fetch } = await startSandbox({ headersTimeoutMs: 1000, requestTimeoutMs: 2000 })
+    const body = JSON.stringify({ name: 'trickled', description: 'x'.repeat(500) })
+    const slow = await openSocket(origin)
+    const started = performance.now()
+    const cutOff = collect(slow, 8000)
+    slow.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sandbox-dev-key\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`)
+    let sent = 0
+    const trickle = setInterval(() => (slow.destroyed || sent >= body.length ? clearInterval(trickle) : slow.write(body[sent++]!)), 50)
+    const answer = await cutOff
+    const elapsed = performance.now() - started
+    clearInterval(trickle)
+    expect(answer.closed).toBe(true)
+    expect(elapsed).toBeGreaterThanOrEqual(1800)
+    expect(elapsed).toBeLessThan(3200)
+    const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth() }))) as { name: string }[]).map((c) => c.name)
+    expect(names).not.toContain('trickled')
+  })
+})
+
+describe('bodies over the limit', () => {
+  /** A 5 MiB body: a string (sent with its Content-Length) or a stream of 64 KiB chunks (sent chunked). */
+  const bodies = {
+    declared: () => ({ body: 'x'.repeat(5 * 1024 * 1024) }),
+    streamed: () => ({
+      duplex: 'half',
+      body: new ReadableStream<Uint8Array>({
+        async start(controller) {
+          for (let i = 0; i < 80; i++) {
+            controller.enqueue(new Uint8Array(64 * 1024).fill(0x78))
+            if (i % 8 === 0) await new Promise((resolve) => setTimeout(resolve, 2))
+          }
+          controller.close()
+        },
+      }),
+    }),
+  }
+
+  it.each(['declared', 'streamed'] as const)(
+    'answers every one of 30 fetch POSTs of 5 MiB (%s) with the 413 Error body, never a network error',
+    async (kind) => {
+      const { origin } = await startSandbox()
+      const outcomes: string[] = []
+      for (let i = 0; i < 30; i++) {
+        try {
+          const init = { method: 'POST', headers: auth(undefined, true), ...bodies[kind]() } as RequestInit
+          const response = await fetch(`${origin}/v1/categories`, init)
+          outcomes.push(`${response.status} ${((await response.json()) as { code: string }).code}`)
+        } catch (error) {
+          outcomes.push(String((error as Error).cause ?? error))
+        }
+      }
+      expect(outcomes).toEqual(Array.from({ length: 30 }, () => '413 payload_too_large'))
+    },
+  )
+
+  it('keeps the connection usable after a 413 whose rest it read', async () => {
+    const { origin } = await startSandbox()
+    const socket = await openSocket(origin)
+    const answer = collect(socket, 3000)
+    const big = 'x'.repeat(2 * 1024 * 1024)
+    socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sandbox-dev-key\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`)
+    socket.write(big)
+    socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer sandbox-dev-key\r\nConnection: close\r\n\r\n')
+    const { text } = await answer
+    expect(text).toMatch(/^HTTP\/1\.1 413 /)
+    expect(text).toMatch(/HTTP\/1\.1 200 OK[\s\S]*"name":"Dogs"/)
+  })
+})
+
+describe('answers of 500 never show a server detail', () => {
+  const leaky = () => new Error("EROFS: read-only file system, open '/var/lib/petstore-sandbox/2f1c9a/log.jsonl'")
+
+  it('answers a failing create with internal_error and no file path', async () => {
+    const warnings: string[] = []
+    const { fetch, sandbox } = await startSandbox({ warn: (message) => warnings.push(message) })
+    expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
+    const tenant = (await sandbox.tenants.resolve('sandbox-dev-key'))!
+    tenant.store.createCategory = () => Promise.reject(leaky())
+    const response = await create(fetch, 'sandbox-dev-key', { name: 'x' })
+    const body = (await jsonOf(response)) as { message: string }
+    expectErrorBody(body, 500, 'internal_error')
+    expect(body.message).not.toContain('/var/lib')
+    expect(body.message).not.toContain('EROFS')
+    expect(warnings.join('\n')).toContain('/var/lib/petstore-sandbox')
+  })
+
+  it('answers a failing admin route with internal_error and no file path', async () => {
+    const { fetch, sandbox } = await startSandbox({ warn: () => undefined })
+    expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
+    const tenant = (await sandbox.tenants.resolve('sandbox-dev-key'))!
+    tenant.reset = () => Promise.reject(leaky())
+    const response = await fetch('/__sandbox/reset', { method: 'POST', headers: auth() })
+    const body = (await jsonOf(response)) as { message: string }
+    expectErrorBody(body, 500, 'internal_error')
+    expect(body.message).not.toContain('/var/lib')
+  })
+})
