@@ -66,14 +66,17 @@ describe.each(STORES)('$name storage', (kind) => {
     expect((await storage.open('t1').listCategories()).map((category) => category.name)).toEqual(SEED_NAMES)
   })
 
-  it('expires tenants that have not written since a time, and only those', async () => {
+  it('expires tenants neither written nor touched since a time, and only those', async () => {
     const storage = await kind.open(SEED)
     await storage.open('old').createCategory({ name: 'x' })
+    await storage.open('read').createCategory({ name: 'x' })
     const cut = Date.now() + 1
     await new Promise((resolve) => setTimeout(resolve, 5))
     await storage.open('fresh').createCategory({ name: 'y' })
+    await storage.touch('read')
+    await storage.touch('never-wrote')
     expect(await storage.expire(cut)).toEqual(['old'])
-    expect((await storage.list()).map((summary) => summary.id)).toEqual(['fresh'])
+    expect((await storage.list()).map((summary) => summary.id).sort()).toEqual(['fresh', 'read'])
   })
 
   it('reports itself healthy', async () => {

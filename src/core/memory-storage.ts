@@ -42,6 +42,11 @@ export class MemoryStorage implements TenantStorage {
     return Promise.resolve(store?.modified ?? false)
   }
 
+  touch(id: string): Promise<void> {
+    this.#stores.get(id)?.touch()
+    return Promise.resolve()
+  }
+
   expire(before: number): Promise<string[]> {
     const expired = [...this.#stores].filter(([, store]) => store.updatedAt < before).map(([id]) => id)
     for (const id of expired) this.#stores.delete(id)

@@ -56,7 +56,7 @@ export interface TenantSummary {
   readonly id: string
   readonly scenario: string
   readonly categories: number
-  /** When it last wrote (ms since the epoch). */
+  /** When it last wrote or was touched (ms since the epoch). */
   readonly updatedAt: number
 }
 
@@ -81,7 +81,9 @@ export interface TenantStorage {
   list(): Promise<TenantSummary[]>
   /** Forgets a tenant's state; true when there was some. */
   delete(id: string): Promise<boolean>
-  /** Forgets every tenant that has not written since `before` (ms since the epoch); returns their ids. */
+  /** Records that a tenant was used now, for {@link expire}; a tenant without saved state is left alone. */
+  touch(id: string): Promise<void>
+  /** Forgets every tenant not written or touched since `before` (ms since the epoch); returns their ids. */
   expire(before: number): Promise<string[]>
   health(): Promise<StorageHealth>
   /** Finishes pending writes and lets go of files and locks. */

@@ -125,9 +125,14 @@ export class PetstoreStore implements TenantStore {
     return this.#modified
   }
 
-  /** When it last wrote (ms since the epoch). */
+  /** When it last wrote or was touched (ms since the epoch). */
   get updatedAt(): number {
     return this.#updatedAt
+  }
+
+  /** Marks it used now (idle expiry counts from its last use). */
+  touch(): void {
+    this.#updatedAt = Date.now()
   }
 
   /** The scenario it was on after its last completed write, without waiting for the queue. */
