@@ -75,6 +75,11 @@ export interface TenantStorage {
   readonly durable: boolean
   /** The store of one tenant, created empty (on the default seed) when it has none. No I/O until used. */
   open(id: string): TenantStore
+  /**
+   * Tells the storage the caller no longer keeps this tenant in memory (it was evicted). An
+   * in-memory storage may then let go of a tenant still on its seed; a durable one ignores it.
+   */
+  release(id: string): void
   /** Whether a tenant has saved state (it has written). */
   has(id: string): Promise<boolean>
   /** Every tenant with saved state. */

@@ -41,6 +41,8 @@ export class PetstoreStore implements TenantStore {
    * sessionStorage). It must not throw: an exception fails the write it follows.
    */
   onWrite: ((snapshot: StoreSnapshot) => void) | undefined
+  /** Called when the store first holds more than its default seed (see {@link modified}). */
+  onModified: (() => void) | undefined
   #categories = emptyCollection()
   readonly #defaultScenario: string
   #scenario: string
@@ -80,7 +82,7 @@ export class PetstoreStore implements TenantStore {
       }
       this.#scenario = state.scenario
       this.#nextCategoryId = state.nextCategoryId
-      this.#modified = state.scenario !== this.#defaultScenario
+      this.#setModified(state.scenario !== this.#defaultScenario)
       this.#wrote()
     })
   }
@@ -99,9 +101,15 @@ export class PetstoreStore implements TenantStore {
       this.#categories = emptyCollection()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
-      this.#modified = true
+      this.#setModified(true)
       this.#wrote()
     })
+  }
+
+  #setModified(modified: boolean): void {
+    const became = modified && !this.#modified
+    this.#modified = modified
+    if (became) this.onModified?.()
   }
 
   #snapshot(): StoreSnapshot {
@@ -157,7 +165,7 @@ export class PetstoreStore implements TenantStore {
           ? { id, name: input.name }
           : { id, name: input.name, description: input.description },
       )
-      this.#modified = true
+      this.#setModified(true)
       this.#wrote()
       return toCategory(record)
     })

@@ -235,6 +235,10 @@ export class SqliteStorage implements TenantStorage {
     return new SqliteTenantStore(this, id)
   }
 
+  release(): void {
+    // Nothing held per tenant: every read goes to the database.
+  }
+
   has(id: string): Promise<boolean> {
     return this.#run(() => this.#sql.tenant.get(id) !== undefined)
   }

@@ -247,8 +247,7 @@ export class TenantRegistry implements TenantResolver {
       if (!tenant) continue
       if (!storage.durable && tenant.store.modified) continue
       this.#tenants.delete(id)
-      // Nothing to keep for an unmodified in-memory tenant: its store goes too.
-      if (!storage.durable) void storage.delete(id)
+      storage.release(id)
       this.#evictions++
     }
     if (this.#tenants.size >= maxTenants) {

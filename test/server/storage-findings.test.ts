@@ -104,6 +104,18 @@ describe.each(STORES)('eviction and admission ($name store)', (kind) => {
     expect((await sandbox.fetch('/__sandbox/state', { headers: auth('first') })).status).toBe(200)
   })
 
+  it('keeps a create acknowledged to a tenant evicted while its request was in flight', async () => {
+    const rejections = unhandledRejections()
+    const sandbox = await startSandbox({ anyKey: true, maxTenants: 1, scenario: 'empty', ...kind.sandboxOptions() })
+    const slow = slowPost(sandbox.origin, 'slow-writer', JSON.stringify({ name: 'in flight' }), 300)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await list(sandbox, 'other') // evicts slow-writer, still on its seed, while its body is on the way
+    const answer = await slow
+    expect(answer.status).toBe(201)
+    expect((await list(sandbox, 'slow-writer')).map((category) => category.name)).toEqual(['in flight'])
+    expect(rejections).toEqual([])
+  })
+
   it('forgets tenants idle beyond the TTL', async () => {
     const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', ...kind.sandboxOptions() })
     expect((await post(sandbox, 'p1', 'x')).status).toBe(201)
