@@ -224,6 +224,7 @@ export class SqliteStorage implements TenantStorage {
       deleteTenant: db.prepare<[string]>('DELETE FROM tenants WHERE id = ?'),
       deleteSeq: db.prepare<[number]>('DELETE FROM categories WHERE seq = ?'),
       touch: db.prepare<[number, string]>('UPDATE tenants SET updated_at = ? WHERE id = ?'),
+      probe: db.prepare("UPDATE meta SET value = value WHERE key = 'format'"),
       summaries: db.prepare<[], TenantSummary>(
         'SELECT t.id AS id, t.scenario AS scenario, (SELECT COUNT(*) FROM categories c WHERE c.tenant = t.id) AS categories, t.updated_at AS updatedAt FROM tenants t ORDER BY t.updated_at',
       ),
@@ -257,7 +258,7 @@ export class SqliteStorage implements TenantStorage {
 
   touch(id: string): Promise<void> {
     // @note Not fsynced: losing a touch to a power cut only makes a tenant look idle a little earlier.
-    return this.#run(() => void this.#sql.touch.run(Date.now(), id))
+    return this.#run(() => void this.#sql.touch.run(Date.now(), id), true)
   }
 
   expire(before: number): Promise<string[]> {
@@ -272,9 +273,10 @@ export class SqliteStorage implements TenantStorage {
     })())
   }
 
+  /** Probes with a one-page write (reads succeed on a full or read-only disk). */
   async health(): Promise<StorageHealth> {
     try {
-      await this.#run(() => this.#db.prepare('SELECT COUNT(*) FROM tenants').get())
+      await this.#run(() => this.#sql.probe.run(), true)
     } catch {
       // #run has recorded the failure
     }
@@ -343,7 +345,7 @@ export class SqliteStorage implements TenantStorage {
     this.#pending = []
     let results: (Inserted | Error)[]
     try {
-      results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))())
+      results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))(), true)
     } catch (error) {
       for (const item of batch) item.reject(error as Error)
       return
@@ -376,7 +378,7 @@ export class SqliteStorage implements TenantStorage {
 
   /** Runs a write transaction now; resolves once it is durable. */
   async #write<T>(task: () => T): Promise<T> {
-    const result = await this.#run(task)
+    const result = await this.#run(task, true)
     await this.#synced()
     return result
   }
@@ -433,9 +435,9 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /** Runs a database call now, as a promise; a database failure becomes a {@link StorageUnavailableError}. */
-  #run<T>(task: () => T): Promise<T> {
+  #run<T>(task: () => T, write = false): Promise<T> {
     try {
-      return Promise.resolve(this.#guard(task))
+      return Promise.resolve(this.#guard(task, write))
     } catch (error) {
       return Promise.reject(error)
     }
@@ -450,7 +452,11 @@ export class SqliteStorage implements TenantStorage {
     return new StorageUnavailableError(detail, { cause: error })
   }
 
-  #guard<T>(task: () => T): T {
+  /**
+   * Runs `task`, turning a database failure into a {@link StorageUnavailableError}.
+   * @note Only a write that succeeds ends a failure: reads still work on a full or read-only disk.
+   */
+  #guard<T>(task: () => T, write: boolean): T {
     let result: T
     try {
       result = task()
@@ -458,7 +464,7 @@ export class SqliteStorage implements TenantStorage {
       if (sqliteCode(error) === undefined && this.#db.open) throw error
       throw this.#failure(error)
     }
-    if (this.#failing !== undefined) {
+    if (write && this.#failing !== undefined) {
       this.#warn(`storage recovered: ${this.path}`)
       this.#failing = undefined
     }
