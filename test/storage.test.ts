@@ -1,6 +1,6 @@
 /** The storage interface's shared suite: every implementation passes the same tests. */
 import { describe, expect, it } from 'vitest'
-import { seedState, type TenantState } from '../src/core/storage.js'
+import { IdSpaceExhaustedError, seedState, type TenantState } from '../src/core/storage.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 import { STORES } from './support/stores.js'
 
@@ -46,6 +46,15 @@ describe.each(STORES)('$name storage', (kind) => {
     expect(await store.scenario()).toBe('empty')
     expect(await store.createCategory({ name: 'next' })).toEqual({ id: 10, name: 'next' })
     expect(await storage.list()).toEqual([expect.objectContaining({ id: 't1', scenario: 'empty', categories: 2 })])
+  })
+
+  it('refuses a create once the next id is no longer a safe integer, keeping what it holds', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    await store.replace({ scenario: 'empty', categories: [], nextCategoryId: Number.MAX_SAFE_INTEGER })
+    expect(await store.createCategory({ name: 'last' })).toEqual({ id: Number.MAX_SAFE_INTEGER, name: 'last' })
+    await expect(store.createCategory({ name: 'one too many' })).rejects.toBeInstanceOf(IdSpaceExhaustedError)
+    expect(await store.listCategories()).toEqual([{ id: Number.MAX_SAFE_INTEGER, name: 'last' }])
   })
 
   it('forgets a tenant when it is back on the default seed', async () => {

@@ -195,7 +195,7 @@ export class SqliteStorage implements TenantStorage {
   readonly #fsync: boolean
   #pending: PendingCreate[] = []
   #scheduled = false
-  /** Writers waiting for the next fsync of the WAL, and whether one is running. */
+  /** Writers waiting for the next fsync of the WAL, and how many fsyncs are running. */
   #syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = []
   #syncing = 0
   #failing: string | undefined
@@ -427,7 +427,7 @@ export class SqliteStorage implements TenantStorage {
       row = { scenario: this.#seed.scenario, next: this.#seed.nextCategoryId }
     }
     const id = row.next
-    if (!Number.isSafeInteger(id + 1)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
+    if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     this.#sql.advance.run(now, tenant)
     const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
     const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
