@@ -103,7 +103,7 @@ function serveOptions(cli: Argv) {
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
-    .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant that has not written for this many days (0: never)' })
+    .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
     .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
     .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })

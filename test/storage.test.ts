@@ -1,6 +1,6 @@
 /** The storage interface's shared suite: every implementation passes the same tests. */
 import { describe, expect, it } from 'vitest'
-import { seedState, type TenantState } from '../src/core/storage.js'
+import { IdSpaceExhaustedError, seedState, type TenantState } from '../src/core/storage.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 import { STORES } from './support/stores.js'
 
@@ -48,6 +48,15 @@ describe.each(STORES)('$name storage', (kind) => {
     expect(await storage.list()).toEqual([expect.objectContaining({ id: 't1', scenario: 'empty', categories: 2 })])
   })
 
+  it('refuses a create once the next id is no longer a safe integer, keeping what it holds', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    await store.replace({ scenario: 'empty', categories: [], nextCategoryId: Number.MAX_SAFE_INTEGER })
+    expect(await store.createCategory({ name: 'last' })).toEqual({ id: Number.MAX_SAFE_INTEGER, name: 'last' })
+    await expect(store.createCategory({ name: 'one too many' })).rejects.toBeInstanceOf(IdSpaceExhaustedError)
+    expect(await store.listCategories()).toEqual([{ id: Number.MAX_SAFE_INTEGER, name: 'last' }])
+  })
+
   it('forgets a tenant when it is back on the default seed', async () => {
     const storage = await kind.open(SEED)
     const store = storage.open('t1')
@@ -66,14 +75,17 @@ describe.each(STORES)('$name storage', (kind) => {
     expect((await storage.open('t1').listCategories()).map((category) => category.name)).toEqual(SEED_NAMES)
   })
 
-  it('expires tenants that have not written since a time, and only those', async () => {
+  it('expires tenants neither written nor touched since a time, and only those', async () => {
     const storage = await kind.open(SEED)
     await storage.open('old').createCategory({ name: 'x' })
+    await storage.open('read').createCategory({ name: 'x' })
     const cut = Date.now() + 1
     await new Promise((resolve) => setTimeout(resolve, 5))
     await storage.open('fresh').createCategory({ name: 'y' })
+    await storage.touch('read')
+    await storage.touch('never-wrote')
     expect(await storage.expire(cut)).toEqual(['old'])
-    expect((await storage.list()).map((summary) => summary.id)).toEqual(['fresh'])
+    expect((await storage.list()).map((summary) => summary.id).sort()).toEqual(['fresh', 'read'])
   })
 
   it('reports itself healthy', async () => {

@@ -5,11 +5,22 @@
 import { PetstoreStore } from './store.js'
 import type { StorageHealth, TenantState, TenantStorage, TenantSummary } from './storage.js'
 
+/** Released stores are swept of collected ones once this many have piled up. */
+const SWEEP_RELEASED_AT = 1024
+
 export class MemoryStorage implements TenantStorage {
   readonly kind = 'memory'
   readonly durable = false
   readonly #seed: TenantState
-  readonly #stores = new Map<string, PetstoreStore>()
+  /** Stores that hold writes, or that a caller holds open. */
+  readonly #held = new Map<string, PetstoreStore>()
+  /**
+   * Stores released while on their seed: kept only as long as something else still refers to
+   * them, so that a request already holding one and a later one for the same tenant share it.
+   * @note Without this, a request in flight when its tenant was released would write to a store
+   * no one could reach again: an acknowledged create lost.
+   */
+  readonly #released = new Map<string, WeakRef<PetstoreStore>>()
 
   /** @param seed the state a tenant starts from (the server's scenario's seed) */
   constructor(seed: TenantState) {
@@ -17,34 +28,59 @@ export class MemoryStorage implements TenantStorage {
   }
 
   open(id: string): PetstoreStore {
-    let store = this.#stores.get(id)
+    let store = this.#held.get(id) ?? this.#released.get(id)?.deref()
     if (!store) {
-      store = new PetstoreStore(this.#seed)
-      this.#stores.set(id, store)
+      const created = new PetstoreStore(this.#seed)
+      // A write to a released store brings it back under the storage's hold.
+      created.onModified = () => {
+        if (this.#held.get(id) === undefined) {
+          this.#held.set(id, created)
+          this.#released.delete(id)
+        }
+      }
+      store = created
     }
+    this.#released.delete(id)
+    this.#held.set(id, store)
     return store
   }
 
+  release(id: string): void {
+    const store = this.#held.get(id)
+    if (!store || store.modified) return
+    this.#held.delete(id)
+    this.#released.set(id, new WeakRef(store))
+    if (this.#released.size >= SWEEP_RELEASED_AT) {
+      for (const [key, ref] of this.#released) if (ref.deref() === undefined) this.#released.delete(key)
+    }
+  }
+
   has(id: string): Promise<boolean> {
-    return Promise.resolve(this.#stores.get(id)?.modified ?? false)
+    return Promise.resolve(this.#held.get(id)?.modified ?? false)
   }
 
   list(): Promise<TenantSummary[]> {
-    const summaries = [...this.#stores].flatMap(([id, store]) =>
+    const summaries = [...this.#held].flatMap(([id, store]) =>
       store.modified ? [{ id, scenario: store.scenarioName, categories: store.categoryCount, updatedAt: store.updatedAt }] : [],
     )
     return Promise.resolve(summaries)
   }
 
   delete(id: string): Promise<boolean> {
-    const store = this.#stores.get(id)
-    this.#stores.delete(id)
+    const store = this.#held.get(id)
+    this.#held.delete(id)
+    this.#released.delete(id)
     return Promise.resolve(store?.modified ?? false)
   }
 
+  touch(id: string): Promise<void> {
+    this.#held.get(id)?.touch()
+    return Promise.resolve()
+  }
+
   expire(before: number): Promise<string[]> {
-    const expired = [...this.#stores].filter(([, store]) => store.updatedAt < before).map(([id]) => id)
-    for (const id of expired) this.#stores.delete(id)
+    const expired = [...this.#held].filter(([, store]) => store.updatedAt < before).map(([id]) => id)
+    for (const id of expired) this.#held.delete(id)
     return Promise.resolve(expired)
   }
 
@@ -53,7 +89,8 @@ export class MemoryStorage implements TenantStorage {
   }
 
   close(): Promise<void> {
-    this.#stores.clear()
+    this.#held.clear()
+    this.#released.clear()
     return Promise.resolve()
   }
 }

@@ -63,7 +63,7 @@ export interface TenantSummary {
   readonly id: string
   readonly scenario: string
   readonly categories: number
-  /** When it last wrote (ms since the epoch). */
+  /** When it last wrote or was touched (ms since the epoch). */
   readonly updatedAt: number
 }
 
@@ -82,13 +82,20 @@ export interface TenantStorage {
   readonly durable: boolean
   /** The store of one tenant, created empty (on the default seed) when it has none. No I/O until used. */
   open(id: string): TenantStore
+  /**
+   * Tells the storage the caller no longer keeps this tenant in memory (it was evicted). An
+   * in-memory storage may then let go of a tenant still on its seed; a durable one ignores it.
+   */
+  release(id: string): void
   /** Whether a tenant has saved state (it has written). */
   has(id: string): Promise<boolean>
   /** Every tenant with saved state. */
   list(): Promise<TenantSummary[]>
   /** Forgets a tenant's state; true when there was some. */
   delete(id: string): Promise<boolean>
-  /** Forgets every tenant that has not written since `before` (ms since the epoch); returns their ids. */
+  /** Records that a tenant was used now, for {@link expire}; a tenant without saved state is left alone. */
+  touch(id: string): Promise<void>
+  /** Forgets every tenant not written or touched since `before` (ms since the epoch); returns their ids. */
   expire(before: number): Promise<string[]>
   health(): Promise<StorageHealth>
   /** Finishes pending writes and lets go of files and locks. */

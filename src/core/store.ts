@@ -43,6 +43,8 @@ export class PetstoreStore implements TenantStore {
    * sessionStorage). It must not throw: an exception fails the write it follows.
    */
   onWrite: ((snapshot: StoreSnapshot) => void) | undefined
+  /** Called when the store first holds more than its default seed (see {@link modified}). */
+  onModified: (() => void) | undefined
   #categories = emptyCollection()
   readonly #defaultScenario: string
   #scenario: string
@@ -86,7 +88,7 @@ export class PetstoreStore implements TenantStore {
       }
       this.#scenario = state.scenario
       this.#nextCategoryId = state.nextCategoryId
-      this.#modified = state.scenario !== this.#defaultScenario
+      this.#setModified(state.scenario !== this.#defaultScenario)
       this.#wrote()
     })
   }
@@ -106,9 +108,15 @@ export class PetstoreStore implements TenantStore {
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
       this.#heldBytes = categoriesWeight(snapshot.categories)
-      this.#modified = true
+      this.#setModified(true)
       this.#wrote()
     })
+  }
+
+  #setModified(modified: boolean): void {
+    const became = modified && !this.#modified
+    this.#modified = modified
+    if (became) this.onModified?.()
   }
 
   #snapshot(): StoreSnapshot {
@@ -132,9 +140,14 @@ export class PetstoreStore implements TenantStore {
     return this.#modified
   }
 
-  /** When it last wrote (ms since the epoch). */
+  /** When it last wrote or was touched (ms since the epoch). */
   get updatedAt(): number {
     return this.#updatedAt
+  }
+
+  /** Marks it used now (idle expiry counts from its last use). */
+  touch(): void {
+    this.#updatedAt = Date.now()
   }
 
   /** The scenario it was on after its last completed write, without waiting for the queue. */
@@ -168,7 +181,7 @@ export class PetstoreStore implements TenantStore {
           ? { id, name: input.name }
           : { id, name: input.name, description: input.description },
       )
-      this.#modified = true
+      this.#setModified(true)
       this.#heldBytes += categoryWeight(record)
       this.#wrote()
       return toCategory(record)

@@ -94,7 +94,7 @@ export interface SandboxAppOptions {
    */
   durability?: 'power-loss' | 'process-crash'
   /**
-   * Forget a tenant that has not written for this many days (checked at start and hourly);
+   * Forget a tenant that has not been used (read or written) for this many days (checked at start and hourly);
    * 0 keeps tenants forever. Bounds what a flood of keys leaves behind.
    * @default 30
    */

@@ -197,7 +197,7 @@ export class SqliteStorage implements TenantStorage {
   readonly #fsync: boolean
   #pending: PendingCreate[] = []
   #scheduled = false
-  /** Writers waiting for the next fsync of the WAL, and whether one is running. */
+  /** Writers waiting for the next fsync of the WAL, and how many fsyncs are running. */
   #syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = []
   #syncing = 0
   #failing: string | undefined
@@ -225,6 +225,8 @@ export class SqliteStorage implements TenantStorage {
       deleteCategories: db.prepare<[string]>('DELETE FROM categories WHERE tenant = ?'),
       deleteTenant: db.prepare<[string]>('DELETE FROM tenants WHERE id = ?'),
       deleteSeq: db.prepare<[number]>('DELETE FROM categories WHERE seq = ?'),
+      touch: db.prepare<[number, string]>('UPDATE tenants SET updated_at = ? WHERE id = ?'),
+      probe: db.prepare("UPDATE meta SET value = value WHERE key = 'format'"),
       summaries: db.prepare<[], TenantSummary>(
         'SELECT t.id AS id, t.scenario AS scenario, (SELECT COUNT(*) FROM categories c WHERE c.tenant = t.id) AS categories, t.updated_at AS updatedAt FROM tenants t ORDER BY t.updated_at',
       ),
@@ -234,6 +236,10 @@ export class SqliteStorage implements TenantStorage {
 
   open(id: string): TenantStore {
     return new SqliteTenantStore(this, id)
+  }
+
+  release(): void {
+    // Nothing held per tenant: every read goes to the database.
   }
 
   has(id: string): Promise<boolean> {
@@ -252,6 +258,11 @@ export class SqliteStorage implements TenantStorage {
     })())
   }
 
+  touch(id: string): Promise<void> {
+    // @note Not fsynced: losing a touch to a power cut only makes a tenant look idle a little earlier.
+    return this.#run(() => void this.#sql.touch.run(Date.now(), id), true)
+  }
+
   expire(before: number): Promise<string[]> {
     this.#flush()
     return this.#write(() => this.#db.transaction(() => {
@@ -264,9 +275,10 @@ export class SqliteStorage implements TenantStorage {
     })())
   }
 
+  /** Probes with a one-page write (reads succeed on a full or read-only disk). */
   async health(): Promise<StorageHealth> {
     try {
-      await this.#run(() => this.#db.prepare('SELECT COUNT(*) FROM tenants').get())
+      await this.#run(() => this.#sql.probe.run(), true)
     } catch {
       // #run has recorded the failure
     }
@@ -335,7 +347,7 @@ export class SqliteStorage implements TenantStorage {
     this.#pending = []
     let results: (Inserted | Error)[]
     try {
-      results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))())
+      results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))(), true)
     } catch (error) {
       for (const item of batch) item.reject(error as Error)
       return
@@ -368,7 +380,7 @@ export class SqliteStorage implements TenantStorage {
 
   /** Runs a write transaction now; resolves once it is durable. */
   async #write<T>(task: () => T): Promise<T> {
-    const result = await this.#run(task)
+    const result = await this.#run(task, true)
     await this.#synced()
     return result
   }
@@ -417,7 +429,7 @@ export class SqliteStorage implements TenantStorage {
       row = { scenario: this.#seed.scenario, next: this.#seed.nextCategoryId }
     }
     const id = row.next
-    if (!Number.isSafeInteger(id + 1)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
+    if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     // @note Counted inside the batch's transaction, after the creates before it in the batch.
     if (Number.isFinite(maxCategories) && (this.#sql.count.get(tenant)?.n ?? 0) >= maxCategories) return new CategoryLimitError(maxCategories)
     this.#sql.advance.run(now, tenant)
@@ -427,9 +439,9 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /** Runs a database call now, as a promise; a database failure becomes a {@link StorageUnavailableError}. */
-  #run<T>(task: () => T): Promise<T> {
+  #run<T>(task: () => T, write = false): Promise<T> {
     try {
-      return Promise.resolve(this.#guard(task))
+      return Promise.resolve(this.#guard(task, write))
     } catch (error) {
       return Promise.reject(error)
     }
@@ -444,7 +456,11 @@ export class SqliteStorage implements TenantStorage {
     return new StorageUnavailableError(detail, { cause: error })
   }
 
-  #guard<T>(task: () => T): T {
+  /**
+   * Runs `task`, turning a database failure into a {@link StorageUnavailableError}.
+   * @note Only a write that succeeds ends a failure: reads still work on a full or read-only disk.
+   */
+  #guard<T>(task: () => T, write: boolean): T {
     let result: T
     try {
       result = task()
@@ -452,7 +468,7 @@ export class SqliteStorage implements TenantStorage {
       if (sqliteCode(error) === undefined && this.#db.open) throw error
       throw this.#failure(error)
     }
-    if (this.#failing !== undefined) {
+    if (write && this.#failing !== undefined) {
       this.#warn(`storage recovered: ${this.path}`)
       this.#failing = undefined
     }

@@ -76,7 +76,12 @@ const encoder = new TextEncoder()
 interface Entry {
   tenant: Tenant | undefined
   readonly opening: Promise<Tenant>
+  /** When the storage last heard the tenant was used (ms since the epoch). */
+  touched: number
 }
+
+/** How often a tenant in use tells the storage so (idle expiry needs no finer grain). */
+const TOUCH_INTERVAL_MS = 60 * 60 * 1000
 
 export class TenantRegistry implements TenantResolver {
   readonly #options: TenantRegistryOptions
@@ -119,6 +124,11 @@ export class TenantRegistry implements TenantResolver {
     if (entry) {
       this.#tenants.delete(id)
       this.#tenants.set(id, entry)
+      const now = Date.now()
+      if (now - entry.touched >= TOUCH_INTERVAL_MS) {
+        entry.touched = now
+        this.#options.storage.touch(id).catch(() => undefined)
+      }
       return entry.opening
     }
     return this.#admit(id)
@@ -162,7 +172,7 @@ export class TenantRegistry implements TenantResolver {
     return live || stored
   }
 
-  /** Forgets every tenant that has not written for `ttlMs`; returns how many. */
+  /** Forgets every tenant that has not been used (read or written) for `ttlMs`; returns how many. */
   async expireIdle(ttlMs: number): Promise<number> {
     const expired = await this.#options.storage.expire(Date.now() - ttlMs)
     for (const id of expired) this.#tenants.delete(id)
@@ -213,7 +223,9 @@ export class TenantRegistry implements TenantResolver {
     this.#makeRoom()
     const { storage, overrides } = this.#options
     const store = storage.open(id)
+    storage.touch(id).catch(() => undefined)
     const entry: Entry = {
+      touched: Date.now(),
       tenant: undefined,
       opening: store.scenario().then((name) => {
         let scenario = this.#options.scenario
@@ -245,8 +257,7 @@ export class TenantRegistry implements TenantResolver {
       if (!tenant) continue
       if (!storage.durable && tenant.store.modified) continue
       this.#tenants.delete(id)
-      // Nothing to keep for an unmodified in-memory tenant: its store goes too.
-      if (!storage.durable) void storage.delete(id)
+      storage.release(id)
       this.#evictions++
     }
     if (this.#tenants.size >= maxTenants) {

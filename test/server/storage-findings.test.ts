@@ -104,6 +104,18 @@ describe.each(STORES)('eviction and admission ($name store)', (kind) => {
     expect((await sandbox.fetch('/__sandbox/state', { headers: auth('first') })).status).toBe(200)
   })
 
+  it('keeps a create acknowledged to a tenant evicted while its request was in flight', async () => {
+    const rejections = unhandledRejections()
+    const sandbox = await startSandbox({ anyKey: true, maxTenants: 1, scenario: 'empty', ...kind.sandboxOptions() })
+    const slow = slowPost(sandbox.origin, 'slow-writer', JSON.stringify({ name: 'in flight' }), 300)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    await list(sandbox, 'other') // evicts slow-writer, still on its seed, while its body is on the way
+    const answer = await slow
+    expect(answer.status).toBe(201)
+    expect((await list(sandbox, 'slow-writer')).map((category) => category.name)).toEqual(['in flight'])
+    expect(rejections).toEqual([])
+  })
+
   it('forgets tenants idle beyond the TTL', async () => {
     const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', ...kind.sandboxOptions() })
     expect((await post(sandbox, 'p1', 'x')).status).toBe(201)
@@ -116,6 +128,18 @@ describe.each(STORES)('eviction and admission ($name store)', (kind) => {
 })
 
 describe('durable eviction', () => {
+  it('answers admin routes on a key’s first call after a restart, with its data', async () => {
+    const dir = dataDir()
+    const first = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir })
+    expect((await post(first, 'partner', 'kept')).status).toBe(201)
+    await stop(first)
+    const second = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir })
+    const state = await second.fetch('/__sandbox/state', { headers: auth('partner') })
+    expect(state.status).toBe(200)
+    expect(((await jsonOf(state)) as { categories: Category[] }).categories.map((category) => category.name)).toEqual(['kept'])
+    expect((await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('partner') })).status).toBe(200)
+  })
+
   it('keeps every acknowledged create and hands out no id twice: 3 keys, --max-tenants 1, 12 concurrent clients, restart', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
@@ -168,9 +192,13 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(body.message).not.toContain(disk.dir)
     expect(warnings.join('\n')).toContain(disk.dir)
     expect((await list(sandbox, 'k1')).map((category) => category.name)).toEqual(acknowledged)
+    // Reads keep working on a full disk and do not flap the operator's log between failing and recovered.
+    expect(warnings.filter((line) => line.startsWith('storage recovered'))).toEqual([])
     disk.free()
     const after = await post(sandbox, 'k1', 'after')
     expect(after.status).toBe(201)
+    expect(warnings.filter((line) => line.startsWith('storage recovered'))).toHaveLength(1)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
     expect((await list(sandbox, 'k1')).map((category) => category.name)).toEqual([...acknowledged, 'after'])
     expect(rejections).toEqual([])
   })
