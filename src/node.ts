@@ -1,6 +1,6 @@
 /** The Node.js runtime: a msw `setupServer` already wired to a Petstore. */
 import { setupServer, type SetupServer } from 'msw/node'
-import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js'
+import { createPetstore, type Petstore, type PetstoreOptions } from './index.js'
 
 /** What {@link setupPetstoreServer} returns: the msw server and the petstore behind it. */
 export interface PetstoreServer {
