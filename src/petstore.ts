@@ -1,6 +1,6 @@
 /** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
 import type { HttpHandler } from 'msw'
-import { z } from 'zod'
+import * as z from 'zod'
 import { apiError } from './contract/errors.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'

@@ -1,0 +1,8 @@
+import type { StorybookConfig } from '@storybook/react-vite'
+
+export default {
+  stories: ['../src/**/*.stories.tsx'],
+  framework: '@storybook/react-vite',
+  staticDirs: ['../public'], // mockServiceWorker.js, from `npx msw init public`
+  core: { disableTelemetry: true },
+} satisfies StorybookConfig
