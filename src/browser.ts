@@ -28,7 +28,7 @@ export interface PetstoreWorker {
  *
  * @example
  * const { worker, petstore } = setupPetstoreWorker({ baseUrl: '/v1', scenario: 'default', persist: true })
- * await worker.start({ onUnhandledRequest: 'bypass' })
+ * await worker.start({ onUnhandledRequest: 'bypass' }) // msw 3: onUnhandledFrame
  * createRoot(document.getElementById('root')!).render(<App />)
  */
 export function setupPetstoreWorker(options: PetstoreWorkerOptions = {}): PetstoreWorker {

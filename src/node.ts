@@ -18,7 +18,7 @@ export interface PetstoreServer {
  *
  * @example
  * const { server, petstore } = setupPetstoreServer({ apiKeys: ['t0ken'] })
- * beforeAll(() => server.listen({ onUnhandledRequest: 'error' }))
+ * beforeAll(() => server.listen({ onUnhandledRequest: 'error' })) // msw 3: onUnhandledFrame
  * afterEach(() => petstore.reset())
  * afterAll(() => server.close())
  */

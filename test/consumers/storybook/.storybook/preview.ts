@@ -1,6 +1,4 @@
 import type { Preview } from '@storybook/react-vite'
-import { initialize, mswLoader } from 'msw-storybook-addon'
+import { mswLoader } from 'msw-storybook-addon/csf3'
 
-initialize({ onUnhandledRequest: 'bypass', quiet: true })
-
-export default { loaders: [mswLoader] } satisfies Preview
+export default { loaders: [mswLoader()] } satisfies Preview

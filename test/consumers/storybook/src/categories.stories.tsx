@@ -5,9 +5,11 @@ import { Categories } from './categories.js'
 export default { title: 'Shop/Categories', component: Categories } satisfies Meta<typeof Categories>
 type Story = StoryObj<typeof Categories>
 
-// One story per scenario, each with its own petstore.
+// One story per scenario, each rendering with a fresh petstore.
 const scenario = (name: ScenarioInput): Story => ({
-  parameters: { msw: { handlers: createPetstore({ baseUrl: '/v1', apiKeys: ['t0ken'], scenario: name }).handlers } },
+  beforeEach({ msw }) {
+    msw.use(...createPetstore({ baseUrl: '/v1', apiKeys: ['t0ken'], scenario: name }).handlers)
+  },
 })
 
 export const Default = scenario('default')

@@ -4,7 +4,7 @@ const story = (id: string) => `/iframe.html?id=shop-categories--${id}&viewMode=s
 
 test('the default story lists the default scenario', async ({ page }) => {
   await page.goto(story('default'))
-  await expect(page.locator('li')).toHaveText(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
+  await expect(page.locator('#storybook-root li')).toHaveText(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
 })
 
 test('the empty story shows an empty shop', async ({ page }) => {
@@ -14,10 +14,10 @@ test('the empty story shows an empty shop', async ({ page }) => {
 
 test('the large-catalog story lists 10,000 categories', async ({ page }) => {
   await page.goto(story('large-catalog'))
-  await expect(page.locator('li')).toHaveCount(10_000)
+  await expect(page.locator('#storybook-root li')).toHaveCount(10_000)
 })
 
 test('the after-sunset story lists its categories', async ({ page }) => {
   await page.goto(story('after-sunset'))
-  await expect(page.locator('li').first()).toBeVisible()
+  await expect(page.locator('#storybook-root li').first()).toBeVisible()
 })
