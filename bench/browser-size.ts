@@ -12,11 +12,13 @@ import type { Figure } from './lib/figures.js'
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
 /**
- * @note The target: measured at 46 KB gzipped (2026-11-22); most of it is zod (the request and
- * scenario validation the interface needs) and @msw/data. 60 KB leaves room for growth while
- * still catching a regression such as a second copy of a dependency or a Node module pulled in.
+ * @note The target: measured at 55 KB gzipped (2026-11-22, esbuild 0.28, msw 2.15): zod (the
+ * request and scenario validation the interface needs) about half, then the package's own code,
+ * @msw/data and mutative. 64 KB leaves room for ordinary growth and still fails on the
+ * regressions seen while building this: zod's locales coming back (`import { z }` instead of
+ * `import * as z`, +65 KB), a second copy of a dependency, or a Node.js module pulled in.
  */
-const TARGET_KB = 60
+const TARGET_KB = 64
 
 async function gzippedKb(source: string): Promise<{ kb: number; nodeModules: string[] }> {
   const result = await build({

@@ -87,6 +87,14 @@ section_publish() {
     dist/cjs/index.js dist/cjs/node.js dist/cjs/package.json dist/types/index.d.ts dist/cjs/types/node.d.ts; do
     grep -qx "package/$expected" <<<"$listing" || { echo "package check: the tarball lacks $expected"; missing=1; }
   done
+  # The import cost (`npm run bench -- import`) rests on the bundle: a process loads a few files,
+  # not zod's and @msw/data's hundreds.
+  local unbundled
+  unbundled="$(tar -xzOf "$tarball" --wildcards 'package/dist/*.js' | grep -cE "(from|require\()\s*['\"](zod|@msw/data|mutative|es-toolkit)['\"/]")"
+  if [ "$unbundled" -gt 0 ]; then
+    echo "package check: the built entries import zod or @msw/data at run time ($unbundled imports) instead of bundling them"
+    missing=1
+  fi
   if grep -E "\.map$" <<<"$listing"; then
     echo "package check: the tarball ships source maps"
     missing=1
