@@ -5,14 +5,20 @@
 # "N passed, N failed" line adds up (a missing report counts as a failure).
 #
 #   bash scripts/check-package.sh                 every section
-#   bash scripts/check-package.sh jest browser    some of them
+#   bash scripts/check-package.sh jest29 browser  some of them
 #
-# Sections: start (the README's quick start: after `npm ci`, `npm start` serves the default
-# scenario at once, without compiling), publish (`npm publish --dry-run` warns of nothing but the missing login, and the
-# tarball holds every build and no source map), vitest (msw of this repo, then msw's floor), msw3 (msw 3 on Node 22 and 24, Node from
-# the npm registry's `node` package), jest29, jest30, react (Vitest + jsdom + Testing Library),
-# browser (a Vite build of a page with the worker, then @msw/playwright in Debian's Chromium),
-# storybook (a story per scenario, built with msw-storybook-addon).
+# Sections:
+#   start      the README's quick start: after `npm ci`, `npm start` serves the default scenario
+#              at once, without compiling
+#   publish    `npm publish --dry-run` warns of nothing but the missing login; the tarball holds
+#              every build, no source map, and zod and @msw/data bundled
+#   vitest     the msw of this repo, then the peer range's floor
+#   msw3       msw 3 on Node 22 and 24 (Node from the npm registry's `node` package)
+#   jest29, jest30   ts-jest (moduleResolution node, node16) and @swc/jest, jsdom
+#   react      Vitest + jsdom + Testing Library
+#   browser    a Vite build of a page with the worker (no warning, no `node:`), then Playwright
+#              with @msw/playwright in Debian's Chromium
+#   storybook  msw-storybook-addon, a story per scenario, each opened in Chromium
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"

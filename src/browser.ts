@@ -61,6 +61,6 @@ export { PERSIST_STORAGE_KEY }
 export { BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
 export { PetstoreError } from './errors.js'
 
-export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
 export type { ScenarioFile, Scenario } from './scenario/scenario-format.js'
 export type { JournalEntry, JournalFilter } from './core/journal.js'

@@ -27,4 +27,4 @@ export function setupPetstoreServer(options: PetstoreOptions = {}): PetstoreServ
   return { server: setupServer(...petstore.handlers), petstore }
 }
 
-export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'

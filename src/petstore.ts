@@ -247,10 +247,14 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       return attempt
     },
     async reset(options = {}) {
+      const keep: unknown = typeof options === 'object' && options !== null ? options.keepScenario : options
+      if (keep !== undefined && typeof keep !== 'boolean') {
+        throw new PetstoreError('invalid_option', `Invalid reset option keepScenario: expected true or false, received ${JSON.stringify(keep) ?? typeof keep}`)
+      }
       await ready
       // @note Reseeding the scenario in use was the old default, and a `useScenario('empty')` in
       // one test then leaked into the next through the usual `afterEach(() => petstore.reset())`.
-      if (options.keepScenario === true || created === undefined || created === tenant.scenario) {
+      if (keep === true || created === undefined || created === tenant.scenario) {
         await tenant.reset()
         return
       }

@@ -46,6 +46,15 @@ describe('reset and scenarios', () => {
     expect(petstore.requests.all()).toHaveLength(2)
   })
 
+  it('reset() rejects a keepScenario that is not true or false, and changes nothing', async () => {
+    const petstore = await harness.use()
+    await petstore.useScenario('empty')
+    await expect(petstore.reset({ keepScenario: 'yes' as unknown as boolean })).rejects.toThrow(
+      'Invalid reset option keepScenario: expected true or false, received "yes"',
+    )
+    expect(petstore.scenario.name).toBe('empty')
+  })
+
   it('reset() returns to a scenario created from a file, and to its keys', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'petstore-reset-'))
     onTestFinished(() => rm(dir, { recursive: true, force: true }))
