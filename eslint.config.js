@@ -3,7 +3,7 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'test-results/', 'test/package-consumer/', 'src/scenario/builtin-scenarios.ts', '.tmp/'] },
+  { ignores: ['dist/', 'node_modules/', 'test-results/', 'test/package-consumer/', 'test/consumers/', 'src/scenario/builtin-scenarios.ts', '.tmp/'] },
   {
     files: ['**/*.ts'],
     extends: [js.configs.recommended],

@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The packed-package consumer runs in its own project (npm run check:package).
-    exclude: ['test/package-consumer/**', 'node_modules/**'],
+    exclude: ['test/package-consumer/**', 'test/consumers/**', 'node_modules/**'],
     // Integration tests spawn servers and child processes; give them room on 2-core CI.
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- server|in-process|scale ...]`: measures, prints a table with a verdict for
+ * `npm run bench [-- server|in-process|scale|import|browser-size ...]`: measures, prints a table with a verdict for
  * every figure that has a target, writes bench/results.json, and rewrites the README's
  * Performance section with the figures of this run. No section named: all of them.
  *
@@ -10,6 +10,8 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { replaceSection } from '../scripts/generated-files.js'
 import { measureThroughput } from './http-throughput.js'
+import { measureBrowserSize } from './browser-size.js'
+import { measureImportCost } from './import-cost.js'
 import { measureInProcess } from './in-process.js'
 import { formatTarget, formatValue, verdictOf, type Figure } from './lib/figures.js'
 import { measureScale } from './scale.js'
@@ -22,6 +24,8 @@ const SECTIONS = {
     }),
   'in-process': () => measureInProcess(),
   scale: () => measureScale(),
+  import: () => measureImportCost(),
+  'browser-size': () => measureBrowserSize(),
 } satisfies Record<string, () => Promise<Figure[]>>
 type Section = keyof typeof SECTIONS
 

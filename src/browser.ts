@@ -28,7 +28,7 @@ export interface PetstoreWorker {
  *
  * @example
  * const { worker, petstore } = setupPetstoreWorker({ baseUrl: '/v1', scenario: 'default', persist: true })
- * await worker.start({ onUnhandledRequest: 'bypass' })
+ * await worker.start({ onUnhandledRequest: 'bypass' }) // msw 3: onUnhandledFrame
  * createRoot(document.getElementById('root')!).render(<App />)
  */
 export function setupPetstoreWorker(options: PetstoreWorkerOptions = {}): PetstoreWorker {
@@ -61,6 +61,6 @@ export { PERSIST_STORAGE_KEY }
 export { BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
 export { PetstoreError } from './errors.js'
 
-export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
 export type { ScenarioFile, Scenario } from './scenario/scenario-format.js'
 export type { JournalEntry, JournalFilter } from './core/journal.js'

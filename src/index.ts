@@ -10,7 +10,7 @@ export { buildOpenApiDocument } from './contract/openapi.js'
 export { loadScenario, listScenarioNames, BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
 export { ScenarioFile as ScenarioFileSchema } from './scenario/scenario-format.js'
 
-export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
 export type { PetstoreErrorCode } from './errors.js'
 export type { ErrorCode } from './contract/errors.js'
 export type { Category, NewCategory, ApiError, Pet, Order } from './contract/schemas.js'

@@ -1,6 +1,6 @@
 /** The Node.js runtime: a msw `setupServer` already wired to a Petstore. */
 import { setupServer, type SetupServer } from 'msw/node'
-import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js'
+import { createPetstore, type Petstore, type PetstoreOptions } from './index.js'
 
 /** What {@link setupPetstoreServer} returns: the msw server and the petstore behind it. */
 export interface PetstoreServer {
@@ -18,7 +18,7 @@ export interface PetstoreServer {
  *
  * @example
  * const { server, petstore } = setupPetstoreServer({ apiKeys: ['t0ken'] })
- * beforeAll(() => server.listen({ onUnhandledRequest: 'error' }))
+ * beforeAll(() => server.listen({ onUnhandledRequest: 'error' })) // msw 3: onUnhandledFrame
  * afterEach(() => petstore.reset())
  * afterAll(() => server.close())
  */
@@ -27,4 +27,4 @@ export function setupPetstoreServer(options: PetstoreOptions = {}): PetstoreServ
   return { server: setupServer(...petstore.handlers), petstore }
 }
 
-export type { Petstore, PetstoreOptions } from './petstore.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'

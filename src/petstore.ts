@@ -1,6 +1,6 @@
 /** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
 import type { HttpHandler } from 'msw'
-import { z } from 'zod'
+import * as z from 'zod'
 import { apiError } from './contract/errors.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
@@ -21,7 +21,8 @@ import { checkScenarioInput, loadScenario, type ScenarioInput } from './scenario
 export interface PetstoreOptions {
   /**
    * Where the API lives: one base URL or several (production and staging). `*` matches any
-   * origin, which is what tests usually want.
+   * origin, which is what tests usually want. A path (`/v1`) means the page's own origin: in a
+   * browser (and jsdom) it is resolved against `location.origin`; in Node.js it is refused.
    * @default '*\/v1'
    */
   baseUrl?: string | readonly string[]
@@ -63,6 +64,16 @@ export interface PetstoreOptions {
   maxCategories?: number
 }
 
+/** Options of {@link Petstore.reset}. */
+export interface ResetOptions {
+  /**
+   * Reseed the scenario in use (switched with `useScenario`) rather than the one the petstore
+   * was created with.
+   * @default false
+   */
+  keepScenario?: boolean
+}
+
 /** A stateful Petstore: its handlers, its data, its journal. */
 export interface Petstore {
   /** msw handlers to pass to the caller's `setupServer(...)` or `setupWorker(...)`. */
@@ -73,8 +84,13 @@ export interface Petstore {
   readonly scenario: Scenario
   /** Switches scenario and reseeds from it (the journal is kept). */
   useScenario(scenario: ScenarioInput): Promise<void>
-  /** Restores the current scenario's seed, restarts ids and empties the journal. */
-  reset(): Promise<void>
+  /**
+   * Back to where the petstore started, as msw's `resetHandlers()` returns to the initial
+   * handlers: the scenario it was created with, its seed, ids from the start, the fault sequence
+   * from its seed, and an empty journal. `reset({ keepScenario: true })` reseeds the scenario in
+   * use instead.
+   */
+  reset(options?: ResetOptions): Promise<void>
   /** The categories of the store, read and written directly. */
   readonly categories: {
     /** All categories in creation order. */
@@ -108,16 +124,35 @@ export interface Petstore {
 
 const BaseUrl = z
   .string()
-  .transform((url) => url.replace(/\/+$/, ''))
-  .refine((url) => url.startsWith('*') || URL.canParse(url), {
-    error: 'must be an absolute URL (https://api.example.test/v1) or start with * (*/v1)',
+  // A path (`/v1`) is the page's own API: resolved against the page, as `fetch('/v1')` is.
+  .transform((url) => {
+    const trimmed = url.replace(/\/+$/, '')
+    const origin = isPath(trimmed) ? pageOrigin() : undefined
+    return origin === undefined ? trimmed : `${origin}${trimmed}`
   })
+  .superRefine((url, context) => {
+    if (url.startsWith('*') || URL.canParse(url)) return
+    context.addIssue({
+      code: 'custom',
+      message: isPath(url)
+        ? `'${url}' is relative, and there is no page to resolve it against (only in a browser); pass an absolute URL (https://api.example.test/v1) or start with * (*/v1)`
+        : 'must be an absolute URL (https://api.example.test/v1), a path on this page (/v1, in a browser) or start with * (*/v1)',
+    })
+  })
+
+const isPath = (url: string) => url.startsWith('/') && !url.startsWith('//')
+
+/** The page's origin in a browser (or jsdom); undefined in Node.js, Deno and workers without a page. */
+function pageOrigin(): string | undefined {
+  const origin = (globalThis as { location?: { origin?: unknown } }).location?.origin
+  return typeof origin === 'string' && origin !== 'null' && URL.canParse(origin) ? origin : undefined
+}
 
 const Options = z
   .object({
     baseUrl: z
       .union([BaseUrl, z.array(BaseUrl).min(1)], {
-        error: "must be a base URL ('https://api.shop.test/v1' or '*/v1') or a non-empty array of them",
+        error: "must be a base URL ('https://api.shop.test/v1', '*/v1', or '/v1' in a browser) or a non-empty array of them",
       })
       .default('*/v1'),
     apiKeys: z
@@ -191,12 +226,17 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
   const initial = checkScenarioInput(input, loadOptions)
   const tenant = Tenant.inMemory(initial ?? EMPTY_SCENARIO, overrides)
   let keys = keyRing(settings.apiKeys, tenant.scenario)
-  let ready: Promise<void> = initial ? tenant.ready : switchTo(input)
+  // What `reset()` returns to: the scenario of creation, once loaded (a file loads later).
+  let created: Scenario | undefined = initial
+  let ready: Promise<void> = initial ? tenant.ready : switchTo(input).then(() => void (created = tenant.scenario))
   // The handlers report a failed load too, so a caller who never awaits `ready` still sees it.
   ready.catch(() => undefined)
 
   async function switchTo(next: ScenarioInput): Promise<void> {
-    const scenario = await loadScenario(next, loadOptions)
+    await apply(await loadScenario(next, loadOptions))
+  }
+
+  async function apply(scenario: Scenario): Promise<void> {
     await tenant.useScenario(scenario)
     keys = keyRing(settings.apiKeys, scenario)
   }
@@ -239,9 +279,22 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       ready = attempt.catch(() => undefined)
       return attempt
     },
-    async reset() {
+    async reset(options = {}) {
+      const keep: unknown = typeof options === 'object' && options !== null ? options.keepScenario : options
+      if (keep !== undefined && typeof keep !== 'boolean') {
+        throw new PetstoreError('invalid_option', `Invalid reset option keepScenario: expected true or false, received ${JSON.stringify(keep) ?? typeof keep}`)
+      }
       await ready
-      await tenant.reset()
+      // @note Reseeding the scenario in use was the old default, and a `useScenario('empty')` in
+      // one test then leaked into the next through the usual `afterEach(() => petstore.reset())`.
+      if (keep === true || created === undefined || created === tenant.scenario) {
+        await tenant.reset()
+        return
+      }
+      tenant.journal.clear()
+      const back = apply(created)
+      ready = back.catch(() => undefined)
+      await back
     },
     categories: {
       list: () => afterReady(() => tenant.store.listCategories()),

@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createPetstore, PetstoreError, type Category } from '../src/index.js'
 import { setupPetstoreServer } from '../src/node.js'
 import { call, petstoreHarness, readConformant } from './support/petstore-harness.js'
@@ -20,14 +23,57 @@ describe('reset and scenarios', () => {
     expect((await call<Category>('/categories', { body: { name: 'Again' } })).body.id).toBe(6)
   })
 
-  it('useScenario() reseeds from another scenario, and reset() then returns to it', async () => {
+  it('useScenario() reseeds from another scenario; reset({ keepScenario: true }) returns to its seed', async () => {
     const petstore = await harness.use()
     await petstore.useScenario('empty')
     expect(petstore.scenario.name).toBe('empty')
     expect((await call('/categories')).body).toEqual([])
     await call('/categories', { body: { name: 'x' } })
-    await petstore.reset()
+    await petstore.reset({ keepScenario: true })
+    expect(petstore.scenario.name).toBe('empty')
     expect(await petstore.categories.list()).toEqual([])
+  })
+
+  it('reset() returns to the scenario the petstore was created with, so a switch does not leak into the next test', async () => {
+    const petstore = await harness.use()
+    await petstore.useScenario('empty')
+    await call('/categories', { body: { name: 'x' } })
+    await petstore.reset()
+    expect(petstore.scenario.name).toBe('default')
+    expect((await call<Category[]>('/categories')).body).toHaveLength(5)
+    expect((await call<Category>('/categories', { body: { name: 'next' } })).body.id).toBe(6)
+    expect(petstore.requests.all()).toHaveLength(2)
+  })
+
+  it('reset() rejects a keepScenario that is not true or false, and changes nothing', async () => {
+    const petstore = await harness.use()
+    await petstore.useScenario('empty')
+    await expect(petstore.reset({ keepScenario: 'yes' as unknown as boolean })).rejects.toThrow(
+      'Invalid reset option keepScenario: expected true or false, received "yes"',
+    )
+    expect(petstore.scenario.name).toBe('empty')
+  })
+
+  it('reset() returns to a scenario created from a file, and to its keys', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-reset-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'shop.json')
+    const shop = { name: 'shop', version: '1.0.0', description: 'A file', apiKeys: ['shop-key'], seed: { categories: [{ name: 'Owls' }], pets: [], orders: [] } }
+    await writeFile(file, JSON.stringify(shop))
+    const petstore = await harness.use({ scenario: file, apiKeys: undefined })
+    await petstore.useScenario('empty')
+    await petstore.reset()
+    expect(petstore.scenario.name).toBe('shop')
+    expect((await call('/categories', { auth: 'Bearer shop-key' })).body).toEqual([{ id: 1, name: 'Owls' }])
+  })
+
+  it('resolves a relative baseUrl (/v1) against the page, as a browser or jsdom has one', async () => {
+    vi.stubGlobal('location', { origin: 'http://localhost:5173', href: 'http://localhost:5173/' })
+    onTestFinished(() => void vi.unstubAllGlobals())
+    await harness.use({ baseUrl: '/v1' })
+    const answer = await call<Category[]>('/categories', { base: 'http://localhost:5173/v1' })
+    expect(answer.status).toBe(200)
+    expect(answer.body).toHaveLength(5)
   })
 
   it('serves 10,000 categories on large-catalog, ids 1 to 10000', async () => {
@@ -126,6 +172,7 @@ describe('the library API', () => {
   it.each([
     { option: { scenario: 'nope' }, code: 'unknown_scenario', message: 'Cannot use scenario "nope": no such scenario. Known: after-sunset, default, empty, flaky, large-catalog' },
     { option: { baseUrl: 'api.shop.test' }, code: 'invalid_option', message: /baseUrl: must be an absolute URL/ },
+    { option: { baseUrl: '/v1' }, code: 'invalid_option', message: /baseUrl: '\/v1' is relative, and there is no page to resolve it against/ },
     { option: { apiKeys: [] }, code: 'invalid_option', message: /apiKeys/ },
     { option: { apiKeys: ['has space'] }, code: 'invalid_option', message: /apiKeys/ },
     { option: { latency: -1 }, code: 'invalid_option', message: /latency/ },

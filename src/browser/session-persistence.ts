@@ -3,7 +3,7 @@
  * id) is written to sessionStorage after every write and read back when the page starts again
  * with the same scenario. The store's own rules decide everything else.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { StoredCategory } from '../contract/schemas.js'
 import type { StoreSnapshot } from '../core/store.js'
 import { tenantOf, type Petstore } from '../petstore.js'

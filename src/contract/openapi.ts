@@ -3,7 +3,7 @@
  * schemas, the route table and the error table. `openapi.json` is this document, written by
  * `npm run generate` and checked against it by a test.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { declaredErrorStatuses } from '../handlers/operation.js'
 import { OPERATIONS } from '../handlers/routes.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'

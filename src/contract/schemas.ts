@@ -2,7 +2,7 @@
  * The shapes of the published interface, written once. Request validation, the @msw/data
  * collections, the exported TypeScript types and the OpenAPI document all derive from here.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 
 /** Messages double as the `message` of the 400 Error a client sees, so they name the field. */

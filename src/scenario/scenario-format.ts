@@ -2,7 +2,7 @@
  * The scenario file format, written once: the loader validates with it and the published JSON
  * Schema (`schema/scenario.schema.json`) is generated from it.
  */
-import { z } from 'zod'
+import * as z from 'zod'
 import { Id, NewCategory, Order, Pet } from '../contract/schemas.js'
 
 /** Names are also file names, so they are kept to a safe alphabet (no `/`, no `..`). */

@@ -1,11 +1,12 @@
 /**
  * Turns a scenario given by name, path or object into a validated {@link Scenario}. The file
- * system is reached only for paths and directories, through a dynamic import, so the browser
- * bundle (which only uses embedded scenarios) never needs `node:fs`.
+ * system is reached only for paths and directories, through `scenario-files.ts`, which the
+ * browser build swaps for a module that throws: the browser bundle never holds a `node:` import.
  */
 import type { z } from 'zod'
 import { PetstoreError } from '../errors.js'
 import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
+import { scenarioFiles as fs } from './scenario-files.js'
 import {
   CategorySeeds,
   describeIssues,
@@ -65,9 +66,8 @@ export async function loadScenario(input: ScenarioInput, options: LoadScenarioOp
     )
   }
   if (options.scenariosDir !== undefined) {
-    const fs = await nodeFs()
-    const file = fs.path.join(options.scenariosDir, `${input}.json`)
-    if (await fs.exists(file)) return loadScenarioFile(file)
+    const file = fs.join(options.scenariosDir, `${input}.json`)
+    if (await fs.isFile(file)) return loadScenarioFile(file)
   }
   const builtin = Object.hasOwn(BUILTIN_SCENARIOS, input) ? BUILTIN_SCENARIOS[input] : undefined
   if (builtin) return builtin
@@ -82,8 +82,7 @@ export async function loadScenario(input: ScenarioInput, options: LoadScenarioOp
 export async function listScenarioNames(options: LoadScenarioOptions = {}): Promise<string[]> {
   const names = new Set<string>()
   if (options.scenariosDir !== undefined) {
-    const fs = await nodeFs()
-    for (const entry of await fs.readdirSafe(options.scenariosDir)) {
+    for (const entry of await fs.list(options.scenariosDir)) {
       const name = entry.replace(/\.json$/, '')
       if (entry.endsWith('.json') && ScenarioName.safeParse(name).success) names.add(name)
     }
@@ -94,9 +93,8 @@ export async function listScenarioNames(options: LoadScenarioOptions = {}): Prom
 
 /** Reads a scenario file and the fixtures it names (relative to the file). */
 export async function loadScenarioFile(file: string): Promise<Scenario> {
-  const fs = await nodeFs()
   const json = await readJson(file)
-  return resolveScenarioFile(json, file, fs.path.dirname(file))
+  return resolveScenarioFile(json, file, fs.dirname(file))
 }
 
 /**
@@ -115,8 +113,7 @@ export async function resolveScenarioFile(value: unknown, origin: string, baseDi
     field: string,
   ): Promise<T> => {
     if (!isFixtureRef(source)) return source
-    const fs = await nodeFs()
-    const path = baseDir === undefined ? source.fixture : fs.path.resolve(baseDir, source.fixture)
+    const path = baseDir === undefined ? source.fixture : fs.resolve(baseDir, source.fixture)
     const records = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
     if (!records.success) {
       throw new PetstoreError('invalid_scenario', `Invalid fixture ${path}: ${describeIssues(records.error)}`)
@@ -153,11 +150,11 @@ export function looksLikePath(input: string): boolean {
 }
 
 async function readJson(file: string, referredFrom?: string): Promise<unknown> {
-  const fs = await nodeFs()
   let text: string
   try {
-    text = await fs.readFile(file, 'utf8')
+    text = await fs.readText(file)
   } catch (error) {
+    if (error instanceof PetstoreError) throw error
     const where = referredFrom ? ` (named by ${referredFrom})` : ''
     throw new PetstoreError(
       'scenario_not_readable',
@@ -169,26 +166,5 @@ async function readJson(file: string, referredFrom?: string): Promise<unknown> {
     return JSON.parse(text)
   } catch (error) {
     throw new PetstoreError('invalid_scenario', `Invalid JSON in ${file}: ${(error as Error).message}`, { cause: error })
-  }
-}
-
-/** @note Imported lazily so that bundlers for the browser never follow it at load time. */
-async function nodeFs() {
-  if (typeof process === 'undefined' || !process.versions?.node) {
-    throw new PetstoreError(
-      'scenario_not_readable',
-      'Scenario files can only be read in Node.js; in the browser pass a built-in name or a scenario object.',
-    )
-  }
-  const [fsp, path] = await Promise.all([import('node:fs/promises'), import('node:path')])
-  return {
-    path,
-    readFile: fsp.readFile,
-    exists: (file: string) =>
-      fsp.stat(file).then(
-        (stat) => stat.isFile(),
-        () => false,
-      ),
-    readdirSafe: (dir: string) => fsp.readdir(dir).catch((): string[] => []),
   }
 }

@@ -5,9 +5,9 @@
  */
 import { existsSync } from 'node:fs'
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import express, { type ErrorRequestHandler, type Express } from 'express'
-import { z } from 'zod'
+import * as z from 'zod'
 import {
   DEFAULT_DESCRIPTION_MAX_LENGTH,
   DEFAULT_JOURNAL_BYTES,
@@ -26,6 +26,7 @@ import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js
 import { adminRoutes } from './admin-routes.js'
 import { apiBridge } from './api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
+import { PACKAGE_ROOT } from './package-info.js'
 import { openSqliteStorage } from './sqlite-storage.js'
 import { sendError } from './http-errors.js'
 import {
@@ -209,7 +210,7 @@ const Options = z
     error: 'adminToken must differ from every API key',
   })
 
-const PACKAGE_DEMO_DIR = fileURLToPath(new URL('../../demo/', import.meta.url))
+const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
 
 /**
  * Builds the sandbox app. Throws {@link PetstoreError} for bad options or an unknown scenario.

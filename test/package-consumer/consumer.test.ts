@@ -1,4 +1,5 @@
-// A user's own test: their msw, their vitest, the packed petstore-sandbox.
+// A user's own test: their msw (2 or 3), their vitest, the packed petstore-sandbox.
+import { createRequire } from 'node:module'
 import { setupServer } from 'msw/node'
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'
 import { createPetstore, PetstoreError, type Category } from 'petstore-sandbox'
@@ -8,7 +9,8 @@ const petstore = createPetstore({ baseUrl: 'https://api.shop.test/v1', apiKeys: 
 const server = setupServer(...petstore.handlers)
 const auth = { authorization: 'Bearer t0ken', 'content-type': 'application/json' }
 
-beforeAll(() => server.listen({ onUnhandledRequest: 'error' }))
+// @note No onUnhandledRequest: msw 3 renamed it onUnhandledFrame, and this file runs with both.
+beforeAll(() => server.listen())
 afterEach(async () => {
   server.resetHandlers()
   await petstore.reset()
@@ -45,4 +47,18 @@ it('answers 401 without a key and throws PetstoreError on misuse', async () => {
   expect(response.status).toBe(401)
   expect(() => createPetstore({ scenario: 'nope' })).toThrow(PetstoreError)
   expect(typeof setupPetstoreServer).toBe('function')
+})
+
+it('loads through require() as well, sharing nothing with the ESM entry', async () => {
+  const required = createRequire(import.meta.url)('petstore-sandbox/node') as typeof import('petstore-sandbox/node')
+  const { petstore: other } = required.setupPetstoreServer({ scenario: 'empty' })
+  expect(await other.categories.list()).toEqual([])
+  expect(() => required.setupPetstoreServer({ scenario: 'nope' })).toThrow(/no such scenario/)
+})
+
+it('resets to the scenario it was created with', async () => {
+  await petstore.useScenario('empty')
+  await petstore.reset()
+  expect(petstore.scenario.name).toBe('default')
+  expect(await petstore.categories.list()).toHaveLength(5)
 })

@@ -187,6 +187,15 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(await jsonOf(created)).toEqual({ id: 6, name: 'y' })
   })
 
+  it('keeps the scenario the tenant chose on reset (unlike the library, whose reset returns to its first)', async () => {
+    const { fetch } = await startSandbox()
+    const switched = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"empty"}' })
+    expect(switched.status).toBe(200)
+    await fetch('/v1/categories', { method: 'POST', headers: auth(undefined, true), body: '{"name":"x"}' })
+    const response = await fetch('/__sandbox/reset', { method: 'POST', headers: auth() })
+    expect(await jsonOf(response)).toEqual({ scenario: expect.objectContaining({ name: 'empty' }), categories: 0 })
+  })
+
   it('lists the journal newest last, filters it by method and path, and empties it', async () => {
     const { fetch } = await startSandbox()
     await fetch('/v1/categories', { headers: auth() })

@@ -1,5 +1,6 @@
 /** Builds the browser fixture app with esbuild into a temp dir, next to msw's worker script. */
 import { build } from 'esbuild'
+import { browserFiles } from '../../scripts/build.mjs'
 import { copyFile, mkdtemp, rm } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -22,8 +23,9 @@ export function useWorkerApp(): { dir(): string } {
       platform: 'browser',
       target: 'es2022',
       sourcemap: 'linked',
-      // Scenario files are read through a lazy `import('node:fs/promises')` the browser never runs.
-      external: ['node:*'],
+      // The package's browser build: scenario files are Node-only, so no `node:` module may be
+      // reached (esbuild fails the build on one, which is what the browser tests rely on).
+      plugins: [browserFiles],
       logLevel: 'silent',
     })
     await copyFile(join(fixtures, 'index.html'), join(dir, 'index.html'))

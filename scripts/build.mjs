@@ -1,0 +1,128 @@
+// `npm run build`: the package's dist/, with esbuild for the code and tsc for the types.
+//
+//   dist/*.js      ESM for Node.js: every entry, shared chunks beside them (the CLI, `serve`)
+//   dist/web/*.js  ESM for browsers (`browser` condition, `./browser`): no `node:` import
+//   dist/cjs/*.js  CommonJS for `require` (Jest): the library entries, with copies of the types
+//   dist/types/    the types, from tsc (and a copy in dist/cjs/types/)
+//
+// Peer dependencies (msw, better-sqlite3) and the server's CommonJS dependencies (express,
+// yargs) stay external; ESM-only @msw/data and the rest are bundled in, so `require` works and a
+// process loads one file instead of hundreds. `node scripts/build.mjs --if-stale` (npm start)
+// builds the JavaScript only when a source file is newer than dist/cli.js.
+import { execFileSync } from 'node:child_process'
+import { cp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const dist = join(root, 'dist')
+
+/** Never bundled: peers are the user's own; express and yargs are CommonJS and Node-only. */
+export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'express', 'yargs', 'yargs/*']
+
+/**
+ * Options every build shares. @msw/data calls the global `crypto.randomUUID()`, which Jest 29's
+ * jsdom lacks: `define` + `inject` point those calls at `src/core/random-uuid.ts` instead of
+ * patching the user's globals.
+ */
+const common = {
+  absWorkingDir: root,
+  bundle: true,
+  external: EXTERNAL,
+  target: 'es2022',
+  define: { 'crypto.randomUUID': 'randomUUID' },
+  inject: [join(root, 'src/core/random-uuid.ts')],
+  legalComments: 'none',
+  logLevel: 'warning',
+}
+
+/**
+ * The browser build reads no files: `scenario-files.ts` becomes `scenario-files.browser.ts`.
+ * Also used by the browser tests' fixture build, so they run what the package ships.
+ */
+export const browserFiles = {
+  name: 'browser-scenario-files',
+  setup(builder) {
+    builder.onResolve({ filter: /\/scenario-files\.js$/ }, (args) => ({
+      path: join(args.resolveDir, args.path.replace(/\.js$/, '.browser.ts')),
+    }))
+  },
+}
+
+/** In the CommonJS build, `node` requires the `index` bundle rather than holding a second copy of the core. */
+const sharedIndex = {
+  name: 'shared-index',
+  setup(builder) {
+    builder.onResolve({ filter: /^\.\/index\.js$/ }, (args) =>
+      args.importer.endsWith(join('src', 'index.ts')) ? undefined : { path: './index.js', external: true },
+    )
+  },
+}
+
+export async function buildJavaScript() {
+  await Promise.all([
+    build({
+      ...common,
+      entryPoints: ['src/index.ts', 'src/node.ts', 'src/server.ts', 'src/cli.ts'],
+      outdir: dist,
+      format: 'esm',
+      platform: 'node',
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
+    }),
+    build({
+      ...common,
+      entryPoints: ['src/index.ts', 'src/browser.ts'],
+      outdir: join(dist, 'web'),
+      format: 'esm',
+      platform: 'browser',
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
+      plugins: [browserFiles],
+    }),
+    build({
+      ...common,
+      entryPoints: ['src/index.ts', 'src/node.ts'],
+      outdir: join(dist, 'cjs'),
+      format: 'cjs',
+      platform: 'node',
+      plugins: [sharedIndex],
+    }),
+  ])
+  // Files under dist/cjs are CommonJS, whatever the package's own "type" says.
+  await writeFile(join(dist, 'cjs/package.json'), '{ "type": "commonjs" }\n')
+}
+
+async function buildTypes() {
+  execFileSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], {
+    cwd: root,
+    stdio: 'inherit',
+  })
+  // The same declarations under dist/cjs, where they describe CommonJS modules (TypeScript's
+  // node16 resolution reads a file's format from the nearest package.json).
+  await cp(join(dist, 'types'), join(dist, 'cjs/types'), { recursive: true })
+}
+
+async function newestSource(dir) {
+  let newest = 0
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) newest = Math.max(newest, (await stat(join(entry.parentPath, entry.name))).mtimeMs)
+  }
+  return newest
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (process.argv.includes('--if-stale')) {
+    const built = await stat(join(dist, 'cli.js')).then((file) => file.mtimeMs, () => 0)
+    if (built === 0 || (await newestSource(join(root, 'src'))) > built) {
+      process.stderr.write('petstore-sandbox: src/ changed since the last build; building dist/ (JavaScript only)…\n')
+      await buildJavaScript()
+    }
+  } else {
+    await rm(dist, { recursive: true, force: true })
+    await mkdir(dist)
+    await buildJavaScript()
+    await buildTypes()
+  }
+}

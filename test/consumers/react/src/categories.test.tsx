@@ -1,0 +1,43 @@
+import { cleanup, fireEvent, render, screen } from '@testing-library/react'
+import { setupServer } from 'msw/node'
+import { createPetstore } from 'petstore-sandbox'
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'
+import { Categories } from './categories.js'
+
+const petstore = createPetstore({ baseUrl: 'https://api.shop.test/v1', apiKeys: ['t0ken'] })
+const server = setupServer(...petstore.handlers)
+
+beforeAll(() => server.listen({ onUnhandledRequest: 'error' }))
+afterEach(async () => {
+  cleanup()
+  server.resetHandlers()
+  await petstore.reset() // back to the scenario it was created with
+})
+afterAll(() => server.close())
+
+it('lists the categories and adds one', async () => {
+  render(<Categories />)
+  expect(await screen.findAllByRole('listitem')).toHaveLength(5)
+  fireEvent.change(screen.getByLabelText('Name'), { target: { value: 'Ferrets' } })
+  fireEvent.click(screen.getByRole('button', { name: 'Add' }))
+  expect(await screen.findByText('Ferrets')).toBeDefined()
+  expect(petstore.requests.all({ method: 'POST' })[0]?.request.body).toEqual({ name: 'Ferrets' })
+})
+
+it('shows the sandbox’s 400 message', async () => {
+  render(<Categories />)
+  await screen.findAllByRole('listitem')
+  fireEvent.click(screen.getByRole('button', { name: 'Add' }))
+  expect((await screen.findByRole('alert')).textContent).toMatch(/name/)
+})
+
+it('shows an empty shop on the empty scenario', async () => {
+  await petstore.useScenario('empty')
+  render(<Categories />)
+  expect(await screen.findByText('No categories yet')).toBeDefined()
+})
+
+it('is back on the default scenario in the next test', async () => {
+  render(<Categories />)
+  expect(await screen.findAllByRole('listitem')).toHaveLength(5)
+})
