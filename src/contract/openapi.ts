@@ -4,10 +4,9 @@
  * `npm run generate` and checked against it by a test.
  */
 import * as z from 'zod'
-import { declaredErrorStatuses } from '../handlers/operation.js'
-import { OPERATIONS } from '../handlers/routes.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
+import { declaredErrorStatuses, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
 import { ApiError, categorySchemas, Order, Pet } from './schemas.js'
 
 /** The interface description version of the published interface. */
@@ -91,15 +90,22 @@ function interfaceReading(name: string, schema: Json): Json {
   return open
 }
 
-const DESCRIPTIONS: Record<string, { summary: string; success: string; schema: Json }> = {
-  listCategories: { summary: 'List all categories', success: 'All categories, in creation order', schema: { type: 'array', items: ref('Category') } },
-  createCategory: { summary: 'Create a category', success: 'The created category, with its assigned id', schema: ref('Category') },
-  getPetById: {
-    summary: 'Read a pet by id (deprecated)',
-    success: 'The pet; its fields come from the scenario',
-    schema: ref('Pet'),
+/** A response schema of the table as a JSON Schema reference (`Category[]` an array of them). */
+function schemaOf(name: ResponseSchema): Json {
+  return name.endsWith('[]') ? { type: 'array', items: ref(name.slice(0, -2)) } : ref(name)
+}
+
+/** The headers every answer of a deprecated operation carries. */
+const DEPRECATION_HEADERS: Json = {
+  Deprecation: {
+    description: 'When the operation was deprecated (RFC 9745): `@<seconds since the epoch>`',
+    schema: { type: 'string', pattern: '^@-?\\d+$' },
   },
-  listOrders: { summary: 'List store orders', success: 'The orders of the scenario', schema: { type: 'array', items: ref('Order') } },
+  Sunset: { description: 'The sunset date (RFC 8594), when the scenario sets one', schema: { type: 'string' } },
+  Link: {
+    description: 'Pages about the deprecation (`rel="deprecation"`) and the sunset (`rel="sunset"`), when the scenario names them',
+    schema: { type: 'string' },
+  },
 }
 
 /** What each declared error status means, as the document says it. */
@@ -122,26 +128,12 @@ function errorText(status: number, limits: CategoryLimits): string {
 export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
   const { serverUrl = 'http://127.0.0.1:4010/v1', profile = 'interface', strictBodies = false, limits = DEFAULT_CATEGORY_LIMITS } = options
   const paths: Record<string, Record<string, Json>> = {}
-  for (const operation of OPERATIONS) {
-    const path = operation.path
-    const text = DESCRIPTIONS[operation.id]!
+  for (const operation of OPERATION_CONTRACTS as readonly OperationContract[]) {
     const responses: Json = {
-      [operation.successStatus]: {
-        description: text.success,
-        content: jsonContent(text.schema),
-        ...(operation.id === 'getPetById' && {
-          headers: {
-            Deprecation: {
-              description: 'When the operation was deprecated (RFC 9745): `@<seconds since the epoch>`',
-              schema: { type: 'string', pattern: '^@-?\\d+$' },
-            },
-            Sunset: { description: 'The sunset date (RFC 8594), when the scenario sets one', schema: { type: 'string' } },
-            Link: {
-              description: 'Pages about the deprecation (`rel="deprecation"`) and the sunset (`rel="sunset"`), when the scenario names them',
-              schema: { type: 'string' },
-            },
-          },
-        }),
+      [operation.success.status]: {
+        description: operation.success.description,
+        content: jsonContent(schemaOf(operation.success.schema)),
+        ...(operation.deprecated && { headers: DEPRECATION_HEADERS }),
       },
     }
     for (const status of declaredErrorStatuses(operation)) {
@@ -152,16 +144,22 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
           : errorResponse(errorText(status, limits))
     }
     responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`, 503 `over_capacity` with `Retry-After`')
-    paths[path] ??= {}
-    paths[path][operation.method.toLowerCase()] = {
+    const methods = (paths[operation.path] ??= {})
+    methods[operation.method.toLowerCase()] = {
       operationId: operation.id,
-      summary: text.summary,
-      ...(operation.id === 'getPetById' && {
-        deprecated: true,
-        parameters: [{ name: 'petId', in: 'path', required: true, schema: { type: 'integer', format: 'int64' } }],
+      summary: operation.summary,
+      ...(operation.deprecated && { deprecated: true }),
+      ...(operation.params && {
+        parameters: operation.params.map(({ name, description }) => ({
+          name,
+          in: 'path',
+          required: true,
+          description,
+          schema: { type: 'integer', format: 'int64' },
+        })),
       }),
-      ...(operation.hasBody && {
-        requestBody: { required: true, content: jsonContent(ref('NewCategory')) },
+      ...(operation.body && {
+        requestBody: { required: true, content: jsonContent(ref(operation.body)) },
       }),
       responses,
     }

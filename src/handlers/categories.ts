@@ -1,4 +1,5 @@
 /** listCategories and createCategory: the operations the interface specifies in full. */
+import { contractOf } from '../contract/operations.js'
 import { categorySchemas, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { parseJsonObject } from '../core/request-body.js'
@@ -6,23 +7,14 @@ import { CategoryLimitError, IdSpaceExhaustedError } from '../core/store.js'
 import { failure, json, type Operation, type Outcome } from './operation.js'
 
 export const listCategories: Operation = {
-  id: 'listCategories',
-  method: 'GET',
-  path: '/categories',
-  successStatus: 200,
-  hasBody: false,
+  ...contractOf('listCategories'),
   async run({ tenant }) {
     return json(200, await tenant.store.listCategories())
   },
 }
 
 export const createCategory: Operation = {
-  id: 'createCategory',
-  method: 'POST',
-  path: '/categories',
-  successStatus: 201,
-  hasBody: true,
-  errorStatuses: [409],
+  ...contractOf('createCategory'),
   async run({ request, tenant, bodyText, strict, limits }) {
     const body = parseJsonObject(bodyText, request.headers.get('content-type'))
     if (!body.ok) return failure(body.code, body.params)

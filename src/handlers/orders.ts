@@ -1,12 +1,9 @@
 /** `GET /store/orders`: behaviour not published, so it lists the scenario's orders. */
+import { contractOf } from '../contract/operations.js'
 import { json, type Operation } from './operation.js'
 
 export const listOrders: Operation = {
-  id: 'listOrders',
-  method: 'GET',
-  path: '/store/orders',
-  successStatus: 200,
-  hasBody: false,
+  ...contractOf('listOrders'),
   async run({ tenant }) {
     return json(200, tenant.listOrders())
   },

@@ -2,16 +2,12 @@
  * `GET /pets/{petId}`: behaviour not published, so it serves the scenario's pets by integer id.
  * The operation is deprecated: every authenticated answer says so, and says when it ends.
  */
+import { contractOf } from '../contract/operations.js'
 import { DEFAULT_DEPRECATED_AT } from '../scenario/scenario-format.js'
 import { failure, json, type Operation } from './operation.js'
 
 export const getPetById: Operation = {
-  id: 'getPetById',
-  method: 'GET',
-  path: '/pets/{petId}',
-  successStatus: 200,
-  errorStatuses: [404, 410],
-  hasBody: false,
+  ...contractOf('getPetById'),
   headers(tenant) {
     const deprecation = tenant.scenario.deprecation
     const deprecatedAt = Date.parse(deprecation?.deprecatedAt ?? DEFAULT_DEPRECATED_AT)

@@ -110,7 +110,7 @@ export class Pipeline {
       }
       // @note The body is read even when the tenant is refused, so the answer never races a
       // client still sending (which it would see as a reset connection, not our Error body).
-      if (operation.hasBody) {
+      if (operation.body !== undefined) {
         const raw = await request.readBody(this.#options.maxBodyBytes)
         bodyText = raw.ok ? raw.text : ''
         if (!raw.ok && tenant) outcome = failure(raw.code, raw.params)
@@ -122,7 +122,7 @@ export class Pipeline {
         outcome = failure('invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
       } else {
         headers = operation.headers?.(tenant)
-        if (!outcome) this.#options.admit?.(operation.hasBody ? 'grow' : 'read')
+        if (!outcome) this.#options.admit?.(operation.body !== undefined ? 'grow' : 'read')
         outcome ??= await this.#run(operation, request, params, tenant, bodyText)
       }
     } catch (error) {
@@ -142,7 +142,7 @@ export class Pipeline {
     const delay = Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay)
     if (delay > 0) await sleep(delay)
     const forced = prefer.value.code
-    if (forced !== undefined && forced !== operation.successStatus) {
+    if (forced !== undefined && forced !== operation.success.status) {
       return forcedOutcome(forced, request, operation, tenant, this.#options.maxBodyBytes)
     }
     if (forced === undefined) {

@@ -18,7 +18,7 @@ export const DEFAULT_MAX_DELAY_MS = 60_000
 /** Reads the preferences `operation` honours: a status it declares, a delay from 0 to `maxDelay` ms. */
 export function readPrefer(header: string | null, operation: Operation, maxDelay = DEFAULT_MAX_DELAY_MS): PreferResult {
   if (header === null) return { ok: true, value: {} }
-  const outcomes = [operation.successStatus, ...declaredErrorStatuses(operation)]
+  const outcomes = [operation.success.status, ...declaredErrorStatuses(operation)]
   const value: { code?: number; delay?: number } = {}
   for (const part of header.split(/[,;]/)) {
     const [rawName, rawValue] = part.split('=', 2).map((piece) => piece.trim())

@@ -3,6 +3,7 @@
  * parameters, a 405 (the path exists, the method does not), or a 404. One router for every
  * runtime, so msw and the standalone server cannot disagree on a route.
  */
+import { allowedMethods } from '../contract/operations.js'
 import type { Operation } from './operation.js'
 import { PATHS } from './routes.js'
 
@@ -26,12 +27,6 @@ const COMPILED: readonly CompiledPath[] = [...PATHS].map(([path, operations]) =>
 }))
 
 const NOT_FOUND: Route = { kind: 'not_found' }
-
-/** The methods a path answers: its operations' and, where one is GET, HEAD (RFC 9110 §9.3.2). */
-export function allowedMethods(operations: readonly Operation[]): string[] {
-  const methods = operations.map((operation) => operation.method as string)
-  return methods.includes('GET') ? [...methods.slice(0, methods.indexOf('GET') + 1), 'HEAD', ...methods.slice(methods.indexOf('GET') + 1)] : methods
-}
 
 /**
  * Routes `method` and `path` (relative to the base URL, starting with `/`, not yet decoded).

@@ -40,6 +40,10 @@ type Caller = { readonly kind: 'tenant'; readonly id: string } | { readonly kind
 
 type Handler = (req: Request, res: Response) => Promise<void> | void
 
+/** The methods the admin routes answer (CORS preflights allow them). */
+export const ADMIN_METHODS = ['GET', 'PUT', 'POST', 'DELETE'] as const
+type AdminMethod = (typeof ADMIN_METHODS)[number]
+
 /** The admin router: mount it at `/__sandbox`. */
 export function adminRoutes(options: AdminRoutesOptions): Router {
   const { tenants, catalog } = options
@@ -100,7 +104,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     }
 
   /** Registers `methods` on `path`; other methods get 405 with `Allow`. */
-  function route(path: string, methods: Partial<Record<'get' | 'put' | 'post' | 'delete', Handler>>): void {
+  function route(path: string, methods: Partial<Record<Lowercase<AdminMethod>, Handler>>): void {
     const entry = router.route(path)
     for (const [method, handler] of Object.entries(methods)) entry[method as 'get'](handler)
     const allow = Object.keys(methods)

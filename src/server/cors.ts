@@ -3,11 +3,14 @@
  * API's 405 (browsers never send credentials on a preflight).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import { API_METHODS } from '../contract/operations.js'
+import { ADMIN_METHODS } from './admin-routes.js'
 
 /** Allowed origins: `'*'` for any, or exact origins (`https://app.example.com`). */
 export type CorsOrigins = '*' | readonly string[]
 
-const ALLOWED_METHODS = 'GET, POST, PUT, DELETE'
+/** What a preflight may ask for: the API's methods (from the operations table) and the admin API's. */
+const ALLOWED_METHODS = [...new Set([...API_METHODS, ...ADMIN_METHODS])].join(', ')
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Prefer, X-Request-Id'
 /** Response headers a browser script may read. */
 const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, Link, WWW-Authenticate'

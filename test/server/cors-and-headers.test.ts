@@ -19,6 +19,13 @@ describe('CORS', () => {
     expect(response.headers.get('access-control-max-age')).toBe('600')
   })
 
+  it('allows in a preflight every method the API and the admin API answer, HEAD included', async () => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'HEAD' } })
+    const allowed = (response.headers.get('access-control-allow-methods') ?? '').split(', ').sort()
+    expect(allowed).toEqual(['DELETE', 'GET', 'HEAD', 'POST', 'PUT'])
+  })
+
   it('lets a browser read X-Request-Id and Allow on actual responses', async () => {
     const { fetch } = await startSandbox()
     const response = await fetch('/v1/categories', { headers: { ...auth(), origin: ORIGIN } })

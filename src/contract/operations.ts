@@ -1,0 +1,92 @@
+/**
+ * The operations of the published interface, as data: every fact about an operation (id,
+ * method, path, success, body, error statuses, summary, deprecation) in one table. The router,
+ * the pipeline (`Prefer` checks, messages), the OpenAPI document, CORS and the journal read it;
+ * `handlers/` hold only what runs.
+ */
+
+/** The operation names of the published interface. */
+export type OperationId = 'listCategories' | 'createCategory' | 'getPetById' | 'listOrders'
+
+/** A component schema of the OpenAPI document, or an array of one. */
+export type SchemaName = 'Category' | 'NewCategory' | 'Pet' | 'Order'
+export type ResponseSchema = SchemaName | `${SchemaName}[]`
+
+/** What the interface says of one operation. */
+export interface OperationContract {
+  readonly id: OperationId
+  readonly method: 'GET' | 'POST'
+  /** Relative to the base URL, as the interface writes it (`/pets/{petId}`): routed, shown in messages and in the OpenAPI document. */
+  readonly path: string
+  readonly summary: string
+  readonly success: { readonly status: number; readonly description: string; readonly schema: ResponseSchema }
+  /** The request body's schema, for operations that take one. */
+  readonly body?: SchemaName
+  /** Error statuses of this operation's own, beyond those every operation has (see {@link declaredErrorStatuses}). */
+  readonly errorStatuses?: readonly number[]
+  /** Path parameters, each an int64 id as far as the interface shows. */
+  readonly params?: readonly { readonly name: string; readonly description: string }[]
+  /** Marked deprecated, with a sunset date (the interface gives neither date: scenarios do). */
+  readonly deprecated?: true
+}
+
+export const OPERATION_CONTRACTS = [
+  {
+    id: 'listCategories',
+    method: 'GET',
+    path: '/categories',
+    summary: 'List all categories',
+    success: { status: 200, description: 'All categories, in creation order', schema: 'Category[]' },
+  },
+  {
+    id: 'createCategory',
+    method: 'POST',
+    path: '/categories',
+    summary: 'Create a category',
+    success: { status: 201, description: 'The created category, with its assigned id', schema: 'Category' },
+    body: 'NewCategory',
+    errorStatuses: [409],
+  },
+  {
+    id: 'getPetById',
+    method: 'GET',
+    path: '/pets/{petId}',
+    summary: 'Read a pet by id (deprecated)',
+    success: { status: 200, description: 'The pet; its fields come from the scenario', schema: 'Pet' },
+    errorStatuses: [404, 410],
+    params: [{ name: 'petId', description: 'The id of the pet' }],
+    deprecated: true,
+  },
+  {
+    id: 'listOrders',
+    method: 'GET',
+    path: '/store/orders',
+    summary: 'List store orders',
+    success: { status: 200, description: 'The orders of the scenario', schema: 'Order[]' },
+  },
+] as const satisfies readonly OperationContract[]
+
+/** The contract of the operation named `id`. */
+export function contractOf(id: OperationId): OperationContract {
+  return OPERATION_CONTRACTS.find((contract) => contract.id === id)!
+}
+
+/**
+ * Every error status an operation declares, in order: 400 for a body, 401, the operation's own,
+ * 413 for a body, and the simulated faults 500 and 503. The OpenAPI document lists them and
+ * `Prefer: code=` may force only them.
+ */
+export function declaredErrorStatuses(operation: OperationContract): number[] {
+  const body = operation.body !== undefined
+  return [...(body ? [400] : []), 401, ...(operation.errorStatuses ?? []), ...(body ? [413] : []), 500, 503]
+}
+
+/** The methods a path answers: its operations' and, where one is GET, HEAD (RFC 9110 §9.3.2). */
+export function allowedMethods(operations: readonly OperationContract[]): string[] {
+  const methods: string[] = operations.map((operation) => operation.method)
+  const get = methods.indexOf('GET')
+  return get === -1 ? methods : [...methods.slice(0, get + 1), 'HEAD', ...methods.slice(get + 1)]
+}
+
+/** Every method the API answers on some path, for CORS preflights. */
+export const API_METHODS: readonly string[] = [...new Set(allowedMethods(OPERATION_CONTRACTS))]
