@@ -5,6 +5,9 @@ export type AuthResult =
   | { readonly ok: false; readonly code: 'missing_api_key' }
   | { readonly ok: false; readonly code: 'invalid_api_key'; readonly reason: string }
 
+/** A failed authentication. */
+export type AuthFailure = Exclude<AuthResult, { ok: true }>
+
 /** Reads `Authorization: Bearer <token>` (scheme case-insensitive). Says nothing of the key itself. */
 export function readBearer(header: string | null): AuthResult {
   if (header === null || header.trim() === '') return { ok: false, code: 'missing_api_key' }
@@ -13,6 +16,19 @@ export function readBearer(header: string | null): AuthResult {
     return { ok: false, code: 'invalid_api_key', reason: 'the Authorization header must be "Bearer <API_KEY>"' }
   }
   return { ok: true, token: match[2]! }
+}
+
+/** The answer to a well-formed bearer token that is not an accepted key (API and admin API alike). */
+export const NOT_ACCEPTED: AuthFailure = { ok: false, code: 'invalid_api_key', reason: 'the key is not accepted by this sandbox' }
+
+/** A failed authentication as the error table's code and parameters. */
+export function authError(result: AuthFailure): { code: 'missing_api_key' | 'invalid_api_key'; params?: { reason: string } } {
+  return result.code === 'missing_api_key' ? { code: result.code } : { code: result.code, params: { reason: result.reason } }
+}
+
+/** The `WWW-Authenticate` of a 401 answer with this code (RFC 6750): `invalid_token` for a key that was sent. */
+export function wwwAuthenticate(code: string): string {
+  return code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer'
 }
 
 const encoder = new TextEncoder()

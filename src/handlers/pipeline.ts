@@ -4,7 +4,7 @@
  * interface's: 401 comes before any validation.
  */
 import { apiError, codeForStatus } from '../contract/errors.js'
-import { readBearer } from '../core/auth.js'
+import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
 import { journalBody, journalHeaders, type RequestJournal } from '../core/journal.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
@@ -116,10 +116,9 @@ export class Pipeline {
         if (!raw.ok && tenant) outcome = failure(raw.code, raw.params)
       }
       if (refused) throw refused.error
-      if (!auth.ok) {
-        outcome = auth.code === 'invalid_api_key' ? failure(auth.code, { reason: auth.reason }) : failure(auth.code)
-      } else if (!tenant) {
-        outcome = failure('invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
+      if (!auth.ok || !tenant) {
+        const { code, params } = authError(auth.ok ? NOT_ACCEPTED : auth)
+        outcome = failure(code, params)
       } else {
         headers = operation.headers?.(tenant)
         if (!outcome) this.#options.admit?.(operation.body !== undefined ? 'grow' : 'read')
@@ -167,10 +166,7 @@ export class Pipeline {
       const status = outcome.kind === 'json' ? outcome.status : apiError(outcome.code).status
       responseBody = outcome.kind === 'json' ? outcome.body : apiError(outcome.code, outcome.params, outcome.note)
       const headers: Record<string, string> = { ...extraHeaders, 'content-type': 'application/json' }
-      if (status === 401) {
-        headers['www-authenticate'] =
-          outcome.kind === 'error' && outcome.code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer'
-      }
+      if (status === 401) headers['www-authenticate'] = wwwAuthenticate(outcome.kind === 'error' ? outcome.code : '')
       answer = { kind: 'http', status, headers, body: JSON.stringify(responseBody) }
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal

@@ -4,7 +4,7 @@
  */
 import express, { type Request, type Response, type Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
-import { readBearer } from '../core/auth.js'
+import { authError, NOT_ACCEPTED, readBearer } from '../core/auth.js'
 import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
@@ -53,15 +53,11 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
     const auth = readBearer(req.headers.authorization ?? null)
-    if (!auth.ok) {
-      if (auth.code === 'missing_api_key') sendError(res, auth.code)
-      else sendError(res, auth.code, { reason: auth.reason })
-      return undefined
-    }
     const requested = typeof req.query['tenant'] === 'string' ? req.query['tenant'] : undefined
-    if (tenants.isAdminToken(auth.token)) return { kind: 'admin', tenant: requested }
-    if (!tenants.accepts(auth.token)) {
-      sendError(res, 'invalid_api_key', { reason: 'the key is not accepted by this sandbox' })
+    if (auth.ok && tenants.isAdminToken(auth.token)) return { kind: 'admin', tenant: requested }
+    if (!auth.ok || !tenants.accepts(auth.token)) {
+      const { code, params } = authError(auth.ok ? NOT_ACCEPTED : auth)
+      sendError(res, code, params)
       return undefined
     }
     const id = tenantId(auth.token)

@@ -1,6 +1,7 @@
 /** Error answers of the server's own routes, always the Error body of the error table. */
 import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
+import { wwwAuthenticate } from '../core/auth.js'
 import { mustCloseAfter } from './node-request.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
@@ -10,16 +11,28 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
     return
   }
   const body = apiError(code, params)
-  if (body.status === 401) {
-    res.setHeader('WWW-Authenticate', code === 'invalid_api_key' ? 'Bearer error="invalid_token"' : 'Bearer')
-  }
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value)
-  // @note Answered before the body was read in full (a 413): the unread rest would stall a
-  // keep-alive connection, so it is closed after this answer (as the API's bridge does).
+  const all: Record<string, string> = { ...headers, 'content-type': 'application/json; charset=utf-8' }
+  if (body.status === 401) all['www-authenticate'] = wwwAuthenticate(code)
+  writeJson(res, body.status, all, JSON.stringify(body))
+}
+
+/**
+ * Writes a JSON answer: the one place the server's answers (API and admin alike) are written.
+ * A HEAD request gets the headers and the Content-Length of its GET, and no body.
+ */
+export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string): void {
+  // @note Answered before the body was read in full (a 413) and not dropping the rest: the
+  // unread rest would stall a keep-alive connection, so it is closed after this answer.
   if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
   // @note Headers set one by one and the body given to `end()`, so that Node sends a
-  // Content-Length, as the API's answers carry (after `writeHead` the body would go chunked).
-  res.statusCode = body.status
-  res.setHeader('Content-Type', 'application/json; charset=utf-8')
-  res.end(JSON.stringify(body))
+  // Content-Length (after `writeHead` the body would go chunked).
+  res.statusCode = status
+  for (const name in headers) res.setHeader(name, headers[name]!)
+  // @note Node sends no body to a HEAD request, nor the Content-Length its GET would carry.
+  if (res.req.method === 'HEAD') {
+    res.setHeader('Content-Length', Buffer.byteLength(body))
+    res.end()
+    return
+  }
+  res.end(body)
 }
