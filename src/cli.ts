@@ -13,6 +13,7 @@ import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
 import { answerClientErrors } from './server/client-errors.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
+import { parseRedisUrl } from './server/redis-connection.js'
 import { openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
@@ -81,12 +82,14 @@ function serveOptions(cli: Argv) {
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
+    .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant that has not written for this many days (0: never)' })
     .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
     .check((argv) => {
       if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
+      if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
       return true
     })
 }
@@ -109,6 +112,13 @@ function displayOrigin(host: string, port: number): string {
   return `http://${shown}:${port}`
 }
 
+/** Where tenants live, for the start banner (a Redis URL without its password). */
+function dataLine(argv: ServeArgs): string {
+  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it)`
+  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts)`
+  return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
+}
+
 async function serve(argv: ServeArgs): Promise<void> {
   const sandbox = await createSandboxApp({
     scenario: argv.scenario,
@@ -122,6 +132,7 @@ async function serve(argv: ServeArgs): Promise<void> {
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log),
     dataDir: argv['data-dir'],
+    redisUrl: argv['redis-url'],
     tenantTtlDays: argv['tenant-ttl-days'],
     warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
   })
@@ -147,7 +158,7 @@ async function serve(argv: ServeArgs): Promise<void> {
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
-      `  data       ${argv['data-dir'] === undefined ? 'in memory (lost on exit; keep it with --data-dir)' : `${argv['data-dir']} (SQLite, kept across restarts)`}`,
+      `  data       ${dataLine(argv)}`,
       '  Ctrl+C stops it.',
       '',
     ].join('\n'),

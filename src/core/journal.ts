@@ -42,6 +42,23 @@ export interface JournalFilter {
   readonly status?: number | undefined
 }
 
+/**
+ * Where a tenant's journal lives: the seam a store shared by several processes implements (Redis,
+ * `server/redis-journal.ts`). {@link RequestJournal}, in memory, is the default and the library's.
+ * Same rules for every implementation: entries newest last, ids increasing and kept across
+ * `clear()`, the oldest entries dropped past the entry limit or the byte budget (the newest stays),
+ * and `all(filter)` filtering with {@link journalMatches}.
+ */
+export interface TenantJournal {
+  /** Adds an entry weighing `size` (see {@link RequestJournal.record}); may settle once it is stored. */
+  record(entry: Omit<JournalEntry, 'id'>, size?: number): void | Promise<void>
+  /** Entries oldest first, optionally filtered. */
+  all(filter?: JournalFilter): JournalEntry[] | Promise<JournalEntry[]>
+  clear(): void | Promise<void>
+  /** How many entries it holds. */
+  count(): number | Promise<number>
+}
+
 const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization'])
 
 /** @default 1000 entries */
@@ -55,7 +72,7 @@ export const DEFAULT_JOURNAL_BYTES = 4 * 1024 * 1024
 /** Bodies longer than this many characters are kept truncated. */
 export const JOURNAL_BODY_LIMIT = 64 * 1024
 
-export class RequestJournal {
+export class RequestJournal implements TenantJournal {
   readonly #limit: number
   #entries: JournalEntry[] = []
   #nextId = 1
@@ -107,6 +124,15 @@ export class RequestJournal {
   get size(): number {
     return this.#entries.length
   }
+
+  count(): number {
+    return this.#entries.length
+  }
+}
+
+/** Whether an entry passes a {@link JournalFilter}: the one filter rule every journal applies. */
+export function journalMatches(entry: JournalEntry, filter: JournalFilter): boolean {
+  return matches(entry, filter)
 }
 
 function matches(entry: JournalEntry, filter: JournalFilter): boolean {

@@ -5,7 +5,7 @@
  */
 import { apiError, codeForStatus, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { readBearer } from '../core/auth.js'
-import { journalBody, journalHeaders, journalWeight, type RequestJournal } from '../core/journal.js'
+import { journalBody, journalHeaders, journalWeight, type TenantJournal } from '../core/journal.js'
 import { StorageUnavailableError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
@@ -21,7 +21,7 @@ export interface TenantResolver {
    */
   resolve(token: string): Tenant | undefined | Promise<Tenant | undefined>
   /** Where requests without an accepted key are journaled (the library's single tenant), if anywhere. */
-  readonly anonymousJournal?: RequestJournal | undefined
+  readonly anonymousJournal?: TenantJournal | undefined
   /** Settles when keys and tenants can be judged (a scenario file may still be loading). */
   ready?(): Promise<void>
 }
@@ -132,7 +132,7 @@ export class Pipeline {
     tenant?: Tenant,
     bodyText?: string,
     extraHeaders?: Record<string, string>,
-  ): ApiAnswer {
+  ): ApiAnswer | Promise<ApiAnswer> {
     let answer: ApiAnswer
     let responseBody: unknown
     if (outcome.kind === 'network') {
@@ -150,7 +150,7 @@ export class Pipeline {
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
     if (journal) {
       const responseText = answer.kind === 'http' ? answer.body : undefined
-      journal.record({
+      const stored = journal.record({
         time: new Date(arrived).toISOString(),
         durationMs: Math.round((performance.now() - started) * 100) / 100,
         operation,
@@ -161,6 +161,10 @@ export class Pipeline {
         // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
         response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
       }, journalWeight(bodyText) + journalWeight(responseText))
+      // @note A journal in a shared store (Redis) is written before the answer leaves, so that any
+      // replica lists the request once its client has the answer; a failed journal write costs
+      // the entry, never the answer.
+      if (stored) return stored.then(() => answer, () => answer)
     }
     return answer
   }

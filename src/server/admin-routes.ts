@@ -165,13 +165,13 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   route('/requests', {
-    get: onTenant(({ tenant }, req, res) => {
+    get: onTenant(async ({ tenant }, req, res) => {
       const method = typeof req.query['method'] === 'string' ? req.query['method'] : undefined
       const path = typeof req.query['path'] === 'string' ? req.query['path'] : undefined
-      res.json(tenant.journal.all({ method, path }))
+      res.json(await tenant.journal.all({ method, path }))
     }),
-    delete: onTenant(({ tenant }, _req, res) => {
-      tenant.journal.clear()
+    delete: onTenant(async ({ tenant }, _req, res) => {
+      await tenant.journal.clear()
       res.status(204).end()
     }),
   })
@@ -185,7 +185,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         categories: await tenant.store.listCategories(),
         pets: tenant.listPets(),
         orders: tenant.listOrders(),
-        journalSize: tenant.journal.size,
+        journalSize: await tenant.journal.count(),
       })
     }),
   })

@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
+import { RequestJournal } from '../core/journal.js'
 import type { TenantStorage } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../handlers/pipeline.js'
@@ -117,6 +118,9 @@ export class TenantRegistry implements TenantResolver {
     if (entry) {
       this.#tenants.delete(id)
       this.#tenants.set(id, entry)
+      const tenant = entry.tenant
+      // Another replica may have switched the tenant's scenario since: read it back.
+      if (tenant && this.#options.storage.shared) return tenant.store.scenario().then((name) => (tenant.follow(this.#scenarioOf(id, name)), tenant))
       return entry.opening
     }
     return this.#admit(id)
@@ -140,7 +144,7 @@ export class TenantRegistry implements TenantResolver {
     for (const [id, entry] of this.#tenants) {
       const tenant = entry.tenant
       if (!tenant) continue
-      listing.set(id, { id, scenario: tenant.scenario.name, categories: await tenant.store.countCategories(), journalSize: tenant.journal.size, live: true })
+      listing.set(id, { id, scenario: tenant.scenario.name, categories: await tenant.store.countCategories(), journalSize: await tenant.journal.count(), live: true })
     }
     for (const summary of await this.#options.storage.list()) {
       if (!listing.has(summary.id)) listing.set(summary.id, { id: summary.id, scenario: summary.scenario, categories: summary.categories, journalSize: 0, live: false })
@@ -206,13 +210,8 @@ export class TenantRegistry implements TenantResolver {
     const entry: Entry = {
       tenant: undefined,
       opening: store.scenario().then((name) => {
-        let scenario = this.#options.scenario
-        if (name !== scenario.name) {
-          const named = this.#options.scenarioNamed?.(name)
-          if (named) scenario = named
-          else this.#options.warn?.(`tenant ${displayId(id)}: its saved scenario "${name}" is not known; pets and orders come from "${scenario.name}"`)
-        }
-        const tenant = new Tenant(scenario, overrides, store)
+        const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit)
+        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal)
         entry.tenant = tenant
         return tenant
       }),
@@ -223,6 +222,16 @@ export class TenantRegistry implements TenantResolver {
     })
     this.#tenants.set(id, entry)
     return entry.opening
+  }
+
+  /** The scenario a stored scenario name means: that one, or the server's when it is not known (the operator is told). */
+  #scenarioOf(id: string, name: string): Scenario {
+    const scenario = this.#options.scenario
+    if (name === scenario.name) return scenario
+    const named = this.#options.scenarioNamed?.(name)
+    if (named) return named
+    this.#options.warn?.(`tenant ${displayId(id)}: its saved scenario "${name}" is not known; pets and orders come from "${scenario.name}"`)
+    return scenario
   }
 
   /** Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing may leave. */
