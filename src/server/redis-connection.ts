@@ -15,8 +15,8 @@ import { PetstoreError } from '../errors.js'
 
 /** @default 2000 ms: a command not answered by then fails (the request answers 503), never hangs. */
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2000
-/** @default 10000 ms: how long a server waits at start for Redis to answer before it refuses to start. */
-export const DEFAULT_REDIS_CONNECT_TIMEOUT_MS = 10_000
+/** @default 5000 ms: how long a server waits at start for Redis to answer before it refuses to start. */
+export const DEFAULT_REDIS_CONNECT_TIMEOUT_MS = 5000
 
 /** Where Redis is, as parsed from `--redis-url`. */
 export interface RedisTarget {
@@ -119,16 +119,23 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 5), 1000),
     },
   } satisfies RedisClientOptions
-  let link: RedisLink
+  let link: RedisLink | undefined
+  /** The last failure seen while connecting, for the refusal's message. */
+  let lastError: unknown
+  let started = false
+  const onError = (error: unknown) => {
+    if (started && link) link.failed(error)
+    else lastError = error
+  }
   let connecting: Promise<unknown>
   let closeClient: () => Promise<void>
   if (target.mode === 'standalone') {
     const client = redis.createClient({ ...common, url: target.urls[0] })
-    client.on('error', (error: unknown) => link?.failed(error))
+    client.on('error', onError)
     client.on('ready', () => link?.recovered())
-    const send: Send = (_key, args) => client.sendCommand(args, { timeout })
-    link = new RedisLink(target, send, warn)
+    const send: Send = (_key, args) => bounded(client.sendCommand(args, { timeout }), timeout)
     connecting = client.connect()
+    link = new RedisLink(target, send, warn)
     closeClient = async () => {
       client.destroy()
     }
@@ -137,22 +144,23 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       rootNodes: target.urls.map((url) => ({ url })),
       defaults: { ...common, ...credentials(target.urls[0]!) },
     })
-    cluster.on('error', (error: unknown) => link?.failed(error))
-    const send: Send = (key, args) => cluster.sendCommand(key, false, args, { timeout })
-    link = new RedisLink(target, send, warn)
+    cluster.on('error', onError)
+    const send: Send = (key, args) => bounded(cluster.sendCommand(key, false, args, { timeout }), timeout)
     connecting = cluster.connect()
+    link = new RedisLink(target, send, warn)
     closeClient = async () => {
       cluster.destroy()
     }
   }
-  link.closeClient = closeClient
+  const connected = link
+  connected.closeClient = closeClient
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([
-      connecting.then(() => link.call(undefined, ['PING'])),
+      connecting.then(() => connected.call(undefined, ['PING'])),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${limit} ms`)), limit)
+        timer = setTimeout(() => reject(new Error(`no answer within ${limit} ms${lastError === undefined ? '' : ` (${messageOf(lastError)})`}`)), limit)
       }),
     ])
   } catch (error) {
@@ -161,7 +169,24 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   } finally {
     clearTimeout(timer)
   }
-  return link
+  started = true
+  return connected
+}
+
+/**
+ * A command's reply, or a rejection once `ms` have passed.
+ * @note node-redis's own `timeout` covers only the wait to be written: once a command is on the
+ * wire, a Redis that hangs (stopped, swapping, a stuck network) would hold the request forever.
+ * A command given up on here may still run later, so a create answered 503 may yet be stored.
+ */
+function bounded<T>(reply: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  // The abandoned reply may still reject later (the connection closing): nobody waits for it.
+  reply.catch(() => undefined)
+  return Promise.race([reply, expired]).finally(() => clearTimeout(timer))
 }
 
 /** The username and password of a cluster's URL, given to every node it discovers. */

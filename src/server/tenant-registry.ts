@@ -141,13 +141,17 @@ export class TenantRegistry implements TenantResolver {
   /** Live tenants, configured keys' tenants and stored tenants, least recently used live ones first. */
   async list(): Promise<TenantListing[]> {
     const listing = new Map<string, TenantListing>()
-    for (const [id, entry] of this.#tenants) {
+    // @note With a shared storage the list is the storage's alone, so every replica shows the same.
+    for (const [id, entry] of this.#options.storage.shared ? [] : this.#tenants) {
       const tenant = entry.tenant
       if (!tenant) continue
       listing.set(id, { id, scenario: tenant.scenario.name, categories: await tenant.store.countCategories(), journalSize: await tenant.journal.count(), live: true })
     }
     for (const summary of await this.#options.storage.list()) {
-      if (!listing.has(summary.id)) listing.set(summary.id, { id: summary.id, scenario: summary.scenario, categories: summary.categories, journalSize: 0, live: false })
+      if (listing.has(summary.id)) continue
+      const live = this.#tenants.get(summary.id)?.tenant
+      const journalSize = live ? await live.journal.count() : 0
+      listing.set(summary.id, { id: summary.id, scenario: summary.scenario, categories: summary.categories, journalSize, live: live !== undefined })
     }
     for (const id of this.#configuredIds) {
       if (!listing.has(id)) {

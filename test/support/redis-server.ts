@@ -36,6 +36,8 @@ export interface RedisServerOptions {
   readonly aof?: boolean
   /** Start as a cluster node (`--cluster-enabled yes`). */
   readonly cluster?: boolean
+  /** `--requirepass`: clients must send this password. */
+  readonly password?: string
 }
 
 export class RedisServer {
@@ -59,11 +61,12 @@ export class RedisServer {
     const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--logfile', join(this.dir, 'redis.log')]
     if (this.#options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always')
     else args.push('--appendonly', 'no')
+    if (this.#options.password !== undefined) args.push('--requirepass', this.#options.password)
     if (this.#options.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '2000')
     const child = spawn('redis-server', args, { stdio: 'ignore' })
     this.#child = child
     const deadline = Date.now() + 10_000
-    while (!(await answersPing(this.port))) {
+    while (!(await answersPing(this.port, this.#options.password))) {
       if (child.exitCode !== null) throw new Error(`redis-server on port ${this.port} exited with ${child.exitCode}`)
       if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within 10 s`)
       await sleep(50)
@@ -79,6 +82,11 @@ export class RedisServer {
     await exited
   }
 
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) the server: a Redis that hangs rather than refuses. */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.#child?.kill(signal)
+  }
+
   /** Kills the process now (for exit handlers). */
   killNow(): void {
     this.#child?.kill('SIGKILL')
@@ -86,7 +94,8 @@ export class RedisServer {
 
   /** `redis-cli -p PORT …`, its output. */
   async cli(...args: string[]): Promise<string> {
-    const { stdout } = await run('redis-cli', ['-p', String(this.port), ...args])
+    const auth = this.#options.password === undefined ? [] : ['--no-auth-warning', '-a', this.#options.password]
+    const { stdout } = await run('redis-cli', ['-p', String(this.port), ...auth, ...args])
     return stdout
   }
 }
@@ -173,17 +182,17 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   }
 }
 
-function answersPing(port: number): Promise<boolean> {
+function answersPing(port: number, password?: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     let reply = ''
     socket.setTimeout(1000)
-    socket.on('connect', () => socket.write('PING\r\n'))
+    socket.on('connect', () => socket.write(password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`))
     socket.on('data', (chunk) => {
       reply += chunk.toString()
       if (reply.includes('\r\n')) {
         socket.destroy()
-        resolve(reply.startsWith('+PONG'))
+        resolve(reply.startsWith('+PONG') || reply.startsWith('+OK'))
       }
     })
     socket.on('error', () => resolve(false))
