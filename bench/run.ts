@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- server|in-process|scale ...]`: measures, prints a table with a verdict for
+ * `npm run bench [-- server|in-process|scale|replicas ...]`: measures, prints a table with a verdict for
  * every figure that has a target, writes bench/results.json, and rewrites the README's
  * Performance section with the figures of this run. No section named: all of them.
  *
@@ -12,6 +12,7 @@ import { replaceSection } from '../scripts/generated-files.js'
 import { measureThroughput } from './http-throughput.js'
 import { measureInProcess } from './in-process.js'
 import { formatTarget, formatValue, verdictOf, type Figure } from './lib/figures.js'
+import { measureReplicas } from './replicas.js'
 import { measureScale } from './scale.js'
 
 const SECTIONS = {
@@ -22,6 +23,8 @@ const SECTIONS = {
     }),
   'in-process': () => measureInProcess(),
   scale: () => measureScale(),
+  // Needs redis-server and nginx: several replicas on Redis against the in-memory process.
+  replicas: () => measureReplicas({ rounds: positive('BENCH_ROUNDS', 3), seconds: positive('BENCH_SECONDS', 3) }),
 } satisfies Record<string, () => Promise<Figure[]>>
 type Section = keyof typeof SECTIONS
 
