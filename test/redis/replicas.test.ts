@@ -1,7 +1,7 @@
 /**
  * Several sandbox replicas (real CLI processes) on one Redis, behind a real nginx balancing
  * round-robin with no affinity: what partners see whichever replica answers them. The load runs
- * PETSTORE_SANDBOX_REPLICA_SECONDS seconds (a few by default, 20 in CI).
+ * PETSTORE_TEST_REPLICA_SECONDS seconds (a few by default, 20 in CI).
  */
 import { describe, expect, it } from 'vitest'
 import { startNginx } from '../support/nginx.js'

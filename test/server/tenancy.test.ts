@@ -80,7 +80,8 @@ describe('tenancy', () => {
     expect(await categoryNames(fetch, 'c')).toContain('C')
   })
 
-  it('refuses a new key with 503 tenant_capacity and Retry-After when every tenant in memory holds writes', async () => {
+  // About one process's memory: with a shared or durable store any tenant may leave memory.
+  it.skipIf(process.env['PETSTORE_TEST_STORE'])('refuses a new key with 503 tenant_capacity and Retry-After when every tenant in memory holds writes', async () => {
     const { fetch } = await startSandbox({ anyKey: true, maxTenants: 2 })
     await createCategory(fetch, 'a', 'A')
     await createCategory(fetch, 'b', 'B')

@@ -8,7 +8,7 @@ import { runCli, type CliRun } from './sandbox-cli.js'
 import { freePort } from './redis-server.js'
 
 /** How long the replica load tests run: a few seconds by default, 20 in CI (`.ci/run` sets it). */
-export const LOAD_SECONDS = Number(process.env['PETSTORE_SANDBOX_REPLICA_SECONDS'] ?? 3)
+export const LOAD_SECONDS = Number(process.env['PETSTORE_TEST_REPLICA_SECONDS'] ?? 3)
 
 export interface Replica {
   readonly port: number

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { onTestFinished } from 'vitest'
 import { answerClientErrors } from '../../src/server/client-errors.js'
 import { expectConformantResponse } from './openapi-validator.js'
+import { dataDir, redisPrefix, redisUrl } from './stores.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
 
 export interface RunningSandbox {
@@ -29,7 +30,7 @@ export async function startSandbox(
   http: ServerOptions & { headersTimeout?: number; requestTimeout?: number } = {},
 ): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
-  const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...options })
+  const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...storeFromEnvironment(options), ...options })
   const server = createServer(http, sandbox.listener)
   answerClientErrors(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -40,6 +41,18 @@ export async function startSandbox(
   })
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
   return { origin, sandbox, server, logs, fetch: (path, init) => fetchConformant(origin, path, init) }
+}
+
+/**
+ * `PETSTORE_TEST_STORE=redis` (or `sqlite`) runs every sandbox that picks no store itself
+ * on that store: the server suites then run against it unchanged (`.ci/run` does so for Redis).
+ */
+function storeFromEnvironment(options: SandboxAppOptions): Pick<SandboxAppOptions, 'redisUrl' | 'redisPrefix' | 'dataDir'> {
+  if (options.dataDir !== undefined || options.redisUrl !== undefined) return {}
+  const store = process.env['PETSTORE_TEST_STORE']
+  if (store === 'redis') return { redisUrl: redisUrl(), redisPrefix: redisPrefix() }
+  if (store === 'sqlite') return { dataDir: dataDir() }
+  return {}
 }
 
 /** `fetch`, and every answer of the API checked against the OpenAPI document on the way. */
