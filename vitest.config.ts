@@ -36,7 +36,7 @@ export default defineConfig({
           exclude: ['test/package-consumer/**', 'node_modules/**'],
         },
       },
-      ...(redis ? [{ extends: true, test: { name: 'redis-store', include: ON_EVERY_STORE, env: { PETSTORE_TEST_STORE: 'redis' } } }] : []),
+      ...(redis ? [{ extends: true as const, test: { name: 'redis-store', include: ON_EVERY_STORE, env: { PETSTORE_TEST_STORE: 'redis' } } }] : []),
     ],
   },
 })
