@@ -20,11 +20,21 @@ import { redisScript, type RedisLink } from './redis-connection.js'
 import type { TenantKeys } from './redis-storage.js'
 
 /**
- * ARGV: the entry's JSON after its `{`, prefixed with a comma; its weight; the entry limit; the
- * byte budget; ttl ms. Returns the entry's id (0 when the limit is 0: nothing is kept).
+ * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories. ARGV: the entry's JSON
+ * after its `{`, prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; now.
+ * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
+ * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
 const RECORD = redisScript(`
 local limit = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[5])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('HSET', KEYS[4], 'used', ARGV[6])
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[4], ttl)
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  end
+end
 if limit == 0 then return 0 end
 local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
 local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
@@ -41,7 +51,6 @@ if drop > 0 then
   redis.call('LTRIM', KEYS[2], drop, -1)
   redis.call('HSET', KEYS[3], 'bytes', string.format('%d', bytes))
 end
-local ttl = tonumber(ARGV[5])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
   redis.call('PEXPIRE', KEYS[2], ttl)
@@ -69,14 +78,14 @@ export interface RedisJournalOptions {
 
 export class RedisJournal implements TenantJournal {
   readonly #link: RedisLink
-  readonly #keys: readonly [string, string, string]
+  readonly #keys: readonly [string, string, string, string, string]
   readonly #limit: number
   readonly #bytes: number
   readonly #ttlMs: number
 
   constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
     this.#link = link
-    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta]
+    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories]
     this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
     this.#bytes = options.bytes ?? DEFAULT_JOURNAL_BYTES
     this.#ttlMs = options.ttlMs ?? 0
@@ -84,9 +93,8 @@ export class RedisJournal implements TenantJournal {
 
   /** Stores the entry; settles once Redis has it. See `RequestJournal.record` for `size`. */
   async record(entry: Omit<JournalEntry, 'id'>, size = 0): Promise<void> {
-    if (this.#limit === 0) return
     const rest = `,${JSON.stringify(entry).slice(1)}`
-    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#bytes, this.#ttlMs])
+    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#bytes, this.#ttlMs, Date.now()])
   }
 
   async all(filter: JournalFilter = {}): Promise<JournalEntry[]> {
@@ -95,7 +103,7 @@ export class RedisJournal implements TenantJournal {
   }
 
   async clear(): Promise<void> {
-    await this.#link.script(CLEAR, this.#keys, [])
+    await this.#link.script(CLEAR, this.#keys.slice(0, 3), [])
   }
 
   async count(): Promise<number> {

@@ -5,8 +5,9 @@
  *
  * Keys (`P` is the prefix, `petstore-sandbox:` by default; `{id}` is a Redis Cluster hash tag, so
  * all of one tenant's keys live in one slot and one script may touch them all):
- * - `P{id}:meta` hash: `scenario`, `next` (the next category id), `updated` (ms): exists only once
- *   the tenant has written; without it the tenant is on the default seed;
+ * - `P{id}:meta` hash: `scenario`, `next` (the next category id), `updated` (last write, ms),
+ *   `used` (last request, ms): exists only once the tenant has written; without it the tenant is
+ *   on the default seed;
  * - `P{id}:cats` list: the categories as JSON, in creation order;
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `Ptenants` sorted set: the tenant registry, id → last write (ms).
@@ -40,8 +41,8 @@ export interface RedisStorageOptions {
   /** The state of a tenant that has never written (the server's scenario's seed). */
   readonly seed: TenantState
   /**
-   * A tenant's keys expire this long after its last write (its journal: after its last
-   * request); 0 keeps them until deleted.
+   * A tenant's keys expire this long after its last request (a write, or any request it is
+   * journaled for); 0 keeps them until deleted.
    * @default 0
    */
   readonly ttlMs?: number | undefined
@@ -105,10 +106,14 @@ if ARGV[1] == 'count' then return {redis.call('HGET', KEYS[1], 'scenario'), redi
 return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0, -1)}
 `)
 
-/** Deletes a tenant's keys (ARGV[1]: only when its last write is older than this, or `any`); 1 when it had state. */
+/**
+ * Deletes a tenant's keys (ARGV[1]: only when its last write and last use are older than this, or
+ * `any`); 1 when it had state.
+ */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
-if ARGV[1] ~= 'any' and updated and tonumber(updated) >= tonumber(ARGV[1]) then return 0 end
+local used = redis.call('HGET', KEYS[1], 'used')
+if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', unpack(KEYS))
 if updated then return 1 end
 return 0

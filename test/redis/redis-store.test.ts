@@ -7,9 +7,9 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { parseRedisUrl } from '../../src/server/redis-connection.js'
 import { tenantId } from '../../src/server/tenant-registry.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
-import { runCliToEnd } from '../support/sandbox-cli.js'
+import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -116,6 +116,16 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(((await jsonOf(await sandbox.fetch('/__sandbox/tenants', { headers: auth('root') }))) as { id: string }[]).map((t) => t.id)).not.toContain(tenantId('partner'))
   })
 
+  it('keeps a tenant that is used (reads only) past the TTL: every request renews it', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], tenantTtlDays: 1 / 86_400 })
+    expect((await create(sandbox, 'kept by use')).status).toBe(201)
+    for (let i = 0; i < 6; i++) {
+      await sleep(300)
+      expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((c) => c.name)).toEqual(['kept by use'])
+    }
+  })
+
   it('keeps every key of a tenant under its hash tag, and nothing else but the tenant list', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
@@ -123,6 +133,17 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     const keys = (await redis.cli('--scan')).trim().split('\n').sort()
     const tag = `{${tenantId('partner')}}`
     expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants').sort())
+  })
+
+  it('serves over TLS with a rediss:// URL', async () => {
+    const redis = await startRedis({ tls: true })
+    const port = await freePort()
+    const run = runCli(['serve', '--port', String(port), '--api-key', 'partner', '--scenario', 'empty', '--quiet', '--redis-url', redis.url], { NODE_EXTRA_CA_CERTS: redis.certificate })
+    await run.waitFor('is running')
+    expect(run.stdout()).toContain(`Redis ${redis.url}`)
+    const response = await fetch(`http://127.0.0.1:${port}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'over TLS' }) })
+    expect(response.status).toBe(201)
+    expect((await redis.cli('LRANGE', `petstore-sandbox:{${tenantId('partner')}}:cats`, '0', '-1')).trim()).toBe('{"id":1,"name":"over TLS"}')
   })
 
   it('connects with a password in the URL, and refuses to start with a wrong one', async () => {

@@ -38,6 +38,8 @@ export interface RedisServerOptions {
   readonly cluster?: boolean
   /** `--requirepass`: clients must send this password. */
   readonly password?: string
+  /** TLS only (`--tls-port`, a self-signed certificate for 127.0.0.1 made with openssl): `rediss://`. */
+  readonly tls?: boolean
 }
 
 export class RedisServer {
@@ -53,12 +55,23 @@ export class RedisServer {
   }
 
   get url(): string {
-    return `redis://127.0.0.1:${this.port}`
+    return `${this.#options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`
+  }
+
+  /** The certificate a TLS server presents (its own CA), for NODE_EXTRA_CA_CERTS. */
+  get certificate(): string {
+    return join(this.dir, 'cert.pem')
   }
 
   /** Starts (or restarts) the server and waits until it answers PING. */
   async start(): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--logfile', join(this.dir, 'redis.log')]
+    if (this.#options.tls && !existsSync(this.certificate)) {
+      await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(this.dir, 'key.pem'), '-out', this.certificate, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'])
+    }
+    const tls = this.#options.tls
+      ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', this.certificate, '--tls-key-file', join(this.dir, 'key.pem'), '--tls-ca-cert-file', this.certificate, '--tls-auth-clients', 'no']
+      : ['--port', String(this.port)]
+    const args = [...tls, '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--logfile', join(this.dir, 'redis.log')]
     if (this.#options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always')
     else args.push('--appendonly', 'no')
     if (this.#options.password !== undefined) args.push('--requirepass', this.#options.password)
@@ -66,7 +79,7 @@ export class RedisServer {
     const child = spawn('redis-server', args, { stdio: 'ignore' })
     this.#child = child
     const deadline = Date.now() + 10_000
-    while (!(await answersPing(this.port, this.#options.password))) {
+    while (!(this.#options.tls ? await this.cli('PING').then((out) => out.includes('PONG'), () => false) : await answersPing(this.port, this.#options.password))) {
       if (child.exitCode !== null) throw new Error(`redis-server on port ${this.port} exited with ${child.exitCode}`)
       if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within 10 s`)
       await sleep(50)
@@ -94,7 +107,10 @@ export class RedisServer {
 
   /** `redis-cli -p PORT …`, its output. */
   async cli(...args: string[]): Promise<string> {
-    const auth = this.#options.password === undefined ? [] : ['--no-auth-warning', '-a', this.#options.password]
+    const auth = [
+      ...(this.#options.password === undefined ? [] : ['--no-auth-warning', '-a', this.#options.password]),
+      ...(this.#options.tls ? ['--tls', '--cacert', this.certificate] : []),
+    ]
     const { stdout } = await run('redis-cli', ['-p', String(this.port), ...auth, ...args])
     return stdout
   }
