@@ -86,6 +86,8 @@ export class RedisScriptRefusal extends Error {
 
 type Reply = unknown
 type Send = (firstKey: string | undefined, args: string[]) => Promise<Reply>
+/** Asks every server that holds data (the one server, or every cluster master) for a PING. */
+type Probe = () => Promise<void>
 
 /** Options of {@link connectRedis}. */
 export interface RedisLinkOptions {
@@ -135,7 +137,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     client.on('ready', () => link?.recovered())
     const send: Send = (_key, args) => bounded(client.sendCommand(args, { timeout }), timeout)
     connecting = client.connect()
-    link = new RedisLink(target, send, warn)
+    link = new RedisLink(target, send, async () => void (await send(undefined, ['PING'])), warn)
     closeClient = async () => {
       client.destroy()
     }
@@ -146,8 +148,12 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     })
     cluster.on('error', onError)
     const send: Send = (key, args) => bounded(cluster.sendCommand(key, false, args, { timeout }), timeout)
+    // Health asks every master: one shard down leaves its tenants unserved.
+    const probe: Probe = async () => {
+      await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), timeout)))
+    }
     connecting = cluster.connect()
-    link = new RedisLink(target, send, warn)
+    link = new RedisLink(target, send, probe, warn)
     closeClient = async () => {
       cluster.destroy()
     }
@@ -218,14 +224,16 @@ function messageOf(error: unknown): string {
 export class RedisLink {
   readonly target: RedisTarget
   readonly #send: Send
+  readonly #probe: Probe
   readonly #warn: (message: string) => void
   #failing: string | undefined
   /** @internal set once by {@link connectRedis} */
   closeClient: () => Promise<void> = () => Promise.resolve()
 
-  constructor(target: RedisTarget, send: Send, warn: (message: string) => void) {
+  constructor(target: RedisTarget, send: Send, probe: Probe, warn: (message: string) => void) {
     this.target = target
     this.#send = send
+    this.#probe = probe
     this.#warn = warn
   }
 
@@ -269,14 +277,15 @@ export class RedisLink {
     return reply
   }
 
-  /** Whether Redis answers a PING now (with the command timeout). */
+  /** Whether Redis (every master of a cluster) answers a PING now, within the command timeout. */
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     try {
-      await this.call(undefined, ['PING'])
-      return { ok: true }
+      await this.#probe()
     } catch (error) {
-      return { ok: false, detail: messageOf(error) }
+      return { ok: false, detail: this.#failure(error).message }
     }
+    this.recovered()
+    return { ok: true }
   }
 
   /** @internal the client's error events and failed commands */
