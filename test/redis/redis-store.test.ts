@@ -3,6 +3,7 @@
  * and recovered from, the health route, TTL expiry in Redis, a password in the URL, the key
  * layout with its hash tags, and what the CLI says about a bad or unreachable Redis.
  */
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { parseRedisUrl } from '../../src/server/redis-connection.js'
 import { tenantId } from '../../src/server/tenant-registry.js'
@@ -164,6 +165,14 @@ describe('serve --redis-url', () => {
     expect(stderr.trim().split('\n')).toHaveLength(1)
     expect(stderr).toContain('Cannot reach Redis at redis://127.0.0.1:1')
     expect(stderr).toContain('ECONNREFUSED')
+  })
+
+  it('says how to install the optional dependency when redis is missing', async () => {
+    const hide = fileURLToPath(new URL('../support/without-redis.mjs', import.meta.url))
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--redis-url', 'redis://127.0.0.1:1'], { NODE_OPTIONS: `--import=${hide}` })
+    expect(code).toBe(1)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toContain('--redis-url needs the optional dependency redis (node-redis): run `npm install redis@5`')
   })
 
   it('refuses --redis-url together with --data-dir', async () => {
