@@ -89,6 +89,25 @@ type Send = (firstKey: string | undefined, args: string[]) => Promise<Reply>
 /** Asks every server that holds data (the one server, or every cluster master) for a PING. */
 type Probe = () => Promise<void>
 
+/** One client (standalone or cluster) of a {@link RedisLink}. */
+interface Connection {
+  readonly send: Send
+  readonly probe: Probe
+  /** Settles once the client is connected (slots discovered, for a cluster). */
+  readonly connecting: Promise<void>
+  /** Makes the client the link's current one (its errors are reported from then on). */
+  adopt(): void
+  close(): void
+}
+
+/**
+ * A cluster client still failing this long is replaced by a new one.
+ * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
+ * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
+ * a fresh client, discovering the slots anew, serves at once.
+ */
+const RENEW_AFTER_FAILING_MS = 5000
+
 /** Options of {@link connectRedis}. */
 export interface RedisLinkOptions {
   readonly url: string
@@ -125,52 +144,55 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   /** The last failure seen while connecting, for the refusal's message. */
   let lastError: unknown
   let started = false
-  const onError = (error: unknown) => {
-    if (started && link) link.failed(error)
-    else lastError = error
-  }
-  let connecting: Promise<unknown>
-  let closeClient: () => Promise<void>
-  if (target.mode === 'standalone') {
-    const client = redis.createClient({ ...common, url: target.urls[0] })
-    client.on('error', onError)
-    client.on('ready', () => link?.recovered())
-    const send: Send = (_key, args) => bounded(client.sendCommand(args, { timeout }), timeout)
-    connecting = client.connect()
-    link = new RedisLink(target, send, async () => void (await send(undefined, ['PING'])), warn)
-    closeClient = async () => {
-      client.destroy()
+  /** Opens a client; its errors count only while it is the link's current one. */
+  const open = (): Connection => {
+    let current = false
+    const onError = (error: unknown) => {
+      if (!started) lastError = error
+      else if (current && link) link.failed(error)
     }
-  } else {
+    if (target.mode === 'standalone') {
+      const client = redis.createClient({ ...common, url: target.urls[0] })
+      client.on('error', onError)
+      client.on('ready', () => current && link?.recovered())
+      const send: Send = (_key, args) => bounded(client.sendCommand(args, { timeout }), timeout)
+      return {
+        send,
+        probe: async () => void (await send(undefined, ['PING'])),
+        connecting: client.connect().then(() => undefined),
+        adopt: () => (current = true),
+        close: () => client.destroy(),
+      }
+    }
     const cluster = redis.createCluster({
       rootNodes: target.urls.map((url) => ({ url })),
       defaults: { ...common, ...credentials(target.urls[0]!) },
     })
     cluster.on('error', onError)
-    const send: Send = (key, args) => bounded(cluster.sendCommand(key, false, args, { timeout }), timeout)
-    // Health asks every master: one shard down leaves its tenants unserved.
-    const probe: Probe = async () => {
-      await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), timeout)))
-    }
-    connecting = cluster.connect()
-    link = new RedisLink(target, send, probe, warn)
-    closeClient = async () => {
-      cluster.destroy()
+    return {
+      send: (key, args) => bounded(cluster.sendCommand(key, false, args, { timeout }), timeout),
+      // Health asks every master: one shard down leaves its tenants unserved.
+      probe: async () => {
+        await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), timeout)))
+      },
+      connecting: cluster.connect().then(() => undefined),
+      adopt: () => (current = true),
+      close: () => cluster.destroy(),
     }
   }
-  const connected = link
-  connected.closeClient = closeClient
+  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined })
+  link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([
-      connecting.then(() => connected.call(undefined, ['PING'])),
+      connected.connecting.then(() => connected.call(undefined, ['PING'])),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${limit} ms${lastError === undefined ? '' : ` (${messageOf(lastError)})`}`)), limit)
       }),
     ])
   } catch (error) {
-    await closeClient().catch(() => undefined)
+    await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot reach Redis at ${target.display}: ${messageOf(error)}. Start it, or check --redis-url.`)
   } finally {
     clearTimeout(timer)
@@ -223,18 +245,26 @@ function messageOf(error: unknown): string {
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
 export class RedisLink {
   readonly target: RedisTarget
-  readonly #send: Send
-  readonly #probe: Probe
+  readonly #open: () => Connection
   readonly #warn: (message: string) => void
+  readonly #renewAfterMs: number | undefined
+  #connection: Connection
   #failing: string | undefined
-  /** @internal set once by {@link connectRedis} */
-  closeClient: () => Promise<void> = () => Promise.resolve()
+  #failingSince = 0
+  #renewedAt = 0
 
-  constructor(target: RedisTarget, send: Send, probe: Probe, warn: (message: string) => void) {
+  constructor(target: RedisTarget, open: () => Connection, warn: (message: string) => void, options: { renewAfterMs?: number | undefined } = {}) {
     this.target = target
-    this.#send = send
-    this.#probe = probe
+    this.#open = open
     this.#warn = warn
+    this.#renewAfterMs = options.renewAfterMs
+    this.#connection = open()
+    this.#connection.adopt()
+  }
+
+  /** Settles once the first client is connected. */
+  get connecting(): Promise<void> {
+    return this.#connection.connecting
   }
 
   get cluster(): boolean {
@@ -245,7 +275,7 @@ export class RedisLink {
   async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
     let reply: Reply
     try {
-      reply = await this.#send(firstKey, args)
+      reply = await this.#connection.send(firstKey, args)
     } catch (error) {
       throw this.#failure(error)
     }
@@ -262,11 +292,11 @@ export class RedisLink {
     let reply: Reply
     try {
       try {
-        reply = await this.#send(keys[0], ['EVALSHA', script.sha, ...tail])
+        reply = await this.#connection.send(keys[0], ['EVALSHA', script.sha, ...tail])
       } catch (error) {
         if (!messageOf(error).startsWith('NOSCRIPT')) throw error
         // Redis does not know the script yet (first use, or after a restart): send its text once.
-        reply = await this.#send(keys[0], ['EVAL', script.source, ...tail])
+        reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail])
       }
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE)\b/.exec(messageOf(error))
@@ -280,7 +310,7 @@ export class RedisLink {
   /** Whether Redis (every master of a cluster) answers a PING now, within the command timeout. */
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     try {
-      await this.#probe()
+      await this.#connection.probe()
     } catch (error) {
       return { ok: false, detail: this.#failure(error).message }
     }
@@ -301,13 +331,32 @@ export class RedisLink {
   }
 
   close(): Promise<void> {
-    return this.closeClient()
+    this.#connection.close()
+    return Promise.resolve()
   }
 
   #failure(error: unknown): StorageUnavailableError {
     const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
-    if (this.#failing === undefined) this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
+    const now = Date.now()
+    if (this.#failing === undefined) {
+      this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
+      this.#failingSince = now
+    }
     this.#failing = detail
+    const renewAfter = this.#renewAfterMs
+    if (renewAfter !== undefined && now - this.#failingSince >= renewAfter && now - this.#renewedAt >= renewAfter) this.#renew(now)
     return new StorageUnavailableError(detail, { cause: error })
+  }
+
+  /** Replaces the client by a fresh one; the old one's pending commands fail (nobody waits for them). */
+  #renew(now: number): void {
+    this.#renewedAt = now
+    const old = this.#connection
+    const fresh = this.#open()
+    fresh.connecting.catch(() => undefined)
+    fresh.adopt()
+    this.#connection = fresh
+    this.#warn(`storage still failing after ${Math.round((now - this.#failingSince) / 1000)} s: reconnecting to Redis at ${this.target.display} with a new client`)
+    old.close()
   }
 }
