@@ -104,7 +104,8 @@ interface Connection {
  * A cluster client still failing this long is replaced by a new one.
  * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
  * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
- * a fresh client, discovering the slots anew, serves at once.
+ * a fresh client discovers the slots anew. A defence: the stuck state could not be produced on
+ * demand, so no test shows this making the difference (docs/decisions/0003-redis-replicas.md).
  */
 const RENEW_AFTER_FAILING_MS = 5000
 

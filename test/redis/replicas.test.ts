@@ -141,6 +141,8 @@ describe.runIf(REQUIRE_REDIS)('a replica on a Redis Cluster that loses a master'
     const health = await fetch(`${origin}/__sandbox/health`, { signal: AbortSignal.timeout(10_000) })
     expect(health.status).toBe(503)
     expect(await health.json()).toMatchObject({ storage: { kind: 'redis', ok: false } })
+    // Down longer than the cluster's node timeout (2 s): the other masters mark it failed.
+    await sleep(5000)
     await victim.start()
     step('master restarted')
     let status = 0
