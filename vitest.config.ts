@@ -3,11 +3,14 @@ import { defineConfig } from 'vitest/config'
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The packed-package consumer runs in its own project (npm run check:package).
+    // The packed-package consumers run in their own projects (npm run check:package).
     exclude: ['test/package-consumer/**', 'test/consumers/**', 'node_modules/**'],
     // Integration tests spawn servers and child processes; give them room on 2-core CI.
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default', ['json', { outputFile: 'test-results/results.json' }]],
+    // One redis-server for the suites that run against every store (STORES, the Redis store
+    // among them when redis-server is installed, and always under CI).
+    globalSetup: ['test/support/global-redis.ts'],
   },
 })

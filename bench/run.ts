@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- server|in-process|scale|import|browser-size ...]`: measures, prints a table with a verdict for
+ * `npm run bench [-- server|in-process|scale|import|browser-size|replicas ...]`: measures, prints a table with a verdict for
  * every figure that has a target, writes bench/results.json, and rewrites the README's
  * Performance section with the figures of this run. No section named: all of them.
  *
@@ -14,6 +14,7 @@ import { measureBrowserSize } from './browser-size.js'
 import { measureImportCost } from './import-cost.js'
 import { measureInProcess } from './in-process.js'
 import { formatTarget, formatValue, verdictOf, type Figure } from './lib/figures.js'
+import { measureReplicas } from './replicas.js'
 import { measureScale } from './scale.js'
 
 const SECTIONS = {
@@ -26,6 +27,8 @@ const SECTIONS = {
   scale: () => measureScale(),
   import: () => measureImportCost(),
   'browser-size': () => measureBrowserSize(),
+  // Needs redis-server and nginx: several replicas on Redis against the in-memory process.
+  replicas: () => measureReplicas({ rounds: positive('BENCH_ROUNDS', 3), seconds: positive('BENCH_SECONDS', 3) }),
 } satisfies Record<string, () => Promise<Figure[]>>
 type Section = keyof typeof SECTIONS
 

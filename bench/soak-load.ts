@@ -116,7 +116,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
 
   globalThis.gc?.()
   const memory = process.memoryUsage()
-  const largestJournal = Math.max(0, ...[...sandbox.tenants.live()].map(([, tenant]) => tenant.journal.size))
+  const largestJournal = Math.max(0, ...(await Promise.all([...sandbox.tenants.live()].map(async ([, tenant]) => tenant.journal.count()))))
   const liveTenants = sandbox.tenants.size
   server.closeAllConnections()
   await new Promise((resolve) => server.close(resolve))

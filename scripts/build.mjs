@@ -19,7 +19,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
 
 /** Never bundled: peers are the user's own; express and yargs are CommonJS and Node-only. */
-export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'express', 'yargs', 'yargs/*']
+export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'redis', 'express', 'yargs', 'yargs/*']
 
 /**
  * Options every build shares. @msw/data calls the global `crypto.randomUUID()`, which Jest 29's

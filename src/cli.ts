@@ -12,6 +12,7 @@ import { PetstoreError } from './errors.js'
 import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
+import { parseRedisUrl } from './server/redis-connection.js'
 import { openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
@@ -103,6 +104,7 @@ function serveOptions(cli: Argv) {
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
+    .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
     .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
@@ -119,6 +121,7 @@ function serveOptions(cli: Argv) {
       if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
       if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
+      if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
       return true
     })
 }
@@ -141,6 +144,13 @@ function displayOrigin(host: string, port: number): string {
   return `http://${shown}:${port}`
 }
 
+/** Where tenants live, for the start banner (a Redis URL without its password). */
+function dataLine(argv: ServeArgs): string {
+  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it)`
+  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts)`
+  return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
+}
+
 async function serve(argv: ServeArgs): Promise<void> {
   const sandbox = await createSandboxApp({
     scenario: argv.scenario,
@@ -154,6 +164,7 @@ async function serve(argv: ServeArgs): Promise<void> {
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log),
     dataDir: argv['data-dir'],
+    redisUrl: argv['redis-url'],
     tenantTtlDays: argv['tenant-ttl-days'],
     durability: argv.durability,
     warn: (message) => process.stderr.write(`petstore-sandbox: warning: ${message}\n`),
@@ -188,7 +199,7 @@ async function serve(argv: ServeArgs): Promise<void> {
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
       `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
       `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
-      `  data       ${argv['data-dir'] === undefined ? 'in memory (lost on exit; keep it with --data-dir)' : `${argv['data-dir']} (SQLite, kept across restarts)`}`,
+      `  data       ${dataLine(argv)}`,
       '  Ctrl+C stops it.',
       '',
     ].join('\n'),

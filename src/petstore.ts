@@ -4,7 +4,7 @@ import * as z from 'zod'
 import { apiError } from './contract/errors.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
-import type { JournalEntry, JournalFilter } from './core/journal.js'
+import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
 import { CategoryLimitError } from './core/store.js'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from './core/limits.js'
 import { DEFAULT_MAX_BODY_BYTES } from './core/request-body.js'
@@ -330,13 +330,13 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
   return petstore
 }
 
-const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore>>()
+const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal>>()
 
 /**
  * The tenant behind a petstore, for this package's runtimes (the browser's persistence); not
  * part of the public API, so the index does not export it.
  */
-export function tenantOf(petstore: Petstore): Tenant<PetstoreStore> {
+export function tenantOf(petstore: Petstore): Tenant<PetstoreStore, RequestJournal> {
   const tenant = TENANTS.get(petstore)
   if (!tenant) throw new PetstoreError('invalid_option', 'Expected a petstore made by createPetstore().')
   return tenant

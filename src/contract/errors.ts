@@ -108,7 +108,7 @@ export const ERROR_TABLE = {
   storage_unavailable: {
     status: 503,
     message: 'Storage unavailable: the sandbox cannot read or write its data right now; retry shortly',
-    when: 'With a data directory: the disk is full, read-only or failing (the operator\'s log says which); `Retry-After` says when to retry',
+    when: 'With a data directory, the disk is full, read-only or failing; with `--redis-url`, Redis does not answer (the operator\'s log says which); `Retry-After` says when to retry',
   },
   tenant_capacity: {
     status: 503,

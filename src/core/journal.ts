@@ -49,6 +49,28 @@ export interface JournalFilter {
   readonly status?: number | undefined
 }
 
+/**
+ * Where a tenant's journal lives: the seam a store shared by several processes implements (Redis,
+ * `server/redis-journal.ts`). {@link RequestJournal}, in memory, is the default and the library's.
+ * Same rules for every implementation: entries newest last, ids increasing and kept across
+ * `clear()`, the oldest entries dropped past the entry limit or the byte budget (the newest stays),
+ * and `all(filter)` filtering with {@link journalMatches}.
+ */
+export interface TenantJournal {
+  /**
+   * Adds an entry, weighed by {@link entryWeight} against the budget (see {@link RequestJournal.record});
+   * with `grow` false it may not hold more than it does. May settle once it is stored.
+   */
+  record(entry: Omit<JournalEntry, 'id'>, options?: { readonly grow?: boolean }): void | Promise<void>
+  /** Entries oldest first, optionally filtered. */
+  all(filter?: JournalFilter): JournalEntry[] | Promise<JournalEntry[]>
+  clear(): void | Promise<void>
+  /** How many entries it holds. */
+  count(): number | Promise<number>
+  /** What it holds on this process's heap, estimated in bytes (0 for a journal kept elsewhere). */
+  readonly bytes: number
+}
+
 const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization'])
 
 /** @default 1000 entries */
@@ -63,7 +85,7 @@ export const JOURNAL_BODY_LIMIT = 64 * 1024
 export const PARSED_BODY_FACTOR = 8
 const PARSED_BODY_SLACK = 16 * 1024
 
-export class RequestJournal {
+export class RequestJournal implements TenantJournal {
   readonly #limit: number
   #entries: JournalEntry[] = []
   #nextId = 1
@@ -124,11 +146,20 @@ export class RequestJournal {
   get bytes(): number {
     return this.#bytes
   }
+
+  count(): number {
+    return this.#entries.length
+  }
 }
 
 /** What an entry holds on the heap: its object, strings, headers and bodies. */
 export function entryWeight(entry: JournalEntry): number {
   return heapWeight(entry)
+}
+
+/** Whether an entry passes a {@link JournalFilter}: the one filter rule every journal applies. */
+export function journalMatches(entry: JournalEntry, filter: JournalFilter): boolean {
+  return matches(entry, filter)
 }
 
 function matches(entry: JournalEntry, filter: JournalFilter): boolean {

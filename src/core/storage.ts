@@ -17,6 +17,7 @@
  */
 import type { Category, NewCategory } from '../contract/schemas.js'
 import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
+import type { TenantJournal } from './journal.js'
 
 /** A tenant's whole writable state: pets and orders are read-only and come from the scenario. */
 export interface TenantState {
@@ -77,9 +78,20 @@ export interface StorageHealth {
 /** The set of tenants. */
 export interface TenantStorage {
   /** `memory` keeps tenants while the process runs; any other kind keeps them across restarts. */
-  readonly kind: 'memory' | 'sqlite'
+  readonly kind: 'memory' | 'sqlite' | 'redis'
   /** Whether a tenant's state survives the process (so any tenant may be dropped from memory). */
   readonly durable: boolean
+  /**
+   * Whether other processes serve the same tenants (Redis): a tenant's scenario is then read back
+   * on every request, since another replica may have switched it.
+   * @default false
+   */
+  readonly shared?: boolean | undefined
+  /**
+   * The journal of a tenant, when the storage keeps journals itself (Redis, so that every replica
+   * sees every request); without it, each tenant journals in memory. `limit` is the entry cap.
+   */
+  journal?(id: string, limit: number | undefined): TenantJournal
   /** The store of one tenant, created empty (on the default seed) when it has none. No I/O until used. */
   open(id: string): TenantStore
   /**

@@ -5,7 +5,7 @@
 import type { Category, NewCategory, Order, Pet } from '../contract/schemas.js'
 import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
 import { faultSettings, FaultInjector } from './faults.js'
-import { RequestJournal } from './journal.js'
+import { RequestJournal, type TenantJournal } from './journal.js'
 import { seedState, type TenantStore } from './storage.js'
 import { PetstoreStore } from './store.js'
 
@@ -21,10 +21,11 @@ export interface TenantOverrides {
   readonly maxCategories?: number | undefined
 }
 
-export class Tenant<S extends TenantStore = TenantStore> {
+export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal = TenantJournal> {
   /** Its writable state (categories, ids, scenario name). */
   readonly store: S
-  readonly journal: RequestJournal
+  /** What reached it and what it answered: in memory by default, or the storage's (Redis). */
+  readonly journal: J
   readonly #overrides: TenantOverrides
   #scenario: Scenario
   #faults: FaultInjector
@@ -33,11 +34,12 @@ export class Tenant<S extends TenantStore = TenantStore> {
 
   /**
    * A tenant on `scenario` whose `store` holds that scenario's state (or will, once `ready`
-   * settles). {@link Tenant.inMemory} makes one with a fresh in-memory store.
+   * settles), journaling to `journal`. {@link Tenant.inMemory} makes one with a fresh in-memory
+   * store and journal.
    */
-  constructor(scenario: Scenario, overrides: TenantOverrides, store: S, ready: Promise<void> = Promise.resolve()) {
+  constructor(scenario: Scenario, overrides: TenantOverrides, store: S, journal: J, ready: Promise<void> = Promise.resolve()) {
     this.#overrides = overrides
-    this.journal = new RequestJournal(overrides.journalLimit, overrides.journalBytes)
+    this.journal = journal
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
     this.store = store
@@ -45,9 +47,9 @@ export class Tenant<S extends TenantStore = TenantStore> {
   }
 
   /** A tenant with its own in-memory store, seeded from `scenario`: the library's. */
-  static inMemory(scenario: Scenario, overrides: TenantOverrides = {}): Tenant<PetstoreStore> {
+  static inMemory(scenario: Scenario, overrides: TenantOverrides = {}): Tenant<PetstoreStore, RequestJournal> {
     const store = new PetstoreStore(seedState(scenario))
-    return new Tenant(scenario, overrides, store, store.seeded)
+    return new Tenant(scenario, overrides, store, new RequestJournal(overrides.journalLimit, overrides.journalBytes), store.seeded)
   }
 
   get scenario(): Scenario {
@@ -86,6 +88,16 @@ export class Tenant<S extends TenantStore = TenantStore> {
   }
 
   /**
+   * Takes up the scenario another process switched this tenant to (its store already holds that
+   * scenario's state): pets, orders and faults follow, nothing is written.
+   */
+  follow(scenario: Scenario): void {
+    if (scenario === this.#scenario) return
+    this.#scenario = scenario
+    this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
+  }
+
+  /**
    * Switches to another scenario and reseeds from it in one store write. The journal is kept.
    * When the write fails (a storage failure), the tenant stays on its current scenario and data.
    */
@@ -101,7 +113,7 @@ export class Tenant<S extends TenantStore = TenantStore> {
   /** Back to the current scenario's seed: data, ids, fault sequence, and an empty journal. */
   async reset(): Promise<void> {
     await this.useScenario(this.#scenario)
-    this.journal.clear()
+    await this.journal.clear()
   }
 
   /** The scenario's pets (read-only), as copies. */

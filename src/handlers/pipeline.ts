@@ -6,7 +6,7 @@
 import { apiError, codeForStatus } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
-import { journalBody, journalHeaders, type RequestJournal } from '../core/journal.js'
+import { journalBody, journalHeaders, type TenantJournal } from '../core/journal.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { StorageUnavailableError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
@@ -23,7 +23,7 @@ export interface TenantResolver {
    */
   resolve(token: string): Tenant | undefined | Promise<Tenant | undefined>
   /** Where requests without an accepted key are journaled (the library's single tenant), if anywhere. */
-  readonly anonymousJournal?: RequestJournal | undefined
+  readonly anonymousJournal?: TenantJournal | undefined
   /** Settles when keys and tenants can be judged (a scenario file may still be loading). */
   ready?(): Promise<void>
 }
@@ -157,7 +157,7 @@ export class Pipeline {
     return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict, limits })
   }
 
-  #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer {
+  #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer | Promise<ApiAnswer> {
     let answer: ApiAnswer
     let responseBody: unknown
     if (outcome.kind === 'network') {
@@ -173,7 +173,7 @@ export class Pipeline {
     if (journal) {
       // @note A HEAD answer's body is never sent, so the journal keeps none either.
       const responseText = answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined
-      journal.record({
+      const stored = journal.record({
         time: new Date(arrived).toISOString(),
         durationMs: Math.round((performance.now() - started) * 100) / 100,
         operation,
@@ -185,6 +185,10 @@ export class Pipeline {
         // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
         response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
       }, { grow: this.#options.mayGrow?.() ?? true })
+      // @note A journal in a shared store (Redis) is written before the answer leaves, so that any
+      // replica lists the request once its client has the answer; a failed journal write costs
+      // the entry, never the answer.
+      if (stored) return stored.then(() => answer, () => answer)
     }
     return answer
   }

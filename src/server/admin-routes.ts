@@ -192,17 +192,17 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   route('/requests', {
-    get: onTenant(({ tenant }, req, res) => {
+    get: onTenant(async ({ tenant }, req, res) => {
       const text = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined)
       const status = text('status')
       if (status !== undefined && !/^[1-5]\d\d$/.test(status)) {
         return sendError(res, 'invalid_query', { name: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(status.slice(0, 50))}` })
       }
       const filter = { method: text('method'), path: text('path'), operation: text('operation'), status: status === undefined ? undefined : Number(status) }
-      res.json(tenant.journal.all(filter))
+      res.json(await tenant.journal.all(filter))
     }),
-    delete: onTenant(({ tenant }, _req, res) => {
-      tenant.journal.clear()
+    delete: onTenant(async ({ tenant }, _req, res) => {
+      await tenant.journal.clear()
       res.status(204).end()
     }),
   })
@@ -216,7 +216,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         categories: await tenant.store.listCategories(),
         pets: tenant.listPets(),
         orders: tenant.listOrders(),
-        journalSize: tenant.journal.size,
+        journalSize: await tenant.journal.count(),
       })
     }),
   })

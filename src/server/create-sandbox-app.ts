@@ -27,6 +27,7 @@ import { adminRoutes } from './admin-routes.js'
 import { apiBridge } from './api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { PACKAGE_ROOT } from './package-info.js'
+import { openRedisStorage } from './redis-storage.js'
 import { openSqliteStorage } from './sqlite-storage.js'
 import { sendError } from './http-errors.js'
 import {
@@ -95,8 +96,19 @@ export interface SandboxAppOptions {
    */
   durability?: 'power-loss' | 'process-crash'
   /**
-   * Forget a tenant that has not been used (read or written) for this many days (checked at start and hourly);
-   * 0 keeps tenants forever. Bounds what a flood of keys leaves behind.
+   * Keep every tenant (categories, ids, scenario, journal, the tenant list) in Redis, so that
+   * several sandbox processes behind a load balancer serve every tenant identically (needs the
+   * optional dependency redis): `redis://host:port`, `rediss://` for TLS, a password in the URL,
+   * `redis-cluster://host:port,host:port` (or a comma-separated list of nodes) for a cluster.
+   * @default none: state lives in memory only
+   */
+  redisUrl?: string
+  /** Prefix of every Redis key, to share one Redis between sandboxes. @default 'petstore-sandbox:' */
+  redisPrefix?: string
+  /**
+   * Forget a tenant that has not been used (read or written) for this many days (checked at
+   * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
+   * flood of keys leaves behind.
    * @default 30
    */
   tenantTtlDays?: number
@@ -184,6 +196,8 @@ const Options = z
     log: z.function().optional(),
     demoDir: z.union([z.string(), z.literal(false)]).optional(),
     dataDir: z.string().min(1).optional(),
+    redisUrl: z.string().min(1).optional(),
+    redisPrefix: z.string().optional(),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -209,6 +223,7 @@ const Options = z
   .refine((options) => !(options.adminToken && options.apiKeys?.includes(options.adminToken)), {
     error: 'adminToken must differ from every API key',
   })
+  .refine((options) => !(options.dataDir && options.redisUrl), { error: 'dataDir and redisUrl cannot be used together: choose one store' })
 
 const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
 
@@ -231,8 +246,13 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const catalog = new ScenarioCatalog(scenariosDir)
   const warn = settings.warn as SandboxAppOptions['warn']
   const seed = seedState(scenario)
+  const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
   const storage: TenantStorage =
-    settings.dataDir === undefined ? new MemoryStorage(seed) : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability })
+    settings.redisUrl !== undefined
+      ? await openRedisStorage({ url: settings.redisUrl, seed, ttlMs, prefix: settings.redisPrefix, warn, journalBytes: settings.journalBytes })
+      : settings.dataDir === undefined
+        ? new MemoryStorage(seed)
+        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability })
   // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
@@ -263,7 +283,6 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     warn,
     admit,
   })
-  const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
   const sweep = () =>
     void tenants.expireIdle(ttlMs).catch((error: unknown) => warn?.(`idle tenant sweep failed: ${error instanceof Error ? error.message : String(error)}`))
   if (ttlMs > 0) sweep()

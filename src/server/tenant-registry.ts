@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
+import { RequestJournal } from '../core/journal.js'
 import type { TenantStorage } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../handlers/pipeline.js'
@@ -129,6 +130,9 @@ export class TenantRegistry implements TenantResolver {
         entry.touched = now
         this.#options.storage.touch(id).catch(() => undefined)
       }
+      const tenant = entry.tenant
+      // Another replica may have switched the tenant's scenario since: read it back.
+      if (tenant && this.#options.storage.shared) return tenant.store.scenario().then((name) => (tenant.follow(this.#scenarioOf(id, name)), tenant))
       return entry.opening
     }
     return this.#admit(id)
@@ -149,13 +153,17 @@ export class TenantRegistry implements TenantResolver {
   /** Live tenants, configured keys' tenants and stored tenants, least recently used live ones first. */
   async list(): Promise<TenantListing[]> {
     const listing = new Map<string, TenantListing>()
-    for (const [id, entry] of this.#tenants) {
+    // @note With a shared storage the list is the storage's alone, so every replica shows the same.
+    for (const [id, entry] of this.#options.storage.shared ? [] : this.#tenants) {
       const tenant = entry.tenant
       if (!tenant) continue
-      listing.set(id, { id, scenario: tenant.scenario.name, categories: await tenant.store.countCategories(), journalSize: tenant.journal.size, live: true })
+      listing.set(id, { id, scenario: tenant.scenario.name, categories: await tenant.store.countCategories(), journalSize: await tenant.journal.count(), live: true })
     }
     for (const summary of await this.#options.storage.list()) {
-      if (!listing.has(summary.id)) listing.set(summary.id, { id: summary.id, scenario: summary.scenario, categories: summary.categories, journalSize: 0, live: false })
+      if (listing.has(summary.id)) continue
+      const live = this.#tenants.get(summary.id)?.tenant
+      const journalSize = live ? await live.journal.count() : 0
+      listing.set(summary.id, { id: summary.id, scenario: summary.scenario, categories: summary.categories, journalSize, live: live !== undefined })
     }
     for (const id of this.#configuredIds) {
       if (!listing.has(id)) {
@@ -228,13 +236,8 @@ export class TenantRegistry implements TenantResolver {
       touched: Date.now(),
       tenant: undefined,
       opening: store.scenario().then((name) => {
-        let scenario = this.#options.scenario
-        if (name !== scenario.name) {
-          const named = this.#options.scenarioNamed?.(name)
-          if (named) scenario = named
-          else this.#options.warn?.(`tenant ${displayId(id)}: its saved scenario "${name}" is not known; pets and orders come from "${scenario.name}"`)
-        }
-        const tenant = new Tenant(scenario, overrides, store)
+        const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
+        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal)
         entry.tenant = tenant
         return tenant
       }),
@@ -245,6 +248,16 @@ export class TenantRegistry implements TenantResolver {
     })
     this.#tenants.set(id, entry)
     return entry.opening
+  }
+
+  /** The scenario a stored scenario name means: that one, or the server's when it is not known (the operator is told). */
+  #scenarioOf(id: string, name: string): Scenario {
+    const scenario = this.#options.scenario
+    if (name === scenario.name) return scenario
+    const named = this.#options.scenarioNamed?.(name)
+    if (named) return named
+    this.#options.warn?.(`tenant ${displayId(id)}: its saved scenario "${name}" is not known; pets and orders come from "${scenario.name}"`)
+    return scenario
   }
 
   /** Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing may leave. */

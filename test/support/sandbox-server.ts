@@ -43,7 +43,7 @@ export function useStore(kind: StoreKind): void {
  */
 export async function startSandbox(options: SandboxAppOptions = {}): Promise<RunningSandbox> {
   const logs: RequestLogEntry[] = []
-  const store = options.dataDir === undefined ? currentStore?.sandboxOptions() : undefined
+  const store = options.dataDir === undefined && options.redisUrl === undefined ? currentStore?.sandboxOptions() : undefined
   const sandbox = await createSandboxApp({ demoDir: false, log: (entry) => logs.push(entry), ...store, ...options })
   const server = sandbox.createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

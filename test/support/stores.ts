@@ -2,10 +2,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { onTestFinished } from 'vitest'
+import { inject, onTestFinished } from 'vitest'
 import { MemoryStorage } from '../../src/core/memory-storage.js'
 import type { TenantState, TenantStorage } from '../../src/core/storage.js'
+import { openRedisStorage } from '../../src/server/redis-storage.js'
 import { openSqliteStorage } from '../../src/server/sqlite-storage.js'
+import { REQUIRE_REDIS } from './redis-server.js'
 
 /** A fresh directory, removed when the test finishes. */
 export function dataDir(): string {
@@ -15,11 +17,34 @@ export function dataDir(): string {
 }
 
 export interface StoreKind {
-  readonly name: 'memory' | 'sqlite'
+  readonly name: 'memory' | 'sqlite' | 'redis'
   /** A fresh storage seeded with `seed`, closed when the test finishes. */
   open(seed: TenantState): Promise<TenantStorage>
   /** Sandbox options selecting this store (a fresh data directory for SQLite). */
-  sandboxOptions(): { dataDir?: string }
+  sandboxOptions(): { dataDir?: string; redisUrl?: string; redisPrefix?: string }
+}
+
+let prefixes = 0
+/** A key prefix no other test of the run uses, so tests sharing the run's redis-server keep apart. */
+export function redisPrefix(): string {
+  return `test-${process.pid}-${++prefixes}:`
+}
+
+/** The run's shared redis-server (see global-redis.ts); fails the test when there is none. */
+export function redisUrl(): string {
+  const url = inject('redisUrl')
+  if (!url) throw new Error('redis-server is not installed (apt-get install redis-server): the Redis store cannot be tested')
+  return url
+}
+
+const REDIS: StoreKind = {
+  name: 'redis',
+  open: async (seed) => {
+    const storage = await openRedisStorage({ url: redisUrl(), seed, prefix: redisPrefix() })
+    onTestFinished(() => storage.close())
+    return storage
+  },
+  sandboxOptions: () => ({ redisUrl: redisUrl(), redisPrefix: redisPrefix() }),
 }
 
 export const STORES: readonly StoreKind[] = [
@@ -41,4 +66,5 @@ export const STORES: readonly StoreKind[] = [
     },
     sandboxOptions: () => ({ dataDir: dataDir() }),
   },
+  ...(REQUIRE_REDIS ? [REDIS] : []),
 ]

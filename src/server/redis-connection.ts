@@ -1,0 +1,363 @@
+/**
+ * One connection to Redis or a Redis Cluster for the Redis storage and journal, through
+ * node-redis (`redis`, an optional peer dependency loaded only here, only with `--redis-url`).
+ * See docs/decisions/0005-redis-replicas.md.
+ *
+ * Every command goes through {@link RedisLink.call} or {@link RedisLink.script}: one place where
+ * a Redis failure (down, unreachable, too slow, cluster slot without a master) becomes a
+ * {@link StorageUnavailableError}, so clients get `503 storage_unavailable`.
+ */
+import { createHash } from 'node:crypto'
+import type * as Redis from 'redis'
+import type { RedisClientOptions } from 'redis'
+import { StorageUnavailableError } from '../core/storage.js'
+import { PetstoreError } from '../errors.js'
+
+/** @default 2000 ms: a command not answered by then fails (the request answers 503), never hangs. */
+export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2000
+/** @default 5000 ms: how long a server waits at start for Redis to answer before it refuses to start. */
+export const DEFAULT_REDIS_CONNECT_TIMEOUT_MS = 5000
+
+/** Where Redis is, as parsed from `--redis-url`. */
+export interface RedisTarget {
+  /** `cluster` for `redis-cluster://`, `rediss-cluster://` or a comma-separated list of nodes. */
+  readonly mode: 'standalone' | 'cluster'
+  /** `redis://` or `rediss://` URLs: the server, or the cluster's seed nodes. */
+  readonly urls: readonly string[]
+  /** The URL without its password, for messages. */
+  readonly display: string
+}
+
+/**
+ * Reads `--redis-url`: `redis://[user:password@]host:port[/db]`, `rediss://…` (TLS), a cluster as
+ * `redis-cluster://[user:password@]host:port,host:port` (`rediss-cluster://` for TLS), or a
+ * comma-separated list of `redis://` nodes (a cluster). Throws a {@link PetstoreError} on anything else.
+ * @example parseRedisUrl('redis-cluster://127.0.0.1:7000,127.0.0.1:7001').mode // 'cluster'
+ */
+export function parseRedisUrl(value: string): RedisTarget {
+  const bad = (why: string) =>
+    new PetstoreError('invalid_option', `Cannot use Redis URL ${JSON.stringify(redact(value))}: ${why}. Expected redis://host:port, rediss://host:port, or redis-cluster://host:port,host:port`)
+  const cluster = /^(rediss?)-cluster:\/\/(.*)$/.exec(value)
+  if (cluster) {
+    const scheme = cluster[1]!
+    const rest = cluster[2]!
+    const at = rest.lastIndexOf('@')
+    const auth = at === -1 ? '' : rest.slice(0, at + 1)
+    const hosts = (at === -1 ? rest : rest.slice(at + 1)).split(',').filter((host) => host !== '')
+    if (hosts.length === 0) throw bad('no host')
+    return { mode: 'cluster', urls: hosts.map((host) => checked(`${scheme}://${auth}${host}`, bad)), display: redact(value) }
+  }
+  const urls = value.split(',').map((part) => checked(part.trim(), bad))
+  return { mode: urls.length > 1 ? 'cluster' : 'standalone', urls, display: redact(value) }
+}
+
+function checked(url: string, bad: (why: string) => Error): string {
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw bad('not a URL')
+  }
+  if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw bad(`unknown scheme ${parsed.protocol}`)
+  if (parsed.hostname === '') throw bad('no host')
+  return url
+}
+
+/** The URL with its password replaced, for logs and messages. */
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@]*@/, '//$1:***@')
+}
+
+/** A Lua script, sent by its SHA1 (`EVALSHA`) and by its text once Redis does not know it yet. */
+export interface RedisScript {
+  readonly source: string
+  readonly sha: string
+}
+
+/** Defines a script for {@link RedisLink.script}. */
+export function redisScript(source: string): RedisScript {
+  return { source, sha: createHash('sha1').update(source).digest('hex') }
+}
+
+/** An error a script raised on purpose (`redis.error_reply('NOSEED')`): not a storage failure. */
+export class RedisScriptRefusal extends Error {
+  override readonly name = 'RedisScriptRefusal'
+}
+
+type Reply = unknown
+type Send = (firstKey: string | undefined, args: string[]) => Promise<Reply>
+/** Asks every server that holds data (the one server, or every cluster master) for a PING. */
+type Probe = () => Promise<void>
+
+/** One client (standalone or cluster) of a {@link RedisLink}. */
+interface Connection {
+  readonly send: Send
+  readonly probe: Probe
+  /** Settles once the client is connected (slots discovered, for a cluster). */
+  readonly connecting: Promise<void>
+  /** Makes the client the link's current one (its errors are reported from then on). */
+  adopt(): void
+  close(): void
+}
+
+/**
+ * A cluster client still failing this long is replaced by a new one.
+ * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
+ * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
+ * a fresh client discovers the slots anew. A defence: the stuck state could not be produced on
+ * demand, so no test shows this making the difference (docs/decisions/0005-redis-replicas.md).
+ */
+const RENEW_AFTER_FAILING_MS = 5000
+
+/** Options of {@link connectRedis}. */
+export interface RedisLinkOptions {
+  readonly url: string
+  /** @default {@link DEFAULT_REDIS_COMMAND_TIMEOUT_MS} */
+  readonly commandTimeoutMs?: number | undefined
+  /** @default {@link DEFAULT_REDIS_CONNECT_TIMEOUT_MS} */
+  readonly connectTimeoutMs?: number | undefined
+  /** Told when Redis fails and when it answers again. @default none */
+  readonly warn?: ((message: string) => void) | undefined
+}
+
+/**
+ * Connects to Redis (or a cluster) and waits until it answers. Refuses with a
+ * {@link PetstoreError} when `redis` is not installed, the URL is bad, or Redis does not answer
+ * within the connect timeout.
+ */
+export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink> {
+  const target = parseRedisUrl(options.url)
+  const redis = await loadClient()
+  const timeout = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS
+  const warn = options.warn ?? (() => undefined)
+  // @note disableOfflineQueue: while Redis is unreachable a command fails at once (503) instead of
+  // waiting in memory for a reconnect that may never come; commands in flight when the connection
+  // drops fail too and are never re-sent, so a create is never applied twice.
+  const common = {
+    disableOfflineQueue: true,
+    socket: {
+      connectTimeout: Math.min(timeout, 5000),
+      // Reconnect forever, backing off up to 1 s: a replica recovers by itself when Redis returns.
+      reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 5), 1000),
+    },
+  } satisfies RedisClientOptions
+  let link: RedisLink | undefined
+  /** The last failure seen while connecting, for the refusal's message. */
+  let lastError: unknown
+  let started = false
+  /** Opens a client; its errors count only while it is the link's current one. */
+  const open = (): Connection => {
+    let current = false
+    const onError = (error: unknown) => {
+      if (!started) lastError = error
+      else if (current && link) link.failed(error)
+    }
+    if (target.mode === 'standalone') {
+      const client = redis.createClient({ ...common, url: target.urls[0] })
+      client.on('error', onError)
+      client.on('ready', () => current && link?.recovered())
+      const send: Send = (_key, args) => bounded(client.sendCommand(args, { timeout }), timeout)
+      return {
+        send,
+        probe: async () => void (await send(undefined, ['PING'])),
+        connecting: client.connect().then(() => undefined),
+        adopt: () => (current = true),
+        close: () => client.destroy(),
+      }
+    }
+    const cluster = redis.createCluster({
+      rootNodes: target.urls.map((url) => ({ url })),
+      defaults: { ...common, ...credentials(target.urls[0]!) },
+    })
+    cluster.on('error', onError)
+    return {
+      send: (key, args) => bounded(cluster.sendCommand(key, false, args, { timeout }), timeout),
+      // Health asks every master: one shard down leaves its tenants unserved.
+      probe: async () => {
+        await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), timeout)))
+      },
+      connecting: cluster.connect().then(() => undefined),
+      adopt: () => (current = true),
+      close: () => cluster.destroy(),
+    }
+  }
+  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined })
+  link = connected
+  const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
+  let timer: NodeJS.Timeout | undefined
+  try {
+    await Promise.race([
+      connected.connecting.then(() => connected.call(undefined, ['PING'])),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${limit} ms${lastError === undefined ? '' : ` (${messageOf(lastError)})`}`)), limit)
+      }),
+    ])
+  } catch (error) {
+    await connected.close().catch(() => undefined)
+    throw new PetstoreError('invalid_option', `Cannot reach Redis at ${target.display}: ${messageOf(error)}. Start it, or check --redis-url.`)
+  } finally {
+    clearTimeout(timer)
+  }
+  started = true
+  return connected
+}
+
+/**
+ * A command's reply, or a rejection once `ms` have passed.
+ * @note node-redis's own `timeout` covers only the wait to be written: once a command is on the
+ * wire, a Redis that hangs (stopped, swapping, a stuck network) would hold the request forever.
+ * A command given up on here may still run later, so a create answered 503 may yet be stored.
+ */
+function bounded<T>(reply: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  // The abandoned reply may still reject later (the connection closing): nobody waits for it.
+  reply.catch(() => undefined)
+  return Promise.race([reply, expired]).finally(() => clearTimeout(timer))
+}
+
+/** The username and password of a cluster's URL, given to every node it discovers. */
+function credentials(url: string): { username?: string; password?: string } {
+  const parsed = new URL(url)
+  return {
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+  }
+}
+
+async function loadClient(): Promise<typeof Redis> {
+  try {
+    return await import('redis')
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
+      throw new PetstoreError('invalid_option', '--redis-url needs the optional dependency redis (node-redis): run `npm install redis@5`')
+    }
+    throw new PetstoreError('invalid_option', `--redis-url needs redis (node-redis), which failed to load: ${messageOf(error)}`)
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
+export class RedisLink {
+  readonly target: RedisTarget
+  readonly #open: () => Connection
+  readonly #warn: (message: string) => void
+  readonly #renewAfterMs: number | undefined
+  #connection: Connection
+  #failing: string | undefined
+  #failingSince = 0
+  #renewedAt = 0
+
+  constructor(target: RedisTarget, open: () => Connection, warn: (message: string) => void, options: { renewAfterMs?: number | undefined } = {}) {
+    this.target = target
+    this.#open = open
+    this.#warn = warn
+    this.#renewAfterMs = options.renewAfterMs
+    this.#connection = open()
+    this.#connection.adopt()
+  }
+
+  /** Settles once the first client is connected. */
+  get connecting(): Promise<void> {
+    return this.#connection.connecting
+  }
+
+  get cluster(): boolean {
+    return this.target.mode === 'cluster'
+  }
+
+  /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
+  async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
+    let reply: Reply
+    try {
+      reply = await this.#connection.send(firstKey, args)
+    } catch (error) {
+      throw this.#failure(error)
+    }
+    this.recovered()
+    return reply
+  }
+
+  /**
+   * Runs a Lua script on `keys` (all of one tenant: one slot). An error the script raised on
+   * purpose comes back as a {@link RedisScriptRefusal} carrying its message.
+   */
+  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    const tail = [String(keys.length), ...keys, ...args.map(String)]
+    let reply: Reply
+    try {
+      try {
+        reply = await this.#connection.send(keys[0], ['EVALSHA', script.sha, ...tail])
+      } catch (error) {
+        if (!messageOf(error).startsWith('NOSCRIPT')) throw error
+        // Redis does not know the script yet (first use, or after a restart): send its text once.
+        reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail])
+      }
+    } catch (error) {
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE)\b/.exec(messageOf(error))
+      if (refusal) throw new RedisScriptRefusal(refusal[1])
+      throw this.#failure(error)
+    }
+    this.recovered()
+    return reply
+  }
+
+  /** Whether Redis (every master of a cluster) answers a PING now, within the command timeout. */
+  async ping(): Promise<{ ok: boolean; detail?: string }> {
+    try {
+      await this.#connection.probe()
+    } catch (error) {
+      return { ok: false, detail: this.#failure(error).message }
+    }
+    this.recovered()
+    return { ok: true }
+  }
+
+  /** @internal the client's error events and failed commands */
+  failed(error: unknown): StorageUnavailableError {
+    return this.#failure(error)
+  }
+
+  /** @internal the client answering again */
+  recovered(): void {
+    if (this.#failing === undefined) return
+    this.#failing = undefined
+    this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
+  }
+
+  close(): Promise<void> {
+    this.#connection.close()
+    return Promise.resolve()
+  }
+
+  #failure(error: unknown): StorageUnavailableError {
+    const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
+    const now = Date.now()
+    if (this.#failing === undefined) {
+      this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
+      this.#failingSince = now
+    }
+    this.#failing = detail
+    const renewAfter = this.#renewAfterMs
+    if (renewAfter !== undefined && now - this.#failingSince >= renewAfter && now - this.#renewedAt >= renewAfter) this.#renew(now)
+    return new StorageUnavailableError(detail, { cause: error })
+  }
+
+  /** Replaces the client by a fresh one; the old one's pending commands fail (nobody waits for them). */
+  #renew(now: number): void {
+    this.#renewedAt = now
+    const old = this.#connection
+    const fresh = this.#open()
+    fresh.connecting.catch(() => undefined)
+    fresh.adopt()
+    this.#connection = fresh
+    this.#warn(`storage still failing after ${Math.round((now - this.#failingSince) / 1000)} s: reconnecting to Redis at ${this.target.display} with a new client`)
+    old.close()
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * A tenant's request journal in Redis, so that every replica lists every request whichever
+ * replica served it. The same rules as the in-memory `RequestJournal`: newest last, ids
+ * increasing and kept across `clear()`, the oldest entries dropped past the entry limit or the
+ * byte budget (the newest always stays), `all(filter)` filtered by {@link journalMatches}.
+ *
+ * Keys (with the tenant's hash tag): `journal` (entries as JSON, oldest first), `jsizes` (each
+ * entry's weight, in step with `journal`), `jmeta` (`seq`: the last id, `bytes`: the weight held).
+ * Recording is one script, so the caps hold whatever replicas write at once.
+ */
+import {
+  DEFAULT_JOURNAL_BYTES,
+  DEFAULT_JOURNAL_LIMIT,
+  entryWeight,
+  journalMatches,
+  type JournalEntry,
+  type JournalFilter,
+  type TenantJournal,
+} from '../core/journal.js'
+import { redisScript, type RedisLink } from './redis-connection.js'
+import type { TenantKeys } from './redis-storage.js'
+
+/**
+ * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories. ARGV: the entry's JSON
+ * after its `{`, prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; now.
+ * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
+ * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
+ */
+const RECORD = redisScript(`
+local limit = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[5])
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  redis.call('HSET', KEYS[4], 'used', ARGV[6])
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[4], ttl)
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  end
+end
+if limit == 0 then return 0 end
+local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
+local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
+redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])
+local n = redis.call('RPUSH', KEYS[2], ARGV[2])
+local budget = tonumber(ARGV[4])
+local drop = 0
+while n - drop > 1 and (n - drop > limit or bytes > budget) do
+  bytes = bytes - tonumber(redis.call('LINDEX', KEYS[2], drop))
+  drop = drop + 1
+end
+if drop > 0 then
+  redis.call('LTRIM', KEYS[1], drop, -1)
+  redis.call('LTRIM', KEYS[2], drop, -1)
+  redis.call('HSET', KEYS[3], 'bytes', string.format('%d', bytes))
+end
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+end
+return id
+`)
+
+/** Empties the journal; the id sequence goes on. */
+const CLEAR = redisScript(`
+redis.call('DEL', KEYS[1], KEYS[2])
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
+return 1
+`)
+
+/** Options of {@link RedisJournal}. */
+export interface RedisJournalOptions {
+  /** @default {@link DEFAULT_JOURNAL_LIMIT} entries */
+  readonly limit?: number | undefined
+  /** @default {@link DEFAULT_JOURNAL_BYTES} */
+  readonly bytes?: number | undefined
+  /** The journal's keys expire this long after its last entry; 0: never. @default 0 */
+  readonly ttlMs?: number | undefined
+}
+
+export class RedisJournal implements TenantJournal {
+  readonly #link: RedisLink
+  readonly #keys: readonly [string, string, string, string, string]
+  readonly #limit: number
+  readonly #budget: number
+  readonly #ttlMs: number
+  /** Nothing held on this process's heap: the entries are in Redis. */
+  readonly bytes = 0
+
+  constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
+    this.#link = link
+    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories]
+    this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
+    this.#budget = options.bytes ?? DEFAULT_JOURNAL_BYTES
+    this.#ttlMs = options.ttlMs ?? 0
+  }
+
+  /**
+   * Stores the entry, weighed as the in-memory journal weighs it ({@link entryWeight}), so that
+   * both keep the same entries under the same budget; settles once Redis has it. `grow` is for
+   * the server's heap budget, which entries kept in Redis do not touch.
+   */
+  async record(entry: Omit<JournalEntry, 'id'>): Promise<void> {
+    const rest = `,${JSON.stringify(entry).slice(1)}`
+    const size = entryWeight({ id: 0, ...entry })
+    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, Date.now()])
+  }
+
+  async all(filter: JournalFilter = {}): Promise<JournalEntry[]> {
+    const texts = (await this.#link.call(this.#keys[0], ['LRANGE', this.#keys[0], '0', '-1'])) as string[]
+    return texts.map((text) => JSON.parse(text) as JournalEntry).filter((entry) => journalMatches(entry, filter))
+  }
+
+  async clear(): Promise<void> {
+    await this.#link.script(CLEAR, this.#keys.slice(0, 3), [])
+  }
+
+  async count(): Promise<number> {
+    return (await this.#link.call(this.#keys[0], ['LLEN', this.#keys[0]])) as number
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * The Redis store on its own redis-server: outages (down, frozen) answered with 503 Error bodies
+ * and recovered from, the health route, TTL expiry in Redis, a password in the URL, the key
+ * layout with its hash tags, and what the CLI says about a bad or unreachable Redis.
+ */
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { parseRedisUrl } from '../../src/server/redis-connection.js'
+import { tenantId } from '../../src/server/tenant-registry.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
+import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+function unhandledRejections(): unknown[] {
+  const seen: unknown[] = []
+  const listener = (reason: unknown) => seen.push(reason)
+  process.on('unhandledRejection', listener)
+  onTestFinished(() => void process.off('unhandledRejection', listener))
+  return seen
+}
+
+const create = (sandbox: RunningSandbox, name: string, key = 'partner') =>
+  sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
+
+async function until200(sandbox: RunningSandbox, path: string): Promise<number> {
+  let status = 0
+  for (let attempt = 0; attempt < 100 && status !== 200; attempt++) {
+    status = (await fetch(`${sandbox.origin}${path}`, { headers: auth('partner') })).status
+    if (status !== 200) await sleep(100)
+  }
+  return status
+}
+
+describe('Redis URLs', () => {
+  it.each([
+    ['redis://127.0.0.1:6379', 'standalone', ['redis://127.0.0.1:6379']],
+    ['rediss://:secret@cache.example:6380/2', 'standalone', ['rediss://:secret@cache.example:6380/2']],
+    ['redis-cluster://127.0.0.1:7000,127.0.0.1:7001', 'cluster', ['redis://127.0.0.1:7000', 'redis://127.0.0.1:7001']],
+    ['rediss-cluster://u:p@a:1,b:2', 'cluster', ['rediss://u:p@a:1', 'rediss://u:p@b:2']],
+    ['redis://a:1,redis://b:2', 'cluster', ['redis://a:1', 'redis://b:2']],
+  ])('reads %s as %s', (url, mode, urls) => {
+    expect(parseRedisUrl(url)).toMatchObject({ mode, urls })
+  })
+
+  it('never shows the password', () => {
+    expect(parseRedisUrl('redis://user:hunter2@host:1').display).toBe('redis://user:***@host:1')
+  })
+
+  it.each(['http://host:1', 'redis://', 'redis-cluster://', 'not a url'])('refuses %s with a message saying what is expected', (url) => {
+    expect(() => parseRedisUrl(url)).toThrow(/Expected redis:\/\/host:port/)
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
+  it('answers 503 storage_unavailable promptly while Redis is down, says so on /__sandbox/health, and recovers when Redis returns', async () => {
+    const rejections = unhandledRejections()
+    const redis = await startRedis({ aof: true })
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    const healthy = await sandbox.fetch('/__sandbox/health')
+    expect(await jsonOf(healthy)).toMatchObject({ status: 'ok', storage: { kind: 'redis', ok: true } })
+
+    await redis.stop('SIGKILL')
+    const started = Date.now()
+    for (const response of [await sandbox.fetch('/v1/categories', { headers: auth('partner') }), await create(sandbox, 'while down')]) {
+      expect(response.status).toBe(503)
+      expect(response.headers.get('retry-after')).toBe('5')
+      expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    }
+    expect(Date.now() - started).toBeLessThan(3000)
+    const health = await sandbox.fetch('/__sandbox/health')
+    expect(health.status).toBe(503)
+    expect(await jsonOf(health)).toMatchObject({ status: 'degraded', storage: { kind: 'redis', ok: false } })
+
+    await redis.start()
+    expect(await until200(sandbox, '/v1/categories')).toBe(200)
+    const listed = (await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(listed.map((category) => category.name)).toEqual(['before'])
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect(rejections).toEqual([])
+  })
+
+  it('answers 503 within the command timeout when Redis hangs (SIGSTOP) instead of hanging, and recovers when it thaws', async () => {
+    const rejections = unhandledRejections()
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    redis.signal('SIGSTOP')
+    onTestFinished(() => redis.signal('SIGCONT'))
+    const started = Date.now()
+    const response = await sandbox.fetch('/v1/categories', { headers: auth('partner') })
+    const waited = Date.now() - started
+    expect(response.status).toBe(503)
+    expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    expect(waited).toBeLessThan(5000)
+    redis.signal('SIGCONT')
+    expect(await until200(sandbox, '/v1/categories')).toBe(200)
+    expect(rejections).toEqual([])
+  })
+
+  it('lets Redis expire an idle tenant’s keys by TTL (--tenant-ttl-days), and the tenant list forgets it', async () => {
+    const redis = await startRedis()
+    const ttlDays = 1 / 86_400 // one second
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, adminToken: 'root', tenantTtlDays: ttlDays })
+    expect((await create(sandbox, 'soon gone')).status).toBe(201)
+    const meta = `petstore-sandbox:{${tenantId('partner')}}:meta`
+    const ttl = Number((await redis.cli('PTTL', meta)).trim())
+    expect(ttl).toBeGreaterThan(0)
+    expect(ttl).toBeLessThanOrEqual(1000)
+    expect(((await jsonOf(await sandbox.fetch('/__sandbox/tenants', { headers: auth('root') }))) as { id: string }[]).map((t) => t.id)).toContain(tenantId('partner'))
+    await sleep(1300)
+    expect((await redis.cli('EXISTS', meta)).trim()).toBe('0')
+    expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))).toEqual([])
+    expect(((await jsonOf(await sandbox.fetch('/__sandbox/tenants', { headers: auth('root') }))) as { id: string }[]).map((t) => t.id)).not.toContain(tenantId('partner'))
+  })
+
+  it('keeps a tenant that is used (reads only) past the TTL: every request renews it', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], tenantTtlDays: 1 / 86_400 })
+    expect((await create(sandbox, 'kept by use')).status).toBe(201)
+    for (let i = 0; i < 6; i++) {
+      await sleep(300)
+      expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((c) => c.name)).toEqual(['kept by use'])
+    }
+  })
+
+  it('keeps every key of a tenant under its hash tag, and nothing else but the tenant list', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'x')).status).toBe(201)
+    const keys = (await redis.cli('--scan')).trim().split('\n').sort()
+    const tag = `{${tenantId('partner')}}`
+    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants').sort())
+  })
+
+  it('serves over TLS with a rediss:// URL', async () => {
+    const redis = await startRedis({ tls: true })
+    const port = await freePort()
+    const run = runCli(['serve', '--port', String(port), '--api-key', 'partner', '--scenario', 'empty', '--quiet', '--redis-url', redis.url], { NODE_EXTRA_CA_CERTS: redis.certificate })
+    await run.waitFor('is running')
+    expect(run.stdout()).toContain(`Redis ${redis.url}`)
+    const response = await fetch(`http://127.0.0.1:${port}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'over TLS' }) })
+    expect(response.status).toBe(201)
+    expect((await redis.cli('LRANGE', `petstore-sandbox:{${tenantId('partner')}}:cats`, '0', '-1')).trim()).toBe('{"id":1,"name":"over TLS"}')
+  })
+
+  it('connects with a password in the URL, and refuses to start with a wrong one', async () => {
+    const redis = await startRedis({ password: 's3cret' })
+    const sandbox = await startSandbox({ redisUrl: `redis://:s3cret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'x')).status).toBe(201)
+    const wrong = await runCliToEnd(['serve', '--port', '0', '--redis-url', `redis://:nope@127.0.0.1:${redis.port}`])
+    expect(wrong.code).toBe(1)
+    expect(wrong.stderr).toMatch(/Cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1/)
+    expect(wrong.stderr).not.toContain('nope')
+  })
+})
+
+describe('serve --redis-url', () => {
+  it('refuses to start, in one line, when Redis does not answer', async () => {
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--redis-url', 'redis://127.0.0.1:1'])
+    expect(code).toBe(1)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toContain('Cannot reach Redis at redis://127.0.0.1:1')
+    expect(stderr).toContain('ECONNREFUSED')
+  })
+
+  it('says how to install the optional dependency when redis is missing', async () => {
+    const hide = fileURLToPath(new URL('../support/without-redis.mjs', import.meta.url))
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--redis-url', 'redis://127.0.0.1:1'], { NODE_OPTIONS: `--import=${hide}` })
+    expect(code).toBe(1)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toContain('--redis-url needs the optional dependency redis (node-redis): run `npm install redis@5`')
+  })
+
+  it('refuses --redis-url together with --data-dir', async () => {
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--redis-url', 'redis://127.0.0.1:1', '--data-dir', '/tmp/x'])
+    expect(code).toBe(1)
+    expect(stderr).toContain('--redis-url and --data-dir cannot be used together')
+  })
+
+  it('refuses a URL that is not a Redis URL', async () => {
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--redis-url', 'http://127.0.0.1:1'])
+    expect(code).toBe(1)
+    expect(stderr).toContain('Expected redis://host:port')
+  })
+})

@@ -1,0 +1,32 @@
+/**
+ * Vitest global setup: one redis-server for the whole run, for the suites that run against every
+ * store (tests keep apart by key prefix). Its URL reaches the tests through `inject('redisUrl')`.
+ * Without redis-server installed it starts nothing (and, under CI, the Redis suites then fail).
+ */
+import { rmSync } from 'node:fs'
+import type { TestProject } from 'vitest/node'
+import { HAVE_REDIS, RedisServer, freePort } from './redis-server.js'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The shared redis-server's URL, or '' when none could be started. */
+    redisUrl: string
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  if (!HAVE_REDIS) {
+    project.provide('redisUrl', '')
+    return () => Promise.resolve()
+  }
+  const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'petstore-redis-')), {})
+  await server.start()
+  project.provide('redisUrl', server.url)
+  return async () => {
+    await server.stop()
+    rmSync(server.dir, { recursive: true, force: true })
+  }
+}

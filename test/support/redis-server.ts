@@ -1,0 +1,222 @@
+/**
+ * Real `redis-server` processes on free loopback ports, each in its own temporary directory:
+ * standalone (optionally with AOF, `appendfsync always`) and a 3-master cluster. Each is torn
+ * down by the test that started it (or, for the one shared by a test file, when that file's
+ * worker exits).
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer, connect } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { onTestFinished } from 'vitest'
+
+const run = promisify(execFile)
+
+/** Whether redis-server is installed (CI installs it; without it, Redis tests fail under CI and skip elsewhere). */
+export const HAVE_REDIS = existsSync('/usr/bin/redis-server') && existsSync('/usr/bin/redis-cli')
+export const REQUIRE_REDIS = HAVE_REDIS || Boolean(process.env['CI'])
+
+/** A port nothing listens on now. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+export interface RedisServerOptions {
+  /** Append-only file with `appendfsync always`: every write is on disk before Redis answers it. */
+  readonly aof?: boolean
+  /** Start as a cluster node (`--cluster-enabled yes`). */
+  readonly cluster?: boolean
+  /** `--requirepass`: clients must send this password. */
+  readonly password?: string
+  /** TLS only (`--tls-port`, a self-signed certificate for 127.0.0.1 made with openssl): `rediss://`. */
+  readonly tls?: boolean
+}
+
+export class RedisServer {
+  readonly port: number
+  readonly dir: string
+  readonly #options: RedisServerOptions
+  #child: ChildProcess | undefined
+
+  constructor(port: number, dir: string, options: RedisServerOptions) {
+    this.port = port
+    this.dir = dir
+    this.#options = options
+  }
+
+  get url(): string {
+    return `${this.#options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`
+  }
+
+  /** The certificate a TLS server presents (its own CA), for NODE_EXTRA_CA_CERTS. */
+  get certificate(): string {
+    return join(this.dir, 'cert.pem')
+  }
+
+  /** Starts (or restarts) the server and waits until it answers PING. */
+  async start(): Promise<void> {
+    if (this.#options.tls && !existsSync(this.certificate)) {
+      await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(this.dir, 'key.pem'), '-out', this.certificate, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'])
+    }
+    const tls = this.#options.tls
+      ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', this.certificate, '--tls-key-file', join(this.dir, 'key.pem'), '--tls-ca-cert-file', this.certificate, '--tls-auth-clients', 'no']
+      : ['--port', String(this.port)]
+    const args = [...tls, '--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--daemonize', 'no', '--logfile', join(this.dir, 'redis.log')]
+    if (this.#options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always')
+    else args.push('--appendonly', 'no')
+    if (this.#options.password !== undefined) args.push('--requirepass', this.#options.password)
+    if (this.#options.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '2000')
+    const child = spawn('redis-server', args, { stdio: 'ignore' })
+    this.#child = child
+    const deadline = Date.now() + 10_000
+    while (!(this.#options.tls ? await this.cli('PING').then((out) => out.includes('PONG'), () => false) : await answersPing(this.port, this.#options.password))) {
+      if (child.exitCode !== null) throw new Error(`redis-server on port ${this.port} exited with ${child.exitCode}`)
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within 10 s`)
+      await sleep(50)
+    }
+  }
+
+  /** Stops the server: SIGKILL (a crash) or SIGTERM (a clean shutdown). */
+  async stop(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
+    const child = this.#child
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    const exited = new Promise((resolve) => child.once('exit', resolve))
+    child.kill(signal)
+    await exited
+  }
+
+  /** Freezes (SIGSTOP) or thaws (SIGCONT) the server: a Redis that hangs rather than refuses. */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    this.#child?.kill(signal)
+  }
+
+  /** Kills the process now (for exit handlers). */
+  killNow(): void {
+    this.#child?.kill('SIGKILL')
+  }
+
+  /** `redis-cli -p PORT …`, its output. */
+  async cli(...args: string[]): Promise<string> {
+    const auth = [
+      ...(this.#options.password === undefined ? [] : ['--no-auth-warning', '-a', this.#options.password]),
+      ...(this.#options.tls ? ['--tls', '--cacert', this.certificate] : []),
+    ]
+    const { stdout } = await run('redis-cli', ['-p', String(this.port), ...auth, ...args])
+    return stdout
+  }
+}
+
+/** Starts a standalone redis-server for one test and stops it (and removes its directory) when the test ends. */
+export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
+  const server = await newServer(options)
+  onTestFinished(() => teardown(server))
+  return server
+}
+
+async function newServer(options: RedisServerOptions): Promise<RedisServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-redis-'))
+  const server = new RedisServer(await freePort(), dir, options)
+  await server.start()
+  return server
+}
+
+async function teardown(server: RedisServer): Promise<void> {
+  await server.stop()
+  rmSync(server.dir, { recursive: true, force: true })
+}
+
+let shared: Promise<RedisServer> | undefined
+
+/**
+ * One redis-server for a whole test file (its worker process): tests keep apart by key prefix.
+ * Killed when the worker exits.
+ */
+export function sharedRedis(): Promise<RedisServer> {
+  shared ??= newServer({}).then((server) => {
+    process.once('exit', () => {
+      server.killNow()
+      rmSync(server.dir, { recursive: true, force: true })
+    })
+    return server
+  })
+  return shared
+}
+
+export interface RedisCluster {
+  readonly nodes: readonly RedisServer[]
+  /** `redis-cluster://127.0.0.1:a,127.0.0.1:b,127.0.0.1:c` */
+  readonly url: string
+  /** The port of the master serving `key`'s slot. */
+  masterOf(key: string): Promise<number>
+}
+
+/**
+ * A 3-master cluster (`--cluster-enabled yes` on three ports, `redis-cli --cluster create`), for
+ * one test. Resolves once every node reports `cluster_state:ok`.
+ */
+export async function startRedisCluster(): Promise<RedisCluster> {
+  const nodes: RedisServer[] = []
+  onTestFinished(async () => {
+    for (const node of nodes) await teardown(node)
+  })
+  for (let i = 0; i < 3; i++) nodes.push(await newServer({ cluster: true }))
+  await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes'])
+  const deadline = Date.now() + 20_000
+  for (const node of nodes) {
+    while (!(await node.cli('CLUSTER', 'INFO')).includes('cluster_state:ok')) {
+      if (Date.now() > deadline) throw new Error('the cluster did not reach cluster_state:ok within 20 s')
+      await sleep(100)
+    }
+  }
+  const first = nodes[0]!
+  return {
+    nodes,
+    url: `redis-cluster://${nodes.map((node) => `127.0.0.1:${node.port}`).join(',')}`,
+    async masterOf(key) {
+      const slot = Number((await first.cli('CLUSTER', 'KEYSLOT', key)).trim())
+      // CLUSTER NODES lines: id host:port@bus flags master - ping pong epoch state slot-ranges…
+      for (const line of (await first.cli('CLUSTER', 'NODES')).trim().split('\n')) {
+        const fields = line.split(' ')
+        const port = Number(fields[1]!.split('@')[0]!.split(':')[1])
+        for (const range of fields.slice(8)) {
+          const [low, high = low] = range.split('-').map(Number)
+          if (low !== undefined && high !== undefined && slot >= low && slot <= high) return port
+        }
+      }
+      throw new Error(`no master serves slot ${slot}`)
+    },
+  }
+}
+
+function answersPing(port: number, password?: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    let reply = ''
+    socket.setTimeout(1000)
+    socket.on('connect', () => socket.write(password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`))
+    socket.on('data', (chunk) => {
+      reply += chunk.toString()
+      if (reply.includes('\r\n')) {
+        socket.destroy()
+        resolve(reply.startsWith('+PONG') || reply.startsWith('+OK'))
+      }
+    })
+    socket.on('error', () => resolve(false))
+    socket.on('timeout', () => {
+      socket.destroy()
+      resolve(false)
+    })
+  })
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
