@@ -4,6 +4,12 @@ export type PetstoreErrorCode =
   | 'invalid_scenario'
   | 'scenario_not_readable'
   | 'invalid_option'
+  /** `categories.create()` judged the input as `POST /categories` does: the same codes as its 400 and 409 answers. */
+  | 'invalid_body'
+  | 'missing_field'
+  | 'invalid_field'
+  | 'unknown_field'
+  | 'category_limit'
 
 /**
  * Thrown when the library is misused: an unknown scenario, a broken scenario file, a bad option.

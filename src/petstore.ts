@@ -1,7 +1,8 @@
 /** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
 import type { HttpHandler } from 'msw'
 import * as z from 'zod'
-import { apiError } from './contract/errors.js'
+import { apiError, type ErrorCode } from './contract/errors.js'
+import { OPERATION_CONTRACTS } from './contract/operations.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
@@ -10,7 +11,7 @@ import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReas
 import { DEFAULT_MAX_BODY_BYTES } from './core/request-body.js'
 import type { PetstoreStore } from './core/store.js'
 import { Tenant } from './core/tenant.js'
-import { PetstoreError } from './errors.js'
+import { PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './handlers/categories.js'
 import { createHandlers } from './handlers/create-handlers.js'
 import { Pipeline } from './handlers/pipeline.js'
@@ -302,17 +303,18 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
         afterReady(() => {
           const input: unknown = category
           if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-            throw new PetstoreError('invalid_option', 'Cannot create category: expected an object such as { name: "Ferrets" }')
+            throw new PetstoreError('invalid_body', 'Cannot create category: expected an object such as { name: "Ferrets" }')
           }
           // The same judgement as `POST /categories`: unknown fields ignored, or refused with `strict`.
           const judged = validateNewCategory(input as Record<string, unknown>, settings.strict, limits)
           if ('kind' in judged) {
-            const reason = judged.kind === 'error' ? apiError(judged.code, judged.params).message : 'invalid category'
-            throw new PetstoreError('invalid_option', `Cannot create category: ${reason}`)
+            // The code and message `POST /categories` would answer with (missing_field, invalid_field, unknown_field).
+            if (judged.kind !== 'error') throw new PetstoreError('invalid_body', 'Cannot create category: invalid category')
+            throw new PetstoreError(libraryCode(judged.code), `Cannot create category: ${apiError(judged.code, judged.params).message}`)
           }
           return tenant.createCategory(judged).catch((error: unknown) => {
             if (!(error instanceof CategoryLimitError)) throw error
-            throw new PetstoreError('invalid_option', `Cannot create category: ${apiError('category_limit', { max: error.limit }).message}`)
+            throw new PetstoreError('category_limit', `Cannot create category: ${apiError('category_limit', { max: error.limit }).message} (petstore.reset())`)
           })
         }),
     },
@@ -322,12 +324,42 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     },
     orders: { list: () => afterReady(() => Promise.resolve(tenant.listOrders())) },
     requests: {
-      all: (filter) => tenant.journal.all(filter),
+      all: (filter) => tenant.journal.all(parseFilter(filter)),
       clear: () => tenant.journal.clear(),
     },
   }
   TENANTS.set(petstore, tenant)
   return petstore
+}
+
+/** The library's code for a 400 code of `POST /categories`. */
+function libraryCode(code: ErrorCode): PetstoreErrorCode {
+  return code === 'missing_field' || code === 'invalid_field' || code === 'unknown_field' ? code : 'invalid_body'
+}
+
+const OPERATION_IDS: readonly string[] = OPERATION_CONTRACTS.map((contract) => contract.id)
+
+const Filter = z
+  .object({
+    method: z.string({ error: 'must be an HTTP method such as "POST"' }).optional(),
+    path: z
+      .string({ error: 'must be a URL path such as "/v1/categories" (a trailing * matches a prefix)' })
+      .startsWith('/', { error: 'must be the full URL path, base path included: "/v1/categories", not "categories"' })
+      .optional(),
+    operation: z
+      .string()
+      .refine((id) => OPERATION_IDS.includes(id), { error: `must be an operation name: ${OPERATION_IDS.join(', ')}` })
+      .optional(),
+    status: z.int({ error: 'must be an HTTP status as a number (201, not "201")' }).optional(),
+  })
+  .strict()
+  .optional()
+
+/** A journal filter as given, judged: a filter that cannot match is a mistake, never an empty list. */
+function parseFilter(filter: JournalFilter | undefined): JournalFilter | undefined {
+  const parsed = Filter.safeParse(filter)
+  if (!parsed.success) throw new PetstoreError('invalid_option', `Invalid requests filter ${describeIssues(parsed.error)}`)
+  return parsed.data
 }
 
 const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal>>()

@@ -121,6 +121,46 @@ describe('reset and scenarios', () => {
   })
 })
 
+describe('a scenario file that fails to load', () => {
+  it('rejects ready with the loader’s message, and answers requests 500 with it rather than an unexplained error', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-broken-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'broken.json')
+    await writeFile(file, JSON.stringify({ name: 'broken', version: 'one', description: 'x' }))
+    const errors = vi.spyOn(console, 'error').mockImplementation(() => undefined)
+    onTestFinished(() => errors.mockRestore())
+    const petstore = await harness.use({ scenario: file }).catch(() => undefined)
+    expect(petstore).toBeUndefined()
+    const again = createPetstore({ baseUrl: 'https://broken.test/v1', scenario: file })
+    await expect(again.ready).rejects.toBeInstanceOf(PetstoreError)
+    harness.server.resetHandlers(...again.handlers)
+    const answer = await fetch('https://broken.test/v1/categories', { headers: { authorization: 'Bearer k' } })
+    const body = (await answer.json()) as { status: number; message: string }
+    expect(body.status).toBe(500)
+    expect(body.message).toContain('the petstore has no scenario to answer from')
+    expect(body.message).toContain('version')
+  })
+})
+
+describe('requests.all(filter)', () => {
+  it.each([
+    { name: 'a path without the base path', filter: { path: 'categories' }, message: /full URL path, base path included/ },
+    { name: 'a status given as text', filter: { status: '201' }, message: /HTTP status as a number/ },
+    { name: 'an unknown key', filter: { verb: 'POST' }, message: /verb/ },
+    { name: 'an unknown operation', filter: { operation: 'createCategories' }, message: /listCategories, createCategory/ },
+  ])('throws for a filter that cannot match: $name', async ({ filter, message }) => {
+    const petstore = await harness.use()
+    expect(() => petstore.requests.all(filter as never)).toThrow(message)
+  })
+
+  it('filters by the whole path and a numeric status', async () => {
+    const petstore = await harness.use()
+    await call('/categories', { body: { name: 'Ferrets' } })
+    await call('/categories')
+    expect(petstore.requests.all({ path: '/v1/categories', status: 201 }).map((entry) => entry.method)).toEqual(['POST'])
+  })
+})
+
 describe('isolation', () => {
   it('two petstores in one process never share data', async () => {
     const a = createPetstore({ baseUrl: 'https://a.test/v1', apiKeys: ['k'] })
@@ -137,16 +177,24 @@ describe('isolation', () => {
 })
 
 describe('the library API', () => {
-  it('categories.create() stores like POST does and validates like it', async () => {
+  it('categories.create() stores like POST does and refuses with the codes POST answers', async () => {
     const petstore = await harness.use()
     expect(await petstore.categories.create({ name: 'Ferrets' })).toEqual({ id: 6, name: 'Ferrets' })
     await expect(petstore.categories.create({ name: ' ' })).rejects.toMatchObject({
-      code: 'invalid_option',
+      code: 'invalid_field',
       message: 'Cannot create category: name must be a non-empty string',
     })
-    await expect(petstore.categories.create({} as never)).rejects.toMatchObject({ message: 'Cannot create category: name is required' })
-    await expect(petstore.categories.create(null as never)).rejects.toMatchObject({ code: 'invalid_option' })
+    await expect(petstore.categories.create({} as never)).rejects.toMatchObject({ code: 'missing_field', message: 'Cannot create category: name is required' })
+    await expect(petstore.categories.create(null as never)).rejects.toMatchObject({ code: 'invalid_body' })
     expect(await petstore.categories.list()).toHaveLength(6)
+  })
+
+  it('categories.create() past maxCategories throws category_limit, pointing at petstore.reset()', async () => {
+    const petstore = await harness.use({ maxCategories: 5 })
+    await expect(petstore.categories.create({ name: 'Ferrets' })).rejects.toMatchObject({
+      code: 'category_limit',
+      message: 'Cannot create category: The tenant holds the most categories allowed (5); reset it to start again (petstore.reset())',
+    })
   })
 
   it('categories.create() ignores unknown fields and an id as POST does, and refuses them with strict', async () => {
@@ -155,7 +203,7 @@ describe('the library API', () => {
     expect(await lenient.categories.create(input)).toEqual({ id: 6, name: 'Ferrets' })
     const strict = await harness.use({ strict: true })
     await expect(strict.categories.create(input)).rejects.toMatchObject({
-      code: 'invalid_option',
+      code: 'unknown_field',
       message: expect.stringMatching(/^Cannot create category: "(id|colour)" is not a field of NewCategory/) as unknown,
     })
     expect(await strict.categories.list()).toHaveLength(5)

@@ -87,7 +87,7 @@ export const ERROR_TABLE = {
   },
   category_limit: {
     status: 409,
-    message: 'The tenant holds the most categories allowed ({max}); reset it (POST /__sandbox/reset) to start again',
+    message: 'The tenant holds the most categories allowed ({max}); reset it to start again',
     when: 'A create beyond the categories one tenant may hold (20,000 by default on the server)',
   },
   gone: {

@@ -6,6 +6,7 @@
 import { apiError, codeForStatus } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
+import { PetstoreError } from '../errors.js'
 import { journalBody, journalHeaders, type TenantJournal } from '../core/journal.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { StorageUnavailableError } from '../core/storage.js'
@@ -229,6 +230,11 @@ export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<
   }
   if (error instanceof StorageUnavailableError) {
     return { outcome: failure('storage_unavailable'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
+  }
+  if (error instanceof PetstoreError) {
+    // Only the library's pipeline meets one: its scenario (a file of the user's own) failed to
+    // load. The user is the only client, so the loader's message is the useful answer.
+    return { outcome: failure('internal_error', { reason: `the petstore has no scenario to answer from: ${error.message}` }) }
   }
   if (error instanceof OverCapacityError) {
     return {
