@@ -4,7 +4,7 @@ import * as z from 'zod'
 import { apiError, type ErrorCode } from './contract/errors.js'
 import { OPERATION_CONTRACTS } from './contract/operations.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
-import { KeyRing } from './core/auth.js'
+import { ApiKey, KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
 import { CategoryLimitError } from './core/store.js'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from './core/limits.js'
@@ -157,7 +157,7 @@ const Options = z
       })
       .default('*/v1'),
     apiKeys: z
-      .union([z.literal('any'), z.array(z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })).min(1)], {
+      .union([z.literal('any'), z.array(ApiKey).min(1)], {
         error: "must be 'any' or a non-empty array of keys (['t0ken'])",
       })
       .optional(),
@@ -307,11 +307,8 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
           }
           // The same judgement as `POST /categories`: unknown fields ignored, or refused with `strict`.
           const judged = validateNewCategory(input as Record<string, unknown>, settings.strict, limits)
-          if ('kind' in judged) {
-            // The code and message `POST /categories` would answer with (missing_field, invalid_field, unknown_field).
-            if (judged.kind !== 'error') throw new PetstoreError('invalid_body', 'Cannot create category: invalid category')
-            throw new PetstoreError(libraryCode(judged.code), `Cannot create category: ${apiError(judged.code, judged.params).message}`)
-          }
+          // The code and message `POST /categories` would answer with (missing_field, invalid_field, unknown_field).
+          if ('kind' in judged) throw new PetstoreError(libraryCode(judged.code), `Cannot create category: ${apiError(judged.code, judged.params).message}`)
           return tenant.createCategory(judged).catch((error: unknown) => {
             if (!(error instanceof CategoryLimitError)) throw error
             throw new PetstoreError('category_limit', `Cannot create category: ${apiError('category_limit', { max: error.limit }).message} (petstore.reset())`)

@@ -1,6 +1,7 @@
 /**
- * petstore-sandbox/server: the standalone sandbox as an express app, one isolated store per
- * API key. The CLI (`petstore-sandbox serve`) binds it; tests can bind it to port 0.
+ * petstore-sandbox/server: the standalone sandbox, one isolated tenant per API key, as a Node
+ * request listener (and an express app to mount). The CLI (`petstore-sandbox serve`) binds it;
+ * tests bind it to port 0.
  */
 export { createSandboxApp, API_BASE_PATH, ADMIN_BASE_PATH, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
 export { DEV_API_KEY, DEFAULT_MAX_TENANTS, displayId, tenantId } from './server/tenant-registry.js'

@@ -9,7 +9,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 export type RawBody =
   | { readonly ok: true; readonly text: string }
-  | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams; readonly text?: string }
+  | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams }
 
 /** The answer to a body over `limit` bytes. */
 export function payloadTooLarge(limit: number): RawBody {

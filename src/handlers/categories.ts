@@ -4,7 +4,7 @@ import { categorySchemas, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { parseJsonObject } from '../core/request-body.js'
 import { CategoryLimitError, IdSpaceExhaustedError } from '../core/store.js'
-import { failure, json, type Operation, type Outcome } from './operation.js'
+import { failure, json, type ErrorOutcome, type Operation } from './operation.js'
 
 export const listCategories: Operation = {
   ...contractOf('listCategories'),
@@ -56,7 +56,7 @@ export function validateNewCategory(
   value: Record<string, unknown>,
   strict: boolean,
   limits: CategoryLimits = DEFAULT_CATEGORY_LIMITS,
-): NewCategory | Outcome {
+): NewCategory | ErrorOutcome {
   const missing = REQUIRED_FIELDS.find((field) => !Object.hasOwn(value, field))
   if (missing !== undefined) return failure('missing_field', { field: missing })
   const parsed = newCategoryUnder(limits).safeParse(value)

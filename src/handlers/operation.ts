@@ -37,7 +37,10 @@ export interface Operation extends OperationContract {
 
 export const json = (status: number, body: unknown): Outcome => ({ kind: 'json', status, body })
 
-export const failure = (code: ErrorCode, params?: ErrorParams): Outcome =>
+/** An outcome that is an error of the error table. */
+export type ErrorOutcome = Extract<Outcome, { kind: 'error' }>
+
+export const failure = (code: ErrorCode, params?: ErrorParams): ErrorOutcome =>
   params ? { kind: 'error', code, params } : { kind: 'error', code }
 
 export { declaredErrorStatuses } from '../contract/operations.js'

@@ -4,6 +4,7 @@
  */
 import * as z from 'zod'
 import { Id, NewCategory, Order, Pet } from '../contract/schemas.js'
+import { ApiKey } from '../core/auth.js'
 
 /** Names are also file names, so they are kept to a safe alphabet (no `/`, no `..`). */
 export const ScenarioName = z
@@ -102,7 +103,7 @@ export const ScenarioFile = z
     version: z.string().regex(/^\d+\.\d+\.\d+$/, { error: 'must be a version like 1.0.0' }),
     description: z.string(),
     apiKeys: z
-      .array(z.string().min(1).regex(/^\S+$/, { error: 'must not contain spaces' }))
+      .array(ApiKey)
       .min(1)
       .optional()
       .meta({

@@ -2,6 +2,7 @@
  * The admin API under `/__sandbox/`. A caller acts on its own tenant with its API key, or on
  * any tenant with the admin token and `?tenant=<id>`. Errors are the error table's Error bodies.
  */
+import * as z from 'zod'
 import express, { type Request, type Response, type Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
 import { authError, NOT_ACCEPTED, readBearer } from '../core/auth.js'
@@ -39,6 +40,11 @@ export interface AdminRoutesOptions {
 type Caller = { readonly kind: 'tenant'; readonly id: string } | { readonly kind: 'admin'; readonly tenant: string | undefined }
 
 type Handler = (req: Request, res: Response) => Promise<void> | void
+
+/** The body of `PUT /__sandbox/scenario`: a scenario's name (other fields are ignored). */
+const ScenarioSwitch = z.object({
+  name: z.string({ error: 'name must be a non-empty string' }).regex(/\S/, { error: 'name must be a non-empty string' }),
+})
 
 /** The methods the admin routes answer (CORS preflights allow them). */
 export const ADMIN_METHODS = ['GET', 'PUT', 'POST', 'DELETE'] as const
@@ -156,11 +162,10 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     put: onTenant(async ({ tenant }, req, res) => {
       const body = await readJsonObject(req, options.maxBodyBytes)
       if (!body.ok) return sendError(res, body.code, body.params)
-      const name: unknown = body.value['name']
-      if (name === undefined) return sendError(res, 'missing_field', { field: 'name' })
-      if (typeof name !== 'string' || name.trim() === '') {
-        return sendError(res, 'invalid_field', { reason: 'name must be a non-empty string' })
-      }
+      if (!Object.hasOwn(body.value, 'name')) return sendError(res, 'missing_field', { field: 'name' })
+      const parsed = ScenarioSwitch.safeParse(body.value)
+      if (!parsed.success) return sendError(res, 'invalid_field', { reason: parsed.error.issues[0]?.message ?? 'name must be a non-empty string' })
+      const { name } = parsed.data
       const allowed = async () => (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none'
       if (!options.scenarioAllowed(name)) {
         return sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowed() })

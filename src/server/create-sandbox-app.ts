@@ -1,7 +1,10 @@
 /**
- * `createSandboxApp()`: the standalone sandbox as an express app. It never listens; the CLI
- * (or a test) binds it. The API itself is the core's msw handlers behind a bridge: every rule
- * (auth, bodies, validation, Prefer, faults, journal) is the core's.
+ * `createSandboxApp()`: the standalone sandbox. It never listens; the CLI (or a test) binds it.
+ * Its `listener` hands API requests from Node's HTTP server straight to the core's pipeline (a
+ * lean bridge: docs/decisions/0001), and everything else (admin API, demo page, 404s) to express;
+ * `app` is the same as one express app, to mount in another. Every rule of the interface (auth,
+ * bodies, validation, Prefer, faults, journal) is the core's; tenants live in the storage chosen
+ * (memory, SQLite, Redis).
  */
 import { existsSync } from 'node:fs'
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http'
@@ -16,6 +19,7 @@ import {
   unsafeListReason,
   type CategoryLimits,
 } from '../core/limits.js'
+import { ApiKey } from '../core/auth.js'
 import { DEFAULT_MAX_BODY_BYTES } from '../core/request-body.js'
 import { PetstoreError } from '../errors.js'
 import { MemoryStorage } from '../core/memory-storage.js'
@@ -180,7 +184,7 @@ export interface SandboxLimits extends CategoryLimits, ServerLimits {
   readonly scenarioAllow: readonly string[] | 'any'
 }
 
-const Key = z.string().regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
+const Key = ApiKey
 
 const Options = z
   .object({

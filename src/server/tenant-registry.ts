@@ -197,9 +197,6 @@ export class TenantRegistry implements TenantResolver {
     return this.#options.scenario
   }
 
-  get acceptsAnyKey(): boolean {
-    return this.#keys.acceptsAny
-  }
 
   get storage(): TenantStorage {
     return this.#options.storage
