@@ -83,7 +83,7 @@ section_publish() {
   cd "$root"
   local log="$work/publish.log"
   npm publish --dry-run >"$log" 2>&1 || { cat "$log"; return 1; }
-  if grep -i "warn" "$log" | grep -v "nodedir" | grep -v "requires you to be logged in"; then
+  if grep -i "warn" "$log" | grep -v "Unknown env config\|Unknown user config" | grep -v "requires you to be logged in"; then
     echo "package check: npm publish --dry-run warns"
     return 1
   fi

@@ -20,7 +20,9 @@ export async function startReplicas(count: number, redisUrl: string, extra: read
   return Promise.all(
     Array.from({ length: count }, async () => {
       const port = await freePort()
-      const run = runCli(['serve', '--port', String(port), '--any-key', '--admin-token', 'root', '--scenario', 'empty', '--quiet', ...extra], {
+      // @note The loads check that every journal is complete: its byte budget (whose dropping is
+      // tested on its own) is lifted so that CI's 20 s of load fit in it.
+      const run = runCli(['serve', '--port', String(port), '--any-key', '--admin-token', 'root', '--scenario', 'empty', '--quiet', '--journal-bytes', '64MiB', ...extra], {
         PETSTORE_SANDBOX_REDIS_URL: redisUrl,
       })
       await run.waitFor('is running')
