@@ -4,8 +4,10 @@
  * signals and exit codes; `scenarios list|validate` check scenario files. Every option of
  * `serve` also reads `PETSTORE_SANDBOX_<OPTION>` (`PETSTORE_SANDBOX_PORT=4011`).
  */
+import { existsSync } from 'node:fs'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
 import yargs, { type Argv } from 'yargs'
 import { hideBin } from 'yargs/helpers'
 import { PetstoreError } from './errors.js'
@@ -13,7 +15,7 @@ import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from './server/create-sandbox-app.js'
 import { parseRedisUrl } from './server/redis-connection.js'
-import { openSqliteStorage } from './server/sqlite-storage.js'
+import { DATABASE_FILE, openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
 import type { RequestLogEntry } from './server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from './server/tenant-registry.js'
@@ -33,7 +35,10 @@ const red = (text: string) => (useColor ? `\x1b[31m${text}\x1b[39m` : text)
 
 function fail(error: unknown, verbose: boolean): never {
   const message = error instanceof Error ? error.message : String(error)
-  process.stderr.write(`${red(`petstore-sandbox: ${message.split('\n', 1)[0]}`)}\n`)
+  // @note One line, whatever the message holds: yargs puts what it refused on the next lines
+  // ("Invalid values:\n  Argument: log, Given: …, Choices: …").
+  const line = message.split('\n').map((part) => part.trim()).filter((part) => part !== '').join(' ')
+  process.stderr.write(`${red(`petstore-sandbox: ${line}`)}\n`)
   if (verbose && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`)
   process.exit(1)
 }
@@ -97,7 +102,8 @@ function serveOptions(cli: Argv) {
     .option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios, searched before the built-ins' })
     .option('api-key', { type: 'array', string: true, coerce: list, describe: `Accepted API key (repeat, or comma-separate in the env); default: the scenario's, else ${DEV_API_KEY}` })
     .option('any-key', { type: 'boolean', default: false, describe: 'Accept every non-empty key, each with its own store' })
-    .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept before the least recently used is evicted' })
+    .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept in memory; beyond, one that loses nothing by leaving is evicted' })
+    .option('evict-idle-minutes', { type: 'string', default: '60', coerce: integer('evict-idle-minutes', 0, 525_600), describe: 'In memory, at --max-tenants: evict a tenant unused this long, writes and all (0: never; new keys wait)' })
     .option('admin-token', { type: 'string', describe: 'Token for the admin API over every tenant (?tenant=<id>)' })
     .option('strict', { type: 'boolean', default: false, describe: 'Refuse unknown fields in a new category with 400' })
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
@@ -158,6 +164,7 @@ async function serve(argv: ServeArgs): Promise<void> {
     apiKeys: argv['api-key'],
     anyKey: argv['any-key'],
     maxTenants: argv['max-tenants'],
+    evictIdleMinutes: argv['evict-idle-minutes'],
     adminToken: argv['admin-token'],
     strict: argv.strict,
     latency: argv.latency,
@@ -263,16 +270,19 @@ async function validateScenarios(files: readonly string[]): Promise<void> {
 
 /** `tenants list|delete --data-dir DIR`: what a stopped server keeps on disk. */
 async function tenantsCommand(dir: string, remove: string | undefined): Promise<void> {
+  // @note Opening a database creates it: a mistyped directory would read as "no tenants".
+  if (!existsSync(join(dir, DATABASE_FILE))) throw new UsageError(`${dir} holds no sandbox data (no ${DATABASE_FILE}): check --data-dir`)
   const storage = await openSqliteStorage({ dir, seed: { scenario: '', categories: [], nextCategoryId: 1 } })
   try {
     const stored = await storage.list()
     if (remove === undefined) {
       for (const tenant of stored) {
-        process.stdout.write(`${tenant.id}  ${tenant.scenario.padEnd(16)} ${String(tenant.categories).padStart(7)} categories  last write ${new Date(tenant.updatedAt).toISOString()}\n`)
+        process.stdout.write(`${tenant.id}  ${tenant.scenario.padEnd(16)} ${String(tenant.categories).padStart(7)} categories  last used ${new Date(tenant.updatedAt).toISOString()}\n`)
       }
       return
     }
-    const matches = stored.filter((tenant) => remove.length >= 12 && tenant.id.startsWith(remove))
+    if (remove.length < 12) throw new UsageError(`Cannot delete tenant "${remove}": give the full id or at least 12 of its digits (see \`tenants list\`)`)
+    const matches = stored.filter((tenant) => tenant.id.startsWith(remove))
     if (matches.length !== 1) {
       throw new UsageError(`Cannot delete tenant "${remove}": ${matches.length === 0 ? 'no stored tenant has this id (see `tenants list`)' : 'several tenants start with it; give more digits'}`)
     }
@@ -283,9 +293,32 @@ async function tenantsCommand(dir: string, remove: string | undefined): Promise<
   }
 }
 
+/** The boolean options, which an environment variable may set too. */
+const BOOLEAN_OPTIONS = ['ANY_KEY', 'STRICT', 'QUIET', 'VERBOSE'] as const
+
+/**
+ * Reads `PETSTORE_SANDBOX_<BOOLEAN>` as containers write it (`1`, `yes`, `on`, `true`; `0`, `no`,
+ * `off`, `false`) and refuses anything else, where yargs alone would quietly read `1` as false.
+ */
+function readBooleanEnvironment(env: NodeJS.ProcessEnv): void {
+  for (const name of BOOLEAN_OPTIONS) {
+    const variable = `PETSTORE_SANDBOX_${name}`
+    const value = env[variable]
+    if (value === undefined) continue
+    if (/^(1|true|yes|on)$/i.test(value.trim())) env[variable] = 'true'
+    else if (/^(0|false|no|off|)$/i.test(value.trim())) env[variable] = 'false'
+    else throw new UsageError(`${variable} must be true or false (1/0, yes/no, on/off), got "${value}"`)
+  }
+}
+
 /** Runs the command line; resolves when a command has finished (or the server is up). */
 async function main(args: readonly string[]): Promise<void> {
-  const verbose = args.includes('--verbose') || /^(1|true)$/i.test(process.env['PETSTORE_SANDBOX_VERBOSE'] ?? '')
+  try {
+    readBooleanEnvironment(process.env)
+  } catch (error) {
+    fail(error, false)
+  }
+  const verbose = args.includes('--verbose') || process.env['PETSTORE_SANDBOX_VERBOSE'] === 'true'
   const cli = yargs(args)
     .scriptName('petstore-sandbox')
     .usage('$0 <command> [options]')
@@ -311,7 +344,7 @@ async function main(args: readonly string[]): Promise<void> {
     .command('tenants', "List or delete the tenants a data directory keeps (the server must be stopped; while it runs, use DELETE /__sandbox/tenants/<id>)", (cmd) =>
       cmd
         .option('data-dir', { type: 'string', demandOption: true, describe: 'The data directory the server uses' })
-        .command('list', 'List stored tenants: id, scenario, categories, last write', {}, (argv) => tenantsCommand(String(argv['data-dir']), undefined))
+        .command('list', 'List stored tenants: id, scenario, categories, last use', {}, (argv) => tenantsCommand(String(argv['data-dir']), undefined))
         .command('delete <id>', "Delete a tenant's data (its full id, or a unique prefix of 12+ digits)", (sub) => sub.positional('id', { type: 'string', demandOption: true }), (argv) => tenantsCommand(String(argv['data-dir']), argv.id))
         .demandCommand(1, 'Name a tenants command: list or delete'),
     )

@@ -44,7 +44,7 @@ import {
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
-import { DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
+import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
 /** @default 30 days without a write before a tenant is forgotten */
 export const DEFAULT_TENANT_TTL_DAYS = 30
@@ -75,6 +75,12 @@ export interface SandboxAppOptions {
   anyKey?: boolean
   /** Tenants kept with `anyKey` before the least recently used is evicted. @default 1000 */
   maxTenants?: number
+  /**
+   * In memory: when the server holds `maxTenants` and none is still on its seed, a tenant unused
+   * for this many minutes is evicted with its writes, so keys that wrote once cannot keep new
+   * partners out for good; 0 never evicts a tenant holding writes (new keys wait). @default 60
+   */
+  evictIdleMinutes?: number
   /** A token for the admin API that acts on every tenant (with `?tenant=<id>`). @default none */
   adminToken?: string
   /** Refuse unknown fields in a NewCategory with 400 `unknown_field` instead of ignoring them. @default false */
@@ -134,7 +140,11 @@ export interface SandboxAppOptions {
    * @default half of V8's heap limit
    */
   memoryBudgetBytes?: number
-  /** The scenarios `PUT /__sandbox/scenario` may switch a tenant to; others get 403. @default every scenario the sandbox knows */
+  /**
+   * The scenarios `PUT /__sandbox/scenario` may switch a tenant to; others get 403. The start
+   * scenario is always allowed, so a tenant can always go back to it. Each name must be one the
+   * sandbox knows. @default every scenario the sandbox knows
+   */
   scenarioAllow?: readonly string[]
   /** Open connections served by {@link SandboxApp.createServer}; past it, 503 except health checks. @default 1000 */
   maxConnections?: number
@@ -193,6 +203,7 @@ const Options = z
     apiKeys: z.array(Key).min(1).optional(),
     anyKey: z.boolean().default(false),
     maxTenants: z.int().min(1).default(DEFAULT_MAX_TENANTS),
+    evictIdleMinutes: z.int().min(0).default(DEFAULT_EVICT_IDLE_MS / 60_000),
     adminToken: Key.optional(),
     strict: z.boolean().default(false),
     latency: Latency.optional(),
@@ -248,6 +259,13 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
   const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
   const catalog = new ScenarioCatalog(scenariosDir)
+  if (settings.scenarioAllow !== undefined) {
+    const known = await catalog.names()
+    const unknown = settings.scenarioAllow.filter((name) => !known.includes(name))
+    if (unknown.length > 0) {
+      throw new PetstoreError('invalid_option', `Invalid sandbox option scenarioAllow: no scenario named ${unknown.map((name) => JSON.stringify(name)).join(', ')}. Known: ${known.join(', ')}`)
+    }
+  }
   const warn = settings.warn as SandboxAppOptions['warn']
   const seed = seedState(scenario)
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
@@ -281,6 +299,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     keys: apiKeys,
     adminToken: settings.adminToken,
     maxTenants: settings.maxTenants,
+    evictIdleMs: settings.evictIdleMinutes * 60_000,
     overrides: { latency: settings.latency, journalBytes: limits.journalBytes, maxCategories: limits.maxCategories },
     storage,
     scenarioNamed: (name) => known.get(name),
@@ -319,7 +338,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
       startedAt: Date.now(),
       strict: settings.strict,
       limits,
-      scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name),
+      scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
       admit,
       warn,
     }),

@@ -174,7 +174,7 @@ async function loadBinding(): Promise<typeof BetterSqlite3> {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
     if (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') {
-      throw new PetstoreError('invalid_option', '--data-dir needs the optional dependency better-sqlite3: run `npm install better-sqlite3` (it compiles where no prebuilt binary downloads)')
+      throw new PetstoreError('invalid_option', '--data-dir needs the optional dependency better-sqlite3: run `npm install better-sqlite3` (with npm 11, then `npm install-scripts approve better-sqlite3` and `npm rebuild better-sqlite3`; it compiles where no prebuilt binary downloads)')
     }
     throw new PetstoreError('invalid_option', `--data-dir needs better-sqlite3, which failed to load: ${(error as Error).message}`)
   }

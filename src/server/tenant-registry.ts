@@ -47,7 +47,17 @@ export interface TenantRegistryOptions {
   readonly warn?: ((message: string) => void) | undefined
   /** Throws when there is no room for a new tenant (the memory budget). @default always room */
   readonly admit?: ((work: 'grow') => void) | undefined
+  /**
+   * In memory only: when no tenant on its seed can make room, the least recently used tenant
+   * unused for this long is evicted even though its writes are then gone, so that keys which
+   * wrote once and left cannot keep new partners out for good. 0: never (new keys wait instead).
+   * @default 60 minutes
+   */
+  readonly evictIdleMs?: number | undefined
 }
+
+/** @default 60 minutes */
+export const DEFAULT_EVICT_IDLE_MS = 60 * 60 * 1000
 
 /**
  * The id of the tenant a key opens: the first 128 bits of its SHA-256, as 32 hex digits.
@@ -79,6 +89,8 @@ interface Entry {
   readonly opening: Promise<Tenant>
   /** When the storage last heard the tenant was used (ms since the epoch). */
   touched: number
+  /** When it was last used (ms since the epoch). */
+  usedAt: number
 }
 
 /** How often a tenant in use tells the storage so (idle expiry needs no finer grain). */
@@ -126,6 +138,7 @@ export class TenantRegistry implements TenantResolver {
       this.#tenants.delete(id)
       this.#tenants.set(id, entry)
       const now = Date.now()
+      entry.usedAt = now
       if (now - entry.touched >= TOUCH_INTERVAL_MS) {
         entry.touched = now
         this.#options.storage.touch(id).catch(() => undefined)
@@ -231,6 +244,7 @@ export class TenantRegistry implements TenantResolver {
     storage.touch(id).catch(() => undefined)
     const entry: Entry = {
       touched: Date.now(),
+      usedAt: Date.now(),
       tenant: undefined,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
@@ -257,7 +271,12 @@ export class TenantRegistry implements TenantResolver {
     return scenario
   }
 
-  /** Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing may leave. */
+  /**
+   * Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing
+   * may leave. First any tenant that loses nothing by leaving (with a durable storage, any; in
+   * memory, one still on its seed), least recently used first; then, in memory, the least
+   * recently used tenant idle for `evictIdleMs` (its writes go with it).
+   */
   #makeRoom(): void {
     const { storage, maxTenants } = this.#options
     if (this.#tenants.size < maxTenants) return
@@ -266,13 +285,32 @@ export class TenantRegistry implements TenantResolver {
       const tenant = entry.tenant
       if (!tenant) continue
       if (!storage.durable && tenant.store.modified) continue
-      this.#tenants.delete(id)
-      storage.release(id)
-      this.#evictions++
+      this.#evict(id, false)
+    }
+    const idleMs = this.#options.evictIdleMs ?? DEFAULT_EVICT_IDLE_MS
+    const now = Date.now()
+    let retryAfterMs = Number.POSITIVE_INFINITY
+    for (const [id, entry] of this.#tenants) {
+      if (this.#tenants.size < maxTenants) return
+      if (!entry.tenant) continue
+      const idle = now - entry.usedAt
+      if (idleMs > 0 && idle >= idleMs) this.#evict(id, true)
+      else retryAfterMs = Math.min(retryAfterMs, idleMs - idle)
     }
     if (this.#tenants.size >= maxTenants) {
-      throw new TenantRefusedError('tenant_capacity', { limit: maxTenants }, CAPACITY_RETRY_SECONDS)
+      // When the least idle wait ends, a tenant can leave; without idle eviction, a short default.
+      const retryAfter = idleMs > 0 && Number.isFinite(retryAfterMs) ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : CAPACITY_RETRY_SECONDS
+      throw new TenantRefusedError('tenant_capacity', { limit: maxTenants }, retryAfter)
     }
+  }
+
+  /** Drops a tenant from memory; with `forget`, an in-memory storage forgets its writes too. */
+  #evict(id: string, forget: boolean): void {
+    const { storage } = this.#options
+    this.#tenants.delete(id)
+    if (forget && !storage.durable) void storage.delete(id).catch(() => undefined)
+    else storage.release(id)
+    this.#evictions++
   }
 
   #seedSize(): number {

@@ -107,7 +107,7 @@ describe('petstore-sandbox serve', () => {
       PETSTORE_SANDBOX_PORT: '0',
       PETSTORE_SANDBOX_API_KEY: 'env-a,env-b',
       PETSTORE_SANDBOX_SCENARIO: 'empty',
-      PETSTORE_SANDBOX_QUIET: 'true',
+      PETSTORE_SANDBOX_QUIET: '1',
     })
     await run.waitFor(READY)
     expect(run.stdout()).toMatch(/API keys\s+env-a, env-b\n/)
@@ -116,6 +116,8 @@ describe('petstore-sandbox serve', () => {
     expect(await response.json()).toEqual([])
     run.child.kill('SIGTERM')
     expect(await run.exited).toBe(0)
+    // QUIET=1, as containers write booleans, is quiet: no request log line.
+    expect(run.stdout()).not.toMatch(/GET \/v1\/categories/)
   })
 
   it.each([
@@ -123,15 +125,17 @@ describe('petstore-sandbox serve', () => {
     { name: 'a port out of range', args: ['serve', '--port', '70000'], message: '--port must be an integer' },
     { name: 'an unknown flag', args: ['serve', '--bogus'], message: 'Unknown argument: bogus' },
     { name: 'a bad latency', args: ['serve', '--latency', '400-50'], message: '--latency must be milliseconds' },
-    { name: 'a bad log format', args: ['serve', '--log', 'xml'], message: 'Invalid values' },
+    { name: 'a bad log format', args: ['serve', '--log', 'xml'], message: 'Invalid values: Argument: log, Given: "xml", Choices: "pretty", "json"' },
+    { name: 'a boolean variable that is neither true nor false', args: ['serve'], env: { PETSTORE_SANDBOX_ANY_KEY: 'maybe' }, message: 'PETSTORE_SANDBOX_ANY_KEY must be true or false' },
+    { name: 'tenants list on a directory with no data', args: ['tenants', 'list', '--data-dir', '/tmp/petstore-sandbox-no-such-dir'], message: 'holds no sandbox data' },
     { name: 'a bad tenant TTL', args: ['serve', '--tenant-ttl-days', '-1'], message: '--tenant-ttl-days must be an integer from 0 to 36500, got "-1"' },
     { name: 'a bad durability', args: ['serve', '--durability', 'maybe'], message: 'Invalid values' },
     { name: 'tenants without a data directory', args: ['tenants', 'list'], message: 'Missing required argument: data-dir' },
     { name: 'an unknown scenario', args: ['serve', '--scenario', 'nope'], message: 'Cannot use scenario "nope": no such scenario' },
     { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
     { name: 'no command', args: [], message: 'Name a command' },
-  ])('exits 1 with one line and no stack trace for $name', async ({ args, message }) => {
-    const { code, stderr } = await runCliToEnd(args)
+  ])('exits 1 with one line and no stack trace for $name', async ({ args, message, env }: { args: string[]; message: string; env?: Record<string, string> }) => {
+    const { code, stderr } = await runCliToEnd(args, env)
     expect(code).toBe(1)
     const lines = stderr.trimEnd().split('\n')
     expect(lines).toHaveLength(1)

@@ -153,6 +153,19 @@ describe('which scenarios a tenant may switch to', () => {
   })
 })
 
+describe('the scenario allow-list never traps a tenant', () => {
+  it('always lets a tenant go back to the start scenario, listed or not', async () => {
+    const { fetch } = await startSandbox({ scenarioAllow: ['empty'] })
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"empty"}' })).status).toBe(200)
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"default"}' })).status).toBe(200)
+    expect(await jsonOf(await fetch('/v1/categories', { headers: auth() }))).toHaveLength(5)
+  })
+
+  it('refuses at start an allow-list naming a scenario the sandbox does not know', async () => {
+    await expect(startSandbox({ scenarioAllow: ['empty', 'nope'] })).rejects.toThrow(/scenarioAllow: no scenario named "nope"\. Known: after-sunset, default/)
+  })
+})
+
 describe('Prefer: delay and latency', () => {
   it('refuses a delay longer than the request timeout with 400, at once', async () => {
     const { fetch } = await startSandbox({ requestTimeoutMs: 1000, headersTimeoutMs: 1000 })

@@ -1,5 +1,5 @@
 /** One isolated store, journal and scenario per API key; keys never leave the server. */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { tenantId, type SandboxAppOptions } from '../../src/server.js'
 import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
@@ -135,9 +135,41 @@ describe('tenancy in memory: eviction never drops data that exists nowhere else'
     await createCategory(fetch, 'b', 'B')
     const refused = await fetch('/v1/categories', { headers: auth('newcomer') })
     expect(refused.status).toBe(503)
-    expect(refused.headers.get('retry-after')).toBe('30')
+    // Until the least recently used tenant has been idle for evictIdleMinutes (60 by default).
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(3500)
+    expect(Number(refused.headers.get('retry-after'))).toBeLessThanOrEqual(3600)
     expect(((await jsonOf(refused)) as { code: string }).code).toBe('tenant_capacity')
     expect(await categoryNames(fetch, 'a')).toEqual(expect.arrayContaining(['A']))
     expect(await categoryNames(fetch, 'b')).toEqual(expect.arrayContaining(['B']))
+  })
+
+  it('lets a new key in once a tenant holding writes has been idle for evictIdleMinutes: keys that wrote once cannot lock partners out', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    onTestFinished(() => {
+      vi.useRealTimers()
+    })
+    const { fetch } = await startSandbox({ anyKey: true, maxTenants: 2, evictIdleMinutes: 10 })
+    await createCategory(fetch, 'a', 'A')
+    await createCategory(fetch, 'b', 'B')
+    expect((await fetch('/v1/categories', { headers: auth('newcomer') })).status).toBe(503)
+    vi.setSystemTime(Date.now() + 5 * 60_000)
+    await categoryNames(fetch, 'b') // b is in use; a has been idle 5 minutes
+    vi.setSystemTime(Date.now() + 6 * 60_000)
+    expect(await categoryNames(fetch, 'newcomer')).toHaveLength(5)
+    expect(await categoryNames(fetch, 'b')).toContain('B')
+  })
+
+  it('never evicts a tenant holding writes with evictIdleMinutes: 0', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    onTestFinished(() => {
+      vi.useRealTimers()
+    })
+    const { fetch } = await startSandbox({ anyKey: true, maxTenants: 1, evictIdleMinutes: 0 })
+    await createCategory(fetch, 'a', 'A')
+    vi.setSystemTime(Date.now() + 365 * 24 * 60 * 60_000)
+    const refused = await fetch('/v1/categories', { headers: auth('newcomer') })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBe('30')
+    expect(await categoryNames(fetch, 'a')).toContain('A')
   })
 })
