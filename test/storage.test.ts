@@ -1,6 +1,6 @@
 /** The storage interface's shared suite: every implementation passes the same tests. */
 import { describe, expect, it } from 'vitest'
-import { IdSpaceExhaustedError, seedState, type TenantState } from '../src/core/storage.js'
+import { CategoryLimitError, IdSpaceExhaustedError, seedState, type TenantState } from '../src/core/storage.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 import { STORES } from './support/stores.js'
 
@@ -55,6 +55,20 @@ describe.each(STORES)('$name storage', (kind) => {
     expect(await store.createCategory({ name: 'last' })).toEqual({ id: Number.MAX_SAFE_INTEGER, name: 'last' })
     await expect(store.createCategory({ name: 'one too many' })).rejects.toBeInstanceOf(IdSpaceExhaustedError)
     expect(await store.listCategories()).toEqual([{ id: Number.MAX_SAFE_INTEGER, name: 'last' }])
+  })
+
+  it('holds the category limit across creates in flight together, and counts again after a replace', async () => {
+    const storage = await kind.open(SEED)
+    const store = storage.open('t1')
+    const max = SEED_NAMES.length + 2
+    const results = await Promise.allSettled(Array.from({ length: 5 }, (_, i) => store.createCategory({ name: `c${i}` }, max)))
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(2)
+    for (const result of results.filter((result) => result.status === 'rejected')) expect(result.reason).toBeInstanceOf(CategoryLimitError)
+    expect(await store.countCategories()).toBe(max)
+    await store.replace({ scenario: 'empty', categories: [], nextCategoryId: 1 })
+    await store.createCategory({ name: 'after reset' }, 1)
+    await expect(store.createCategory({ name: 'one too many' }, 1)).rejects.toBeInstanceOf(CategoryLimitError)
+    expect((await store.listCategories()).map((category) => category.name)).toEqual(['after reset'])
   })
 
   it('forgets a tenant when it is back on the default seed', async () => {

@@ -300,7 +300,7 @@ export class RedisLink {
         reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail])
       }
     } catch (error) {
-      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE)\b/.exec(messageOf(error))
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT)\b/.exec(messageOf(error))
       if (refusal) throw new RedisScriptRefusal(refusal[1])
       throw this.#failure(error)
     }
