@@ -7,6 +7,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { answerClientErrors } from '../src/server/client-errors.js'
 import { createSandboxApp } from '../src/server/create-sandbox-app.js'
+import { generator } from '../src/core/faults.js'
 
 export interface SoakOptions {
   readonly seconds: number
@@ -47,17 +48,8 @@ export interface SoakReport {
 
 const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10
 
-/** mulberry32: the same sequence of choices for the same seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** The same sequence of choices for the same seed. */
+const random = generator
 
 export async function soak(options: SoakOptions): Promise<SoakReport> {
   const tenantCount = options.tenants ?? 50

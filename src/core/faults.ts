@@ -3,8 +3,11 @@ import type { Faults, Latency } from '../scenario/scenario-format.js'
 
 export type FaultOutcome = '500' | '503' | 'network'
 
-/** mulberry32: small, fast and good enough to spread faults; not for anything secret. */
-function generator(seed: number): () => number {
+/**
+ * mulberry32: a seeded generator of numbers in [0, 1), small, fast and good enough to spread
+ * faults (and a test's or bench's choices); not for anything secret.
+ */
+export function generator(seed: number): () => number {
   let state = seed >>> 0
   return () => {
     state = (state + 0x6d2b79f5) >>> 0

@@ -11,16 +11,10 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
+import { unhandledRejections } from '../support/unhandled-rejections.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-function unhandledRejections(): unknown[] {
-  const seen: unknown[] = []
-  const listener = (reason: unknown) => seen.push(reason)
-  process.on('unhandledRejection', listener)
-  onTestFinished(() => void process.off('unhandledRejection', listener))
-  return seen
-}
 
 const create = (sandbox: RunningSandbox, name: string, key = 'partner') =>
   sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })

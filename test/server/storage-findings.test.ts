@@ -5,22 +5,15 @@
  */
 import { request } from 'node:http'
 import { join } from 'node:path'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { Category } from '../../src/index.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { dataDir, STORES } from '../support/stores.js'
+import { unhandledRejections } from '../support/unhandled-rejections.js'
 
-/** Collects unhandled rejections during the test; the test asserts there were none. */
-function unhandledRejections(): unknown[] {
-  const seen: unknown[] = []
-  const listener = (reason: unknown) => seen.push(reason)
-  process.on('unhandledRejection', listener)
-  onTestFinished(() => void process.off('unhandledRejection', listener))
-  return seen
-}
 
 async function post(sandbox: RunningSandbox, key: string, name: string): Promise<Response> {
   return sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })

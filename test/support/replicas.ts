@@ -6,6 +6,7 @@
  */
 import { runCli, type CliRun } from './sandbox-cli.js'
 import { freePort } from './redis-server.js'
+import { generator } from '../../src/core/faults.js'
 
 /** How long the replica load tests run: a few seconds by default, 20 in CI (`.ci/run` sets it). */
 export const LOAD_SECONDS = Number(process.env['PETSTORE_TEST_REPLICA_SECONDS'] ?? 3)
@@ -29,18 +30,6 @@ export async function startReplicas(count: number, redisUrl: string, extra: read
       return { port, run }
     }),
   )
-}
-
-/** A small seeded generator (mulberry32): the same seed, the same sequence of requests. */
-export function seeded(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 export interface LoadOptions {
@@ -77,7 +66,7 @@ export interface LoadReport {
 
 /** Runs the mixed load (half reads, half creates) for `seconds`. */
 export async function runLoad(options: LoadOptions): Promise<LoadReport> {
-  const random = seeded(options.seed ?? 1)
+  const random = generator(options.seed ?? 1)
   const maxPerTenant = options.maxPerTenant ?? 900
   const tenants = new Map<string, TenantRecord>(options.keys.map((key) => [key, { acknowledged: new Map(), attempted: new Set(), answered: new Set(), requests: 0 }]))
   const report: LoadReport = { tenants, statuses: new Map(), networkErrors: 0, requests: 0, seconds: options.seconds }
