@@ -5,10 +5,9 @@
  * ways of bridging HTTP to the core, for comparison. The load generator runs in this process;
  * every server runs in its own.
  */
-import autocannon from 'autocannon'
 import { startChildServer, type ChildServer } from './lib/child-server.js'
 import { median, type Figure } from './lib/figures.js'
-import { READ_KEY, WRITE_KEY } from './servers/keys.js'
+import { load, METHODS, type Method, type Sample } from './lib/load.js'
 
 export interface ThroughputOptions {
   /** Rounds; each measures every server once per method. @default 5 */
@@ -19,8 +18,6 @@ export interface ThroughputOptions {
 }
 
 const COMMAND = 'npm run bench -- server'
-const METHODS = ['GET', 'POST'] as const
-type Method = (typeof METHODS)[number]
 
 interface Contender {
   readonly name: string
@@ -43,29 +40,6 @@ const OTHERS: readonly Contender[] = [
 ]
 const measures = (contender: Contender, method: Method) => (contender.methods ?? METHODS).includes(method)
 
-interface Sample {
-  readonly requestsPerSecond: number
-  readonly p99: number
-}
-
-/** One autocannon run; throws when any answer was not 2xx, so a broken server never reads as fast. */
-async function load(origin: string, method: Method, seconds: number, connections: number): Promise<Sample> {
-  const result = await autocannon({
-    url: `${origin}/v1/categories`,
-    method,
-    connections,
-    duration: seconds,
-    headers:
-      method === 'GET'
-        ? { authorization: `Bearer ${READ_KEY}` }
-        : { authorization: `Bearer ${WRITE_KEY}`, 'content-type': 'application/json' },
-    ...(method === 'POST' ? { body: JSON.stringify({ name: 'Ferrets', description: 'Curious and quick' }) } : {}),
-  })
-  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`${method} ${origin}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} time-outs`)
-  }
-  return { requestsPerSecond: result.requests.average, p99: result.latency.p99 }
-}
 
 export async function measureThroughput(options: ThroughputOptions = {}): Promise<Figure[]> {
   const rounds = options.rounds ?? 5

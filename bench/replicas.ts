@@ -14,8 +14,8 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import autocannon from 'autocannon'
 import { median, type Figure } from './lib/figures.js'
+import { load, METHODS, type Method, type Sample } from './lib/load.js'
 import { READ_KEY, WRITE_KEY } from './servers/keys.js'
 
 export interface ReplicaBenchOptions {
@@ -28,14 +28,8 @@ export interface ReplicaBenchOptions {
 }
 
 const COMMAND = 'npm run bench -- replicas'
-const METHODS = ['GET', 'POST'] as const
-type Method = (typeof METHODS)[number]
 const ROOT = fileURLToPath(new URL('../', import.meta.url))
 
-interface Sample {
-  readonly requestsPerSecond: number
-  readonly p99: number
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -119,21 +113,6 @@ ${upstreams.map((upstream) => `    server 127.0.0.1:${upstream};`).join('\n')}
   const origin = `http://127.0.0.1:${port}`
   await waitForHttp(origin)
   return { service, origin }
-}
-
-async function load(origin: string, method: Method, seconds: number, connections: number): Promise<Sample> {
-  const result = await autocannon({
-    url: `${origin}/v1/categories`,
-    method,
-    connections,
-    duration: seconds,
-    headers: method === 'GET' ? { authorization: `Bearer ${READ_KEY}` } : { authorization: `Bearer ${WRITE_KEY}`, 'content-type': 'application/json' },
-    ...(method === 'POST' ? { body: JSON.stringify({ name: 'Ferrets', description: 'Curious and quick' }) } : {}),
-  })
-  if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-    throw new Error(`${method} ${origin}: ${result.non2xx} non-2xx answers, ${result.errors} errors, ${result.timeouts} time-outs`)
-  }
-  return { requestsPerSecond: result.requests.average, p99: result.latency.p99 }
 }
 
 export async function measureReplicas(options: ReplicaBenchOptions = {}): Promise<Figure[]> {

@@ -5,20 +5,15 @@
  * (default 1; CI or a developer may set more), and `bench/floods.ts` runs the issue's sizes
  * against the CLI with its default limits and prints peak RSS.
  */
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { delayFlood, journalFlood, scenarioFlood, type FloodReport } from '../../bench/flood-load.js'
 import { startSandbox } from '../support/sandbox-server.js'
+import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 
 const SIZE = Number(process.env['FLOOD_SIZE'] ?? 1)
 if (!(Number.isInteger(SIZE) && SIZE >= 1)) throw new Error(`FLOOD_SIZE must be a positive integer, got ${process.env['FLOOD_SIZE']}`)
 
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-process.on('unhandledRejection', onUnhandled)
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled)
-  expect(unhandled).toEqual([])
-})
+failOnUnhandledRejections()
 
 /** Every answer had one of `allowed` statuses, health always answered, the partner's data is intact. */
 function expectSurvived(report: FloodReport, allowed: readonly number[]): void {

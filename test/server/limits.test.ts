@@ -4,22 +4,17 @@
  * others meanwhile. Timeouts are configured short so the tests are quick; each asserts the cut
  * happens near the configured time, not at Node's 30 s check interval.
  */
-import { afterAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/core/limits.js'
 import { createSandboxApp } from '../../src/server.js'
 import { MemoryBudget } from '../../src/server/memory-budget.js'
 import { collect, openSocket } from '../support/raw-http.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
+import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 
 /** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-process.on('unhandledRejection', onUnhandled)
-afterAll(() => {
-  process.off('unhandledRejection', onUnhandled)
-  expect(unhandled).toEqual([])
-})
+failOnUnhandledRejections()
 
 const create = (fetch: (path: string, init?: RequestInit) => Promise<Response>, key: string, body: unknown) =>
   fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify(body) })
