@@ -2,7 +2,7 @@
  * The operations of the published interface, as data: every fact about an operation (id,
  * method, path, success, body, error statuses, summary, deprecation) in one table. The router,
  * the pipeline (`Prefer` checks, messages), the OpenAPI document, CORS and the journal read it;
- * `handlers/` hold only what runs.
+ * `pipeline/` holds only what runs.
  */
 
 /** The operation names of the published interface. */

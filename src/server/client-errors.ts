@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import { maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
-import { sendError } from './http-errors.js'
+import { sendError } from '../node-bridge/http-errors.js'
 
 /** Node's error codes of the requests it refuses, as the error table names them. */
 const ANSWERS: Readonly<Record<string, { readonly code: ErrorCode; readonly params: ErrorParams }>> = {

@@ -20,20 +20,20 @@ import {
   type CategoryLimits,
 } from '../core/limits.js'
 import { ApiKey } from '../core/auth.js'
-import { DEFAULT_MAX_BODY_BYTES } from '../core/request-body.js'
+import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'
 import { PetstoreError } from '../errors.js'
 import { MemoryStorage } from '../core/memory-storage.js'
 import { seedState, type TenantStorage } from '../core/storage.js'
-import { failureOf, Pipeline, UNEXPECTED } from '../handlers/pipeline.js'
+import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
-import { apiBridge } from './api-bridge.js'
+import { apiBridge } from '../node-bridge/api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from './redis-storage.js'
 import { openSqliteStorage } from './sqlite-storage.js'
-import { sendError } from './http-errors.js'
+import { sendError } from '../node-bridge/http-errors.js'
 import {
   createSandboxServer,
   DEFAULT_HEADERS_TIMEOUT_MS,

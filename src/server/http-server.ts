@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { answerClientErrors } from './client-errors.js'
-import { sendError } from './http-errors.js'
+import { sendError } from '../node-bridge/http-errors.js'
 
 /** How long a client may take to send its headers, in ms; then 408 and the connection closes. @default 10000 */
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000

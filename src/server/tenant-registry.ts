@@ -13,7 +13,7 @@ import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { RequestJournal } from '../core/journal.js'
 import type { TenantStorage } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
-import type { TenantResolver } from '../handlers/pipeline.js'
+import type { TenantResolver } from '../pipeline/pipeline.js'
 import type { Scenario } from '../scenario/scenario-format.js'
 
 /** The key accepted when none is configured: documented, printed at start, never secret. */

@@ -4,8 +4,8 @@
  * (docs/decisions/0001-lean-server-bridge.md has the figures). Every rule is the pipeline's.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { UNEXPECTED, type Pipeline } from '../handlers/pipeline.js'
-import type { ApiAnswer } from '../handlers/api-request.js'
+import { UNEXPECTED, type Pipeline } from '../pipeline/pipeline.js'
+import type { ApiAnswer } from '../pipeline/api-request.js'
 import { sendError, writeJson } from './http-errors.js'
 import { fromNodeRequest, requestUrl } from './node-request.js'
 

@@ -3,8 +3,8 @@
  * body read from the stream, bounded, with the core's own rules for size and UTF-8.
  */
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
-import { decodeUtf8, payloadTooLarge, type RawBody } from '../core/request-body.js'
-import type { ApiRequest, HeaderReader } from '../handlers/api-request.js'
+import { decodeUtf8, payloadTooLarge, type RawBody } from '../pipeline/request-body.js'
+import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
 export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i

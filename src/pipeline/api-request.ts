@@ -4,7 +4,7 @@
  * has Node's `IncomingMessage` and `ServerResponse`, and building Fetch objects for them cost
  * more than the rest of the request (see docs/decisions/0001-lean-server-bridge.md).
  */
-import { readText, type RawBody } from '../core/request-body.js'
+import type { RawBody } from './request-body.js'
 
 /** Request headers, read by lower-case name and listed as `[name, value]` pairs (a Fetch `Headers` is one). */
 export interface HeaderReader extends Iterable<[string, string]> {
@@ -29,23 +29,3 @@ export interface ApiRequest {
 export type ApiAnswer =
   | { readonly kind: 'http'; readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly body: string }
   | { readonly kind: 'network' }
-
-/** A Fetch `Request` (what msw hands its handlers) as an {@link ApiRequest}. */
-export function fromFetchRequest(request: Request): ApiRequest {
-  return {
-    method: request.method,
-    url: request.url,
-    path: new URL(request.url).pathname,
-    headers: request.headers,
-    readBody: (limit) => readText(request, limit),
-  }
-}
-
-/**
- * An {@link ApiAnswer} to `method` as a Fetch `Response`; a network failure is `Response.error()`.
- * A HEAD answer has the headers of its GET and no body.
- */
-export function toFetchResponse(answer: ApiAnswer, method: string): Response {
-  if (answer.kind === 'network') return Response.error()
-  return new Response(method === 'HEAD' ? null : answer.body, { status: answer.status, headers: answer.headers })
-}

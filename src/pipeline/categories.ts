@@ -2,7 +2,7 @@
 import { contractOf } from '../contract/operations.js'
 import { categorySchemas, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
-import { parseJsonObject } from '../core/request-body.js'
+import { parseJsonObject } from './request-body.js'
 import { CategoryLimitError, IdSpaceExhaustedError } from '../core/store.js'
 import { failure, json, type ErrorOutcome, type Operation } from './operation.js'
 

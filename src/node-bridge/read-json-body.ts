@@ -3,7 +3,7 @@
  * route answers the same Error bodies as the API and never express's own errors.
  */
 import type { IncomingMessage } from 'node:http'
-import { parseJsonObject, type JsonObjectBody } from '../core/request-body.js'
+import { parseJsonObject, type JsonObjectBody } from '../pipeline/request-body.js'
 import { readNodeBody } from './node-request.js'
 
 /** Reads `req` as a JSON object of at most `limit` bytes. */

@@ -1,7 +1,7 @@
 /** The msw adapter: catch-all handlers per base URL, handing every request to the pipeline. */
 import { http, type HttpHandler, type HttpResponseResolver } from 'msw'
-import { fromFetchRequest, toFetchResponse } from './api-request.js'
-import type { Pipeline } from './pipeline.js'
+import { fromFetchRequest, toFetchResponse } from './fetch-request.js'
+import type { Pipeline } from '../pipeline/pipeline.js'
 
 /**
  * Handlers for every base URL: the base itself and everything under it. They answer the

@@ -1,6 +1,7 @@
 /**
- * Reading a JSON request body the way the interface wants it judged: bounded in size, strict
- * about UTF-8 and JSON, and telling apart "no body", "not JSON" and "not an object".
+ * Judging a JSON request body the way the interface wants it: bounded in size, strict about
+ * UTF-8 and JSON, and telling apart "no body", "not JSON" and "not an object". Each runtime reads
+ * the bytes its own way (`msw/fetch-request.ts`, `node-bridge/node-request.ts`); the rules are here.
  */
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 
@@ -14,30 +15,6 @@ export type RawBody =
 /** The answer to a body over `limit` bytes. */
 export function payloadTooLarge(limit: number): RawBody {
   return { ok: false, code: 'payload_too_large', params: { limit } }
-}
-
-/** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
-export async function readText(request: Request, limit: number): Promise<RawBody> {
-  const declared = Number(request.headers.get('content-length') ?? Number.NaN)
-  if (declared > limit) {
-    discard(request.body)
-    return payloadTooLarge(limit)
-  }
-  if (!request.body) return { ok: true, text: '' }
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > limit) {
-      discard(reader)
-      return payloadTooLarge(limit)
-    }
-    chunks.push(value)
-  }
-  return decodeUtf8(chunks, size)
 }
 
 /** The text of a body's chunks (`size` bytes in all), refusing bytes that are not UTF-8. */
@@ -62,14 +39,6 @@ export function decodeUtf8(chunks: readonly Uint8Array[], size: number): RawBody
 
 /** @note `fatal`: bytes that are not UTF-8 are refused rather than silently replaced. */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
-
-/**
- * @note Not awaited: msw hands handlers one branch of a tee'd stream, and cancelling a branch
- * only settles once the other branch is cancelled too, which never happens.
- */
-function discard(stream: { cancel(): Promise<void> } | null): void {
-  stream?.cancel().catch(() => undefined)
-}
 
 /** `application/json`, with or without parameters, and any `application/*+json`. */
 export function isJsonMediaType(contentType: string | null): boolean {
