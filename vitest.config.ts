@@ -9,8 +9,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default', ['json', { outputFile: 'test-results/results.json' }]],
-    // One redis-server for the suites that run against every store (STORES, the Redis store
-    // among them when redis-server is installed, and always under CI).
-    globalSetup: ['test/support/global-redis.ts'],
+    // dist/ rebuilt when src/ is newer (the spawned CLI tests run the binary), and one
+    // redis-server for the suites that run against every store.
+    globalSetup: ['test/support/global-build.ts', 'test/support/global-redis.ts'],
   },
 })

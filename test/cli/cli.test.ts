@@ -1,11 +1,17 @@
-/** The `petstore-sandbox` command, spawned as a child process. */
+/**
+ * The `petstore-sandbox` command. Most tests run it in this process (`runCliHere`: its stdout,
+ * stderr and exit code, no child to start); the smoke tests marked "binary" spawn the built
+ * `dist/cli.js` for what only a process shows: signals, the environment, the exit status.
+ */
+import { once } from 'node:events'
+import { request } from 'node:http'
+import { createServer } from 'node:net'
 import { mkdtemp, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
-
-const READY = 'Ctrl+C stops it.'
+import { READY_LINE as READY } from '../../src/cli/serve-command.js'
+import { runCli, runCliHere, runCliToEnd } from '../support/sandbox-cli.js'
 
 function apiUrl(stdout: string): string {
   const match = /API\s+(http:\/\/\S+\/v1)/.exec(stdout)
@@ -22,6 +28,7 @@ async function brokenScenarioFile(): Promise<string> {
 
 describe('petstore-sandbox serve', () => {
   it('prints the base URL, scenario, development key, admin API and OpenAPI, serves, and exits 0 on SIGTERM', async () => {
+    // binary
     const run = runCli(['serve', '--port', '0'])
     await run.waitFor(READY)
     const out = run.stdout()
@@ -39,28 +46,39 @@ describe('petstore-sandbox serve', () => {
   })
 
   it('finishes an in-flight request before exiting on SIGTERM', async () => {
+    // binary
     const run = runCli(['serve', '--port', '0', '--quiet'])
     await run.waitFor(READY)
-    const pending = fetch(`${apiUrl(run.stdout())}/categories`, {
-      headers: { authorization: 'Bearer sandbox-dev-key', prefer: 'delay=1500' },
+    const base = apiUrl(run.stdout())
+    const slow = request(`${base}/categories`, { headers: { authorization: 'Bearer sandbox-dev-key', prefer: 'delay=1500' } })
+    const pending = new Promise<{ status: number | undefined; body: string }>((resolve, reject) => {
+      slow.once('response', (response) => {
+        let body = ''
+        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk))
+        response.once('end', () => resolve({ status: response.statusCode, body }))
+      })
+      slow.once('error', reject)
     })
-    await new Promise((resolve) => setTimeout(resolve, 400))
+    slow.end()
+    await once(slow, 'finish')
+    // @note Not a pause of a guessed length: an answer on a second connection, opened after the slow
+    // request was sent, shows that the server has taken the first one in, however loaded the machine.
+    expect((await fetch(`${base}/categories`, { headers: { authorization: 'Bearer sandbox-dev-key' } })).status).toBe(200)
     run.child.kill('SIGTERM')
     const response = await pending
     expect(response.status).toBe(200)
-    expect(await response.json()).toHaveLength(5)
+    expect(JSON.parse(response.body)).toHaveLength(5)
     expect(await run.exited).toBe(0)
     expect(run.stdout()).not.toContain('closing their connections')
   })
 
   it('reads the limits from flags and PETSTORE_SANDBOX_* variables, prints them, and enforces them', async () => {
-    const run = runCli(['serve', '--port', '0', '--quiet', '--scenario', 'empty', '--name-max-length', '5', '--scenario-allow', 'default'], {
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--scenario', 'empty', '--name-max-length', '5', '--scenario-allow', 'default'], {
       PETSTORE_SANDBOX_MAX_CATEGORIES: '1',
       PETSTORE_SANDBOX_JOURNAL_BYTES: '256KiB',
       PETSTORE_SANDBOX_REQUEST_TIMEOUT: '2000',
       PETSTORE_SANDBOX_HEADERS_TIMEOUT: '1000',
     })
-    await run.waitFor(READY)
     const out = run.stdout()
     expect(out).toMatch(/limits\s+names 5 and descriptions 2000 characters, 1 categories and a 256 KiB journal per tenant/)
     expect(out).toMatch(/headers within 1000 ms, requests within 2000 ms, scenario switches to default/)
@@ -81,28 +99,28 @@ describe('petstore-sandbox serve', () => {
     ['--memory-budget', '2TB', '--memory-budget must be a size in bytes'],
     ['--max-connections', '0', '--max-connections must be an integer from 1'],
   ])('refuses %s %s in one line', async (flag, value, message) => {
-    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', flag, value])
+    const { code, stderr } = await runCliHere(['serve', '--port', '0', flag, value])
     expect(code).toBe(1)
-    expect(stderr.trim().split('\n')).toHaveLength(1)
-    expect(stderr).toContain(message)
+    expect(stderr().trim().split('\n')).toHaveLength(1)
+    expect(stderr()).toContain(message)
   })
 
   it('accepts repeated --api-key flags and logs requests without the key', async () => {
-    const run = runCli(['serve', '--port', '0', '--api-key', 'k1', '--api-key', 'k2', '--log', 'json'])
-    await run.waitFor(READY)
+    const run = await runCliHere(['serve', '--port', '0', '--api-key', 'k1', '--api-key', 'k2', '--log', 'json'])
     expect(run.stdout()).toMatch(/API keys\s+k1, k2\n/)
     const base = apiUrl(run.stdout())
     expect((await fetch(`${base}/categories`, { headers: { authorization: 'Bearer k2' } })).status).toBe(200)
     expect((await fetch(`${base}/categories`, { headers: { authorization: 'Bearer sandbox-dev-key' } })).status).toBe(401)
-    await run.waitFor('"status":401')
+    await run.server?.stop('SIGINT')
     const logs = run.stdout().split('\n').filter((line) => line.startsWith('{'))
     expect(logs.map((line) => (JSON.parse(line) as { status: number }).status)).toEqual([200, 401])
     expect(logs.join('\n')).not.toContain('k2')
-    run.child.kill('SIGINT')
-    expect(await run.exited).toBe(0)
+    expect(run.stdout()).toContain('SIGINT: finishing in-flight requests, then exiting')
+    expect(run.stderr()).toBe('')
   })
 
   it('reads options from PETSTORE_SANDBOX_* environment variables', async () => {
+    // binary: the process's own environment
     const run = runCli(['serve'], {
       PETSTORE_SANDBOX_PORT: '0',
       PETSTORE_SANDBOX_API_KEY: 'env-a,env-b',
@@ -135,54 +153,115 @@ describe('petstore-sandbox serve', () => {
     { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
     { name: 'no command', args: [], message: 'Name a command' },
   ])('exits 1 with one line and no stack trace for $name', async ({ args, message, env }: { args: string[]; message: string; env?: Record<string, string> }) => {
-    const { code, stderr } = await runCliToEnd(args, env)
+    const { code, stdout, stderr } = await runCliHere(args, env)
     expect(code).toBe(1)
-    const lines = stderr.trimEnd().split('\n')
+    expect(stdout()).toBe('')
+    const lines = stderr().trimEnd().split('\n')
     expect(lines).toHaveLength(1)
     expect(lines[0]).toContain(message)
     expect(lines[0]).toMatch(/^petstore-sandbox: /)
   })
 
   it('exits 1 with one line when the port is taken', async () => {
-    const first = runCli(['serve', '--port', '0', '--quiet'])
-    await first.waitFor(READY)
+    const first = await runCliHere(['serve', '--port', '0', '--quiet'])
     const port = new URL(apiUrl(first.stdout())).port
-    const { code, stderr } = await runCliToEnd(['serve', '--port', port])
+    const { code, stderr } = await runCliHere(['serve', '--port', port])
     expect(code).toBe(1)
-    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringContaining('the port is in use')])
-    first.child.kill('SIGTERM')
-    expect(await first.exited).toBe(0)
+    expect(stderr().trimEnd().split('\n')).toEqual([expect.stringContaining('the port is in use')])
+    // The first sandbox still answers.
+    expect((await fetch(`${apiUrl(first.stdout())}/categories`, { headers: { authorization: 'Bearer sandbox-dev-key' } })).status).toBe(200)
+  })
+
+  it('exits 1 with one line, from the binary, for a usage error', async () => {
+    // binary: the exit status and stderr of a real process
+    const { code, stdout, stderr } = await runCliToEnd(['serve', '--port', 'abc'])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr).toBe('petstore-sandbox: --port must be an integer from 0 to 65535, got "abc"\n')
+  })
+
+  it('leaves the environment it is given as it found it', async () => {
+    const env = { PETSTORE_SANDBOX_QUIET: 'yes', PETSTORE_SANDBOX_PORT: 'abc' }
+    const { code } = await runCliHere(['serve'], env)
+    expect(code).toBe(1)
+    expect(env).toEqual({ PETSTORE_SANDBOX_QUIET: 'yes', PETSTORE_SANDBOX_PORT: 'abc' })
+  })
+
+  it('lets a flag win over the environment', async () => {
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--scenario', 'empty'], { PETSTORE_SANDBOX_PORT: 'abc', PETSTORE_SANDBOX_SCENARIO: 'default' })
+    expect(run.code).toBe(0)
+    expect(run.stdout()).toMatch(/scenario\s+empty 1\.0\.0/)
+  })
+
+  it('refuses a PETSTORE_SANDBOX_* variable that names no option', async () => {
+    const { code, stderr } = await runCliHere(['serve', '--port', '0'], { PETSTORE_SANDBOX_PROT: '4011' })
+    expect(code).toBe(1)
+    expect(stderr()).toBe('petstore-sandbox: Unknown argument: prot\n')
+  })
+
+  it('stops on request: no longer accepts connections, and a second stop waits for the same close', async () => {
+    const run = await runCliHere(['serve', '--port', '0', '--quiet'])
+    const port = Number(new URL(apiUrl(run.stdout())).port)
+    await Promise.all([run.server?.stop('SIGTERM'), run.server?.stop('SIGINT')])
+    expect(run.stdout().match(/finishing in-flight requests/g)).toHaveLength(1)
+    // The port is free again.
+    const probe = createServer()
+    await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(port, '127.0.0.1', resolve))
+    await new Promise((resolve) => probe.close(resolve))
+  })
+})
+
+describe('petstore-sandbox --help and --version', () => {
+  it('prints the commands and exits 0', async () => {
+    const { code, stdout, stderr } = await runCliHere(['--help'])
+    expect(code).toBe(0)
+    expect(stdout()).toMatch(/^petstore-sandbox <command> \[options\]/)
+    expect(stdout()).toMatch(/petstore-sandbox serve\s+Start the sandbox server/)
+    expect(stdout()).toMatch(/petstore-sandbox tenants\s+List or delete the tenants/)
+    expect(stderr()).toBe('')
+  })
+
+  it("prints serve's options with their defaults", async () => {
+    const { code, stdout } = await runCliHere(['serve', '--help'])
+    expect(code).toBe(0)
+    expect(stdout()).toMatch(/--port\s+Port to listen on \(0 picks a free one\)\s+\[string\] \[default: "4010"\]/)
+  })
+
+  it('prints the package version', async () => {
+    const { code, stdout } = await runCliHere(['--version'])
+    expect(code).toBe(0)
+    expect(stdout()).toMatch(/^\d+\.\d+\.\d+\n$/)
   })
 })
 
 describe('petstore-sandbox scenarios', () => {
   it('lists the built-in scenarios with versions and descriptions', async () => {
-    const { code, stdout } = await runCliToEnd(['scenarios', 'list'])
+    const { code, stdout } = await runCliHere(['scenarios', 'list'])
     expect(code).toBe(0)
-    const names = stdout.trimEnd().split('\n').map((line) => line.split(/\s+/, 1)[0])
+    const names = stdout().trimEnd().split('\n').map((line) => line.split(/\s+/, 1)[0])
     expect(names).toEqual(['after-sunset', 'default', 'empty', 'flaky', 'large-catalog'])
-    expect(stdout).toMatch(/^default\s+1\.0\.0\s+A small shop/m)
+    expect(stdout()).toMatch(/^default\s+1\.0\.0\s+A small shop/m)
   })
 
   it('validates good scenario files and exits 0', async () => {
-    const { code, stdout } = await runCliToEnd(['scenarios', 'validate', 'scenarios/default.json', 'scenarios/flaky.json'])
+    const { code, stdout } = await runCliHere(['scenarios', 'validate', 'scenarios/default.json', 'scenarios/flaky.json'])
     expect(code).toBe(0)
-    expect(stdout).toContain('ok   scenarios/default.json: default 1.0.0')
-    expect(stdout).toContain('ok   scenarios/flaky.json: flaky 1.0.0')
+    expect(stdout()).toContain('ok   scenarios/default.json: default 1.0.0')
+    expect(stdout()).toContain('ok   scenarios/flaky.json: flaky 1.0.0')
   })
 
   it('exits 1 naming the file, the field and the problem of a broken scenario', async () => {
     const broken = await brokenScenarioFile()
-    const { code, stdout, stderr } = await runCliToEnd(['scenarios', 'validate', 'scenarios/empty.json', broken])
+    const { code, stdout, stderr } = await runCliHere(['scenarios', 'validate', 'scenarios/empty.json', broken])
     expect(code).toBe(1)
-    expect(stdout).toContain('ok   scenarios/empty.json')
-    expect(stderr).toContain(broken)
-    expect(stderr).toContain('seed.categories[0].name: name must be a non-empty string')
+    expect(stdout()).toContain('ok   scenarios/empty.json')
+    expect(stderr()).toContain(broken)
+    expect(stderr()).toContain('seed.categories[0].name: name must be a non-empty string')
   })
 
   it('exits 1 naming a file that cannot be read', async () => {
-    const { code, stderr } = await runCliToEnd(['scenarios', 'validate', 'no/such/file.json'])
+    const { code, stderr } = await runCliHere(['scenarios', 'validate', 'no/such/file.json'])
     expect(code).toBe(1)
-    expect(stderr).toContain('Cannot read no/such/file.json')
+    expect(stderr()).toContain('Cannot read no/such/file.json')
   })
 })

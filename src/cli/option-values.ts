@@ -1,0 +1,81 @@
+/** How the command line reads option values (integers, sizes, latencies, lists, booleans) and its environment. */
+import { Latency } from '../scenario/scenario-format.js'
+import { UsageError } from './cli-io.js'
+
+/** Repeated flags and comma-separated environment values alike: `--api-key a --api-key b`, `…_API_KEY=a,b`. */
+export function list(values: unknown): string[] {
+  const items = (Array.isArray(values) ? values : [values]).flatMap((value) => String(value).split(','))
+  return items.map((item) => item.trim()).filter((item) => item !== '')
+}
+
+/** An integer from `min` to `max`, or a usage error naming `--<name>`. */
+export function integer(name: string, min: number, max: number) {
+  return (value: unknown): number => {
+    const text = String(value)
+    const number = /^\d+$/.test(text) ? Number(text) : Number.NaN
+    if (!(number >= min && number <= max)) {
+      throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got "${text}"`)
+    }
+    return number
+  }
+}
+
+const UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }
+
+/** A size in bytes: `1048576`, `512KiB`, `64MiB`, `2GiB`. */
+export function bytes(name: string) {
+  return (value: unknown): number => {
+    const text = String(value)
+    const match = /^(\d+)\s*(b|kib|mib|gib)?$/i.exec(text.trim())
+    const number = match ? Number(match[1]) * UNITS[(match[2] ?? '').toLowerCase()]! : Number.NaN
+    if (!Number.isSafeInteger(number)) {
+      throw new UsageError(`--${name} must be a size in bytes (1048576) or with a unit (512KiB, 64MiB, 2GiB), got "${text}"`)
+    }
+    return number
+  }
+}
+
+/** `1048576` → `1 MiB`, for the start banner. */
+export function showBytes(size: number): string {
+  for (const [unit, factor] of [['GiB', 1024 ** 3], ['MiB', 1024 ** 2], ['KiB', 1024]] as const) {
+    if (size >= factor) return `${Math.round((size / factor) * 10) / 10} ${unit}`
+  }
+  return `${size} bytes`
+}
+
+/** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */
+export function latency(value: unknown): Latency {
+  const text = String(value)
+  const match = /^(\d+)(?:-(\d+))?$/.exec(text)
+  const parsed = match && Latency.safeParse(match[2] === undefined ? Number(match[1]) : { min: Number(match[1]), max: Number(match[2]) })
+  if (!parsed?.success) {
+    throw new UsageError(`--latency must be milliseconds (250) or a range (50-400) within 0-60000, got "${text}"`)
+  }
+  return parsed.data
+}
+
+/** Every option may be set as `PETSTORE_SANDBOX_<OPTION>`: `PETSTORE_SANDBOX_MAX_TENANTS` is `--max-tenants`. */
+export const ENV_PREFIX = 'PETSTORE_SANDBOX_'
+
+/** The boolean options, which an environment variable may set too. */
+const BOOLEAN_OPTIONS = new Set(['any-key', 'strict', 'quiet', 'verbose'])
+
+/**
+ * The options that `PETSTORE_SANDBOX_*` variables set, by option name (`max-tenants: '5'`). Reads
+ * booleans as containers write them (`1`, `yes`, `on`, `true`; `0`, `no`, `off`, `false`) and
+ * refuses anything else, where yargs alone would quietly read `1` as false.
+ */
+export function environmentOptions(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const options: Record<string, string> = {}
+  for (const [variable, value] of Object.entries(env)) {
+    if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue
+    const name = variable.slice(ENV_PREFIX.length).toLowerCase().split('_').filter((part) => part !== '').join('-')
+    // @note yargs reads a configuration object's `extends` as a file to load: no option has this name.
+    if (name === '' || name === 'extends') throw new UsageError(`${variable} is not an option of petstore-sandbox`)
+    if (!BOOLEAN_OPTIONS.has(name)) options[name] = value
+    else if (/^(1|true|yes|on)$/i.test(value.trim())) options[name] = 'true'
+    else if (/^(0|false|no|off|)$/i.test(value.trim())) options[name] = 'false'
+    else throw new UsageError(`${variable} must be true or false (1/0, yes/no, on/off), got "${value}"`)
+  }
+  return options
+}

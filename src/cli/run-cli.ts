@@ -1,0 +1,102 @@
+/**
+ * The `petstore-sandbox` command line as a function: it parses `args`, runs the command, writes
+ * through `io`, and resolves with the exit code, never exiting the process itself; `src/cli.ts`
+ * (the installed binary) owns the process: signals and exit.
+ */
+import yargs from 'yargs'
+import { PACKAGE } from '../server/package-info.js'
+import { type CliIo, UsageError } from './cli-io.js'
+import { environmentOptions } from './option-values.js'
+import { listScenarios, validateScenarios } from './scenarios-command.js'
+import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
+import { tenantsCommand } from './tenants-command.js'
+
+export type { CliIo } from './cli-io.js'
+export type { RunningSandbox } from './serve-command.js'
+
+/** How a run ended, or, for `serve`, the sandbox it left running. */
+export interface CliResult {
+  /** 0 when the command succeeded, 1 for a usage error or a failure (reported on `io.stderr`). */
+  readonly exitCode: number
+  /** `serve`, once it answers: stop it with `server.stop('SIGTERM')`. */
+  readonly server?: RunningSandbox
+}
+
+/** Runs `petstore-sandbox <args>`; resolves when the command has finished or, for `serve`, once the server is up. */
+export async function runCli(args: readonly string[], io: CliIo): Promise<CliResult> {
+  const red = (text: string) => (io.color ? `\x1b[31m${text}\x1b[39m` : text)
+  const fail = (error: unknown, verbose: boolean): CliResult => {
+    const message = error instanceof Error ? error.message : String(error)
+    // @note One line, whatever the message holds: yargs puts what it refused on the next lines
+    // ("Invalid values:\n  Argument: log, Given: …, Choices: …").
+    const line = message.split('\n').map((part) => part.trim()).filter((part) => part !== '').join(' ')
+    io.stderr(`${red(`petstore-sandbox: ${line}`)}\n`)
+    if (verbose && error instanceof Error && error.stack) io.stderr(`${error.stack}\n`)
+    return { exitCode: 1 }
+  }
+
+  let environment: Record<string, string>
+  try {
+    environment = environmentOptions(io.env)
+  } catch (error) {
+    return fail(error, false)
+  }
+  const verbose = args.includes('--verbose') || environment['verbose'] === 'true'
+  let exitCode = 0
+  let server: RunningSandbox | undefined
+  let output = ''
+  const cli = yargs([...args])
+    .scriptName('petstore-sandbox')
+    .usage('$0 <command> [options]')
+    // @note The environment's options as a configuration object rather than yargs' .env(), which
+    // reads process.env itself: same precedence (a flag wins), from the environment given.
+    .config(environment)
+    .exitProcess(false)
+    .option('verbose', { type: 'boolean', default: false, describe: 'Print stack traces of errors' })
+    .command('serve', 'Start the sandbox server', serveOptions, async (argv) => {
+      server = await serve(argv, io)
+    })
+    .command('scenarios', 'List or validate scenarios', (scenarios) =>
+      scenarios
+        .command(
+          'list',
+          'List the scenarios serve --scenario accepts',
+          (cmd) => cmd.option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios' }),
+          (argv) => listScenarios(argv['scenarios-dir'], io),
+        )
+        .command(
+          'validate <file...>',
+          'Check scenario files (and the fixtures they name); exit 1 if any is broken',
+          (cmd) => cmd.positional('file', { type: 'string', array: true, demandOption: true }),
+          async (argv) => {
+            exitCode = await validateScenarios(argv.file, io, red)
+          },
+        )
+        .demandCommand(1, 'Name a scenarios command: list or validate'),
+    )
+    .command('tenants', 'List or delete the tenants a data directory keeps (the server must be stopped; while it runs, use DELETE /__sandbox/tenants/<id>)', (cmd) =>
+      cmd
+        .option('data-dir', { type: 'string', demandOption: true, describe: 'The data directory the server uses' })
+        .command('list', 'List stored tenants: id, scenario, categories, last use', {}, (argv) => tenantsCommand(String(argv['data-dir']), undefined, io))
+        .command('delete <id>', "Delete a tenant's data (its full id, or a unique prefix of 12+ digits)", (sub) => sub.positional('id', { type: 'string', demandOption: true }), (argv) => tenantsCommand(String(argv['data-dir']), argv.id, io))
+        .demandCommand(1, 'Name a tenants command: list or delete'),
+    )
+    .demandCommand(1, 'Name a command: serve, scenarios or tenants')
+    .strict()
+    .version(PACKAGE.version)
+    .help()
+    .wrap(Math.min(110, io.columns ?? 110))
+    .fail((message, error) => {
+      throw error ?? new UsageError(message)
+    })
+  try {
+    // @note With a callback, yargs hands over the text of --help and --version instead of printing it.
+    await cli.parseAsync([...args], {}, (_error, _argv, text) => {
+      output = text
+    })
+  } catch (error) {
+    return fail(error, verbose)
+  }
+  if (output !== '') io.stdout(`${output}\n`)
+  return server ? { exitCode, server } : { exitCode }
+}

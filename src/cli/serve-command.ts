@@ -1,0 +1,191 @@
+/** `petstore-sandbox serve`: its options, the start banner, the request log, and a graceful stop. */
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { Argv } from 'yargs'
+import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
+import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from '../server/create-sandbox-app.js'
+import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from '../server/http-server.js'
+import { PACKAGE } from '../server/package-info.js'
+import { parseRedisUrl } from '../server/redis-connection.js'
+import type { RequestLogEntry } from '../server/request-context.js'
+import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-registry.js'
+import { UsageError, type CliIo } from './cli-io.js'
+import { bytes, integer, latency, list, showBytes } from './option-values.js'
+
+/** How long in-flight requests may take to finish after a stop (SIGINT/SIGTERM) before connections are cut. */
+export const SHUTDOWN_GRACE_MS = 5_000
+
+/** The last line of the start banner: once printed, the sandbox answers. */
+export const READY_LINE = 'Ctrl+C stops it.'
+
+export function serveOptions(cli: Argv) {
+  return cli
+    .option('port', { type: 'string', default: '4010', coerce: integer('port', 0, 65535), describe: 'Port to listen on (0 picks a free one)' })
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; 0.0.0.0 exposes the sandbox to the network' })
+    .option('scenario', { type: 'string', default: 'default', describe: 'Scenario new tenants start from: a name or a path to a .json file' })
+    .option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios, searched before the built-ins' })
+    .option('api-key', { type: 'array', string: true, coerce: list, describe: `Accepted API key (repeat, or comma-separate in the env); default: the scenario's, else ${DEV_API_KEY}` })
+    .option('any-key', { type: 'boolean', default: false, describe: 'Accept every non-empty key, each with its own store' })
+    .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept in memory; beyond, one that loses nothing by leaving is evicted' })
+    .option('evict-idle-minutes', { type: 'string', default: '60', coerce: integer('evict-idle-minutes', 0, 525_600), describe: 'In memory, at --max-tenants: evict a tenant unused this long, writes and all (0: never; new keys wait)' })
+    .option('admin-token', { type: 'string', describe: 'Token for the admin API over every tenant (?tenant=<id>)' })
+    .option('strict', { type: 'boolean', default: false, describe: 'Refuse unknown fields in a new category with 400' })
+    .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
+    .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
+    .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
+    .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
+    .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
+    .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
+    .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
+    .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
+    .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
+    .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
+    .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
+    .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
+    .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
+    .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
+    .option('request-timeout', { type: 'string', default: String(DEFAULT_REQUEST_TIMEOUT_MS), coerce: integer('request-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
+    .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
+    .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
+    .check((argv) => {
+      if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
+      if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
+      if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
+      if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
+      return true
+    })
+}
+
+export type ServeArgs = Awaited<ReturnType<typeof serveOptions>['argv']>
+
+/** A sandbox that `serve` started: it answers until stopped. */
+export interface RunningSandbox {
+  /** `http://127.0.0.1:4010`: where it listens (the API is under `/v1`). */
+  readonly origin: string
+  /**
+   * Stops taking connections, lets in-flight requests finish (cutting them after
+   * {@link SHUTDOWN_GRACE_MS}), then closes the store. Called again, returns the same promise.
+   * @param reason Printed first: `SIGTERM: finishing in-flight requests, then exiting`.
+   */
+  stop(reason: string): Promise<void>
+}
+
+function formatLog(format: 'pretty' | 'json', io: CliIo) {
+  return (entry: RequestLogEntry) => {
+    const line =
+      format === 'json'
+        ? JSON.stringify(entry)
+        : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant === null ? '-' : displayId(entry.tenant)} id=${entry.requestId}`
+    io.stdout(`${line}\n`)
+  }
+}
+
+/** A URL a person can open: a wildcard bind is reached through localhost. */
+function displayOrigin(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host
+  return `http://${shown}:${port}`
+}
+
+/** Where tenants live, for the start banner (a Redis URL without its password). */
+function dataLine(argv: ServeArgs): string {
+  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it)`
+  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts)`
+  return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
+}
+
+/** Starts the sandbox, prints the start banner, and resolves once it answers. */
+export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox> {
+  const sandbox = await createSandboxApp({
+    scenario: argv.scenario,
+    scenariosDir: argv['scenarios-dir'],
+    apiKeys: argv['api-key'],
+    anyKey: argv['any-key'],
+    maxTenants: argv['max-tenants'],
+    evictIdleMinutes: argv['evict-idle-minutes'],
+    adminToken: argv['admin-token'],
+    strict: argv.strict,
+    latency: argv.latency,
+    corsOrigins: argv['cors-origin'] ?? '*',
+    log: argv.quiet ? undefined : formatLog(argv.log, io),
+    dataDir: argv['data-dir'],
+    redisUrl: argv['redis-url'],
+    tenantTtlDays: argv['tenant-ttl-days'],
+    durability: argv.durability,
+    warn: (message) => io.stderr(`petstore-sandbox: warning: ${message}\n`),
+    nameMaxLength: argv['name-max-length'],
+    descriptionMaxLength: argv['description-max-length'],
+    maxCategories: argv['max-categories'],
+    journalBytes: argv['journal-bytes'],
+    memoryBudgetBytes: argv['memory-budget'],
+    scenarioAllow: argv['scenario-allow'],
+    maxConnections: argv['max-connections'],
+    headersTimeoutMs: argv['headers-timeout'],
+    requestTimeoutMs: argv['request-timeout'],
+  })
+  const server = sandbox.createServer()
+  try {
+    await listen(server, argv.port, argv.host)
+  } catch (error) {
+    await sandbox.close()
+    throw error
+  }
+
+  const { port } = server.address() as AddressInfo
+  const origin = displayOrigin(argv.host, port)
+  const { scenario, limits } = sandbox
+  const keys =
+    sandbox.apiKeys === 'any'
+      ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
+      : sandbox.apiKeys.join(', ') + (sandbox.apiKeys.length === 1 && sandbox.apiKeys[0] === DEV_API_KEY ? ' (development key; choose your own with --api-key)' : '')
+  const exposed = argv.host === '0.0.0.0' || argv.host === '::' ? ` (bound to ${argv.host}: reachable from the network)` : ''
+  io.stdout(
+    [
+      `petstore-sandbox ${PACKAGE.version} is running`,
+      `  API        ${origin}${API_BASE_PATH}${exposed}`,
+      `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}`,
+      `  API keys   ${keys}`,
+      `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
+      `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
+      `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
+      `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
+      `  data       ${dataLine(argv)}`,
+      `  ${READY_LINE}`,
+      '',
+    ].join('\n'),
+  )
+
+  let stopping: Promise<void> | undefined
+  const stop = (reason: string): Promise<void> => {
+    stopping ??= (async () => {
+      io.stdout(`${reason}: finishing in-flight requests, then exiting\n`)
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()))
+      // @note close() only drops connections idle at that moment: a keep-alive connection whose
+      // request finishes later would hold the stop for its idle timeout, so idle ones are swept.
+      server.closeIdleConnections()
+      const sweep = setInterval(() => server.closeIdleConnections(), 50)
+      const grace = setTimeout(() => {
+        io.stdout(`in-flight requests still running after ${SHUTDOWN_GRACE_MS} ms: closing their connections\n`)
+        server.closeAllConnections()
+      }, SHUTDOWN_GRACE_MS)
+      try {
+        await closed
+      } finally {
+        clearInterval(sweep)
+        clearTimeout(grace)
+      }
+      await sandbox.close()
+    })()
+    return stopping
+  }
+  return { origin, stop }
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => {
+      const why = error.code === 'EADDRINUSE' ? 'the port is in use; choose another with --port' : error.code === 'EACCES' ? 'permission denied; choose a port above 1023' : error.message
+      reject(new UsageError(`Cannot listen on ${host}:${port}: ${why}`))
+    })
+    server.listen(port, host, () => resolve())
+  })
+}
