@@ -22,6 +22,9 @@ export interface SoakOptions {
   readonly seed?: number
   /** Run the sandbox durable, in this directory. @default none */
   readonly dataDir?: string
+  /** Keep the tenants in this Redis instead (`redisPrefix` keeps runs apart). @default none */
+  readonly redisUrl?: string
+  readonly redisPrefix?: string
 }
 
 export interface SoakReport {
@@ -54,7 +57,9 @@ const random = generator
 export async function soak(options: SoakOptions): Promise<SoakReport> {
   const tenantCount = options.tenants ?? 50
   const keys = Array.from({ length: tenantCount }, (_, i) => `soak-key-${i}`)
-  const sandbox = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, ...(options.dataDir ? { dataDir: options.dataDir } : {}) })
+  // @note Every store option reaches the sandbox and the checker after it: a store left out would soak memory under its name.
+  const store = { dataDir: options.dataDir, redisUrl: options.redisUrl, redisPrefix: options.redisPrefix }
+  const sandbox = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, ...store })
   const server = createServer({ keepAlive: true }, sandbox.listener)
   answerClientErrors(server)
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -113,11 +118,11 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   server.closeAllConnections()
   await new Promise((resolve) => server.close(resolve))
 
-  // Every acknowledged create must be listed: with a data directory, by a new server on it.
+  // Every acknowledged create must be listed: with a data directory or Redis, by a new server on it.
   let checker = sandbox
-  if (options.dataDir) {
+  if (options.dataDir !== undefined || options.redisUrl !== undefined) {
     await sandbox.close()
-    checker = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, dataDir: options.dataDir })
+    checker = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, ...store })
   }
   let lostWrites = 0
   let unexpectedWrites = 0

@@ -4,7 +4,7 @@
  * interception), and every answer is judged against an oracle written from the contract.
  *
  * The seed is printed; `FUZZ_SEED=<n>` replays a run and `FUZZ_RUNS=<n>` changes its size:
- * 2,000 cases in `npm test` (everyone's loop), 10,000 in CI (`.ci/run` sets it).
+ * 1,000 cases in `npm test` (everyone's loop), 10,000 in the full run (`PETSTORE_FULL_TESTS=1`, CI).
  */
 import fc from 'fast-check'
 import { getResponse } from 'msw'
@@ -12,9 +12,10 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { NewCategory } from '../src/contract/schemas.js'
 import { createPetstore, tenantOf, type Petstore } from '../src/petstore.js'
 import { expectConformant } from './support/openapi-validator.js'
+import { size } from './support/test-scale.js'
 
 const SEED = Number(process.env['FUZZ_SEED'] ?? 20_261_122)
-const RUNS = Number(process.env['FUZZ_RUNS'] ?? 2_000)
+const RUNS = size('FUZZ_RUNS', 1_000, 10_000)
 const BASE = 'https://api.fuzz.test/v1'
 const KEY = 'fuzz-key-3f9c0d7a'
 /** A key the sandbox does not accept: it must not be echoed anywhere either. */

@@ -2,15 +2,16 @@
  * Floods of issue 10, bounded: the sandbox refuses what it has no room for (503 with
  * `Retry-After`, 400, 403) and never stops answering. Each flood runs against a real server
  * with small budgets so that the limits are reached quickly; `FLOOD_SIZE` scales the floods
- * (default 1; CI or a developer may set more), and `bench/floods.ts` runs the issue's sizes
+ * (default 1; 2 in the full run, `PETSTORE_FULL_TESTS=1`), and `bench/floods.ts` runs the issue's sizes
  * against the CLI with its default limits and prints peak RSS.
  */
 import { describe, expect, it } from 'vitest'
 import { delayFlood, journalFlood, scenarioFlood, type FloodReport } from '../../bench/flood-load.js'
 import { startSandbox } from '../support/sandbox-server.js'
+import { size } from '../support/test-scale.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 
-const SIZE = Number(process.env['FLOOD_SIZE'] ?? 1)
+const SIZE = size('FLOOD_SIZE', 1, 2)
 if (!(Number.isInteger(SIZE) && SIZE >= 1)) throw new Error(`FLOOD_SIZE must be a positive integer, got ${process.env['FLOOD_SIZE']}`)
 
 failOnUnhandledRejections()

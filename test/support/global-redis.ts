@@ -1,11 +1,12 @@
 /**
  * Vitest global setup: one redis-server for the whole run, for the suites that run against every
  * store (tests keep apart by key prefix). Its URL reaches the tests through `inject('redisUrl')`.
- * Without redis-server installed it starts nothing (and, under CI, the Redis suites then fail).
+ * It starts nothing outside the full run (`PETSTORE_FULL_TESTS=1`), or without redis-server installed
+ * (the Redis suites then fail).
  */
 import { rmSync } from 'node:fs'
 import type { TestProject } from 'vitest/node'
-import { HAVE_REDIS, RedisServer, freePort } from './redis-server.js'
+import { HAVE_REDIS, REQUIRE_REDIS, RedisServer, freePort } from './redis-server.js'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -18,7 +19,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  if (!HAVE_REDIS) {
+  if (!REQUIRE_REDIS || !HAVE_REDIS) {
     project.provide('redisUrl', '')
     return () => Promise.resolve()
   }

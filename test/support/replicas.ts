@@ -6,10 +6,11 @@
  */
 import { runCli, type CliRun } from './sandbox-cli.js'
 import { freePort } from './redis-server.js'
+import { size } from './test-scale.js'
 import { generator } from '../../src/core/faults.js'
 
-/** How long the replica load tests run: a few seconds by default, 20 in CI (`.ci/run` sets it). */
-export const LOAD_SECONDS = Number(process.env['PETSTORE_TEST_REPLICA_SECONDS'] ?? 3)
+/** How long the replica load tests run: 3 s, 20 in the full run (`PETSTORE_FULL_TESTS=1`, which CI sets), or `PETSTORE_TEST_REPLICA_SECONDS`. */
+export const LOAD_SECONDS = size('PETSTORE_TEST_REPLICA_SECONDS', 3, 20)
 
 export interface Replica {
   readonly port: number
