@@ -1,7 +1,7 @@
 import { getResponse } from 'msw'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { persistInSession, PERSIST_STORAGE_KEY, type SessionStore } from '../src/browser/session-persistence.js'
-import { createPetstore, type PetstoreOptions } from '../src/petstore.js'
+import { createPetstore, type PetstoreOptions } from '../src/index.js'
 
 class MemoryStorage implements SessionStore {
   readonly items = new Map<string, string>()
