@@ -22,8 +22,9 @@ export interface SoakOptions {
   readonly seed?: number
   /** Run the sandbox durable, in this directory. @default none */
   readonly dataDir?: string
-  /** Keep the tenants in this Redis instead (`redisPrefix` keeps runs apart). @default none */
+  /** Keep the tenants in this Redis instead. @default none */
   readonly redisUrl?: string
+  /** Prefix of the soak's Redis keys, to keep runs on one Redis apart. @default the sandbox's */
   readonly redisPrefix?: string
 }
 
