@@ -180,6 +180,14 @@ describe('petstore-sandbox serve', () => {
     expect(stderr).toBe('petstore-sandbox: --port must be an integer from 0 to 65535, got "abc"\n')
   })
 
+  it('adds the stack trace under the one line with --verbose', async () => {
+    const { code, stderr } = await runCliHere(['serve', '--scenario', 'nope', '--verbose'])
+    expect(code).toBe(1)
+    const [first, ...rest] = stderr().trimEnd().split('\n')
+    expect(first).toMatch(/^petstore-sandbox: Cannot use scenario "nope": no such scenario/)
+    expect(rest.join('\n')).toMatch(/^\s+at /m)
+  })
+
   it('leaves the environment it is given as it found it', async () => {
     const env = { PETSTORE_SANDBOX_QUIET: 'yes', PETSTORE_SANDBOX_PORT: 'abc' }
     const { code } = await runCliHere(['serve'], env)
