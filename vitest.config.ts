@@ -1,21 +1,45 @@
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
+/** The replicas' load tests drive three sandbox processes, nginx and Redis (a cluster, too) at once. */
+const ALONE = ['test/redis/replicas.test.ts']
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // The packed-package consumers run in their own projects (npm run check:package).
-    exclude: ['test/package-consumer/**', 'test/consumers/**', 'node_modules/**'],
-    // @note Most test files wait on sockets, timers and child processes rather than on the CPU:
-    // two files a core (vitest's default, one less than the cores, runs one at a time on 2 cores).
-    maxWorkers: Math.max(2, availableParallelism() * 2),
     // A backstop only: a test bounds its own waits (AbortSignal.timeout) and says what it waited
     // for; this leaves room for a loaded 2-core machine running files side by side.
     testTimeout: 60_000,
     hookTimeout: 60_000,
     reporters: ['default', ['json', { outputFile: 'test-results/results.json' }]],
-    // dist/ rebuilt when src/ is newer (the spawned CLI tests run the binary), and one
-    // redis-server for the suites that run against every store in the full run.
-    globalSetup: ['test/support/global-build.ts', 'test/support/global-redis.ts'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'tests',
+          include: ['test/**/*.test.ts'],
+          // The packed-package consumers run in their own projects (npm run check:package).
+          exclude: ['test/package-consumer/**', 'test/consumers/**', 'node_modules/**', ...ALONE],
+          // @note Most test files wait on sockets, timers and child processes rather than on the
+          // CPU: two files a core (vitest's default, one less than the cores, runs one at a time on 2 cores).
+          maxWorkers: Math.max(2, availableParallelism() * 2),
+          // dist/ rebuilt when src/ is newer (the spawned CLI tests run the binary), and one
+          // redis-server for the suites that run against every store in the full run.
+          globalSetup: ['test/support/global-build.ts', 'test/support/global-redis.ts'],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // After every other file, on their own: side by side with other files on a 2-core
+          // machine, their 20 s of load measure the machine more than the sandbox.
+          name: 'alone',
+          include: ALONE,
+          maxWorkers: 1,
+          globalSetup: ['test/support/global-build.ts'],
+          sequence: { groupOrder: 1 },
+        },
+      },
+    ],
   },
 })
