@@ -26,6 +26,8 @@ export interface SoakOptions {
   readonly redisUrl?: string
   /** Prefix of the soak's Redis keys, to keep runs on one Redis apart. @default the sandbox's */
   readonly redisPrefix?: string
+  /** Heap each tenant's journal may hold. @default the sandbox's (1 MiB) */
+  readonly journalBytes?: number
 }
 
 export interface SoakReport {
@@ -59,7 +61,7 @@ export async function soak(options: SoakOptions): Promise<SoakReport> {
   const tenantCount = options.tenants ?? 50
   const keys = Array.from({ length: tenantCount }, (_, i) => `soak-key-${i}`)
   // @note Every store option reaches the sandbox and the checker after it: a store left out would soak memory under its name.
-  const store = { dataDir: options.dataDir, redisUrl: options.redisUrl, redisPrefix: options.redisPrefix }
+  const store = { dataDir: options.dataDir, redisUrl: options.redisUrl, redisPrefix: options.redisPrefix, journalBytes: options.journalBytes }
   const sandbox = await createSandboxApp({ apiKeys: keys, scenario: 'empty', demoDir: false, ...store })
   const server = createServer({ keepAlive: true }, sandbox.listener)
   answerClientErrors(server)
