@@ -133,8 +133,16 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // @note disableOfflineQueue: while Redis is unreachable a command fails at once (503) instead of
   // waiting in memory for a reconnect that may never come; commands in flight when the connection
   // drops fail too and are never re-sent, so a create is never applied twice.
+  // @note disableClientInfo: node-redis (5.9) greets each new connection with CLIENT SETINFO and
+  // ignores that greeting's failures, so a connection reset before Redis answered it (what a Redis
+  // being killed -9 does to the reconnect node-redis makes at once) still counted as ready: the
+  // client kept writing to a closed socket, never reconnected, and every command went unanswered
+  // for good (503s until the replica restarted). With no greeting, a connection is ready as soon
+  // as it opens, and its reset is an ordinary drop that node-redis reconnects from; a greeting
+  // that is needed (AUTH, SELECT) fails the connection when it fails, which node-redis retries.
   const common = {
     disableOfflineQueue: true,
+    disableClientInfo: true,
     socket: {
       connectTimeout: Math.min(timeout, 5000),
       // Reconnect forever, backing off up to 1 s: a replica recovers by itself when Redis returns.
