@@ -3,13 +3,33 @@
  * the request timeout with its answer or a 503 storage_unavailable Error body (with Retry-After),
  * and the replica serves again, without a restart, once Redis is back.
  */
-import { describe, expect, it } from 'vitest'
+import { execFile } from 'node:child_process'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
-import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+/**
+ * How many commands the AOF holds in the reload test, each reloaded 1 ms apart
+ * (`--key-load-delay`): how long Redis answers LOADING. @default 4000 (about 5 s)
+ */
+const RELOAD_COMMANDS = Number(process.env['PETSTORE_TEST_AOF_RELOAD_COMMANDS'] ?? 4000)
+
+/** Writes `count` filler keys through `redis-cli --pipe`: as many commands in the AOF. */
+function fill(redis: RedisServer, count: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('redis-cli', ['-p', String(redis.port), '--pipe'], (error) => (error ? reject(error) : resolve()))
+    child.stdin!.end(Array.from({ length: count }, (_, i) => `SET filler:${i} x\r\n`).join(''))
+  })
+}
+
+/** Whether Redis still answers LOADING (reloading its AOF). */
+async function stillLoading(redis: RedisServer): Promise<boolean> {
+  return (await redis.cli('PING').catch((error: Error) => error.message)).includes('LOADING')
+}
+
 /** The sandboxes' request timeout here; a request still unanswered by then fails the test. */
 const REQUEST_TIMEOUT_MS = 5000
 
@@ -53,5 +73,59 @@ describe.runIf(REQUIRE_REDIS)('a replica while Redis crashes and restarts', () =
     expect(await listWithin(sandbox, 10_000)).toBe(200)
     const listed = (await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(listed.map((category) => category.name)).toEqual(['before'])
+  })
+
+  it('ends a request within the request timeout when Redis stops answering half-way through it (its create and then its journal entry each unanswered)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: REQUEST_TIMEOUT_MS, headersTimeoutMs: 2000 })
+    expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'before' }) })).status).toBe(201)
+    onTestFinished(() => redis.signal('SIGCONT'))
+    // The tenant is read while Redis answers; Redis freezes during the simulated delay, before
+    // the create is sent: the create, then the 503's journal entry, wait on a Redis that never answers.
+    const answer = expectAnswerOr503(sandbox, '/v1/categories', { method: 'POST', headers: { ...auth('partner', true), prefer: 'delay=2500' }, body: JSON.stringify({ name: 'during' }) }, 201)
+    await sleep(1000)
+    redis.signal('SIGSTOP')
+    expect(await answer).toBe(503)
+    redis.signal('SIGCONT')
+    expect(await listWithin(sandbox, 10_000)).toBe(200)
+  })
+
+  it('answers every request within the request timeout while Redis reloads its AOF after a kill -9 (LOADING), keeps every acknowledged create, and says Redis recovered only once it serves', async () => {
+    const redis = await startRedis({ aof: true })
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: REQUEST_TIMEOUT_MS, headersTimeoutMs: 2000, warn: (message) => warnings.push(message) })
+    expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'before' }) })).status).toBe(201)
+    await fill(redis, RELOAD_COMMANDS)
+    await redis.stop('SIGKILL')
+    await redis.start({ extraArgs: ['--key-load-delay', '1000'], until: 'listening' })
+    expect(await stillLoading(redis)).toBe(true)
+    // Reads and creates all through the reload, each checked as it ends.
+    const acknowledged: string[] = []
+    const requests: Promise<number>[] = []
+    let loading = true
+    const watching = (async () => {
+      while (await stillLoading(redis)) await sleep(50)
+      loading = false
+    })()
+    for (let i = 0; loading; i++) {
+      const name = `during ${i}`
+      requests.push(expectAnswerOr503(sandbox, '/v1/categories', { headers: auth('partner') }, 200))
+      requests.push(
+        expectAnswerOr503(sandbox, '/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name }) }, 201).then((status) => {
+          if (status === 201) acknowledged.push(name)
+          return status
+        }),
+      )
+      await sleep(100)
+    }
+    await watching
+    const statuses = await Promise.all(requests)
+    expect(statuses).toContain(503)
+    expect(await listWithin(sandbox, 10_000)).toBe(200)
+    const listed = ((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name)
+    expect(listed).toEqual(expect.arrayContaining(['before', ...acknowledged]))
+    // Told once that Redis failed and once, when it served again, that it recovered.
+    const outage = warnings.filter((message) => message.startsWith('storage '))
+    expect(outage.map((message) => message.split(':')[0])).toEqual(['storage failing', 'storage recovered'])
   })
 })

@@ -65,7 +65,7 @@ export class RedisServer {
 
   /**
    * Starts (or restarts) the server and waits until it answers PING, or with `listening` only
-   * until it answers at all (`-LOADING` while it reloads its AOF). `extraArgs` go to redis-server
+   * until it accepts connections (it may answer `-LOADING` for seconds yet, reloading its AOF). `extraArgs` go to redis-server
    * for this start only (`--key-load-delay 1000`: a reload slowed to 1 ms a command).
    */
   async start(options: { readonly extraArgs?: readonly string[]; readonly until?: 'ready' | 'listening' } = {}): Promise<void> {
@@ -204,18 +204,24 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   }
 }
 
-/** Whether the server answers a PING: with PONG (`ready`), or with anything (`listening`). */
+/** Whether the server answers a PING with PONG (`ready`), or accepts a connection at all (`listening`). */
 function answersPing(port: number, password: string | undefined, until: 'ready' | 'listening' = 'ready'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     let reply = ''
     socket.setTimeout(1000)
-    socket.on('connect', () => socket.write(password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`))
+    socket.on('connect', () => {
+      if (until === 'ready') socket.write(password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`)
+      else {
+        socket.destroy()
+        resolve(true)
+      }
+    })
     socket.on('data', (chunk) => {
       reply += chunk.toString()
       if (reply.includes('\r\n')) {
         socket.destroy()
-        resolve(until === 'listening' || reply.startsWith('+PONG') || reply.startsWith('+OK'))
+        resolve(reply.startsWith('+PONG') || reply.startsWith('+OK'))
       }
     })
     socket.on('error', () => resolve(false))
