@@ -134,9 +134,9 @@ interface Connection {
  * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
  * a fresh client discovers the slots anew. A defence: the stuck state could not be produced on
  * demand, so no test shows this making the difference (docs/decisions/0005-redis-replicas.md).
- * Its likely cause, a connection reset during node-redis's greeting leaving a client "ready" on a
- * closed socket, is removed by `disableClientInfo` (see {@link connectRedis}); this stays as a
- * second line.
+ * Its cause, a connection reset during node-redis's greeting leaving a client "ready" on a closed
+ * socket, is removed by `disableClientInfo` (see {@link connectRedis}; test/redis/redis-restart.test.ts
+ * produces it on demand); this stays as a second line.
  */
 const RENEW_AFTER_FAILING_MS = 5000
 

@@ -7,8 +7,9 @@ import { execFile } from 'node:child_process'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
-import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
+import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+import { tenantId } from '../../src/server/tenant-registry.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 /**
@@ -48,11 +49,11 @@ async function expectAnswerOr503(sandbox: RunningSandbox, path: string, init: Re
 }
 
 /** Lists until a 200 or `ms` pass; each answer checked by {@link expectAnswerOr503}. */
-async function listWithin(sandbox: RunningSandbox, ms: number): Promise<number> {
+async function listWithin(sandbox: RunningSandbox, ms: number, key = 'partner'): Promise<number> {
   const deadline = Date.now() + ms
   let status = 0
   while (status !== 200 && Date.now() < deadline) {
-    status = await expectAnswerOr503(sandbox, '/v1/categories', { headers: auth('partner') }, 200)
+    status = await expectAnswerOr503(sandbox, '/v1/categories', { headers: auth(key) }, 200)
     if (status !== 200) await sleep(100)
   }
   return status
@@ -127,5 +128,29 @@ describe.runIf(REQUIRE_REDIS)('a replica while Redis crashes and restarts', () =
     // Told once that Redis failed and once, when it served again, that it recovered.
     const outage = warnings.filter((message) => message.startsWith('storage '))
     expect(outage.map((message) => message.split(':')[0])).toEqual(['storage failing', 'storage recovered'])
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('a replica on a Redis Cluster while a master dies', () => {
+  it('serves that master’s tenants again when the master dies while the replica reconnects to it (a connection accepted, then reset)', async () => {
+    const cluster = await startRedisCluster()
+    const victim = cluster.nodes[0]!
+    // The victim announces the proxy's port: the cluster's clients reach it only through the proxy.
+    const proxy = await startFlakyProxy(victim.port)
+    await victim.cli('CONFIG', 'SET', 'cluster-announce-port', String(proxy.port))
+    const announced = Date.now() + 10_000
+    while (!(await cluster.nodes[1]!.cli('CLUSTER', 'NODES')).includes(`:${proxy.port}@`)) {
+      if (Date.now() > announced) throw new Error('the proxy port was not announced within 10 s')
+      await sleep(100)
+    }
+    let key: string | undefined
+    for (let i = 0; key === undefined; i++) if ((await cluster.masterOf(`petstore-sandbox:{${tenantId(`partner-${i}`)}}:meta`)) === proxy.port) key = `partner-${i}`
+    const sandbox = await startSandbox({ redisUrl: cluster.url, scenario: 'empty', apiKeys: [key], requestTimeoutMs: REQUEST_TIMEOUT_MS, headersTimeoutMs: 2000 })
+    expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: 'before' }) })).status).toBe(201)
+    proxy.crash(1)
+    await sleep(500)
+    expect(proxy.resets).toBe(1)
+    // Well before the 5 s after which a failing cluster client is replaced (RedisLink's renewal).
+    expect(await listWithin(sandbox, 3000, key)).toBe(200)
   })
 })
