@@ -132,11 +132,11 @@ interface Connection {
  * A cluster client still failing this long is replaced by a new one.
  * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
  * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
- * a fresh client discovers the slots anew. A defence: the stuck state could not be produced on
- * demand, so no test shows this making the difference (docs/decisions/0005-redis-replicas.md).
- * Its cause, a connection reset during node-redis's greeting leaving a client "ready" on a closed
- * socket, is removed by `disableClientInfo` (see {@link connectRedis}; test/redis/redis-restart.test.ts
- * produces it on demand); this stays as a second line.
+ * a fresh client discovers the slots anew. Its cause, a connection reset during node-redis's
+ * greeting leaving a client "ready" on a closed socket, is removed by `disableClientInfo` (see
+ * {@link connectRedis}; test/redis/redis-restart.test.ts produces it on demand): this renewal,
+ * which rescued such a client only 5 s on, stays as a second line
+ * (docs/decisions/0005-redis-replicas.md).
  */
 const RENEW_AFTER_FAILING_MS = 5000
 
