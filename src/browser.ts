@@ -1,6 +1,6 @@
 /** The browser runtime: a msw `setupWorker` already wired to a Petstore. */
 import { setupWorker, type SetupWorker } from 'msw/browser'
-import { PetstoreError } from './errors.js'
+import { describeValue, PetstoreError } from './errors.js'
 import type { Petstore, PetstoreOptions } from './petstore.js'
 
 /**
@@ -44,7 +44,7 @@ export interface PetstoreWorker {
 export function setupPetstoreWorker(options: PetstoreWorkerOptions = {}): PetstoreWorker {
   const { persist = false, ...petstoreOptions } = options
   if (typeof persist !== 'boolean') {
-    throw new PetstoreError('invalid_option', `Invalid petstore option persist: expected a boolean, received ${typeof persist}`)
+    throw new PetstoreError('invalid_option', `Invalid petstore option persist: expected true or false, received ${describeValue(persist)}`)
   }
   const petstore = createPetstore(petstoreOptions)
   if (persist) {
