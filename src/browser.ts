@@ -8,8 +8,8 @@ import type { Petstore, PetstoreOptions } from './petstore.js'
  * chunk in a Vite build, and with this package's 184 kB in the same chunk Vite printed its
  * advisory about chunks over 500 kB. A top-level `await import()` lets every bundler split it off
  * while `setupPetstoreWorker()`, `petstore.scenario` and `petstore.requests.all()` stay
- * synchronous: the module settles once both are loaded (the README's `await import('./mocks')`
- * waits for it).
+ * synchronous: the module settles once that chunk is loaded, which the README's
+ * `await import('./mocks')` waits for. A bundler without code splitting inlines it.
  */
 const { createPetstore, persistInSession, PERSIST_STORAGE_KEY: STORAGE_KEY, BUILTIN_SCENARIO_NAMES: BUILTIN_NAMES } =
   await import('./browser/worker-runtime.js')
