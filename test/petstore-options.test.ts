@@ -113,6 +113,24 @@ describe('createPetstore() options', () => {
     expect(error.message).toBe(message)
   })
 
+  it.each([
+    {
+      name: 'a fault rate over 1',
+      scenario: { faults: { rate: 2 } },
+      message: 'faults.rate: must be a number from 0 to 1 (the share of requests that fail)',
+    },
+    { name: 'a negative latency', scenario: { latency: -5 }, message: 'latency: must be whole milliseconds from 0 to 60000' },
+    {
+      name: 'an empty outcomes list',
+      scenario: { faults: { rate: 0.5, outcomes: [] } },
+      message: 'faults.outcomes: must list at least one of "500", "503", "network"',
+    },
+  ])('refuses a scenario object with $name in words, not zod’s “Too big”', ({ scenario, message }) => {
+    const error = thrownBy(() => createPetstore({ scenario: { name: 'shop', version: '1.0.0', description: 'A shop', ...scenario } as never }))
+    expect(error.code).toBe('invalid_scenario')
+    expect(error.message).toBe(`Invalid scenario (scenario object): ${message}`)
+  })
+
   it('refuses a scenariosDir that does not exist at once, instead of falling back to the built-in scenarios', async () => {
     const missing = join(await tempDir(), 'scenarios')
     const error = thrownBy(() => createPetstore({ scenariosDir: missing }))
