@@ -29,3 +29,21 @@ export class PetstoreError extends Error {
     this.code = code
   }
 }
+
+/**
+ * A value as an error message shows what was received: strings quoted, arrays and objects as
+ * JSON (cut short), anything else by its type.
+ */
+export function describeValue(value: unknown): string {
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
+    return value === undefined ? 'undefined' : `a ${typeof value}`
+  }
+  let text: string
+  try {
+    text = JSON.stringify(value)
+  } catch {
+    return Array.isArray(value) ? 'an array' : 'an object'
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) text = String(value)
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text
+}

@@ -4,7 +4,7 @@
  * browser build swaps for a module that throws: the browser bundle never holds a `node:` import.
  */
 import type { z } from 'zod'
-import { PetstoreError } from '../errors.js'
+import { describeValue, PetstoreError } from '../errors.js'
 import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
 import { scenarioFiles as fs } from './scenario-files.js'
 import {
@@ -48,6 +48,20 @@ export function checkScenarioInput(input: ScenarioInput, options: LoadScenarioOp
     'unknown_scenario',
     `Cannot use scenario "${input}": no such scenario. Known: ${BUILTIN_SCENARIO_NAMES.join(', ')}`,
   )
+}
+
+/**
+ * Throws unless `dir` is a directory, so a mistyped `scenariosDir` is refused at once instead of
+ * silently falling back to the built-in scenarios (in the browser: `scenario_not_readable`).
+ */
+export function checkScenariosDir(dir: string): void {
+  const problem = fs.directoryProblem(dir)
+  if (problem !== undefined) {
+    throw new PetstoreError(
+      'invalid_option',
+      `Invalid petstore option scenariosDir: expected the path of a directory, received ${describeValue(dir)}, ${problem}`,
+    )
+  }
 }
 
 /** Loads, validates and resolves a scenario. Throws {@link PetstoreError} with a precise message. */
