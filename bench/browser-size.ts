@@ -4,7 +4,7 @@
  * production build is) and gzipped; the difference is what the package adds beyond msw. Then the
  * same app code-split, as Vite splits it: how much of the package lands in the chunk msw is in
  * (loaded with the app's mocks), and how much in the package's own chunk, loaded by the
- * entry's top-level `await import()`.
+ * entry's dynamic `import()` when a worker is set up.
  */
 import { gzipSync } from 'node:zlib'
 import { fileURLToPath } from 'node:url'
@@ -116,7 +116,7 @@ export async function measureBrowserSize(): Promise<Figure[]> {
       value: split.eagerKb,
       unit: 'KB',
       target: { kind: 'max', value: EAGER_TARGET_KB },
-      detail: `esbuild with code splitting, as Vite splits: the rest, ${split.lazyKb.toFixed(0)} KB minified, is the package's own chunk, loaded by the entry's top-level await import()`,
+      detail: `esbuild with code splitting, as Vite splits: the rest, ${split.lazyKb.toFixed(0)} KB minified, is the package's own chunk, loaded by a dynamic import() when the worker is set up`,
       command: 'npm run bench -- browser-size',
     },
   ]

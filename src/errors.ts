@@ -4,6 +4,8 @@ export type PetstoreErrorCode =
   | 'invalid_scenario'
   | 'scenario_not_readable'
   | 'invalid_option'
+  /** The browser's petstore read synchronously before it loaded: await `worker.start()` first. */
+  | 'not_ready'
   /** `categories.create()` judged the input as `POST /categories` does: the same codes as its 400 and 409 answers. */
   | 'invalid_body'
   | 'missing_field'

@@ -1,5 +1,5 @@
 /**
- * Every option of `createPetstore()` and `setupPetstoreWorker()` judged with a message that names
+ * Every option of `createPetstore()` judged (`setupPetstoreWorker()`'s: test/browser-entry.test.ts) with a message that names
  * the option, what was received and what is accepted (issue 11: some surfaced raw zod messages
  * such as "Too small: expected array to have >=1 items", and a missing `scenariosDir` was
  * silently ignored).
@@ -8,7 +8,6 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { setupPetstoreWorker } from '../src/browser.js'
 import { createPetstore, PetstoreError } from '../src/index.js'
 
 /** The error `make` throws, or a failure when it throws none or something else. */
@@ -150,20 +149,5 @@ describe('createPetstore() options', () => {
     const petstore = createPetstore({ scenariosDir: await tempDir(), scenario: 'empty' })
     await petstore.ready
     expect(petstore.scenario.name).toBe('empty')
-  })
-})
-
-describe('setupPetstoreWorker() options', () => {
-  it('refuses persist that is not a boolean, saying what it received', () => {
-    const error = thrownBy(() => setupPetstoreWorker({ persist: 1 as never }))
-    expect(error.code).toBe('invalid_option')
-    expect(error.message).toBe('Invalid petstore option persist: expected true or false, received 1')
-  })
-
-  it('judges the petstore options as createPetstore() does', () => {
-    const error = thrownBy(() => setupPetstoreWorker({ latency: -5 }))
-    expect(error.message).toBe(
-      'Invalid petstore option latency: expected whole milliseconds from 0 to 60000 (50) or a range ({ min: 20, max: 200 }), received -5',
-    )
   })
 })

@@ -5,6 +5,7 @@
  */
 import type { z } from 'zod'
 import { describeValue, PetstoreError } from '../errors.js'
+import { BUILTIN_SCENARIO_NAMES } from './builtin-names.js'
 import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
 import { scenarioFiles as fs } from './scenario-files.js'
 import {
@@ -27,7 +28,7 @@ export interface LoadScenarioOptions {
 }
 
 /** Names of the scenarios embedded in the package. */
-export const BUILTIN_SCENARIO_NAMES: readonly string[] = Object.keys(BUILTIN_SCENARIOS)
+export { BUILTIN_SCENARIO_NAMES }
 
 /**
  * What can be judged without reading files: a built-in scenario (returned), an unknown name or
