@@ -14,6 +14,8 @@ export interface ThroughputOptions {
   readonly rounds?: number
   /** Seconds of load per measurement. @default 3 */
   readonly seconds?: number
+  /** Seconds of load per server and method before the rounds. @default 3 */
+  readonly warmUp?: number
   readonly connections?: number
 }
 
@@ -47,15 +49,17 @@ export async function measureThroughput(options: ThroughputOptions = {}): Promis
   const rounds = options.rounds ?? 5
   const seconds = options.seconds ?? 3
   const connections = options.connections ?? 10
+  const warmUp = options.warmUp ?? 3
   const contenders = [BARE, NPM_START, SANDBOX, ...OTHERS]
   const servers = new Map<Contender, ChildServer>()
   const samples = new Map<string, Sample[]>()
   const key = (contender: Contender, method: Method) => `${contender.name} ${method}`
   try {
     for (const contender of contenders) servers.set(contender, await startChildServer(contender.file, contender.args))
-    // Warm up every server's code paths before anything counts.
+    // Warm up every server's code paths before anything counts (on a loaded machine, 1 s left
+    // the first rounds still warming up).
     for (const [contender, server] of servers) {
-      for (const method of METHODS) if (measures(contender, method)) await load(server.origin, method, 1, connections)
+      for (const method of METHODS) if (measures(contender, method)) await load(server.origin, method, warmUp, connections)
     }
     for (let round = 1; round <= rounds; round++) {
       for (const method of METHODS) {

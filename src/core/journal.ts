@@ -203,11 +203,15 @@ export const JOURNAL_BODY_LIMIT = 64 * 1024
 export const PARSED_BODY_FACTOR = 8
 const PARSED_BODY_SLACK = 16 * 1024
 
-/** An entry as the in-memory journal keeps it: formatted when read. */
+/**
+ * An entry as the in-memory journal keeps it: a draft until a reader first asks for it, then the
+ * formatted entry (weighed again: a parsed body may weigh more than its text).
+ */
 interface Kept {
   readonly id: number
-  readonly input: JournalInput
-  readonly size: number
+  draft: JournalDraft | undefined
+  entry: JournalEntry | undefined
+  size: number
 }
 
 export class RequestJournal implements TenantJournal {
@@ -239,7 +243,10 @@ export class RequestJournal implements TenantJournal {
     if (this.#limit === 0) return
     const size = journalWeight(entry)
     const budget = grow ? this.#byteBudget : Math.min(this.#byteBudget, this.#bytes)
-    this.#kept.push({ id: this.#nextId++, input: entry, size })
+    const id = this.#nextId++
+    this.#kept.push(
+      entry instanceof JournalDraft ? { id, draft: entry, entry: undefined, size } : { id, draft: undefined, entry: { id, ...entry }, size },
+    )
     this.#bytes += size
     while (this.#kept.length - this.#head > 1 && (this.#kept.length - this.#head > this.#limit || this.#bytes > budget)) {
       this.#bytes -= this.#kept[this.#head]!.size
@@ -251,20 +258,37 @@ export class RequestJournal implements TenantJournal {
     }
   }
 
-  /** Entries oldest first, optionally filtered. */
+  /**
+   * Entries oldest first, optionally filtered. An entry is formatted the first time it is read
+   * and kept formatted, so reading again costs nothing more.
+   */
   all(filter: JournalFilter = {}): JournalEntry[] {
     const entries: JournalEntry[] = []
     for (let i = this.#head; i < this.#kept.length; i++) {
-      const { id, input } = this.#kept[i]!
-      if (input instanceof JournalDraft) {
+      const kept = this.#kept[i]!
+      const draft = kept.draft
+      if (draft) {
         // Filtered on the draft's facts: only the entries returned are formatted.
-        if (factsMatch(input.method, input.operation, input.status, input.path, filter)) entries.push(input.toEntry(id))
-      } else {
-        const entry = { id, ...input }
-        if (matches(entry, filter)) entries.push(entry)
+        if (factsMatch(draft.method, draft.operation, draft.status, draft.path, filter)) entries.push(this.#format(kept, draft))
+      } else if (matches(kept.entry!, filter)) {
+        entries.push(kept.entry!)
       }
     }
     return entries
+  }
+
+  /**
+   * Formats a draft for good and weighs what it holds now.
+   * @note Past the budget, the oldest entries go at the next record, as for any entry.
+   */
+  #format(kept: Kept, draft: JournalDraft): JournalEntry {
+    const entry = draft.toEntry(kept.id)
+    const size = entryWeight(entry)
+    this.#bytes += size - kept.size
+    kept.size = size
+    kept.entry = entry
+    kept.draft = undefined
+    return entry
   }
 
   clear(): void {
