@@ -59,7 +59,11 @@ export interface JournalFacts {
   readonly method: string
   readonly url: string
   readonly path: string
-  /** The request's headers, as received (credentials are redacted when read). */
+  /**
+   * The request's headers, as received (credentials are redacted when read).
+   * @note Kept as given, not copied: a reader of headers that never change after the request
+   * arrived (Node's parsed headers, a Fetch request's).
+   */
   readonly headers: Iterable<[string, string]>
   /** The request body's text ('' for none). */
   readonly requestText: string
@@ -112,8 +116,8 @@ export class JournalDraft {
     let weight = DRAFT_BASE + stringWeight(this.url) + stringWeight(this.path) + stringWeight(this.method)
     if (this.requestId !== undefined) weight += stringWeight(this.requestId)
     for (const [name, value] of facts.headers) weight += HEADER_BASE + stringWeight(name) + stringWeight(value)
-    weight += stringWeight(this.#requestText)
-    if (this.#responseText !== undefined) weight += stringWeight(this.#responseText)
+    weight += keptTextWeight(this.#requestText)
+    if (this.#responseText !== undefined) weight += keptTextWeight(this.#responseText)
     this.weight = weight
   }
 
@@ -153,11 +157,6 @@ const isRecord = (headers: Iterable<[string, string]> | Record<string, string>):
 
 /** What a journal is given: the pipeline's {@link JournalDraft}, or an entry already formatted (without its id). */
 export type JournalInput = JournalDraft | Omit<JournalEntry, 'id'>
-
-/** The entry a reader sees of what a journal was given. */
-export function journalEntryOf(input: JournalInput, id: number): JournalEntry {
-  return input instanceof JournalDraft ? input.toEntry(id) : { id, ...input }
-}
 
 /**
  * What an input weighs against a journal's byte budget: a draft what it holds ({@link JournalDraft.weight}),
@@ -368,11 +367,23 @@ export function journalBody(text: string | undefined, parsed?: unknown): Journal
 function keptText(text: string): string {
   if (text.length <= JOURNAL_BODY_LIMIT) return text
   // @note The same answer text (a cached list) is truncated once, not once per request.
-  if (lastTruncated?.source !== text) lastTruncated = { source: text, kept: copyString(text.slice(0, JOURNAL_BODY_LIMIT)) }
+  if (lastTruncated?.source !== text) {
+    const kept = copyString(text.slice(0, JOURNAL_BODY_LIMIT))
+    lastTruncated = { source: text, kept, weight: stringWeight(kept) }
+  }
   return lastTruncated.kept
 }
 
-let lastTruncated: { readonly source: string; readonly kept: string } | undefined
+/**
+ * The last long text truncated, with its kept start and that start's weight.
+ * @note It holds one text (the newest long answer or body) beyond what journals hold.
+ */
+let lastTruncated: { readonly source: string; readonly kept: string; readonly weight: number } | undefined
+
+/** {@link stringWeight} of a text {@link keptText} returned, without reading a truncated one again. */
+function keptTextWeight(text: string): number {
+  return text === lastTruncated?.kept ? lastTruncated.weight : stringWeight(text)
+}
 
 /** A body as a reader sees it, from the text a draft kept of it (`size`: the length of the whole text). */
 function keptBody(text: string | undefined, size: number): JournalBody {
