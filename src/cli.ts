@@ -17,6 +17,7 @@ import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DA
 import { parseRedisUrl } from './server/redis-connection.js'
 import { DATABASE_FILE, openSqliteStorage } from './server/sqlite-storage.js'
 import { PACKAGE } from './server/package-info.js'
+import { batchedLines } from './server/log-writer.js'
 import type { RequestLogEntry } from './server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from './server/tenant-registry.js'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from './core/limits.js'
@@ -135,12 +136,13 @@ function serveOptions(cli: Argv) {
 type ServeArgs = Awaited<ReturnType<typeof serveOptions>['argv']>
 
 function formatLog(format: 'pretty' | 'json') {
+  const writeLine = batchedLines(process.stdout)
   return (entry: RequestLogEntry) => {
     const line =
       format === 'json'
         ? JSON.stringify(entry)
         : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant === null ? '-' : displayId(entry.tenant)} id=${entry.requestId}`
-    process.stdout.write(`${line}\n`)
+    writeLine(line)
   }
 }
 

@@ -43,7 +43,7 @@ import {
   type ServerLimits,
 } from './http-server.js'
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
-import { requestContext, type RequestLogEntry } from './request-context.js'
+import { noteTenant, requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
@@ -360,7 +360,16 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const stamp = requestContext(tenants, settings.log as SandboxAppOptions['log'])
   const preflight = cors(settings.corsOrigins)
   // @note No body parser anywhere before the API: the core reads bodies itself (and judges them).
-  const api = apiBridge(pipeline, API_BASE_PATH, (error, req) => reportUnexpected(error, `${req.method} ${req.url}`))
+  const api = apiBridge(
+    pipeline,
+    API_BASE_PATH,
+    (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
+    // The log line names the tenant the pipeline answered for, without judging the key again.
+    (res, answer) => {
+      const id = answer.tenant && tenants.idOf(answer.tenant)
+      if (id) noteTenant(res, id)
+    },
+  )
   /** What every request goes through first; true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
     stamp(req, res)
