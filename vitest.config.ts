@@ -1,8 +1,11 @@
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 
-/** The replicas' load tests drive three sandbox processes, nginx and Redis (a cluster, too) at once. */
-const ALONE = ['test/redis/replicas.test.ts']
+/**
+ * Tests that drive several processes against Redis at once (three sandboxes, nginx, a cluster) or
+ * time a Redis restart: run last, one file at a time.
+ */
+const ALONE = ['test/redis/replicas.test.ts', 'test/redis/redis-restart.test.ts']
 
 export default defineConfig({
   test: {
@@ -32,7 +35,7 @@ export default defineConfig({
         extends: true,
         test: {
           // After every other file, on their own: side by side with other files on a 2-core
-          // machine, their 20 s of load measure the machine more than the sandbox.
+          // machine, their loads and restarts measure the machine more than the sandbox.
           name: 'alone',
           include: ALONE,
           maxWorkers: 1,

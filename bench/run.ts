@@ -117,6 +117,8 @@ function performanceSection(list: typeof all): string {
     ),
     '',
     'Why the API is not served through express and `@mswjs/http-middleware`, and where the time goes:',
-    '[docs/decisions/0001-lean-server-bridge.md](docs/decisions/0001-lean-server-bridge.md).',
+    '[docs/decisions/0001-lean-server-bridge.md](docs/decisions/0001-lean-server-bridge.md). Where a request\'s',
+    'time goes now, and the work removed from it (journal, list, key hashing, log line):',
+    '[docs/decisions/0006-fast-request-path.md](docs/decisions/0006-fast-request-path.md).',
   ].join('\n')
 }

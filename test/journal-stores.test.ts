@@ -3,7 +3,7 @@
  * same entries under the same budgets, newest last, filtered alike.
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { entryWeight, RequestJournal, type JournalEntry, type TenantJournal } from '../src/core/journal.js'
+import { entryWeight, JournalDraft, RequestJournal, type JournalEntry, type TenantJournal } from '../src/core/journal.js'
 import { openRedisStorage } from '../src/server/redis-storage.js'
 import { REQUIRE_REDIS } from './support/redis-server.js'
 import { redisPrefix, redisUrl } from './support/stores.js'
@@ -67,6 +67,41 @@ describe.each(KINDS)('$name journal', (kind) => {
     expect((await journal.all()).map((e) => e.path)).toEqual(['/v1/3', '/v1/4'])
     await journal.record({ ...entry('/v1/huge'), response: { status: 200, body: 'x'.repeat(10 * weight) } })
     expect((await journal.all()).map((e) => e.path)).toEqual(['/v1/huge'])
+  })
+
+  it('keeps a draft from the pipeline as the entry a reader sees (time, redacted headers, parsed bodies), weighed alike in every journal', async () => {
+    const draft = (path: string) =>
+      new JournalDraft({
+        arrived: Date.UTC(2026, 0, 1),
+        durationMs: 1.5,
+        operation: 'createCategory',
+        requestId: 'r-1',
+        method: 'POST',
+        url: `https://api.shop.test${path}`,
+        path,
+        headers: new Map([['authorization', 'Bearer secret'], ['content-type', 'application/json']]),
+        requestText: '{"name":"Ferrets"}',
+        status: 201,
+        responseText: '{"id":6,"name":"Ferrets"}',
+      })
+    const weight = draft('/v1/1').weight
+    const journal = await kind.open(100, Math.floor(weight * 2.5))
+    for (let i = 1; i <= 4; i++) await journal.record(draft(`/v1/${i}`))
+    const all = await journal.all()
+    expect(all.map((e) => e.path)).toEqual(['/v1/3', '/v1/4'])
+    expect(all[1]).toEqual({
+      id: 4,
+      time: '2026-01-01T00:00:00.000Z',
+      durationMs: 1.5,
+      operation: 'createCategory',
+      requestId: 'r-1',
+      method: 'POST',
+      url: 'https://api.shop.test/v1/4',
+      path: '/v1/4',
+      request: { headers: { authorization: '[redacted]', 'content-type': 'application/json' }, body: { name: 'Ferrets' } },
+      response: { status: 201, body: { id: 6, name: 'Ferrets' } },
+    })
+    expect(JSON.stringify(all)).not.toContain('secret')
   })
 
   it('keeps nothing with a limit of 0', async () => {

@@ -5,6 +5,7 @@ import type { Argv } from 'yargs'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from '../server/create-sandbox-app.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from '../server/http-server.js'
+import { batchedLines } from '../server/log-writer.js'
 import { PACKAGE } from '../server/package-info.js'
 import { parseRedisUrl } from '../server/redis-connection.js'
 import type { RequestLogEntry } from '../server/request-context.js'
@@ -71,12 +72,13 @@ export interface RunningSandbox {
 }
 
 function formatLog(format: 'pretty' | 'json', io: CliIo) {
+  const writeLine = batchedLines({ write: io.stdout })
   return (entry: RequestLogEntry) => {
     const line =
       format === 'json'
         ? JSON.stringify(entry)
         : `${entry.time} ${entry.method} ${entry.path} ${entry.status || 'dropped'} ${entry.ms}ms tenant=${entry.tenant === null ? '-' : displayId(entry.tenant)} id=${entry.requestId}`
-    io.stdout(`${line}\n`)
+    writeLine(line)
   }
 }
 

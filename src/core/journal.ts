@@ -2,7 +2,7 @@
  * The request journal: what reached the handlers and what they answered, newest last, capped.
  * Credentials never enter it: the Authorization and Cookie values are replaced before storing.
  */
-import { heapWeight } from './heap-weight.js'
+import { heapWeight, stringWeight } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
 
 /** One request as the journal keeps it. */
@@ -49,6 +49,123 @@ export interface JournalFilter {
   readonly status?: number | undefined
 }
 
+/** The facts of one request as the pipeline has them, before anything is formatted for a reader. */
+export interface JournalFacts {
+  /** `Date.now()` when the request reached the handler. */
+  readonly arrived: number
+  readonly durationMs: number
+  readonly operation: string | null
+  readonly requestId?: string | undefined
+  readonly method: string
+  readonly url: string
+  readonly path: string
+  /**
+   * The request's headers, as received (credentials are redacted when read).
+   * @note Kept as given, not copied: a reader of headers that never change after the request
+   * arrived (Node's parsed headers, a Fetch request's).
+   */
+  readonly headers: Iterable<[string, string]>
+  /** The request body's text ('' for none). */
+  readonly requestText: string
+  /** The status answered (0 for a dropped connection). */
+  readonly status: number
+  /** The answer's body text, or undefined when none was sent. */
+  readonly responseText: string | undefined
+}
+
+/**
+ * One request on its way into a journal: the raw facts, kept as they are (texts, not parsed
+ * bodies; the request's header reader, not a copy) and formatted as a {@link JournalEntry} only
+ * when a reader asks for it. A request costs the journal what it keeps, not what a reader of
+ * `GET /__sandbox/requests` would see; reading pays for the formatting.
+ * @note The texts are the ones that were sent: parsed on read, they give the same bodies as the
+ * objects serialised, and they weigh less than the objects they stand for.
+ */
+export class JournalDraft {
+  readonly arrived: number
+  readonly durationMs: number
+  readonly operation: string | null
+  readonly requestId: string | undefined
+  readonly method: string
+  readonly url: string
+  readonly path: string
+  readonly status: number
+  /** The request's headers, credentials redacted (copied from the reader the first time they are asked for). */
+  #headers: Iterable<[string, string]> | Record<string, string>
+  readonly #requestText: string
+  readonly #requestSize: number
+  readonly #responseText: string | undefined
+  readonly #responseSize: number
+  /** What the draft holds on the heap, estimated. */
+  readonly weight: number
+
+  constructor(facts: JournalFacts) {
+    this.arrived = facts.arrived
+    this.durationMs = facts.durationMs
+    this.operation = facts.operation
+    this.requestId = facts.requestId
+    this.method = facts.method
+    this.url = facts.url
+    this.path = facts.path
+    this.status = facts.status
+    this.#headers = facts.headers
+    this.#requestSize = facts.requestText.length
+    this.#requestText = keptText(facts.requestText)
+    this.#responseSize = facts.responseText?.length ?? 0
+    this.#responseText = facts.responseText === undefined ? undefined : keptText(facts.responseText)
+    let weight = DRAFT_BASE + stringWeight(this.url) + stringWeight(this.path) + stringWeight(this.method)
+    if (this.requestId !== undefined) weight += stringWeight(this.requestId)
+    for (const [name, value] of facts.headers) weight += HEADER_BASE + stringWeight(name) + stringWeight(value)
+    weight += keptTextWeight(this.#requestText)
+    if (this.#responseText !== undefined) weight += keptTextWeight(this.#responseText)
+    this.weight = weight
+  }
+
+  /** The entry a reader sees, formatted now (bodies parsed, credentials redacted). */
+  toEntry(id: number): JournalEntry {
+    return { id, ...this.#fields() }
+  }
+
+  /** The entry's fields without its id, as a journal kept elsewhere stores them. */
+  fields(): Omit<JournalEntry, 'id'> {
+    return this.#fields()
+  }
+
+  #fields(): Omit<JournalEntry, 'id'> {
+    if (!isRecord(this.#headers)) this.#headers = journalHeaders(this.#headers)
+    return {
+      time: new Date(this.arrived).toISOString(),
+      durationMs: this.durationMs,
+      operation: this.operation,
+      ...(this.requestId === undefined ? {} : { requestId: this.requestId }),
+      method: this.method,
+      url: this.url,
+      path: this.path,
+      request: { headers: { ...this.#headers }, ...keptBody(this.#requestText, this.#requestSize) },
+      response: { status: this.status, ...keptBody(this.#responseText, this.#responseSize) },
+    }
+  }
+}
+
+/** A draft's own fields on the heap: the object, its numbers and its slots. */
+const DRAFT_BASE = 160
+/** A header's pair and slots, beyond its two strings. */
+const HEADER_BASE = 32
+
+const isRecord = (headers: Iterable<[string, string]> | Record<string, string>): headers is Record<string, string> =>
+  !(Symbol.iterator in headers)
+
+/** What a journal is given: the pipeline's {@link JournalDraft}, or an entry already formatted (without its id). */
+export type JournalInput = JournalDraft | Omit<JournalEntry, 'id'>
+
+/**
+ * What an input weighs against a journal's byte budget: a draft what it holds ({@link JournalDraft.weight}),
+ * an entry what its fields hold ({@link entryWeight}). Every journal weighs alike, so that all keep the same entries.
+ */
+export function journalWeight(input: JournalInput): number {
+  return input instanceof JournalDraft ? input.weight : entryWeight({ id: 0, ...input })
+}
+
 /**
  * Where a tenant's journal lives: the seam a store shared by several processes implements (Redis,
  * `server/redis-journal.ts`). {@link RequestJournal}, in memory, is the default and the library's.
@@ -61,7 +178,7 @@ export interface TenantJournal {
    * Adds an entry, weighed by {@link entryWeight} against the budget (see {@link RequestJournal.record});
    * with `grow` false it may not hold more than it does. May settle once it is stored.
    */
-  record(entry: Omit<JournalEntry, 'id'>, options?: { readonly grow?: boolean }): void | Promise<void>
+  record(entry: JournalInput, options?: { readonly grow?: boolean }): void | Promise<void>
   /** Entries oldest first, optionally filtered. */
   all(filter?: JournalFilter): JournalEntry[] | Promise<JournalEntry[]>
   clear(): void | Promise<void>
@@ -85,13 +202,29 @@ export const JOURNAL_BODY_LIMIT = 64 * 1024
 export const PARSED_BODY_FACTOR = 8
 const PARSED_BODY_SLACK = 16 * 1024
 
+/**
+ * An entry as the in-memory journal keeps it: a draft until a reader first asks for it, then the
+ * formatted entry (weighed again: a parsed body may weigh more than its text).
+ */
+interface Kept {
+  readonly id: number
+  draft: JournalDraft | undefined
+  entry: JournalEntry | undefined
+  size: number
+}
+
 export class RequestJournal implements TenantJournal {
   readonly #limit: number
-  #entries: JournalEntry[] = []
+  /**
+   * The kept entries, oldest first, from `#head` on.
+   * @note Dropping the oldest moves `#head` rather than splicing: a full journal drops one entry
+   * per request, and a splice moved the other 999 every time.
+   */
+  #kept: (Kept | undefined)[] = []
+  #head = 0
   #nextId = 1
 
   readonly #byteBudget: number
-  #sizes: number[] = []
   #bytes = 0
 
   constructor(limit = DEFAULT_JOURNAL_LIMIT, byteBudget = DEFAULT_JOURNAL_BYTES) {
@@ -101,54 +234,79 @@ export class RequestJournal implements TenantJournal {
 
   /**
    * Adds an entry. The oldest entries go once there are more than the limit, or once what they
-   * hold on the heap (bodies, headers, URL: {@link entryWeight}) weighs more than the budget; the
+   * hold on the heap (bodies, headers, URL: {@link journalWeight}) weighs more than the budget; the
    * newest entry always stays. With `grow` false (the server is over its memory budget) the
    * journal may not hold more than it does now: older entries make room for the new one.
    */
-  record(entry: Omit<JournalEntry, 'id'>, { grow = true }: { grow?: boolean } = {}): void {
+  record(entry: JournalInput, { grow = true }: { grow?: boolean } = {}): void {
     if (this.#limit === 0) return
-    const kept = { id: this.#nextId++, ...entry }
-    const size = entryWeight(kept)
+    const size = journalWeight(entry)
     const budget = grow ? this.#byteBudget : Math.min(this.#byteBudget, this.#bytes)
-    this.#entries.push(kept)
-    this.#sizes.push(size)
+    const id = this.#nextId++
+    this.#kept.push(
+      entry instanceof JournalDraft ? { id, draft: entry, entry: undefined, size } : { id, draft: undefined, entry: { id, ...entry }, size },
+    )
     this.#bytes += size
-    let drop = 0
-    while (
-      this.#entries.length - drop > 1 &&
-      (this.#entries.length - drop > this.#limit || this.#bytes > budget)
-    ) {
-      this.#bytes -= this.#sizes[drop]!
-      drop++
+    while (this.#kept.length - this.#head > 1 && (this.#kept.length - this.#head > this.#limit || this.#bytes > budget)) {
+      this.#bytes -= this.#kept[this.#head]!.size
+      this.#kept[this.#head++] = undefined
     }
-    if (drop > 0) {
-      this.#entries.splice(0, drop)
-      this.#sizes.splice(0, drop)
+    if (this.#head > 64 && this.#head * 2 > this.#kept.length) {
+      this.#kept = this.#kept.slice(this.#head)
+      this.#head = 0
     }
   }
 
-  /** Entries oldest first, optionally filtered. */
+  /**
+   * Entries oldest first, optionally filtered. An entry is formatted the first time it is read
+   * and kept formatted, so reading again costs nothing more.
+   */
   all(filter: JournalFilter = {}): JournalEntry[] {
-    return this.#entries.filter((entry) => matches(entry, filter))
+    const entries: JournalEntry[] = []
+    for (let i = this.#head; i < this.#kept.length; i++) {
+      const kept = this.#kept[i]!
+      const draft = kept.draft
+      if (draft) {
+        // Filtered on the draft's facts: only the entries returned are formatted.
+        if (factsMatch(draft.method, draft.operation, draft.status, draft.path, filter)) entries.push(this.#format(kept, draft))
+      } else if (matches(kept.entry!, filter)) {
+        entries.push(kept.entry!)
+      }
+    }
+    return entries
+  }
+
+  /**
+   * Formats a draft for good and weighs what it holds now.
+   * @note Past the budget, the oldest entries go at the next record, as for any entry.
+   */
+  #format(kept: Kept, draft: JournalDraft): JournalEntry {
+    const entry = draft.toEntry(kept.id)
+    const size = entryWeight(entry)
+    this.#bytes += size - kept.size
+    kept.size = size
+    kept.entry = entry
+    kept.draft = undefined
+    return entry
   }
 
   clear(): void {
-    this.#entries = []
-    this.#sizes = []
+    this.#kept = []
+    this.#head = 0
     this.#bytes = 0
   }
 
   get size(): number {
-    return this.#entries.length
+    return this.#kept.length - this.#head
   }
 
-  /** The heap bytes its entries hold, as {@link entryWeight} estimates them. */
+  /** The heap bytes its entries hold, as {@link journalWeight} estimates them. */
   get bytes(): number {
     return this.#bytes
   }
 
   count(): number {
-    return this.#entries.length
+    return this.size
   }
 }
 
@@ -163,11 +321,15 @@ export function journalMatches(entry: JournalEntry, filter: JournalFilter): bool
 }
 
 function matches(entry: JournalEntry, filter: JournalFilter): boolean {
-  if (filter.method && entry.method !== filter.method.toUpperCase()) return false
-  if (filter.operation && entry.operation !== filter.operation) return false
-  if (filter.status !== undefined && entry.response.status !== filter.status) return false
+  return factsMatch(entry.method, entry.operation, entry.response.status, entry.path, filter)
+}
+
+function factsMatch(method: string, operation: string | null, status: number, path: string, filter: JournalFilter): boolean {
+  if (filter.method && method !== filter.method.toUpperCase()) return false
+  if (filter.operation && operation !== filter.operation) return false
+  if (filter.status !== undefined && status !== filter.status) return false
   if (filter.path) {
-    return filter.path.endsWith('*') ? entry.path.startsWith(filter.path.slice(0, -1)) : entry.path === filter.path
+    return filter.path.endsWith('*') ? path.startsWith(filter.path.slice(0, -1)) : path === filter.path
   }
   return true
 }
@@ -196,6 +358,38 @@ export function journalBody(text: string | undefined, parsed?: unknown): Journal
     return { body: text }
   }
   return { body: bloated(value, text) ? text : value }
+}
+
+/**
+ * The text a draft keeps of a body: all of it, or its first {@link JOURNAL_BODY_LIMIT}
+ * characters as a flat copy.
+ */
+function keptText(text: string): string {
+  if (text.length <= JOURNAL_BODY_LIMIT) return text
+  // @note The same answer text (a cached list) is truncated once, not once per request.
+  if (lastTruncated?.source !== text) {
+    const kept = copyString(text.slice(0, JOURNAL_BODY_LIMIT))
+    lastTruncated = { source: text, kept, weight: stringWeight(kept) }
+  }
+  return lastTruncated.kept
+}
+
+/**
+ * The last long text truncated, with its kept start and that start's weight.
+ * @note It holds one text (the newest long answer or body) beyond what journals hold.
+ */
+let lastTruncated: { readonly source: string; readonly kept: string; readonly weight: number } | undefined
+
+/** {@link stringWeight} of a text {@link keptText} returned, without reading a truncated one again. */
+function keptTextWeight(text: string): number {
+  return text === lastTruncated?.kept ? lastTruncated.weight : stringWeight(text)
+}
+
+/** A body as a reader sees it, from the text a draft kept of it (`size`: the length of the whole text). */
+function keptBody(text: string | undefined, size: number): JournalBody {
+  if (text === undefined || text === '') return { body: undefined }
+  if (size > JOURNAL_BODY_LIMIT) return { body: text, truncated: { size } }
+  return journalBody(text)
 }
 
 /**

@@ -13,7 +13,8 @@
  *   old state or the new one, never a mix;
  * - a write resolves only once it is durable to the store's own promise (in memory: applied;
  *   SQLite: committed), and a write that rejects left nothing behind (no phantom rows);
- * - nothing is cached by the caller: every read asks the store.
+ * - nothing is cached by the caller: every read asks the store (a store that is the only writer
+ *   of its tenants may keep its own answers ready, as the in-memory one keeps its list's text).
  */
 import type { Category, NewCategory } from '../contract/schemas.js'
 import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
@@ -35,6 +36,13 @@ export interface TenantStore {
   scenario(): Promise<string>
   /** All categories in creation order, as plain objects. */
   listCategories(): Promise<Category[]>
+  /**
+   * The same list as the JSON text of its answer, for a store that keeps it ready between writes.
+   * @note Only a store that is its tenant's only writer may offer it (in memory): a text kept by
+   * one of several processes sharing a tenant (Redis) would miss the others' writes.
+   * @default none: the list is serialised per request
+   */
+  listCategoriesJson?(): Promise<string>
   /** How many categories the tenant holds. */
   countCategories(): Promise<number>
   /**

@@ -6,7 +6,7 @@
  */
 import { Collection } from '@msw/data'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
-import { heapWeight } from './heap-weight.js'
+import { heapWeight, stringWeight } from './heap-weight.js'
 import { CategoryLimitError, IdSpaceExhaustedError, toCategory, type TenantState, type TenantStore } from './storage.js'
 
 export { CategoryLimitError, IdSpaceExhaustedError } from './storage.js'
@@ -53,6 +53,12 @@ export class PetstoreStore implements TenantStore {
   #heldBytes = 0
   #updatedAt = Date.now()
   #tail: Promise<unknown> = Promise.resolve()
+  /**
+   * The list's JSON text, serialised on the first read after a write and kept until the next
+   * write: reads between writes (most requests) send it as it is.
+   */
+  #listText: string | undefined
+  #listTextBytes = 0
   /** Settles when the first seed is in. */
   readonly seeded: Promise<void>
 
@@ -77,6 +83,7 @@ export class PetstoreStore implements TenantStore {
 
   replace(state: TenantState): Promise<void> {
     return this.#serial(async () => {
+      this.#forgetListText()
       this.#categories = emptyCollection()
       // @note Counted before the chunked writes below, which let other work run: a memory budget
       // must see what a switch is about to hold, or many switches in flight would all pass it.
@@ -104,6 +111,7 @@ export class PetstoreStore implements TenantStore {
    */
   restore(snapshot: StoreSnapshot): Promise<void> {
     return this.#serial(async () => {
+      this.#forgetListText()
       this.#categories = emptyCollection()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
@@ -123,13 +131,30 @@ export class PetstoreStore implements TenantStore {
     return { categories: this.#categories.all().map(toCategory), nextCategoryId: this.#nextCategoryId }
   }
 
+  #forgetListText(): void {
+    this.#listText = undefined
+    this.#listTextBytes = 0
+  }
+
   #wrote(): void {
+    this.#forgetListText()
     this.#updatedAt = Date.now()
     this.onWrite?.(this.#snapshot())
   }
 
   listCategories(): Promise<Category[]> {
     return this.#serial(() => this.#categories.all().map(toCategory))
+  }
+
+  /** The list as its answer's JSON text: serialised once per write, not once per read. */
+  listCategoriesJson(): Promise<string> {
+    return this.#serial(() => {
+      if (this.#listText === undefined) {
+        this.#listText = JSON.stringify(this.#categories.all().map(toCategory))
+        this.#listTextBytes = stringWeight(this.#listText)
+      }
+      return this.#listText
+    })
   }
 
   countCategories(): Promise<number> {
@@ -162,15 +187,16 @@ export class PetstoreStore implements TenantStore {
 
   /**
    * What the categories hold on the heap, estimated: about 860 bytes of collection overhead per
-   * category (measured by `npm run bench -- scale`) plus its strings.
+   * category (measured by `npm run bench -- scale`) plus its strings, and the list's text while kept.
    */
   get heldBytes(): number {
-    return this.#heldBytes
+    return this.#heldBytes + this.#listTextBytes
   }
 
   createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
     return this.#serial(async () => {
       if (this.#categories.count() >= maxCategories) throw new CategoryLimitError(maxCategories)
+      this.#forgetListText()
       const id = this.#nextCategoryId
       if (!Number.isSafeInteger(id)) {
         throw new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)

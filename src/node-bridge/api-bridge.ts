@@ -11,12 +11,14 @@ import { fromNodeRequest, requestUrl } from './node-request.js'
 
 /**
  * Answers requests whose path is under `basePath` (`/v1`) and returns true for them; returns
- * false, having done nothing, for every other request.
+ * false, having done nothing, for every other request. `answered` is told each answer before it
+ * is written (the server notes its tenant for the log line).
  */
 export function apiBridge(
   pipeline: Pipeline,
   basePath: string,
   report: (error: unknown, req: IncomingMessage) => void = () => undefined,
+  answered?: (res: ServerResponse, answer: ApiAnswer) => void,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const prefix = `${basePath}/`
   return (req, res) => {
@@ -26,7 +28,10 @@ export function apiBridge(
     const request = fromNodeRequest(req, url, typeof id === 'string' ? id : undefined)
     pipeline
       .handle(request, url.pathname.slice(basePath.length) || '/')
-      .then((answer) => write(res, answer))
+      .then((answer) => {
+        answered?.(res, answer)
+        write(res, answer)
+      })
       .catch((error: unknown) => {
         // @note `handle` never rejects; should a bug make it (or `write` throw), the client still
         // gets an Error body, never the exception's message (it may name a file path), and

@@ -9,20 +9,52 @@ import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
 export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
 
+/** The parts of a request's URL the pipeline reads, as a URL parser normalises them. */
+export interface RequestUrl {
+  /** The absolute URL. */
+  readonly href: string
+  /** Its path, without the query. */
+  readonly pathname: string
+}
+
+/**
+ * URLs recently read, by protocol, Host and target: clients ask for the same few URLs over and
+ * over, and parsing one cost as much as the rest of routing. Emptied when full.
+ */
+const parsedUrls = new Map<string, RequestUrl | undefined>()
+const PARSED_URLS_KEPT = 512
+const CACHED_TARGET_LENGTH = 256
+
 /** The request's URL parts, or undefined when its target cannot be parsed. */
-export function requestUrl(req: IncomingMessage): URL | undefined {
+export function requestUrl(req: IncomingMessage): RequestUrl | undefined {
   const protocol = 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http'
   const target = req.url ?? '/'
   const host = req.headers.host
-  if (host !== undefined && PLAIN_HOST.test(host) && URL.canParse(target, `${protocol}://${host}`)) {
-    return new URL(target, `${protocol}://${host}`)
+  // Long targets (queries) are parsed each time: the map stays small.
+  if (target.length + (host?.length ?? 0) > CACHED_TARGET_LENGTH) return parseUrl(protocol, host, target)
+  const key = `${protocol} ${host ?? ''} ${target}`
+  let url = parsedUrls.get(key)
+  if (url === undefined && !parsedUrls.has(key)) {
+    url = parseUrl(protocol, host, target)
+    if (parsedUrls.size >= PARSED_URLS_KEPT) parsedUrls.clear()
+    parsedUrls.set(key, url)
   }
-  // @note The sandbox does not route by host: a Host it cannot use (`a b`, `[`, `x:99999`) is read as localhost.
-  return URL.canParse(target, `${protocol}://localhost`) ? new URL(target, `${protocol}://localhost`) : undefined
+  return url
+}
+
+function parseUrl(protocol: string, host: string | undefined, target: string): RequestUrl | undefined {
+  let url: URL | undefined
+  if (host !== undefined && PLAIN_HOST.test(host) && URL.canParse(target, `${protocol}://${host}`)) {
+    url = new URL(target, `${protocol}://${host}`)
+  } else if (URL.canParse(target, `${protocol}://localhost`)) {
+    // @note The sandbox does not route by host: a Host it cannot use (`a b`, `[`, `x:99999`) is read as localhost.
+    url = new URL(target, `${protocol}://localhost`)
+  }
+  return url && { href: url.href, pathname: url.pathname }
 }
 
 /** `req` as an {@link ApiRequest} for the URL {@link requestUrl} read, answered with the id `id`. */
-export function fromNodeRequest(req: IncomingMessage, url: URL, id: string | undefined): ApiRequest {
+export function fromNodeRequest(req: IncomingMessage, url: RequestUrl, id: string | undefined): ApiRequest {
   return {
     id,
     method: req.method ?? 'GET',

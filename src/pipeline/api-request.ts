@@ -4,6 +4,7 @@
  * has Node's `IncomingMessage` and `ServerResponse`, and building Fetch objects for them cost
  * more than the rest of the request (see docs/decisions/0001-lean-server-bridge.md).
  */
+import type { Tenant } from '../core/tenant.js'
 import type { RawBody } from './request-body.js'
 
 /** Request headers, read by lower-case name and listed as `[name, value]` pairs (a Fetch `Headers` is one). */
@@ -25,7 +26,16 @@ export interface ApiRequest {
   readBody(limit: number): Promise<RawBody>
 }
 
-/** What the pipeline answers: a JSON text with its status and headers, or a dropped connection. */
+/**
+ * What the pipeline answers: a JSON text with its status and headers, or a dropped connection;
+ * with the tenant it answered for, when the key named one (the server's log line names it).
+ */
 export type ApiAnswer =
-  | { readonly kind: 'http'; readonly status: number; readonly headers: Readonly<Record<string, string>>; readonly body: string }
-  | { readonly kind: 'network' }
+  | {
+      readonly kind: 'http'
+      readonly status: number
+      readonly headers: Readonly<Record<string, string>>
+      readonly body: string
+      readonly tenant?: Tenant | undefined
+    }
+  | { readonly kind: 'network'; readonly tenant?: Tenant | undefined }

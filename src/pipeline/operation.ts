@@ -18,7 +18,13 @@ export interface OperationContext {
 }
 
 export type Outcome =
-  | { readonly kind: 'json'; readonly status: number; readonly body: unknown }
+  | {
+      readonly kind: 'json'
+      readonly status: number
+      readonly body: unknown
+      /** The body already serialised (`JSON.stringify(body)`), when the store keeps it ready. */
+      readonly text?: string | undefined
+    }
   | {
       readonly kind: 'error'
       readonly code: ErrorCode
@@ -36,6 +42,9 @@ export interface Operation extends OperationContract {
 }
 
 export const json = (status: number, body: unknown): Outcome => ({ kind: 'json', status, body })
+
+/** A JSON answer whose body is already serialised. */
+export const jsonText = (status: number, text: string): Outcome => ({ kind: 'json', status, body: undefined, text })
 
 /** An outcome that is an error of the error table. */
 export type ErrorOutcome = Extract<Outcome, { kind: 'error' }>

@@ -7,7 +7,7 @@ import { apiError, codeForStatus } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
 import { PetstoreError } from '../errors.js'
-import { journalBody, journalHeaders, type TenantJournal } from '../core/journal.js'
+import { JournalDraft, type TenantJournal } from '../core/journal.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { StorageUnavailableError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
@@ -160,32 +160,38 @@ export class Pipeline {
 
   #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer | Promise<ApiAnswer> {
     let answer: ApiAnswer
-    let responseBody: unknown
     if (outcome.kind === 'network') {
-      answer = NETWORK_ERROR
+      answer = tenant ? { kind: 'network', tenant } : NETWORK_ERROR
     } else {
       const status = outcome.kind === 'json' ? outcome.status : apiError(outcome.code).status
-      responseBody = outcome.kind === 'json' ? outcome.body : apiError(outcome.code, outcome.params, outcome.note)
-      const headers: Record<string, string> = { ...extraHeaders, 'content-type': 'application/json' }
-      if (status === 401) headers['www-authenticate'] = wwwAuthenticate(outcome.kind === 'error' ? outcome.code : '')
-      answer = { kind: 'http', status, headers, body: JSON.stringify(responseBody) }
+      const body = outcome.kind === 'json' ? (outcome.text ?? JSON.stringify(outcome.body)) : JSON.stringify(apiError(outcome.code, outcome.params, outcome.note))
+      let headers: Record<string, string> = JSON_HEADERS
+      if (extraHeaders !== undefined || status === 401) {
+        headers = { ...extraHeaders, 'content-type': 'application/json' }
+        if (status === 401) headers['www-authenticate'] = wwwAuthenticate(outcome.kind === 'error' ? outcome.code : '')
+      }
+      answer = { kind: 'http', status, headers, body, tenant }
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
     if (journal) {
-      // @note A HEAD answer's body is never sent, so the journal keeps none either.
-      const responseText = answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined
-      const stored = journal.record({
-        time: new Date(arrived).toISOString(),
-        durationMs: Math.round((performance.now() - started) * 100) / 100,
-        operation,
-        ...(request.id === undefined ? {} : { requestId: request.id }),
-        method: request.method,
-        url: request.url,
-        path: request.path,
-        request: { headers: journalHeaders(request.headers), ...journalBody(bodyText) },
-        // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
-        response: { status: answer.kind === 'http' ? answer.status : 0, ...journalBody(responseText, responseBody) },
-      }, { grow: this.#options.mayGrow?.() ?? true })
+      const stored = journal.record(
+        new JournalDraft({
+          arrived,
+          durationMs: Math.round((performance.now() - started) * 100) / 100,
+          operation,
+          requestId: request.id,
+          method: request.method,
+          url: request.url,
+          path: request.path,
+          headers: request.headers,
+          requestText: bodyText ?? '',
+          // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
+          status: answer.kind === 'http' ? answer.status : 0,
+          // @note A HEAD answer's body is never sent, so the journal keeps none either.
+          responseText: answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined,
+        }),
+        { grow: this.#options.mayGrow?.() ?? true },
+      )
       // @note A journal in a shared store (Redis) is written before the answer leaves, so that any
       // replica lists the request once its client has the answer; a failed journal write costs
       // the entry, never the answer.
@@ -194,6 +200,9 @@ export class Pipeline {
     return answer
   }
 }
+
+/** The headers of most answers, shared (answers' headers are read-only). */
+const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({ 'content-type': 'application/json' })
 
 const NETWORK_ERROR: ApiAnswer = { kind: 'network' }
 

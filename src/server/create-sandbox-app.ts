@@ -28,6 +28,7 @@ import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
+import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { PACKAGE_ROOT } from './package-info.js'
@@ -42,7 +43,7 @@ import {
   type ServerLimits,
 } from './http-server.js'
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
-import { requestContext, type RequestLogEntry } from './request-context.js'
+import { noteTenant, requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
@@ -359,20 +360,36 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const stamp = requestContext(tenants, settings.log as SandboxAppOptions['log'])
   const preflight = cors(settings.corsOrigins)
   // @note No body parser anywhere before the API: the core reads bodies itself (and judges them).
-  const api = apiBridge(pipeline, API_BASE_PATH, (error, req) => reportUnexpected(error, `${req.method} ${req.url}`))
+  const api = apiBridge(
+    pipeline,
+    API_BASE_PATH,
+    (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
+    // The log line names the tenant the pipeline answered for, without judging the key again.
+    (res, answer) => {
+      const id = answer.tenant && tenants.idOf(answer.tenant)
+      if (id) noteTenant(res, id)
+    },
+  )
   /** What every request goes through first; true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
     stamp(req, res)
     return preflight(req, res) || api(req, res)
   }
-  const listener: RequestListener = (req, res) => {
-    if (!front(req, res)) admin(req, res)
-  }
+  // On Redis, the Redis commands a request leads to end within its request timeout, however many
+  // of them meet a failing Redis (redis-connection.ts).
+  const within: <T>(task: () => T) => T =
+    settings.redisUrl === undefined ? (task) => task() : (task) => withRedisDeadline(redisDeadlineFor(limits.requestTimeoutMs), task)
+  const listener: RequestListener = (req, res) =>
+    within(() => {
+      if (!front(req, res)) admin(req, res)
+    })
   const app = express()
   app.disable('x-powered-by')
-  app.use((req, res, next) => {
-    if (!front(req, res)) next()
-  })
+  app.use((req, res, next) =>
+    within(() => {
+      if (!front(req, res)) next()
+    }),
+  )
   app.use(admin)
   const close = async () => {
     clearInterval(sweeper)

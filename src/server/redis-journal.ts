@@ -11,10 +11,12 @@
 import {
   DEFAULT_JOURNAL_BYTES,
   DEFAULT_JOURNAL_LIMIT,
-  entryWeight,
   journalMatches,
+  journalWeight,
+  JournalDraft,
   type JournalEntry,
   type JournalFilter,
+  type JournalInput,
   type TenantJournal,
 } from '../core/journal.js'
 import { redisScript, type RedisLink } from './redis-connection.js'
@@ -95,13 +97,14 @@ export class RedisJournal implements TenantJournal {
   }
 
   /**
-   * Stores the entry, weighed as the in-memory journal weighs it ({@link entryWeight}), so that
-   * both keep the same entries under the same budget; settles once Redis has it. `grow` is for
-   * the server's heap budget, which entries kept in Redis do not touch.
+   * Stores the entry, formatted now, weighed as the in-memory journal weighs it ({@link journalWeight}),
+   * so that both keep the same entries under the same budget; settles once Redis has it. `grow`
+   * is for the server's heap budget, which entries kept in Redis do not touch.
    */
-  async record(entry: Omit<JournalEntry, 'id'>): Promise<void> {
+  async record(input: JournalInput): Promise<void> {
+    const entry = input instanceof JournalDraft ? input.fields() : input
     const rest = `,${JSON.stringify(entry).slice(1)}`
-    const size = entryWeight({ id: 0, ...entry })
+    const size = journalWeight(input)
     await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, Date.now()])
   }
 

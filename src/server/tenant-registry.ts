@@ -96,6 +96,12 @@ interface Entry {
 /** How often a tenant in use tells the storage so (idle expiry needs no finer grain). */
 const TOUCH_INTERVAL_MS = 60 * 60 * 1000
 
+/**
+ * Keys whose tenant id is remembered with `anyKey` (configured keys are always remembered); past
+ * it the memory starts over. Bounds what a flood of one-off keys can make it hold.
+ */
+const REMEMBERED_IDS = 4096
+
 export class TenantRegistry implements TenantResolver {
   readonly #options: TenantRegistryOptions
   readonly #keys: KeyRing
@@ -105,17 +111,48 @@ export class TenantRegistry implements TenantResolver {
   /** @note A Map iterates in insertion order: re-inserting on use makes its first entry the LRU. */
   readonly #tenants = new Map<string, Entry>()
   #evictions = 0
+  /**
+   * The tenant id of each accepted key seen, so that a request does not hash its key again.
+   * @note Filled only after the key was accepted by the constant-time comparison, so a lookup
+   * here says nothing about keys that are not accepted.
+   */
+  #ids = new Map<string, string>()
+  /** The id of each live tenant, for the request log. */
+  readonly #idOfTenant = new WeakMap<Tenant, string>()
 
   constructor(options: TenantRegistryOptions) {
     this.#options = options
     this.#keys = new KeyRing(options.keys)
     this.#adminToken = options.adminToken === undefined ? undefined : encoder.encode(options.adminToken)
-    this.#configuredIds = new Set(options.keys === 'any' ? [] : options.keys.map(tenantId))
+    const configured = options.keys === 'any' ? [] : options.keys.map((key) => [key, tenantId(key)] as const)
+    this.#configuredIds = new Set(configured.map(([, id]) => id))
+    this.#ids = new Map(configured)
   }
 
   /** The tenant of an accepted key, admitted on first use; undefined when the key is not accepted. */
   async resolve(token: string): Promise<Tenant | undefined> {
-    return this.accepts(token) ? this.open(tenantId(token)) : undefined
+    const id = this.idOfKey(token)
+    return id === undefined ? undefined : this.open(id)
+  }
+
+  /**
+   * The tenant id of an accepted API key ({@link tenantId}, hashed once per key and remembered),
+   * or undefined when the key is not accepted.
+   */
+  idOfKey(token: string): string | undefined {
+    if (!this.accepts(token)) return undefined
+    let id = this.#ids.get(token)
+    if (id === undefined) {
+      id = tenantId(token)
+      if (this.#options.keys === 'any' && this.#ids.size >= REMEMBERED_IDS) this.#ids = new Map()
+      this.#ids.set(token, id)
+    }
+    return id
+  }
+
+  /** The id of a tenant this registry opened (the request log names it), or undefined. */
+  idOf(tenant: Tenant): string | undefined {
+    return this.#idOfTenant.get(tenant)
   }
 
   /** Whether `token` is an accepted API key (the admin token never is). */
@@ -249,6 +286,7 @@ export class TenantRegistry implements TenantResolver {
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal)
+        this.#idOfTenant.set(tenant, id)
         entry.tenant = tenant
         return tenant
       }),

@@ -1,0 +1,67 @@
+/** The request log: one line per request, naming the tenant the pipeline resolved. */
+import type * as NodeCrypto from 'node:crypto'
+import { describe, expect, it, vi } from 'vitest'
+import { tenantId } from '../../src/server.js'
+import { batchedLines } from '../../src/server/log-writer.js'
+import { auth, startSandbox } from '../support/sandbox-server.js'
+
+/** SHA-256 hashes taken (a key's tenant id is its hash). */
+const hashes = vi.hoisted(() => ({ count: 0 }))
+vi.mock('node:crypto', async (importOriginal) => {
+  const actual = await importOriginal<typeof NodeCrypto>()
+  return {
+    ...actual,
+    createHash: (...args: Parameters<typeof actual.createHash>) => {
+      hashes.count++
+      return actual.createHash(...args)
+    },
+  }
+})
+
+describe('request log', () => {
+  it('names the tenant the pipeline resolved, without hashing the key again for the log line (issue 12)', async () => {
+    const { fetch, logs } = await startSandbox({ apiKeys: ['k1', 'k2'] })
+    hashes.count = 0
+    for (let i = 0; i < 3; i++) expect((await fetch('/v1/categories', { headers: auth('k1') })).status).toBe(200)
+    expect((await fetch('/v1/categories', { method: 'POST', headers: auth('k2', true), body: '{"name":"Ferrets"}' })).status).toBe(201)
+    const taken = hashes.count
+    expect(logs.map((entry) => [entry.status, entry.tenant])).toEqual([
+      [200, tenantId('k1')],
+      [200, tenantId('k1')],
+      [200, tenantId('k1')],
+      [201, tenantId('k2')],
+    ])
+    // A configured key is hashed once, at start; before, twice per request (its tenant, then its log line).
+    expect(taken).toBe(0)
+  })
+
+  it('hashes a new key of --any-key once, however many requests it makes', async () => {
+    const { fetch, logs } = await startSandbox({ anyKey: true })
+    hashes.count = 0
+    for (let i = 0; i < 3; i++) expect((await fetch('/v1/categories', { headers: auth('partner-1') })).status).toBe(200)
+    expect(hashes.count).toBe(1)
+    expect(logs.map((entry) => entry.tenant)).toEqual(Array(3).fill(tenantId('partner-1')))
+  })
+
+  it('still names the admin token, and nobody for a refused key', async () => {
+    const { fetch, logs } = await startSandbox({ apiKeys: ['k1'], adminToken: 'admin-1' })
+    expect((await fetch('/v1/categories', { headers: auth('admin-1') })).status).toBe(401)
+    expect((await fetch('/v1/categories', { headers: auth('wrong') })).status).toBe(401)
+    expect((await fetch('/__sandbox/tenants', { headers: auth('admin-1') })).status).toBe(200)
+    expect(logs.map((entry) => entry.tenant)).toEqual(['admin', null, 'admin'])
+  })
+})
+
+describe('batchedLines', () => {
+  it('writes the lines of one turn of the event loop in one write, in order, before the next turn ends', async () => {
+    const writes: string[] = []
+    const writeLine = batchedLines({ write: (text) => writes.push(text) })
+    writeLine('one')
+    writeLine('two')
+    expect(writes).toEqual([])
+    await new Promise((resolve) => setImmediate(resolve))
+    writeLine('three')
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(writes).toEqual(['one\ntwo\n', 'three\n'])
+  })
+})
