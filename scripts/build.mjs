@@ -7,13 +7,13 @@
 //
 // Peer dependencies (msw, better-sqlite3) and the server's CommonJS dependencies (express,
 // yargs) stay external; ESM-only @msw/data and the rest are bundled in, so `require` works and a
-// process loads one file instead of hundreds. `node scripts/build.mjs --if-stale` (npm start)
-// builds the JavaScript only when a source file is newer than dist/cli.js.
+// process loads one file instead of hundreds. `npm start` (scripts/start.mjs) and
+// `node scripts/build.mjs --if-stale` build the JavaScript only when a source file is newer than
+// dist/cli.js.
 import { execFileSync } from 'node:child_process'
 import { cp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
@@ -61,6 +61,9 @@ const sharedIndex = {
 }
 
 export async function buildJavaScript() {
+  // @note Imported here, not at the top: `npm start` imports this file to check whether dist/ is
+  // stale, and should not pay for esbuild when it is not.
+  const { build } = await import('esbuild')
   await Promise.all([
     build({
       ...common,
@@ -112,13 +115,22 @@ async function newestSource(dir) {
   return newest
 }
 
+/** Whether dist/ is missing or older than a file of src/ (then `npm start` builds the JavaScript first). */
+export async function distIsStale() {
+  const built = await stat(join(dist, 'cli.js')).then((file) => file.mtimeMs, () => 0)
+  return built === 0 || (await newestSource(join(root, 'src'))) > built
+}
+
+/** Builds the JavaScript when {@link distIsStale}, saying so on stderr. */
+export async function buildIfStale() {
+  if (!(await distIsStale())) return
+  process.stderr.write('petstore-sandbox: src/ changed since the last build; building dist/ (JavaScript only)…\n')
+  await buildJavaScript()
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   if (process.argv.includes('--if-stale')) {
-    const built = await stat(join(dist, 'cli.js')).then((file) => file.mtimeMs, () => 0)
-    if (built === 0 || (await newestSource(join(root, 'src'))) > built) {
-      process.stderr.write('petstore-sandbox: src/ changed since the last build; building dist/ (JavaScript only)…\n')
-      await buildJavaScript()
-    }
+    await buildIfStale()
   } else {
     await rm(dist, { recursive: true, force: true })
     await mkdir(dist)
