@@ -1,9 +1,10 @@
 /**
- * `npm run bench [-- server|in-process|scale|import|browser-size|replicas ...]`: measures, prints a table with a verdict for
+ * `npm run bench [-- server|in-process|scale|import|browser-size|replicas|peers|start ...]`: measures, prints a table with a verdict for
  * every figure that has a target, writes bench/results.json, and rewrites the README's
  * Performance section with the figures of this run. No section named: all of them.
  *
- * Environment: BENCH_ROUNDS and BENCH_SECONDS (server rounds, seconds per measurement).
+ * Environment: BENCH_ROUNDS and BENCH_SECONDS (rounds, seconds per measurement), BENCH_WARMUP_SECONDS
+ * (peers: load per system and method before the rounds), BENCH_RUNS (start: starts per system).
  */
 import { cpus } from 'node:os'
 import { readFile, writeFile } from 'node:fs/promises'
@@ -16,6 +17,8 @@ import { measureInProcess } from './in-process.js'
 import { formatTarget, formatValue, verdictOf, type Figure } from './lib/figures.js'
 import { measureReplicas } from './replicas.js'
 import { measureScale } from './scale.js'
+import { measurePeers } from './peers.js'
+import { measureStart } from './start.js'
 
 const SECTIONS = {
   server: () =>
@@ -29,6 +32,15 @@ const SECTIONS = {
   'browser-size': () => measureBrowserSize(),
   // Needs redis-server and nginx: several replicas on Redis against the in-memory process.
   replicas: () => measureReplicas({ rounds: positive('BENCH_ROUNDS', 3), seconds: positive('BENCH_SECONDS', 3) }),
+  // Needs the peers of bench/peers/setup.sh (each one missing is skipped, and said so); about 5 minutes.
+  peers: () =>
+    measurePeers({
+      rounds: positive('BENCH_ROUNDS', 6),
+      seconds: positive('BENCH_SECONDS', 3),
+      warmupSeconds: positive('BENCH_WARMUP_SECONDS', 10),
+    }),
+  // Exec to the first answer, the CLI, npm start and the installed peers; about a minute.
+  start: () => measureStart({ runs: positive('BENCH_RUNS', 5) }),
 } satisfies Record<string, () => Promise<Figure[]>>
 type Section = keyof typeof SECTIONS
 
