@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- server|in-process|scale|import|browser-size|replicas|peers|start ...]`: measures, prints a table with a verdict for
+ * `npm run bench [-- server|in-process|scale|import|browser-size|replicas|peers|start|workers ...]`: measures, prints a table with a verdict for
  * every figure that has a target, writes bench/results.json, and rewrites the README's
  * Performance section with the figures of this run. No section named: all of them.
  *
@@ -19,6 +19,7 @@ import { measureReplicas } from './replicas.js'
 import { measureScale } from './scale.js'
 import { measurePeers } from './peers.js'
 import { measureStart } from './start.js'
+import { measureWorkers } from './workers.js'
 
 const SECTIONS = {
   server: () =>
@@ -41,6 +42,8 @@ const SECTIONS = {
     }),
   // Exec to the first answer, the CLI, npm start and the installed peers; about a minute.
   start: () => measureStart({ runs: positive('BENCH_RUNS', 5) }),
+  // Needs redis-server: serve --workers 1 and 2 on Redis, and the in-memory process; about 2 minutes.
+  workers: () => measureWorkers({ rounds: positive('BENCH_ROUNDS', 5), seconds: positive('BENCH_SECONDS', 3) }),
 } satisfies Record<string, () => Promise<Figure[]>>
 type Section = keyof typeof SECTIONS
 
