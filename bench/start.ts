@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { launch } from './lib/exec-server.js'
 import { median, type Figure } from './lib/figures.js'
-import { npmStart, peers, ROOT, sandbox, type System } from './peers/systems.js'
+import { npmScript, npmStart, peers, ROOT, sandbox, type System } from './peers/systems.js'
 
 const COMMAND = 'npm run bench -- start'
 
@@ -29,7 +29,7 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
     const listed = peers(dir)
     const skipped = listed.filter((peer): peer is { name: string; skipped: string } => 'skipped' in peer)
     for (const peer of skipped) process.stderr.write(`start: ${peer.name} skipped (${peer.skipped}; bash bench/peers/setup.sh installs the peers)\n`)
-    const systems: System[] = [sandbox(dir), npmStart(dir), ...listed.filter((peer): peer is System => !('skipped' in peer))]
+    const systems: System[] = [sandbox(dir), npmScript(dir), npmStart(dir), ...listed.filter((peer): peer is System => !('skipped' in peer))]
     const times = new Map<string, number[]>(systems.map((system) => [system.name, []]))
     const npmOwn: number[] = []
     for (let run = 1; run <= runs; run++) {
@@ -52,7 +52,7 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
         name: 'Start: exec to first answer, CLI (node dist/cli.js serve)',
         value: cli,
         unit: 'ms',
-        detail: `median of ${runs} starts (${spread('petstore-sandbox')}), polled every 5 ms; the peers started in the same rounds: ${systems.slice(2).map((system) => `${system.name} ${Math.round(ms(system.name))} ms (${spread(system.name)})`).join(', ') || 'none installed'}`,
+        detail: `median of ${runs} starts (${spread('petstore-sandbox')}), polled every 5 ms; the peers started in the same rounds: ${systems.slice(3).map((system) => `${system.name} ${Math.round(ms(system.name))} ms (${spread(system.name)})`).join(', ') || 'none installed'}`,
         command: COMMAND,
       },
     ]
@@ -71,13 +71,22 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
     }
     const npm = ms('npm start')
     const npmSelf = median(npmOwn)
+    const beyondCli = (name: string) => median(times.get(name)!.map((value, run) => value - times.get('petstore-sandbox')![run]!))
     figures.push({
       section: 'start',
-      name: 'Start: npm start beyond the CLI and npm itself',
-      value: npm - cli - npmSelf,
+      name: "Start: npm start's script (scripts/start.mjs) beyond the CLI",
+      value: beyondCli('scripts/start.mjs'),
       unit: 'ms',
-      target: { kind: 'max', value: 100 },
-      detail: `npm start ${Math.round(npm)} ms (${spread('npm start')}), the CLI ${Math.round(cli)} ms, npm --version ${Math.round(npmSelf)} ms (what npm costs before it runs anything); medians of ${runs}`,
+      target: { kind: 'max', value: 50 },
+      detail: `median of ${runs} per-round differences: what npm start runs (the dist/ freshness check, then the CLI in the same process) ${Math.round(ms('scripts/start.mjs'))} ms, the CLI ${Math.round(cli)} ms`,
+      command: COMMAND,
+    })
+    figures.push({
+      section: 'start',
+      name: 'Start: npm start beyond the CLI',
+      value: beyondCli('npm start'),
+      unit: 'ms',
+      detail: `median of ${runs} per-round differences: npm start ${Math.round(npm)} ms (${spread('npm start')}), the CLI ${Math.round(cli)} ms; npm's own start (npm --version) ${Math.round(npmSelf)} ms, and its run-script (a shell, the lifecycle) the rest`,
       command: COMMAND,
     })
     return figures

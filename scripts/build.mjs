@@ -5,8 +5,8 @@
 //   dist/cjs/*.js  CommonJS for `require` (Jest): the library entries, with copies of the types
 //   dist/types/    the types, from tsc (and a copy in dist/cjs/types/)
 //
-// Peer dependencies (msw, better-sqlite3) and the server's CommonJS dependencies (express,
-// yargs) stay external; ESM-only @msw/data and the rest are bundled in, so `require` works and a
+// Peer dependencies (msw, better-sqlite3) and express (CommonJS, loaded on first use) stay
+// external; ESM-only @msw/data, yargs (the CLI's) and the rest are bundled in, so `require` works and a
 // process loads one file instead of hundreds. `npm start` (scripts/start.mjs) and
 // `node scripts/build.mjs --if-stale` build the JavaScript only when a source file is newer than
 // dist/cli.js.
@@ -18,8 +18,13 @@ import { fileURLToPath } from 'node:url'
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
 
-/** Never bundled: peers are the user's own; express and yargs are CommonJS and Node-only. */
-export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'redis', 'express', 'yargs', 'yargs/*']
+/**
+ * Never bundled: peers are the user's own; express is CommonJS and Node-only.
+ * @note yargs is bundled into dist/cli.js: one file instead of about twenty cuts a sixth of the
+ * CPU a start spends before its first answer (docs/decisions/0007). Its messages are then always
+ * English, like ours (external, it read its own translations from the locale).
+ */
+export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'redis', 'express']
 
 /**
  * Options every build shares. @msw/data calls the global `crypto.randomUUID()`, which Jest 29's

@@ -45,6 +45,11 @@ export function sandbox(dir: string): System {
   return { name: 'petstore-sandbox', command: [process.execPath, join(ROOT, 'dist/cli.js'), ...sandboxCommand(dir)], post: 'stores' }
 }
 
+/** What `npm start` runs, without npm: `node scripts/start.mjs serve …`. */
+export function npmScript(dir: string): System {
+  return { name: 'scripts/start.mjs', command: [process.execPath, join(ROOT, 'scripts/start.mjs'), ...sandboxCommand(dir)], cwd: ROOT, post: 'stores' }
+}
+
 /** `npm start` in this checkout, with the same options. */
 export function npmStart(dir: string): System {
   return { name: 'npm start', command: ['npm', 'start', '--silent', '--', ...sandboxCommand(dir).slice(1)], cwd: ROOT, post: 'stores' }
