@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { spawnSync } from 'node:child_process'
 import { launch, type RunningServer } from './lib/exec-server.js'
-import { median, type Figure } from './lib/figures.js'
+import { machineLoad, median, type Figure } from './lib/figures.js'
 import { load, METHODS, type Method, type Sample } from './lib/load.js'
 import { READ_KEY } from './servers/keys.js'
 import { peers, ROOT, sandbox, THREE, type System } from './peers/systems.js'
@@ -76,6 +76,7 @@ export async function measurePeers(options: PeersOptions = {}): Promise<Figure[]
   }
 
   const figures: Figure[] = []
+  const busy = machineLoad()
   const ours = systems[0]!.name
   const rps = (name: string, method: Method) => median(samples.get(key(name, method))!.map((sample) => sample.requestsPerSecond))
   const p99 = (name: string, method: Method) => median(samples.get(key(name, method))!.map((sample) => sample.p99))
@@ -92,7 +93,7 @@ export async function measurePeers(options: PeersOptions = {}): Promise<Figure[]
       name: `${method} /v1/categories, petstore-sandbox (CLI) next to its peers`,
       value: rps(ours, method),
       unit: 'req/s',
-      detail: `median of ${rounds} rounds of ${seconds} s, ${connections} connections, request log on (to /dev/null, as every peer's); p99 ${p99(ours, method)} ms`,
+      detail: `median of ${rounds} rounds of ${seconds} s, ${connections} connections, request log on (to /dev/null, as every peer's); p99 ${p99(ours, method)} ms; ${busy}`,
       command: COMMAND,
     })
     for (const peer of systems.slice(1)) {

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { launch } from './lib/exec-server.js'
-import { median, type Figure } from './lib/figures.js'
+import { machineLoad, median, type Figure } from './lib/figures.js'
 import { npmScript, npmStart, peers, ROOT, sandbox, type System } from './peers/systems.js'
 
 const COMMAND = 'npm run bench -- start'
@@ -52,7 +52,7 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
         name: 'Start: exec to first answer, CLI (node dist/cli.js serve)',
         value: cli,
         unit: 'ms',
-        detail: `median of ${runs} starts (${spread('petstore-sandbox')}), polled every 5 ms; the peers started in the same rounds: ${systems.slice(3).map((system) => `${system.name} ${Math.round(ms(system.name))} ms (${spread(system.name)})`).join(', ') || 'none installed'}`,
+        detail: `median of ${runs} starts (${spread('petstore-sandbox')}), polled every 5 ms, ${machineLoad()}; the peers started in the same rounds: ${systems.slice(3).map((system) => `${system.name} ${Math.round(ms(system.name))} ms (${spread(system.name)})`).join(', ') || 'none installed'}`,
         command: COMMAND,
       },
     ]

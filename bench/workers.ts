@@ -13,7 +13,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, launch, type RunningServer } from './lib/exec-server.js'
-import { median, type Figure } from './lib/figures.js'
+import { machineLoad, median, type Figure } from './lib/figures.js'
 import { load, METHODS, type Method, type Sample } from './lib/load.js'
 import { READ_KEY, WRITE_KEY } from './servers/keys.js'
 import { ROOT } from './peers/systems.js'
@@ -72,6 +72,7 @@ export async function measureWorkers(options: WorkersOptions = {}): Promise<Figu
   const rps = (name: string, method: Method) => samples.get(key(name, method))!.map((sample) => sample.requestsPerSecond)
   const ratio = (a: string, b: string, method: Method) => median(rps(a, method).map((value, round) => value / rps(b, method)[round]!))
   const figures: Figure[] = []
+  const busy = machineLoad()
   for (const method of METHODS) {
     const shown = contenders.map((contender) => `${contender.name} ${Math.round(median(rps(contender.name, method)))} req/s`).join(', ')
     figures.push({
@@ -79,7 +80,7 @@ export async function measureWorkers(options: WorkersOptions = {}): Promise<Figu
       name: `${method} /v1/categories, --workers 2 vs --workers 1 (Redis)`,
       value: ratio('Redis, 2 workers', 'Redis, 1 worker', method),
       unit: 'x',
-      detail: `median of ${rounds} per-round ratios, ${seconds} s each, ${connections} connections; ${shown}; 2 cores shared by the load generator, Redis and the workers`,
+      detail: `median of ${rounds} per-round ratios, ${seconds} s each, ${connections} connections; ${shown}; 2 cores shared by the load generator, Redis and the workers; ${busy}`,
       command: COMMAND,
     })
     figures.push({
