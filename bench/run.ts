@@ -40,8 +40,8 @@ const SECTIONS = {
       seconds: positive('BENCH_SECONDS', 3),
       warmupSeconds: positive('BENCH_WARMUP_SECONDS', 10),
     }),
-  // Exec to the first answer, the CLI, npm start and the installed peers; about a minute.
-  start: () => measureStart({ runs: positive('BENCH_RUNS', 5) }),
+  // Exec to the first answer, the CLI, npm start and the installed peers; about 2 minutes.
+  start: () => measureStart({ runs: positive('BENCH_RUNS', 7) }),
   // Needs redis-server: serve --workers 1 and 2 on Redis, and the in-memory process; about 2 minutes.
   workers: () => measureWorkers({ rounds: positive('BENCH_ROUNDS', 5), seconds: positive('BENCH_SECONDS', 3) }),
 } satisfies Record<string, () => Promise<Figure[]>>

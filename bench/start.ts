@@ -16,12 +16,12 @@ import { npmScript, npmStart, peers, ROOT, sandbox, type System } from './peers/
 const COMMAND = 'npm run bench -- start'
 
 export interface StartOptions {
-  /** Starts of each system. @default 5 */
+  /** Starts of each system. @default 7 */
   readonly runs?: number
 }
 
 export async function measureStart(options: StartOptions = {}): Promise<Figure[]> {
-  const runs = options.runs ?? 5
+  const runs = options.runs ?? 7
   // The CLI is timed as built: build first if src/ changed, so no run pays for a build.
   spawnSync(process.execPath, [join(ROOT, 'scripts/build.mjs'), '--if-stale'], { stdio: 'inherit' })
   const dir = mkdtempSync(join(tmpdir(), 'petstore-bench-start-'))
@@ -31,6 +31,7 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
     for (const peer of skipped) process.stderr.write(`start: ${peer.name} skipped (${peer.skipped}; bash bench/peers/setup.sh installs the peers)\n`)
     const systems: System[] = [sandbox(dir), npmScript(dir), npmStart(dir), ...listed.filter((peer): peer is System => !('skipped' in peer))]
     const times = new Map<string, number[]>(systems.map((system) => [system.name, []]))
+    const cpu = new Map<string, number[]>(systems.map((system) => [system.name, []]))
     const npmOwn: number[] = []
     for (let run = 1; run <= runs; run++) {
       const started = performance.now()
@@ -39,6 +40,7 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
       for (const system of systems) {
         const server = await launch(system)
         times.get(system.name)!.push(server.startMs)
+        if (server.cpuMs !== undefined) cpu.get(system.name)!.push(server.cpuMs)
         await server.stop()
       }
       process.stderr.write(`start: run ${run} of ${runs}: ${systems.map((system) => `${system.name} ${Math.round(times.get(system.name)!.at(-1)!)} ms`).join(', ')}\n`)
@@ -68,6 +70,17 @@ export async function measureStart(options: StartOptions = {}): Promise<Figure[]
         detail: `median of ${runs} per-round ratios of exec-to-first-answer times; json-server ${Math.round(ms(jsonServer.name))} ms, the CLI ${Math.round(cli)} ms`,
         command: COMMAND,
       })
+      const cpuOf = (name: string) => cpu.get(name)!
+      if (cpuOf('petstore-sandbox').length === runs && cpuOf(jsonServer.name).length === runs) {
+        figures.push({
+          section: 'start',
+          name: 'Start: CLI vs json-server 0.17, CPU time to first answer (ratio)',
+          value: median(cpuOf('petstore-sandbox').map((value, run) => value / cpuOf(jsonServer.name)[run]!)),
+          unit: 'x',
+          detail: `median of ${runs} per-round ratios of the CPU time (user and system) each process had used when it first answered, steadier than wall time on a busy machine: the CLI ${Math.round(median(cpuOf('petstore-sandbox')))} ms, json-server ${Math.round(median(cpuOf(jsonServer.name)))} ms`,
+          command: COMMAND,
+        })
+      }
     }
     const npm = ms('npm start')
     const npmSelf = median(npmOwn)

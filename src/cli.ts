@@ -210,20 +210,22 @@ async function serve(argv: ServeArgs): Promise<void> {
       ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
       : sandbox.apiKeys.join(', ') + (sandbox.apiKeys.length === 1 && sandbox.apiKeys[0] === DEV_API_KEY ? ' (development key; choose your own with --api-key)' : '')
   const exposed = argv.host === '0.0.0.0' || argv.host === '::' ? ` (bound to ${argv.host}: reachable from the network)` : ''
-  const banner = [
-    `petstore-sandbox ${PACKAGE.version} is running`,
-    `  API        ${origin}${API_BASE_PATH}${exposed}`,
-    `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}`,
-    `  API keys   ${keys}`,
-    `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
-    `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
-    `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
-    `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
-    `  data       ${dataLine(argv)}`,
-    ...(argv.workers > 1 ? [`  workers    ${argv.workers} processes on this port (node:cluster), every tenant in Redis; the connection and memory limits hold per process`] : []),
-    '  Ctrl+C stops it.',
-    '',
-  ].join('\n')
+  const banner = (
+    [
+      `petstore-sandbox ${PACKAGE.version} is running`,
+      `  API        ${origin}${API_BASE_PATH}${exposed}`,
+      `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}`,
+      `  API keys   ${keys}`,
+      `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
+      `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
+      `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
+      `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
+      `  data       ${dataLine(argv)}`,
+      ...(argv.workers > 1 ? [`  workers    ${argv.workers} processes on this port (node:cluster), every tenant in Redis; the connection and memory limits hold per process`] : []),
+      '  Ctrl+C stops it.',
+      '',
+    ].join('\n')
+  )
   // A worker of `--workers` leaves the banner to the primary, which prints it once all listen.
   if (isWorker()) reportReady(banner)
   else process.stdout.write(banner)

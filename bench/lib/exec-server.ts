@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { request } from 'node:http'
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { READ_KEY } from '../servers/keys.js'
 
@@ -23,11 +24,30 @@ export interface RunningServer {
   readonly origin: string
   /** Milliseconds from spawn to the first 200 answer. */
   readonly startMs: number
+  /**
+   * CPU milliseconds (user and system, all threads) the spawned process had used by then, from
+   * /proc (Linux; undefined elsewhere): steadier than wall time on a busy machine. Only the
+   * process spawned: for `npm start`, npm's, not its children's.
+   */
+  readonly cpuMs: number | undefined
   stop(): Promise<void>
 }
 
 /** How often the start is polled, in ms: each poll is a new connection. */
 const POLL_MS = 5
+
+/** User and system CPU time of a process so far, in ms, or undefined where /proc is not. */
+function cpuTimeMs(pid: number): number | undefined {
+  try {
+    // Fields after the command name (which may hold spaces), from field 3: utime and stime are fields 14 and 15.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+  } catch {
+    return undefined
+  }
+}
+/** @note Linux's USER_HZ, 100 on every architecture Node runs on. */
+const CLOCK_TICKS = 100
 
 /** A free loopback port (bound and released: another process could take it meanwhile, rarely). */
 export function freePort(): Promise<number> {
@@ -93,5 +113,6 @@ export async function launch(system: Launch, timeoutMs = 60_000): Promise<Runnin
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS))
   }
-  return { name: system.name, origin: `http://127.0.0.1:${port}`, startMs: performance.now() - started, stop }
+  const startMs = performance.now() - started
+  return { name: system.name, origin: `http://127.0.0.1:${port}`, startMs, cpuMs: cpuTimeMs(child.pid!), stop }
 }
