@@ -87,6 +87,9 @@ export async function buildJavaScript() {
       platform: 'browser',
       splitting: true,
       chunkNames: 'chunks/[name]-[hash]',
+      // @note No top-level await in what browsers get: Vite 5 and 6 (their default build target)
+      // and older webpack refuse to build a dependency that has one. esbuild fails on it here.
+      supported: { 'top-level-await': false },
       plugins: [browserFiles],
     }),
     build({

@@ -1,8 +1,17 @@
 /** The browser runtime: a msw `setupWorker` already wired to a Petstore. */
+import { getResponse, http, type HttpHandler } from 'msw'
 import { setupWorker, type SetupWorker } from 'msw/browser'
-import { PetstoreError } from './errors.js'
-import { createPetstore, type Petstore, type PetstoreOptions } from './petstore.js'
-import { persistInSession, PERSIST_STORAGE_KEY } from './browser/session-persistence.js'
+import { describeValue, PetstoreError } from './errors.js'
+import type { Petstore, PetstoreOptions } from './petstore.js'
+
+/**
+ * @note The petstore itself (zod, @msw/data, the scenarios, the pipeline) is loaded with a dynamic
+ * `import()` when `setupPetstoreWorker()` is called, so every bundler emits it as a chunk of its
+ * own: msw's `setupWorker()` alone makes a 416 kB chunk in a Vite build, and with this package's
+ * 184 kB in the same chunk Vite printed its advisory about chunks over 500 kB. Not a top-level
+ * `await`: Vite 5 and 6 (and older webpack) refuse to build one for their default targets.
+ */
+const loadRuntime = () => import('./browser/worker-runtime.js')
 
 /** Options of {@link setupPetstoreWorker}: those of `createPetstore`, plus `persist`. */
 export interface PetstoreWorkerOptions extends PetstoreOptions {
@@ -34,15 +43,73 @@ export interface PetstoreWorker {
 export function setupPetstoreWorker(options: PetstoreWorkerOptions = {}): PetstoreWorker {
   const { persist = false, ...petstoreOptions } = options
   if (typeof persist !== 'boolean') {
-    throw new PetstoreError('invalid_option', `Invalid petstore option persist: expected a boolean, received ${typeof persist}`)
+    throw new PetstoreError('invalid_option', `Invalid petstore option persist: expected true or false, received ${describeValue(persist)}`)
   }
-  const petstore = createPetstore(petstoreOptions)
-  if (persist) {
-    const storage = sessionStorageOrWarn()
-    // A failed scenario load already rejects `petstore.ready`, which the caller sees.
-    if (storage) persistInSession(petstore, storage).catch(() => undefined)
+  let loaded: Petstore | undefined
+  const loading = loadRuntime().then((runtime) => {
+    const petstore = runtime.createPetstore(petstoreOptions)
+    if (persist) {
+      const storage = sessionStorageOrWarn()
+      // A failed scenario load already rejects `petstore.ready`, which the caller sees.
+      if (storage) runtime.persistInSession(petstore, storage).catch(() => undefined)
+    }
+    loaded = petstore
+    return petstore
+  })
+  // @note Marked handled here: the caller sees a failure through `worker.start()` or `ready`.
+  loading.catch(() => undefined)
+  // One handler that waits for the petstore once, then hands each request to its handlers;
+  // what they leave unanswered (another origin, a static file) goes on to the app's own handlers.
+  const handlers: HttpHandler[] = [
+    http.all('*', async ({ request }) => getResponse((loaded ?? (await loading)).handlers, request)),
+  ]
+  const worker = setupWorker(...handlers)
+  const start = worker.start.bind(worker)
+  // `await worker.start()` also waits for the petstore, so the app renders against a ready one.
+  worker.start = async (startOptions) => {
+    const registration = await start(startOptions)
+    await (await loading).ready
+    return registration
   }
-  return { worker: setupWorker(...petstore.handlers), petstore }
+  return { worker, petstore: lazyPetstore(loading, () => loaded, handlers) }
+}
+
+/**
+ * The petstore the caller gets at once, standing for the one being loaded: its async methods wait
+ * for it, and its synchronous parts (`scenario`, `requests`) are there once `worker.start()` or
+ * `ready` has resolved (before, they throw, saying so).
+ */
+function lazyPetstore(loading: Promise<Petstore>, loaded: () => Petstore | undefined, handlers: HttpHandler[]): Petstore {
+  const now = (what: string): Petstore => {
+    const petstore = loaded()
+    if (petstore) return petstore
+    throw new PetstoreError('not_ready', `petstore.${what} is not there yet: await worker.start() (or petstore.ready) before reading it`)
+  }
+  const later = async (): Promise<Petstore> => loaded() ?? (await loading)
+  return {
+    handlers,
+    ready: loading.then((petstore) => petstore.ready),
+    get scenario() {
+      return now('scenario').scenario
+    },
+    useScenario: async (scenario) => (await later()).useScenario(scenario),
+    reset: async (resetOptions) => (await later()).reset(resetOptions),
+    categories: {
+      list: async () => (await later()).categories.list(),
+      create: async (input) => (await later()).categories.create(input),
+    },
+    pets: {
+      list: async () => (await later()).pets.list(),
+      get: async (id) => (await later()).pets.get(id),
+    },
+    orders: {
+      list: async () => (await later()).orders.list(),
+    },
+    requests: {
+      all: (filter) => now('requests').requests.all(filter),
+      clear: () => now('requests').requests.clear(),
+    },
+  }
 }
 
 /** @note Reading `sessionStorage` throws in sandboxed frames and with storage blocked. */
@@ -57,8 +124,8 @@ function sessionStorageOrWarn(): Storage | undefined {
   return undefined
 }
 
-export { PERSIST_STORAGE_KEY }
-export { BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
+export { PERSIST_STORAGE_KEY } from './browser/persist-key.js'
+export { BUILTIN_SCENARIO_NAMES } from './scenario/builtin-names.js'
 export { PetstoreError } from './errors.js'
 
 export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'

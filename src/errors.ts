@@ -4,6 +4,8 @@ export type PetstoreErrorCode =
   | 'invalid_scenario'
   | 'scenario_not_readable'
   | 'invalid_option'
+  /** The browser's petstore read synchronously before it loaded: await `worker.start()` first. */
+  | 'not_ready'
   /** `categories.create()` judged the input as `POST /categories` does: the same codes as its 400 and 409 answers. */
   | 'invalid_body'
   | 'missing_field'
@@ -28,4 +30,22 @@ export class PetstoreError extends Error {
     super(message, options)
     this.code = code
   }
+}
+
+/**
+ * A value as an error message shows what was received: strings quoted, arrays and objects as
+ * JSON (cut short), anything else by its type.
+ */
+export function describeValue(value: unknown): string {
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') {
+    return value === undefined ? 'undefined' : `a ${typeof value}`
+  }
+  let text: string
+  try {
+    text = JSON.stringify(value)
+  } catch {
+    return Array.isArray(value) ? 'an array' : 'an object'
+  }
+  if (typeof value === 'number' && !Number.isFinite(value)) text = String(value)
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text
 }

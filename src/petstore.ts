@@ -4,19 +4,18 @@ import * as z from 'zod'
 import { apiError, type ErrorCode } from './contract/errors.js'
 import { OPERATION_CONTRACTS } from './contract/operations.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
-import { ApiKey, KeyRing } from './core/auth.js'
+import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
 import { CategoryLimitError } from './core/store.js'
-import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from './core/limits.js'
-import { DEFAULT_MAX_BODY_BYTES } from './pipeline/request-body.js'
 import type { PetstoreStore } from './core/store.js'
 import { Tenant } from './core/tenant.js'
 import { PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './pipeline/categories.js'
 import { createHandlers } from './msw/create-handlers.js'
 import { Pipeline } from './pipeline/pipeline.js'
-import { describeIssues, Faults, Latency, type Scenario } from './scenario/scenario-format.js'
-import { checkScenarioInput, loadScenario, type ScenarioInput } from './scenario/scenario-loader.js'
+import { describeIssues, type Faults, type Latency, type Scenario } from './scenario/scenario-format.js'
+import { checkScenarioInput, checkScenariosDir, loadScenario, type ScenarioInput } from './scenario/scenario-loader.js'
+import { parseOptions } from './petstore-options.js'
 
 /** Options of {@link createPetstore}. */
 export interface PetstoreOptions {
@@ -123,80 +122,6 @@ export interface Petstore {
   }
 }
 
-const BaseUrl = z
-  .string()
-  // A path (`/v1`) is the page's own API: resolved against the page, as `fetch('/v1')` is.
-  .transform((url) => {
-    const trimmed = url.replace(/\/+$/, '')
-    const origin = isPath(trimmed) ? pageOrigin() : undefined
-    return origin === undefined ? trimmed : `${origin}${trimmed}`
-  })
-  .superRefine((url, context) => {
-    if (url.startsWith('*') || URL.canParse(url)) return
-    context.addIssue({
-      code: 'custom',
-      message: isPath(url)
-        ? `'${url}' is relative, and there is no page to resolve it against (only in a browser); pass an absolute URL (https://api.example.test/v1) or start with * (*/v1)`
-        : 'must be an absolute URL (https://api.example.test/v1), a path on this page (/v1, in a browser) or start with * (*/v1)',
-    })
-  })
-
-const isPath = (url: string) => url.startsWith('/') && !url.startsWith('//')
-
-/** The page's origin in a browser (or jsdom); undefined in Node.js, Deno and workers without a page. */
-function pageOrigin(): string | undefined {
-  const origin = (globalThis as { location?: { origin?: unknown } }).location?.origin
-  return typeof origin === 'string' && origin !== 'null' && URL.canParse(origin) ? origin : undefined
-}
-
-const Options = z
-  .object({
-    baseUrl: z
-      .union([BaseUrl, z.array(BaseUrl).min(1)], {
-        error: "must be a base URL ('https://api.shop.test/v1', '*/v1', or '/v1' in a browser) or a non-empty array of them",
-      })
-      .default('*/v1'),
-    apiKeys: z
-      .union([z.literal('any'), z.array(ApiKey).min(1)], {
-        error: "must be 'any' or a non-empty array of keys (['t0ken'])",
-      })
-      .optional(),
-    scenario: z
-      .union([z.string(), z.looseObject({})], {
-        error: 'must be a built-in scenario name, a name in scenariosDir, a path to a .json file, or a scenario object',
-      })
-      .optional(),
-    scenariosDir: z.string({ error: 'must be the path of a directory' }).optional(),
-    latency: Latency.optional(),
-    faults: z.union([Faults, z.literal(false)], { error: 'must be { rate, outcomes?, seed? } or false' }).optional(),
-    afterSunset: z.boolean({ error: 'must be true or false' }).optional(),
-    strict: z.boolean({ error: 'must be true or false' }).default(false),
-    maxBodyBytes: z.int({ error: 'must be a whole number of bytes' }).min(1, { error: 'must be at least 1 byte' }).default(DEFAULT_MAX_BODY_BYTES),
-    journalLimit: z.int({ error: 'must be a whole number of entries, 0 or more' }).min(0, { error: 'must be 0 or more' }).optional(),
-    journalBytes: z.int({ error: 'must be a whole number of bytes' }).min(0, { error: 'must be 0 or more' }).optional(),
-    nameMaxLength: z.int({ error: 'must be a whole number of characters' }).min(1, { error: 'must be at least 1' }).default(DEFAULT_NAME_MAX_LENGTH),
-    descriptionMaxLength: z
-      .int({ error: 'must be a whole number of characters' })
-      .min(0, { error: 'must be 0 or more' })
-      .default(DEFAULT_DESCRIPTION_MAX_LENGTH),
-    maxCategories: z.int({ error: 'must be a whole number of categories' }).min(0, { error: 'must be 0 or more' }).optional(),
-  })
-  .strict()
-  .superRefine((options, context) => {
-    if (options.maxCategories === undefined) return
-    const unsafe = unsafeListReason({ ...options, maxCategories: options.maxCategories })
-    if (unsafe !== undefined) context.addIssue({ code: 'custom', message: unsafe, path: ['maxCategories'] })
-  })
-
-/** Validates options, turning zod issues into a {@link PetstoreError} naming the option. */
-export function parseOptions(options: PetstoreOptions): z.output<typeof Options> {
-  const parsed = Options.safeParse(options)
-  if (!parsed.success) {
-    throw new PetstoreError('invalid_option', `Invalid petstore option ${describeIssues(parsed.error)}`)
-  }
-  return parsed.data
-}
-
 /**
  * Creates an isolated Petstore. Two petstores never share data.
  *
@@ -207,6 +132,7 @@ export function parseOptions(options: PetstoreOptions): z.output<typeof Options>
  */
 export function createPetstore(options: PetstoreOptions = {}): Petstore {
   const settings = parseOptions(options)
+  if (settings.scenariosDir !== undefined) checkScenariosDir(settings.scenariosDir)
   const input = (settings.scenario ?? 'default') as ScenarioInput
   const loadOptions = { scenariosDir: settings.scenariosDir }
   const overrides = {

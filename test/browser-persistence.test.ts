@@ -1,6 +1,7 @@
 import { getResponse } from 'msw'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { persistInSession, PERSIST_STORAGE_KEY, type SessionStore } from '../src/browser/session-persistence.js'
+import { persistInSession, type SessionStore } from '../src/browser/session-persistence.js'
+import { PERSIST_STORAGE_KEY } from '../src/browser/persist-key.js'
 import { createPetstore, type PetstoreOptions } from '../src/petstore.js'
 
 class MemoryStorage implements SessionStore {

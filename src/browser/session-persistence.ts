@@ -7,9 +7,8 @@ import * as z from 'zod'
 import { StoredCategory } from '../contract/schemas.js'
 import type { StoreSnapshot } from '../core/store.js'
 import { tenantOf, type Petstore } from '../petstore.js'
+import { PERSIST_STORAGE_KEY } from './persist-key.js'
 
-/** The sessionStorage key under which `persist: true` keeps the petstore's state. */
-export const PERSIST_STORAGE_KEY = 'petstore-sandbox/state'
 
 /** What is stored: the snapshot plus the scenario it belongs to. Bump `format` on any change. */
 const SavedState = z.object({

@@ -7,6 +7,8 @@ export interface ScenarioFiles {
   readText(file: string): Promise<string>
   /** Whether a regular file exists at this path. */
   isFile(file: string): Promise<boolean>
+  /** Undefined when `dir` is a directory; else why not (`ENOENT`, `a file`). Synchronous, for option checks. */
+  directoryProblem(dir: string): string | undefined
   /** The names in a directory, or none when it cannot be read. */
   list(dir: string): Promise<string[]>
 }

@@ -19,5 +19,6 @@ export const scenarioFiles: ScenarioFiles = {
   resolve: unavailable,
   readText: unavailable,
   isFile: unavailable,
+  directoryProblem: unavailable,
   list: unavailable,
 }

@@ -14,7 +14,8 @@ export const ScenarioName = z
     error: 'must be 1-64 letters, digits, "-" or "_", starting with a letter or digit',
   })
 
-const Milliseconds = z.int().min(0).max(60_000)
+const MILLISECONDS = { error: 'must be whole milliseconds from 0 to 60000' }
+const Milliseconds = z.int(MILLISECONDS).min(0, MILLISECONDS).max(60_000, MILLISECONDS)
 
 /** A fixed delay in milliseconds, or a range drawn from uniformly per request. */
 export const Latency = z.union([
@@ -26,16 +27,18 @@ export const Latency = z.union([
     .meta({ description: 'A range drawn from per request; min must not be greater than max (a JSON Schema cannot say so: the loader checks it)' }),
 ], { error: 'must be milliseconds from 0 to 60000 (50) or a range ({ "min": 20, "max": 200 })' })
 
+const RATE = { error: 'must be a number from 0 to 1 (the share of requests that fail)' }
+
 /** Simulated failures, reproducible from `seed`. */
 export const Faults = z
   .object({
-    rate: z.number().min(0).max(1).meta({ description: 'Share of requests that fail, 0 to 1' }),
+    rate: z.number(RATE).min(0, RATE).max(1, RATE).meta({ description: 'Share of requests that fail, 0 to 1' }),
     outcomes: z
-      .array(z.enum(['500', '503', 'network']))
-      .min(1)
+      .array(z.enum(['500', '503', 'network'], { error: 'must be "500", "503" or "network"' }), { error: 'must be an array of outcomes' })
+      .min(1, { error: 'must list at least one of "500", "503", "network"' })
       .default(['500', '503'])
       .meta({ description: 'What a failing request gets, drawn evenly: an Error body or a network error' }),
-    seed: z.int().default(1).meta({ description: 'Seed of the pseudo-random draw' }),
+    seed: z.int({ error: 'must be a whole number' }).default(1).meta({ description: 'Seed of the pseudo-random draw' }),
   })
   .strict()
 

@@ -4,7 +4,8 @@
  * browser build swaps for a module that throws: the browser bundle never holds a `node:` import.
  */
 import type { z } from 'zod'
-import { PetstoreError } from '../errors.js'
+import { describeValue, PetstoreError } from '../errors.js'
+import { BUILTIN_SCENARIO_NAMES } from './builtin-names.js'
 import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
 import { scenarioFiles as fs } from './scenario-files.js'
 import {
@@ -27,7 +28,7 @@ export interface LoadScenarioOptions {
 }
 
 /** Names of the scenarios embedded in the package. */
-export const BUILTIN_SCENARIO_NAMES: readonly string[] = Object.keys(BUILTIN_SCENARIOS)
+export { BUILTIN_SCENARIO_NAMES }
 
 /**
  * What can be judged without reading files: a built-in scenario (returned), an unknown name or
@@ -48,6 +49,20 @@ export function checkScenarioInput(input: ScenarioInput, options: LoadScenarioOp
     'unknown_scenario',
     `Cannot use scenario "${input}": no such scenario. Known: ${BUILTIN_SCENARIO_NAMES.join(', ')}`,
   )
+}
+
+/**
+ * Throws unless `dir` is a directory, so a mistyped `scenariosDir` is refused at once instead of
+ * silently falling back to the built-in scenarios (in the browser: `scenario_not_readable`).
+ */
+export function checkScenariosDir(dir: string): void {
+  const problem = fs.directoryProblem(dir)
+  if (problem !== undefined) {
+    throw new PetstoreError(
+      'invalid_option',
+      `Invalid petstore option scenariosDir: expected the path of a directory, received ${describeValue(dir)}, ${problem}`,
+    )
+  }
 }
 
 /** Loads, validates and resolves a scenario. Throws {@link PetstoreError} with a precise message. */

@@ -28,6 +28,7 @@ import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
+import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { loadExpress } from './load-express.js'
@@ -377,17 +378,24 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     stamp(req, res)
     return preflight(req, res) || api(req, res)
   }
-  const listener: RequestListener = (req, res) => {
-    if (!front(req, res)) adminApp()(req, res)
-  }
+  // On Redis, the Redis commands a request leads to end within its request timeout, however many
+  // of them meet a failing Redis (redis-connection.ts).
+  const within: <T>(task: () => T) => T =
+    settings.redisUrl === undefined ? (task) => task() : (task) => withRedisDeadline(redisDeadlineFor(limits.requestTimeoutMs), task)
+  const listener: RequestListener = (req, res) =>
+    within(() => {
+      if (!front(req, res)) adminApp()(req, res)
+    })
   let app: Express | undefined
   const embeddable = (): Express => {
     if (app !== undefined) return app
     app = loadExpress()()
     app.disable('x-powered-by')
-    app.use((req, res, next) => {
-      if (!front(req, res)) next()
-    })
+    app.use((req, res, next) =>
+      within(() => {
+        if (!front(req, res)) next()
+      }),
+    )
     app.use(adminApp())
     return app
   }

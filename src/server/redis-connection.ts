@@ -7,6 +7,7 @@
  * a Redis failure (down, unreachable, too slow, cluster slot without a master) becomes a
  * {@link StorageUnavailableError}, so clients get `503 storage_unavailable`.
  */
+import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import type * as Redis from 'redis'
 import type { RedisClientOptions } from 'redis'
@@ -79,15 +80,42 @@ export function redisScript(source: string): RedisScript {
   return { source, sha: createHash('sha1').update(source).digest('hex') }
 }
 
+/** A command not sent: the request it serves has no time left (not a failure of Redis). */
+class RequestTimeUp extends StorageUnavailableError {}
+
 /** An error a script raised on purpose (`redis.error_reply('NOSEED')`): not a storage failure. */
 export class RedisScriptRefusal extends Error {
   override readonly name = 'RedisScriptRefusal'
 }
 
 type Reply = unknown
-type Send = (firstKey: string | undefined, args: string[]) => Promise<Reply>
-/** Asks every server that holds data (the one server, or every cluster master) for a PING. */
-type Probe = () => Promise<void>
+/** Sends one command; it fails when not answered within `ms`. */
+type Send = (firstKey: string | undefined, args: string[], ms: number) => Promise<Reply>
+/** Asks every server that holds data (the one server, or every cluster master) for a PING within `ms`. */
+type Probe = (ms: number) => Promise<void>
+
+/** When the Redis work of the request being served must be over (ms since the epoch). */
+const requestDeadline = new AsyncLocalStorage<number>()
+
+/**
+ * Runs `task` (the handling of one HTTP request) so that every Redis command it leads to, up to
+ * its answer and journal entry, ends by `deadline` (ms since the epoch): a command is given what
+ * is left of that time, at most the command timeout, and one sent past it fails at once with a
+ * {@link StorageUnavailableError}. So a request meeting Redis failures several times (its
+ * tenant's scenario, a script and its resend, the journal entry of its 503) still ends in time.
+ * Outside such a task, commands have the command timeout each.
+ */
+export function withRedisDeadline<T>(deadline: number, task: () => T): T {
+  return requestDeadline.run(deadline, task)
+}
+
+/**
+ * The deadline {@link withRedisDeadline} gives a request's Redis work: the request timeout less
+ * a margin (a tenth, at most 500 ms) for answering.
+ */
+export function redisDeadlineFor(requestTimeoutMs: number, now = Date.now()): number {
+  return now + requestTimeoutMs - Math.min(500, requestTimeoutMs / 10)
+}
 
 /** One client (standalone or cluster) of a {@link RedisLink}. */
 interface Connection {
@@ -104,8 +132,11 @@ interface Connection {
  * A cluster client still failing this long is replaced by a new one.
  * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
  * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
- * a fresh client discovers the slots anew. A defence: the stuck state could not be produced on
- * demand, so no test shows this making the difference (docs/decisions/0005-redis-replicas.md).
+ * a fresh client discovers the slots anew. Its cause, a connection reset during node-redis's
+ * greeting leaving a client "ready" on a closed socket, is removed by `disableClientInfo` (see
+ * {@link connectRedis}; test/redis/redis-restart.test.ts produces it on demand): this renewal,
+ * which rescued such a client only 5 s on, stays as a second line
+ * (docs/decisions/0005-redis-replicas.md).
  */
 const RENEW_AFTER_FAILING_MS = 5000
 
@@ -133,8 +164,16 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // @note disableOfflineQueue: while Redis is unreachable a command fails at once (503) instead of
   // waiting in memory for a reconnect that may never come; commands in flight when the connection
   // drops fail too and are never re-sent, so a create is never applied twice.
+  // @note disableClientInfo: node-redis (5.9) greets each new connection with CLIENT SETINFO and
+  // ignores that greeting's failures, so a connection reset before Redis answered it (what a Redis
+  // being killed -9 does to the reconnect node-redis makes at once) still counted as ready: the
+  // client kept writing to a closed socket, never reconnected, and every command went unanswered
+  // for good (503s until the replica restarted). With no greeting, a connection is ready as soon
+  // as it opens, and its reset is an ordinary drop that node-redis reconnects from; a greeting
+  // that is needed (AUTH, SELECT) fails the connection when it fails, which node-redis retries.
   const common = {
     disableOfflineQueue: true,
+    disableClientInfo: true,
     socket: {
       connectTimeout: Math.min(timeout, 5000),
       // Reconnect forever, backing off up to 1 s: a replica recovers by itself when Redis returns.
@@ -155,11 +194,13 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     if (target.mode === 'standalone') {
       const client = redis.createClient({ ...common, url: target.urls[0] })
       client.on('error', onError)
-      client.on('ready', () => current && link?.recovered())
-      const send: Send = (_key, args) => bounded(client.sendCommand(args, { timeout }), timeout)
+      // @note Not node-redis's 'ready' for "recovered": it comes as soon as a connection opens,
+      // while a restarted Redis may still answer every command LOADING (node-redis#2667); a
+      // command answered says so instead (RedisLink.call).
+      const send: Send = (_key, args, ms) => bounded(client.sendCommand(args, { timeout: ms }), ms)
       return {
         send,
-        probe: async () => void (await send(undefined, ['PING'])),
+        probe: async (ms) => void (await send(undefined, ['PING'], ms)),
         connecting: client.connect().then(() => undefined),
         adopt: () => (current = true),
         close: () => client.destroy(),
@@ -171,17 +212,17 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     })
     cluster.on('error', onError)
     return {
-      send: (key, args) => bounded(cluster.sendCommand(key, false, args, { timeout }), timeout),
+      send: (key, args, ms) => bounded(cluster.sendCommand(key, false, args, { timeout: ms }), ms),
       // Health asks every master: one shard down leaves its tenants unserved.
-      probe: async () => {
-        await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), timeout)))
+      probe: async (ms) => {
+        await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), ms)))
       },
       connecting: cluster.connect().then(() => undefined),
       adopt: () => (current = true),
       close: () => cluster.destroy(),
     }
   }
-  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined })
+  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined, commandTimeoutMs: timeout })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
   let timer: NodeJS.Timeout | undefined
@@ -249,16 +290,18 @@ export class RedisLink {
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
   readonly #renewAfterMs: number | undefined
+  readonly #commandTimeoutMs: number
   #connection: Connection
   #failing: string | undefined
   #failingSince = 0
   #renewedAt = 0
 
-  constructor(target: RedisTarget, open: () => Connection, warn: (message: string) => void, options: { renewAfterMs?: number | undefined } = {}) {
+  constructor(target: RedisTarget, open: () => Connection, warn: (message: string) => void, options: { renewAfterMs?: number | undefined; commandTimeoutMs?: number | undefined } = {}) {
     this.target = target
     this.#open = open
     this.#warn = warn
     this.#renewAfterMs = options.renewAfterMs
+    this.#commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS
     this.#connection = open()
     this.#connection.adopt()
   }
@@ -274,9 +317,10 @@ export class RedisLink {
 
   /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
   async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
+    const ms = this.#timeLeft()
     let reply: Reply
     try {
-      reply = await this.#connection.send(firstKey, args)
+      reply = await this.#connection.send(firstKey, args, ms)
     } catch (error) {
       throw this.#failure(error)
     }
@@ -293,11 +337,11 @@ export class RedisLink {
     let reply: Reply
     try {
       try {
-        reply = await this.#connection.send(keys[0], ['EVALSHA', script.sha, ...tail])
+        reply = await this.#connection.send(keys[0], ['EVALSHA', script.sha, ...tail], this.#timeLeft())
       } catch (error) {
         if (!messageOf(error).startsWith('NOSCRIPT')) throw error
         // Redis does not know the script yet (first use, or after a restart): send its text once.
-        reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail])
+        reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
       }
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT)\b/.exec(messageOf(error))
@@ -311,7 +355,7 @@ export class RedisLink {
   /** Whether Redis (every master of a cluster) answers a PING now, within the command timeout. */
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     try {
-      await this.#connection.probe()
+      await this.#connection.probe(this.#timeLeft())
     } catch (error) {
       return { ok: false, detail: this.#failure(error).message }
     }
@@ -336,7 +380,20 @@ export class RedisLink {
     return Promise.resolve()
   }
 
+  /**
+   * How long the next command may take: the command timeout, or less when the request it serves
+   * must be over sooner. Throws a {@link StorageUnavailableError} when that time is already up.
+   */
+  #timeLeft(): number {
+    const deadline = requestDeadline.getStore()
+    if (deadline === undefined) return this.#commandTimeoutMs
+    const left = Math.floor(deadline - Date.now())
+    if (left <= 0) throw new RequestTimeUp(`Redis at ${this.target.display}: the request's time for Redis is up`)
+    return Math.min(this.#commandTimeoutMs, left)
+  }
+
   #failure(error: unknown): StorageUnavailableError {
+    if (error instanceof RequestTimeUp) return error
     const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
     const now = Date.now()
     if (this.#failing === undefined) {

@@ -63,8 +63,12 @@ export class RedisServer {
     return join(this.dir, 'cert.pem')
   }
 
-  /** Starts (or restarts) the server and waits until it answers PING. */
-  async start(): Promise<void> {
+  /**
+   * Starts (or restarts) the server and waits until it answers PING, or with `listening` only
+   * until it accepts connections (it may answer `-LOADING` for seconds yet, reloading its AOF). `extraArgs` go to redis-server
+   * for this start only (`--key-load-delay 1000`: a reload slowed to 1 ms a command).
+   */
+  async start(options: { readonly extraArgs?: readonly string[]; readonly until?: 'ready' | 'listening' } = {}): Promise<void> {
     if (this.#options.tls && !existsSync(this.certificate)) {
       await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(this.dir, 'key.pem'), '-out', this.certificate, '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'])
     }
@@ -76,10 +80,12 @@ export class RedisServer {
     else args.push('--appendonly', 'no')
     if (this.#options.password !== undefined) args.push('--requirepass', this.#options.password)
     if (this.#options.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '2000')
+    args.push(...(options.extraArgs ?? []))
     const child = spawn('redis-server', args, { stdio: 'ignore' })
     this.#child = child
     const deadline = Date.now() + 10_000
-    while (!(this.#options.tls ? await this.cli('PING').then((out) => out.includes('PONG'), () => false) : await answersPing(this.port, this.#options.password))) {
+    const until = options.until ?? 'ready'
+    while (!(this.#options.tls ? await this.cli('PING').then((out) => out.includes('PONG'), () => false) : await answersPing(this.port, this.#options.password, until))) {
       if (child.exitCode !== null) throw new Error(`redis-server on port ${this.port} exited with ${child.exitCode}`)
       if (Date.now() > deadline) throw new Error(`redis-server on port ${this.port} did not answer within 10 s`)
       await sleep(50)
@@ -198,12 +204,19 @@ export async function startRedisCluster(): Promise<RedisCluster> {
   }
 }
 
-function answersPing(port: number, password?: string): Promise<boolean> {
+/** Whether the server answers a PING with PONG (`ready`), or accepts a connection at all (`listening`). */
+function answersPing(port: number, password: string | undefined, until: 'ready' | 'listening' = 'ready'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect(port, '127.0.0.1')
     let reply = ''
     socket.setTimeout(1000)
-    socket.on('connect', () => socket.write(password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`))
+    socket.on('connect', () => {
+      if (until === 'ready') socket.write(password === undefined ? 'PING\r\n' : `AUTH ${password}\r\nPING\r\n`)
+      else {
+        socket.destroy()
+        resolve(true)
+      }
+    })
     socket.on('data', (chunk) => {
       reply += chunk.toString()
       if (reply.includes('\r\n')) {

@@ -130,29 +130,56 @@ interface Listed {
   name: string
 }
 
+export interface VerifyOptions {
+  /** Whether each tenant's journal is checked too. @default true */
+  readonly journal?: boolean
+  /** Told one line per difference found (which tenant, which request, what was seen), for a failure's message. @default none */
+  readonly explain?: string[]
+}
+
 /** Reads every tenant back through `origin` and compares with what the load saw. */
-export async function verifyLoad(origin: string, report: LoadReport, options: { journal?: boolean } = {}): Promise<Verdict> {
+export async function verifyLoad(origin: string, report: LoadReport, options: VerifyOptions = {}): Promise<Verdict> {
   const verdict: Verdict = { lost: 0, unexpected: 0, badIds: 0, journalMissing: 0, journalExtra: 0, inFlightApplied: 0 }
+  const explain = (line: string) => options.explain?.push(line)
   for (const [key, record] of report.tenants) {
     const headers = { authorization: `Bearer ${key}` }
     const response = await fetch(`${origin}/v1/categories`, { headers: { ...headers, 'x-load-id': 'verify' } })
     if (response.status !== 200) throw new Error(`listing ${key} answered ${response.status}: ${await response.text()}`)
     const listed = (await response.json()) as Listed[]
     const byName = new Map(listed.map((category) => [category.name, category.id]))
-    for (const [name, id] of record.acknowledged) if (byName.get(name) !== id) verdict.lost++
-    for (const { name } of listed) {
-      if (!record.attempted.has(name)) verdict.unexpected++
-      else if (!record.acknowledged.has(name)) verdict.inFlightApplied++
+    for (const [name, id] of record.acknowledged) {
+      if (byName.get(name) === id) continue
+      verdict.lost++
+      explain(`${key}: lost ${name} (answered 201 with id ${id}), listed ${byName.has(name) ? `with id ${byName.get(name)}` : 'not at all'}`)
+    }
+    for (const { id, name } of listed) {
+      if (!record.attempted.has(name)) {
+        verdict.unexpected++
+        explain(`${key}: listed ${name} (id ${id}), never sent`)
+      } else if (!record.acknowledged.has(name)) {
+        verdict.inFlightApplied++
+        explain(`${key}: listed ${name} (id ${id}), sent but not answered 201`)
+      }
     }
     const ids = listed.map((category) => category.id)
-    if (new Set(ids).size !== ids.length || ids.some((id, i) => i > 0 && id <= ids[i - 1]!)) verdict.badIds++
+    if (new Set(ids).size !== ids.length || ids.some((id, i) => i > 0 && id <= ids[i - 1]!)) {
+      verdict.badIds++
+      explain(`${key}: ids not unique and increasing: ${ids.join(',')}`)
+    }
     if (options.journal === false) continue
     const journal = await fetch(`${origin}/__sandbox/requests?path=/v1/categories`, { headers })
     const entries = (await journal.json()) as { request: { headers: Record<string, string> } }[]
     const journaled = new Set(entries.map((entry) => entry.request.headers['x-load-id']))
-    for (const loadId of record.answered) if (!journaled.has(loadId)) verdict.journalMissing++
+    for (const loadId of record.answered) {
+      if (journaled.has(loadId)) continue
+      verdict.journalMissing++
+      explain(`${key}: request ${loadId} answered by a replica, not in the journal (${entries.length} entries)`)
+    }
     for (const loadId of journaled) {
-      if (loadId !== 'verify' && (loadId === undefined || (!record.attempted.has(loadId) && !record.answered.has(loadId)))) verdict.journalExtra++
+      if (loadId !== 'verify' && (loadId === undefined || (!record.attempted.has(loadId) && !record.answered.has(loadId)))) {
+        verdict.journalExtra++
+        explain(`${key}: journal entry ${loadId ?? 'without x-load-id'} of a request never sent or never answered by a replica`)
+      }
     }
   }
   return verdict

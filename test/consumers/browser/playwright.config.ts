@@ -1,12 +1,14 @@
 import { defineConfig } from '@playwright/test'
 
 const port = Number(process.env['PORT'] ?? 41730)
+// VITE_DEV=1: the development server (`vite`, the README's `import.meta.env.DEV` path, with its
+// dependency pre-bundling); otherwise the production build (`vite build`), served as is.
+const server = process.env['VITE_DEV'] === '1' ? 'npx vite' : 'npx vite preview'
 
 export default defineConfig({
   testDir: 'tests',
   timeout: 30_000,
-  // The production build (`vite build`), served as is.
-  webServer: { command: `npx vite preview --port ${port} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${port}/`, reuseExistingServer: false },
+  webServer: { command: `${server} --port ${port} --strictPort --host 127.0.0.1`, url: `http://127.0.0.1:${port}/`, reuseExistingServer: false },
   use: {
     baseURL: `http://127.0.0.1:${port}/`,
     // Debian's Chromium, never a downloaded browser.

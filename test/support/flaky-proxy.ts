@@ -1,0 +1,71 @@
+/**
+ * A TCP proxy on loopback in front of a real redis-server that can act out how a Redis dies
+ * under kill -9: its open connections drop, and the next connections it accepts are reset a
+ * moment later, before it has answered anything (the dying process's listening socket still
+ * completes TCP handshakes). Stopped when the test that started it ends.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net'
+import { onTestFinished } from 'vitest'
+
+export interface FlakyProxy {
+  readonly port: number
+  /** `redis://127.0.0.1:<proxy port>` */
+  readonly url: string
+  /**
+   * Drops every open connection (a reset, as when the server dies), and resets the next `count`
+   * connections accepted `afterMs` after they open, without passing anything to Redis.
+   */
+  crash(count: number, afterMs?: number): void
+  /** How many connections were reset without reaching Redis so far. */
+  readonly resets: number
+}
+
+export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy> {
+  const open = new Set<Socket>()
+  let doomed = 0
+  let resetAfterMs = 20
+  let resets = 0
+  const server: Server = createServer((client) => {
+    open.add(client)
+    client.once('close', () => open.delete(client))
+    client.on('error', () => undefined)
+    if (doomed > 0) {
+      doomed--
+      // Accepted but never served: what reaches a dying Redis is read and then reset.
+      client.on('data', () => undefined)
+      setTimeout(() => {
+        resets++
+        client.resetAndDestroy()
+      }, resetAfterMs)
+      return
+    }
+    const upstream = connect(upstreamPort, '127.0.0.1')
+    open.add(upstream)
+    upstream.once('close', () => {
+      open.delete(upstream)
+      if (!client.destroyed) client.resetAndDestroy()
+    })
+    upstream.on('error', () => undefined)
+    client.once('close', () => upstream.destroy())
+    client.pipe(upstream)
+    upstream.pipe(client)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const port = (server.address() as { port: number }).port
+  onTestFinished(async () => {
+    for (const socket of open) socket.destroy()
+    await new Promise((resolve) => server.close(resolve))
+  })
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    crash(count, afterMs = 20) {
+      doomed = count
+      resetAfterMs = afterMs
+      for (const socket of [...open]) socket.resetAndDestroy()
+    },
+    get resets() {
+      return resets
+    },
+  }
+}
