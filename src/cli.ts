@@ -5,11 +5,13 @@
  * `serve` also reads `PETSTORE_SANDBOX_<OPTION>` (`PETSTORE_SANDBOX_PORT=4011`).
  */
 import { existsSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import yargs, { type Argv } from 'yargs'
 import { hideBin } from 'yargs/helpers'
+import { isWorker, reportReady, runWorkers } from './cli-workers.js'
 import { PetstoreError } from './errors.js'
 import { Latency } from './scenario/scenario-format.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from './scenario/scenario-loader.js'
@@ -84,6 +86,11 @@ function showBytes(size: number): string {
   return `${size} bytes`
 }
 
+/** `--workers`: a count, or `auto` for one per core. */
+function workers(value: unknown): number {
+  return String(value).trim().toLowerCase() === 'auto' ? availableParallelism() : integer('workers', 1, 1024)(value)
+}
+
 /** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */
 function latency(value: unknown): Latency {
   const text = String(value)
@@ -112,6 +119,7 @@ function serveOptions(cli: Argv) {
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
+    .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
     .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
@@ -129,6 +137,9 @@ function serveOptions(cli: Argv) {
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
       if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
+      if (argv.workers > 1 && argv['redis-url'] === undefined) {
+        throw new UsageError(`--workers ${argv.workers} needs --redis-url: each process would otherwise hold tenants of its own (in memory), or contend for one SQLite directory (--data-dir), and a partner's data would depend on which process answered. Run redis-server and add --redis-url redis://127.0.0.1:6379`)
+      }
       return true
     })
 }
@@ -160,6 +171,9 @@ function dataLine(argv: ServeArgs): string {
 }
 
 async function serve(argv: ServeArgs): Promise<void> {
+  if (argv.workers > 1 && !isWorker()) {
+    return runWorkers(argv.workers, (text) => process.stdout.write(text), (line) => process.stderr.write(`${red(line)}\n`))
+  }
   const sandbox = await createSandboxApp({
     scenario: argv.scenario,
     scenariosDir: argv['scenarios-dir'],
@@ -198,7 +212,7 @@ async function serve(argv: ServeArgs): Promise<void> {
       ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
       : sandbox.apiKeys.join(', ') + (sandbox.apiKeys.length === 1 && sandbox.apiKeys[0] === DEV_API_KEY ? ' (development key; choose your own with --api-key)' : '')
   const exposed = argv.host === '0.0.0.0' || argv.host === '::' ? ` (bound to ${argv.host}: reachable from the network)` : ''
-  process.stdout.write(
+  const banner = (
     [
       `petstore-sandbox ${PACKAGE.version} is running`,
       `  API        ${origin}${API_BASE_PATH}${exposed}`,
@@ -209,16 +223,20 @@ async function serve(argv: ServeArgs): Promise<void> {
       `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
       `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
       `  data       ${dataLine(argv)}`,
+      ...(argv.workers > 1 ? [`  workers    ${argv.workers} processes on this port (node:cluster), every tenant in Redis; the connection and memory limits hold per process`] : []),
       '  Ctrl+C stops it.',
       '',
-    ].join('\n'),
+    ].join('\n')
   )
+  // A worker of `--workers` leaves the banner to the primary, which prints it once all listen.
+  if (isWorker()) reportReady(banner)
+  else process.stdout.write(banner)
 
   let closing = false
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) return
     closing = true
-    process.stdout.write(`${signal}: finishing in-flight requests, then exiting\n`)
+    if (!isWorker()) process.stdout.write(`${signal}: finishing in-flight requests, then exiting\n`)
     server.close(() => process.exit(0))
     // @note close() only drops connections idle at that moment: a keep-alive connection whose
     // request finishes later would hold the exit for its idle timeout, so idle ones are swept.
@@ -354,7 +372,9 @@ async function main(args: readonly string[]): Promise<void> {
     .strict()
     .version(PACKAGE.version)
     .help()
-    .wrap(Math.min(110, process.stdout.columns ?? 110))
+    // @note yargs renders the help text on every run of a command (to cache it); wrapping it to the
+    // terminal is a sixth of a start's CPU, so only a run that prints it wraps it.
+    .wrap(args.some((arg) => arg === '--help' || arg.startsWith('--help=')) ? Math.min(110, process.stdout.columns ?? 110) : null)
     .fail((message, error) => {
       throw error ?? new UsageError(message)
     })
