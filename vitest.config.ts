@@ -5,7 +5,7 @@ import { defineConfig } from 'vitest/config'
  * Tests that drive several processes against Redis at once (three sandboxes, nginx, a cluster) or
  * time a Redis restart: run last, one file at a time.
  */
-const ALONE = ['test/redis/replicas.test.ts', 'test/redis/redis-restart.test.ts']
+const ALONE = ['test/redis/replicas.test.ts', 'test/redis/redis-restart.test.ts', 'test/cli/workers.test.ts']
 
 export default defineConfig({
   test: {

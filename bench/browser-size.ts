@@ -36,8 +36,9 @@ const TARGET_KB = 70
  */
 const EAGER_TARGET_KB = 4
 
-async function gzippedKb(source: string): Promise<{ kb: number; nodeModules: string[] }> {
-  const result = await build({
+/** A production browser bundle of `source`, minified, kept in memory. */
+function browserBundle(source: string) {
+  return {
     stdin: { contents: source, resolveDir: ROOT, loader: 'ts' },
     bundle: true,
     write: false,
@@ -45,9 +46,12 @@ async function gzippedKb(source: string): Promise<{ kb: number; nodeModules: str
     format: 'esm',
     platform: 'browser',
     target: 'es2022',
-    metafile: true,
     logLevel: 'silent',
-  })
+  } as const
+}
+
+async function gzippedKb(source: string): Promise<{ kb: number; nodeModules: string[] }> {
+  const result = await build({ ...browserBundle(source), metafile: true })
   const code = result.outputFiles[0]!.contents
   const nodeModules = Object.keys(result.metafile.inputs).filter((input) => input.startsWith('node:'))
   return { kb: gzipSync(code, { level: 9 }).length / 1024, nodeModules }
@@ -55,19 +59,7 @@ async function gzippedKb(source: string): Promise<{ kb: number; nodeModules: str
 
 /** The package's minified bytes in the chunks loaded with the entry (msw's) and in those loaded later. */
 async function splitShare(): Promise<{ eagerKb: number; lazyKb: number }> {
-  const result = await build({
-    stdin: { contents: APP, resolveDir: ROOT, loader: 'ts' },
-    bundle: true,
-    write: false,
-    minify: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    splitting: true,
-    outdir: 'bench-split',
-    metafile: true,
-    logLevel: 'silent',
-  })
+  const result = await build({ ...browserBundle(APP), splitting: true, outdir: 'bench-split', metafile: true })
   const outputs: Metafile['outputs'] = result.metafile.outputs
   const entry = Object.keys(outputs).find((path) => outputs[path]!.entryPoint === '<stdin>')!
   // The entry and what it imports statically: what a page loads with `await import('./mocks')`.

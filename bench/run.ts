@@ -1,9 +1,10 @@
 /**
- * `npm run bench [-- server|in-process|scale|import|browser-size|replicas ...]`: measures, prints a table with a verdict for
+ * `npm run bench [-- server|in-process|scale|import|browser-size|replicas|peers|start|workers ...]`: measures, prints a table with a verdict for
  * every figure that has a target, writes bench/results.json, and rewrites the README's
  * Performance section with the figures of this run. No section named: all of them.
  *
- * Environment: BENCH_ROUNDS and BENCH_SECONDS (server rounds, seconds per measurement).
+ * Environment: BENCH_ROUNDS and BENCH_SECONDS (rounds, seconds per measurement), BENCH_WARMUP_SECONDS
+ * (peers: load per system and method before the rounds), BENCH_RUNS (start: starts per system).
  */
 import { cpus } from 'node:os'
 import { readFile, writeFile } from 'node:fs/promises'
@@ -16,6 +17,9 @@ import { measureInProcess } from './in-process.js'
 import { formatTarget, formatValue, verdictOf, type Figure } from './lib/figures.js'
 import { measureReplicas } from './replicas.js'
 import { measureScale } from './scale.js'
+import { measurePeers } from './peers.js'
+import { measureStart } from './start.js'
+import { measureWorkers } from './workers.js'
 
 const SECTIONS = {
   server: () =>
@@ -29,6 +33,17 @@ const SECTIONS = {
   'browser-size': () => measureBrowserSize(),
   // Needs redis-server and nginx: several replicas on Redis against the in-memory process.
   replicas: () => measureReplicas({ rounds: positive('BENCH_ROUNDS', 3), seconds: positive('BENCH_SECONDS', 3) }),
+  // Needs the peers of bench/peers/setup.sh (each one missing is skipped, and said so); about 5 minutes.
+  peers: () =>
+    measurePeers({
+      rounds: positive('BENCH_ROUNDS', 6),
+      seconds: positive('BENCH_SECONDS', 3),
+      warmupSeconds: positive('BENCH_WARMUP_SECONDS', 10),
+    }),
+  // Exec to the first answer, the CLI, npm start and the installed peers; about 2 minutes.
+  start: () => measureStart({ runs: positive('BENCH_RUNS', 7) }),
+  // Needs redis-server: serve --workers 1 and 2 on Redis, and the in-memory process; about 2 minutes.
+  workers: () => measureWorkers({ rounds: positive('BENCH_ROUNDS', 5), seconds: positive('BENCH_SECONDS', 3) }),
 } satisfies Record<string, () => Promise<Figure[]>>
 type Section = keyof typeof SECTIONS
 
@@ -107,7 +122,10 @@ function performanceSection(list: typeof all): string {
     'Written by `npm run bench` (a script, not a test) from `bench/results.json`. The machines are',
     'shared and noisy, so every comparison is a ratio of two servers or handlers measured side by',
     'side in the same run, and every figure a median of several rounds. Each row says how to',
-    'measure it again; `npm run bench` measures them all (about five minutes).',
+    'measure it again; `npm run bench` measures them all (about fifteen minutes). The `peers` and',
+    '`start` rows compare with WireMock, json-server, Prism and Mockoon CLI, installed outside the',
+    "project's dependencies by `bash bench/peers/setup.sh` (a peer not installed is skipped, and",
+    'the run says so); `replicas` and `workers` need redis-server (and nginx for `replicas`).',
     '',
     '| Figure | Value | Target | Verdict | How, and when | Reproduce |',
     '|---|---|---|---|---|---|',

@@ -7,3 +7,7 @@ export declare const EXTERNAL: readonly string[]
 export declare const browserFiles: Plugin
 /** Builds dist/ (ESM for Node.js, ESM for browsers, CommonJS), without the types. */
 export declare function buildJavaScript(): Promise<void>
+/** Whether dist/ is missing or older than a file of src/. */
+export declare function distIsStale(): Promise<boolean>
+/** Builds the JavaScript when {@link distIsStale}, saying so on stderr. */
+export declare function buildIfStale(): Promise<void>

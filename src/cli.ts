@@ -7,6 +7,7 @@
  * connects them to the process.
  */
 import { hideBin } from 'yargs/helpers'
+import { runWorkers } from './cli-workers.js'
 import { runCli } from './cli/run-cli.js'
 
 const result = await runCli(hideBin(process.argv), {
@@ -18,7 +19,10 @@ const result = await runCli(hideBin(process.argv), {
 })
 
 const { server } = result
-if (server === undefined) {
+if (result.workers !== undefined) {
+  const red = (text: string) => (process.stderr.isTTY && !process.env['NO_COLOR'] ? `\x1b[31m${text}\x1b[39m` : text)
+  await runWorkers(result.workers, (text) => process.stdout.write(text), (line) => process.stderr.write(`${red(line)}\n`))
+} else if (server === undefined) {
   // @note A failure exits at once, as something it opened (a Redis client retrying) may still hold
   // the event loop; a success lets stdout drain first (pipes are written asynchronously on macOS).
   if (result.exitCode !== 0) process.exit(result.exitCode)

@@ -1,4 +1,5 @@
 /** What every bench section reports: figures, each with its target (if any) and the command that reproduces it. */
+import { cpus, loadavg } from 'node:os'
 
 export interface Target {
   /** `max`: the figure must be at most `value`; `min`: at least. */
@@ -48,4 +49,9 @@ export function formatTarget(target: Target | undefined, unit: string): string {
 
 export function formatValue(figure: Figure): string {
   return figure.unit === 'x' ? `${formatNumber(figure.value)}x` : `${formatNumber(figure.value)} ${figure.unit}`
+}
+
+/** How busy the machine was over the last 5 minutes, for a figure's detail: "load average 3.2 on 2 cores". */
+export function machineLoad(): string {
+  return `load average ${loadavg()[1]!.toFixed(1)} on ${cpus().length} cores over the run's last 5 minutes`
 }

@@ -1,4 +1,5 @@
 /** How the command line reads option values (integers, sizes, latencies, lists, booleans) and its environment. */
+import { availableParallelism } from 'node:os'
 import { Latency } from '../scenario/scenario-format.js'
 import { UsageError } from './cli-io.js'
 
@@ -41,6 +42,11 @@ export function showBytes(size: number): string {
     if (size >= factor) return `${Math.round((size / factor) * 10) / 10} ${unit}`
   }
   return `${size} bytes`
+}
+
+/** `--workers`: a count, or `auto` for one per core. */
+export function workers(value: unknown): number {
+  return String(value).trim().toLowerCase() === 'auto' ? availableParallelism() : integer('workers', 1, 1024)(value)
 }
 
 /** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */

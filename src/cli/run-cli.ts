@@ -10,6 +10,7 @@ import { environmentOptions } from './option-values.js'
 import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
 import { tenantsCommand } from './tenants-command.js'
+import { isWorker } from '../cli-workers.js'
 
 export type { CliIo } from './cli-io.js'
 export type { RunningSandbox } from './serve-command.js'
@@ -20,6 +21,11 @@ export interface CliResult {
   readonly exitCode: number
   /** `serve`, once it answers: stop it with `server.stop('SIGTERM')`. */
   readonly server?: RunningSandbox
+  /**
+   * `serve --workers N` (N > 1), options checked: the caller runs the node:cluster primary with N
+   * workers (`runWorkers` in `cli-workers.ts`), each of which runs this command again as a worker.
+   */
+  readonly workers?: number
 }
 
 /** Runs `petstore-sandbox <args>`; resolves when the command has finished or, for `serve`, once the server is up. */
@@ -44,6 +50,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
   const verbose = args.includes('--verbose') || environment['verbose'] === 'true'
   let exitCode = 0
   let server: RunningSandbox | undefined
+  let workers: number | undefined
   let output = ''
   const cli = yargs([...args])
     .scriptName('petstore-sandbox')
@@ -54,7 +61,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     .exitProcess(false)
     .option('verbose', { type: 'boolean', default: false, describe: 'Print stack traces of errors' })
     .command('serve', 'Start the sandbox server', serveOptions, async (argv) => {
-      server = await serve(argv, io)
+      if (argv.workers > 1 && !isWorker()) workers = argv.workers
+      else server = await serve(argv, io)
     })
     .command('scenarios', 'List or validate scenarios', (scenarios) =>
       scenarios
@@ -85,7 +93,9 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     .strict()
     .version(PACKAGE.version)
     .help()
-    .wrap(Math.min(110, io.columns ?? 110))
+    // @note yargs renders the help text on every run of a command (to cache it); wrapping it to the
+    // terminal is a sixth of a start's CPU, so only a run that prints it wraps it.
+    .wrap(args.some((arg) => arg === '--help' || arg.startsWith('--help=')) ? Math.min(110, io.columns ?? 110) : null)
     .fail((message, error) => {
       throw error ?? new UsageError(message)
     })
@@ -98,5 +108,5 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     return fail(error, verbose)
   }
   if (output !== '') io.stdout(`${output}\n`)
-  return server ? { exitCode, server } : { exitCode }
+  return server ? { exitCode, server } : workers !== undefined ? { exitCode, workers } : { exitCode }
 }

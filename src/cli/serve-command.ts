@@ -11,7 +11,8 @@ import { parseRedisUrl } from '../server/redis-connection.js'
 import type { RequestLogEntry } from '../server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-registry.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { bytes, integer, latency, list, showBytes } from './option-values.js'
+import { isWorker, reportReady } from '../cli-workers.js'
+import { bytes, integer, latency, list, showBytes, workers } from './option-values.js'
 
 /** How long in-flight requests may take to finish after a stop (SIGINT/SIGTERM) before connections are cut. */
 export const SHUTDOWN_GRACE_MS = 5_000
@@ -36,6 +37,7 @@ export function serveOptions(cli: Argv) {
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
+    .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
     .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
@@ -53,6 +55,9 @@ export function serveOptions(cli: Argv) {
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
       if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
+      if (argv.workers > 1 && argv['redis-url'] === undefined) {
+        throw new UsageError(`--workers ${argv.workers} needs --redis-url: each process would otherwise hold tenants of its own (in memory), or contend for one SQLite directory (--data-dir), and a partner's data would depend on which process answered. Run redis-server and add --redis-url redis://127.0.0.1:6379`)
+      }
       return true
     })
 }
@@ -97,6 +102,7 @@ function dataLine(argv: ServeArgs): string {
 
 /** Starts the sandbox, prints the start banner, and resolves once it answers. */
 export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox> {
+  let failed = false
   const sandbox = await createSandboxApp({
     scenario: argv.scenario,
     scenariosDir: argv['scenarios-dir'],
@@ -113,7 +119,9 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     redisUrl: argv['redis-url'],
     tenantTtlDays: argv['tenant-ttl-days'],
     durability: argv.durability,
-    warn: (message) => io.stderr(`petstore-sandbox: warning: ${message}\n`),
+    warn: (message) => {
+      if (!failed) io.stderr(`petstore-sandbox: warning: ${message}\n`)
+    },
     nameMaxLength: argv['name-max-length'],
     descriptionMaxLength: argv['description-max-length'],
     maxCategories: argv['max-categories'],
@@ -128,6 +136,9 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
   try {
     await listen(server, argv.port, argv.host)
   } catch (error) {
+    // @note The store closes quietly: what its closing says (a Redis connection dropped) is not
+    // the failure, which the caller reports in one line.
+    failed = true
     await sandbox.close()
     throw error
   }
@@ -140,7 +151,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
       ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
       : sandbox.apiKeys.join(', ') + (sandbox.apiKeys.length === 1 && sandbox.apiKeys[0] === DEV_API_KEY ? ' (development key; choose your own with --api-key)' : '')
   const exposed = argv.host === '0.0.0.0' || argv.host === '::' ? ` (bound to ${argv.host}: reachable from the network)` : ''
-  io.stdout(
+  const banner = (
     [
       `petstore-sandbox ${PACKAGE.version} is running`,
       `  API        ${origin}${API_BASE_PATH}${exposed}`,
@@ -151,15 +162,19 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
       `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
       `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
       `  data       ${dataLine(argv)}`,
+      ...(argv.workers > 1 ? [`  workers    ${argv.workers} processes on this port (node:cluster), every tenant in Redis; the connection and memory limits hold per process`] : []),
       `  ${READY_LINE}`,
       '',
-    ].join('\n'),
+    ].join('\n')
   )
+  // A worker of `--workers` leaves the banner to the primary, which prints it once all listen.
+  if (isWorker()) reportReady(banner)
+  else io.stdout(banner)
 
   let stopping: Promise<void> | undefined
   const stop = (reason: string): Promise<void> => {
     stopping ??= (async () => {
-      io.stdout(`${reason}: finishing in-flight requests, then exiting\n`)
+      if (!isWorker()) io.stdout(`${reason}: finishing in-flight requests, then exiting\n`)
       const closed = new Promise<void>((resolve) => server.close(() => resolve()))
       // @note close() only drops connections idle at that moment: a keep-alive connection whose
       // request finishes later would hold the stop for its idle timeout, so idle ones are swept.

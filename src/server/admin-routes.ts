@@ -3,7 +3,7 @@
  * any tenant with the admin token and `?tenant=<id>`. Errors are the error table's Error bodies.
  */
 import * as z from 'zod'
-import express, { type Request, type Response, type Router } from 'express'
+import type { Request, Response, Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
 import { authError, NOT_ACCEPTED, readBearer } from '../core/auth.js'
 import type { Work } from '../core/capacity.js'
@@ -11,6 +11,7 @@ import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
 import { sendError } from '../node-bridge/http-errors.js'
+import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
 import { readJsonObject } from '../node-bridge/read-json-body.js'
@@ -53,7 +54,7 @@ type AdminMethod = (typeof ADMIN_METHODS)[number]
 /** The admin router: mount it at `/__sandbox`. */
 export function adminRoutes(options: AdminRoutesOptions): Router {
   const { tenants, catalog } = options
-  const router = express.Router({ strict: true })
+  const router = loadExpress().Router({ strict: true })
   const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */

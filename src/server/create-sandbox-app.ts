@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs'
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http'
 import { join } from 'node:path'
-import express, { type ErrorRequestHandler, type Express } from 'express'
+import type { ErrorRequestHandler, Express, Request } from 'express'
 import * as z from 'zod'
 import {
   DEFAULT_DESCRIPTION_MAX_LENGTH,
@@ -31,6 +31,7 @@ import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { cors, type CorsOrigins } from './cors.js'
+import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from './redis-storage.js'
 import { openSqliteStorage } from './sqlite-storage.js'
@@ -164,7 +165,8 @@ export interface SandboxApp {
   readonly listener: RequestListener
   /**
    * The same sandbox as an express app, to mount in an app of your own or to `app.listen()`:
-   * the same answers as `listener`, with express's cost on every API request.
+   * the same answers as `listener`, with express's cost on every API request. Built (and
+   * express loaded) the first time it is read.
    */
   readonly app: Express
   /** The scenario new tenants start from. */
@@ -326,36 +328,46 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   })
 
   // Everything but the API: the admin routes, the demo page, and Error bodies for the rest.
-  const admin = express()
-  admin.disable('x-powered-by')
-  admin.set('etag', false)
-  admin.use(
-    ADMIN_BASE_PATH,
-    adminRoutes({
-      tenants,
-      catalog,
-      basePath: API_BASE_PATH,
-      maxBodyBytes: limits.maxBodyBytes,
-      startedAt: Date.now(),
-      strict: settings.strict,
-      limits,
-      scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
-      admit,
-      warn,
-    }),
-  )
+  // @note Built (and express loaded) on the first request that needs it, not at start: the API
+  // answers without express, and loading it is most of a start's time (docs/decisions/0007).
+  const startedAt = Date.now()
   const demoDir = settings.demoDir ?? (existsSync(PACKAGE_DEMO_DIR) ? PACKAGE_DEMO_DIR : false)
-  if (demoDir !== false) {
-    // `/__sandbox` is the demo page's folder: a person typing it without the slash gets there too.
-    admin.use((req, res, next) => {
-      if (req.path !== ADMIN_BASE_PATH || (req.method !== 'GET' && req.method !== 'HEAD')) return next()
-      const query = req.originalUrl.slice(req.originalUrl.indexOf('?') === -1 ? req.originalUrl.length : req.originalUrl.indexOf('?'))
-      res.redirect(308, `${ADMIN_BASE_PATH}/${query}`)
-    })
-    admin.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
+  let admin: Express | undefined
+  const adminApp = (): Express => {
+    if (admin !== undefined) return admin
+    const express = loadExpress()
+    const built = express()
+    built.disable('x-powered-by')
+    built.set('etag', false)
+    built.use(
+      ADMIN_BASE_PATH,
+      adminRoutes({
+        tenants,
+        catalog,
+        basePath: API_BASE_PATH,
+        maxBodyBytes: limits.maxBodyBytes,
+        startedAt,
+        strict: settings.strict,
+        limits,
+        scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
+        admit,
+        warn,
+      }),
+    )
+    if (demoDir !== false) {
+      // `/__sandbox` is the demo page's folder: a person typing it without the slash gets there too.
+      built.use((req, res, next) => {
+        if (req.path !== ADMIN_BASE_PATH || (req.method !== 'GET' && req.method !== 'HEAD')) return next()
+        const query = req.originalUrl.slice(req.originalUrl.indexOf('?') === -1 ? req.originalUrl.length : req.originalUrl.indexOf('?'))
+        res.redirect(308, `${ADMIN_BASE_PATH}/${query}`)
+      })
+      built.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
+    }
+    built.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
+    built.use(errorHandler((error, req) => reportUnexpected(error, `${req.method} ${req.path}`)))
+    admin = built
+    return built
   }
-  admin.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
-  admin.use(errorHandler((error, req) => reportUnexpected(error, `${req.method} ${req.path}`)))
 
   const stamp = requestContext(tenants, settings.log as SandboxAppOptions['log'])
   const preflight = cors(settings.corsOrigins)
@@ -381,29 +393,46 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     settings.redisUrl === undefined ? (task) => task() : (task) => withRedisDeadline(redisDeadlineFor(limits.requestTimeoutMs), task)
   const listener: RequestListener = (req, res) =>
     within(() => {
-      if (!front(req, res)) admin(req, res)
+      if (!front(req, res)) adminApp()(req, res)
     })
-  const app = express()
-  app.disable('x-powered-by')
-  app.use((req, res, next) =>
-    within(() => {
-      if (!front(req, res)) next()
-    }),
-  )
-  app.use(admin)
+  let app: Express | undefined
+  const embeddable = (): Express => {
+    if (app !== undefined) return app
+    app = loadExpress()()
+    app.disable('x-powered-by')
+    app.use((req, res, next) =>
+      within(() => {
+        if (!front(req, res)) next()
+      }),
+    )
+    app.use(adminApp())
+    return app
+  }
   const close = async () => {
     clearInterval(sweeper)
     await storage.close()
   }
   const createServer = () => createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`)
-  return { listener, app, scenario, apiKeys, tenants, storage, close, limits, createServer }
+  return {
+    listener,
+    get app() {
+      return embeddable()
+    },
+    scenario,
+    apiKeys,
+    tenants,
+    storage,
+    close,
+    limits,
+    createServer,
+  }
 }
 
 /**
  * Whatever reaches express's error path still answers an Error body, never express's HTML, and
  * never an exception's message (it may name a file path): that goes to `report`.
  */
-function errorHandler(report: (error: unknown, req: express.Request) => void): ErrorRequestHandler {
+function errorHandler(report: (error: unknown, req: Request) => void): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
     const failed = failureOf(error)
     if (!failed.unexpected && failed.outcome.kind === 'error') {

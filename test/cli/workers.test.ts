@@ -1,0 +1,155 @@
+/**
+ * `serve --workers N` (issue 14, target 3): several processes of the CLI on one port, every tenant
+ * in Redis, so that each tenant's rules hold whichever process answers: its list, its ids, its
+ * journal, its category cap. Real CLI processes, a real redis-server.
+ */
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { createServer, type AddressInfo } from 'node:net'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { runLoad, serverErrors, verifyLoad } from '../support/replicas.js'
+import { runCli, runCliToEnd, type CliRun } from '../support/sandbox-cli.js'
+import { freePort } from '../support/redis-server.js'
+
+const READY = 'Ctrl+C stops it.'
+const NO_LOSS = { lost: 0, unexpected: 0, badIds: 0, journalMissing: 0, journalExtra: 0, inFlightApplied: 0 }
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** The worker processes of a CLI run: its children. */
+function workersOf(run: CliRun): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(run.child.pid)], { encoding: 'utf8' }).split('\n').map((line) => Number(line.trim())).filter((pid) => pid > 0)
+  } catch {
+    return [] // ps exits 1 when there are none
+  }
+}
+
+/** Bytes a process has written (its request log, here): grows only for a worker that answered. */
+function written(pid: number): number {
+  return Number(/wchar: (\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1])
+}
+
+async function startWorkers(count: number, redisUrl: string, extra: readonly string[] = []) {
+  const port = await freePort()
+  const run = runCli(['serve', '--port', String(port), '--workers', String(count), '--redis-url', redisUrl, '--any-key', '--scenario', 'empty', '--log', 'json', '--journal-bytes', '64MiB', ...extra])
+  await run.waitFor(READY)
+  return { run, origin: `http://127.0.0.1:${port}` }
+}
+
+describe('serve --workers without a shared store', () => {
+  it.each([
+    ['in memory', []],
+    ['with --data-dir', ['--data-dir', '/tmp/petstore-workers-never-created']],
+  ])('refuses %s, with one line that names --redis-url', async (_, extra) => {
+    const { code, stdout, stderr } = await runCliToEnd(['serve', '--port', '0', '--workers', '2', ...extra])
+    expect(code).toBe(1)
+    expect(stdout).toBe('')
+    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^petstore-sandbox: --workers 2 needs --redis-url: .*redis-server/)])
+  })
+
+  it('refuses a count that is not one, with the range', async () => {
+    const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--workers', 'two'])
+    expect(code).toBe(1)
+    expect(stderr.trim()).toBe('petstore-sandbox: --workers must be an integer from 1 to 1024, got "two"')
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000 }, () => {
+  it('prints one banner saying so and runs two worker processes, both answering, every tenant intact under mixed load; a category cap holds across them', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url, ['--max-categories', '100'])
+    expect(run.stdout().match(/is running/g)).toHaveLength(1)
+    expect(run.stdout()).toContain('workers    2 processes on this port (node:cluster), every tenant in Redis')
+    const workers = workersOf(run)
+    expect(workers).toHaveLength(2)
+    const before = workers.map(written)
+
+    const keys = Array.from({ length: 20 }, (_, i) => `worker-partner-${i}`)
+    // At most 150 requests per tenant, so fewer than 100 creates: the load never meets the cap.
+    const report = await runLoad({ origin, keys, seconds: 2, maxPerTenant: 150 })
+    expect(report.requests).toBeGreaterThan(50)
+    expect(serverErrors(report)).toBe(0)
+    expect(report.networkErrors).toBe(0)
+    expect(await verifyLoad(origin, report)).toEqual(NO_LOSS)
+    // Both processes answered some of it (each writes the log lines of the requests it answers).
+    expect(workers.map((pid, i) => written(pid) > before[i]!)).toEqual([true, true])
+
+    // The cap (100): a tenant 5 short of it, then 12 concurrent creates on fresh connections: exactly 5 succeed.
+    for (let batch = 0; batch < 5; batch++) {
+      const statuses = await Promise.all(
+        Array.from({ length: 19 }, (_, i) =>
+          fetch(`${origin}/v1/categories`, { method: 'POST', headers: { authorization: 'Bearer capped', 'content-type': 'application/json' }, body: JSON.stringify({ name: `f${batch}-${i}` }) }).then((response) => response.status),
+        ),
+      )
+      expect(statuses).toEqual(Array(19).fill(201))
+    }
+    const create = (i: number) =>
+      fetch(`${origin}/v1/categories`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer capped', 'content-type': 'application/json', connection: 'close' },
+        body: JSON.stringify({ name: `c${i}` }),
+      }).then(async (response) => ({ status: response.status, body: (await response.json()) as { code?: string } }))
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => create(i)))
+    expect(answers.filter((answer) => answer.status === 201)).toHaveLength(5)
+    expect(answers.filter((answer) => answer.status === 409).map((answer) => answer.body.code)).toEqual(Array(7).fill('category_limit'))
+    const listed = await fetch(`${origin}/v1/categories`, { headers: { authorization: 'Bearer capped' } }).then((response) => response.json() as Promise<unknown[]>)
+    expect(listed).toHaveLength(100)
+  })
+
+  it('replaces a worker that dies, serving meanwhile; SIGTERM stops every worker and exits 0', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    const [victim, survivor] = workersOf(run)
+    const created = await fetch(`${origin}/v1/categories`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: '{"name":"kept"}' })
+    expect(created.status).toBe(201)
+    process.kill(victim!, 'SIGKILL')
+    for (let tries = 0; workersOf(run).length < 2 || workersOf(run).includes(victim!); tries++) {
+      if (tries > 100) throw new Error(`no replacement worker: ${workersOf(run).join(', ')}\n${run.stderr()}`)
+      await sleep(100)
+    }
+    expect(workersOf(run)).toContain(survivor)
+    await expect.poll(() => run.stderr()).toContain(`petstore-sandbox: worker ${victim} exited (killed by SIGKILL); starting another`)
+    for (let i = 0; i < 6; i++) {
+      const listed = await fetch(`${origin}/v1/categories`, { headers: { authorization: 'Bearer k', connection: 'close' } })
+      expect(await listed.json()).toEqual([{ id: 1, name: 'kept' }])
+    }
+    const workers = workersOf(run)
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+    await sleep(200)
+    expect(workers.filter((pid) => existsProcess(pid))).toEqual([])
+  })
+
+  it('leaves no worker behind when the primary is killed -9', async () => {
+    const redis = await startRedis()
+    const { run } = await startWorkers(2, redis.url)
+    const workers = workersOf(run)
+    run.child.kill('SIGKILL')
+    await run.exited
+    for (let tries = 0; workers.some(existsProcess); tries++) {
+      if (tries > 50) throw new Error(`workers still running: ${workers.filter(existsProcess).join(', ')}`)
+      await sleep(100)
+    }
+  })
+
+  it('reports a port in use once and exits 1', async () => {
+    const redis = await startRedis()
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => void taken.close())
+    const { port } = taken.address() as AddressInfo
+    const { code, stderr } = await runCliToEnd(['serve', '--port', String(port), '--workers', '2', '--redis-url', redis.url])
+    expect(code).toBe(1)
+    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringContaining('the port is in use')])
+  })
+})
+
+function existsProcess(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
