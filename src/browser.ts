@@ -86,9 +86,13 @@ function lazyPetstore(loading: Promise<Petstore>, loaded: () => Petstore | undef
     throw new PetstoreError('not_ready', `petstore.${what} is not there yet: await worker.start() (or petstore.ready) before reading it`)
   }
   const later = async (): Promise<Petstore> => loaded() ?? (await loading)
+  const ready = loading.then((petstore) => petstore.ready)
+  // @note Marked handled, as `createPetstore()`'s own `ready` is: an app that awaits only
+  // `worker.start()` sees the error there, and must not get an unhandled rejection besides.
+  ready.catch(() => undefined)
   return {
     handlers,
-    ready: loading.then((petstore) => petstore.ready),
+    ready,
     get scenario() {
       return now('scenario').scenario
     },

@@ -40,6 +40,22 @@ describe('setupPetstoreWorker()', () => {
     await expect(petstore.ready).rejects.toMatchObject({ code: 'invalid_option', message })
   })
 
+  it('reports a bad option once, through worker.start(), with no unhandled rejection besides', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const { worker } = setupPetstoreWorker({ latency: -5 })
+      await expect(worker.start()).rejects.toMatchObject({ code: 'invalid_option' })
+      // Two turns of the event loop: time for Node to report a rejection nobody handled.
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+    expect(unhandled).toEqual([])
+  })
+
   it('serves the API once started, and its synchronous parts work after worker.start()', async () => {
     const { worker, petstore } = setupPetstoreWorker({ baseUrl: BASE, apiKeys: ['k1'], scenario: 'empty' })
     expect(() => petstore.scenario).toThrow(PetstoreError)
