@@ -65,7 +65,6 @@ const Options = z
 /** The options as {@link parseOptions} returns them, defaults filled in. */
 export type ParsedOptions = z.output<typeof Options>
 
-const OPTION_NAMES = Object.keys(Options.shape)
 const OUTCOMES = '"500", "503" or "network"'
 
 /**
@@ -99,13 +98,27 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   maxCategories: 'a whole number of categories, 0 or more',
 }
 
-/** Validates options; a bad one throws {@link PetstoreError} `invalid_option` naming it, what came and what is accepted. */
-export function parseOptions(options: unknown): ParsedOptions {
-  const parsed = Options.safeParse(options)
-  if (parsed.success) return parsed.data
-  const issue = innermost(parsed.error.issues[0]!, [])
-  throw new PetstoreError('invalid_option', describeOptionIssue(issue.issue, issue.path, options))
+/**
+ * A judge of options: `schema` decides, `accepted` says in words what each option (and each part
+ * of one, `[]` for any index) accepts, and a bad one throws {@link PetstoreError} `invalid_option`
+ * naming it, what was received and what is accepted. `kind` names whose options they are.
+ */
+export function optionJudge<T extends z.ZodType>(
+  kind: string,
+  schema: T,
+  accepted: Readonly<Record<string, string>>,
+): (options: unknown) => z.output<T> {
+  const names = Object.keys(accepted).filter((key) => key !== '' && !/[.[]/.test(key))
+  return (options) => {
+    const parsed = schema.safeParse(options)
+    if (parsed.success) return parsed.data
+    const { issue, path } = innermost(parsed.error.issues[0]!, [])
+    throw new PetstoreError('invalid_option', describeOptionIssue({ kind, accepted, names }, issue, path, options))
+  }
 }
+
+/** Validates options; a bad one throws {@link PetstoreError} `invalid_option` naming it, what came and what is accepted. */
+export const parseOptions: (options: unknown) => ParsedOptions = optionJudge('petstore', Options, ACCEPTED)
 
 type Issue = z.core.$ZodIssue
 
@@ -122,23 +135,31 @@ function innermost(issue: Issue, prefix: readonly PropertyKey[]): { issue: Issue
   return typed.length === 1 && typed[0]![0] ? innermost(typed[0]![0], path) : { issue, path }
 }
 
-function describeOptionIssue(issue: Issue, path: readonly PropertyKey[], options: unknown): string {
+interface Wording {
+  readonly kind: string
+  readonly accepted: Readonly<Record<string, string>>
+  readonly names: readonly string[]
+}
+
+function describeOptionIssue({ kind, accepted, names }: Wording, issue: Issue, path: readonly PropertyKey[], options: unknown): string {
   const name = formatPath(path)
   const received = describeValue(valueAt(options, path))
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((key) => `"${key}"`).join(', ')
-    if (path.length === 0) return `Invalid petstore option ${keys}: no such option. Known: ${OPTION_NAMES.join(', ')}`
-    return `Invalid petstore option ${name}: expected ${acceptedAt(path)}, received unknown field ${keys}`
+    if (path.length === 0) return `Invalid ${kind} option ${keys}: no such option. Known: ${names.join(', ')}`
+    return `Invalid ${kind} option ${name}: expected ${acceptedAt(accepted, path)}, received unknown field ${keys}`
   }
-  if (path.length === 0) return `Invalid petstore options: expected ${ACCEPTED['']}, received ${received}`
+  // A rule between options (`apiKeys and anyKey cannot be used together`) says itself.
+  if (path.length === 0 && issue.code === 'custom') return `Invalid ${kind} options: ${issue.message}`
+  if (path.length === 0) return `Invalid ${kind} options: expected ${accepted['']}, received ${received}`
   // A refinement says what is wrong in its own words (a relative URL without a page, min over max).
-  if (issue.code === 'custom') return `Invalid petstore option ${name}: ${issue.message}, received ${received}`
-  return `Invalid petstore option ${name}: expected ${acceptedAt(path)}, received ${received}`
+  if (issue.code === 'custom') return `Invalid ${kind} option ${name}: ${issue.message}, received ${received}`
+  return `Invalid ${kind} option ${name}: expected ${acceptedAt(accepted, path)}, received ${received}`
 }
 
-function acceptedAt(path: readonly PropertyKey[]): string {
+function acceptedAt(accepted: Readonly<Record<string, string>>, path: readonly PropertyKey[]): string {
   const key = path.map((part) => (typeof part === 'number' ? '[]' : `.${String(part)}`)).join('').replace(/^\./, '')
-  return ACCEPTED[key] ?? ACCEPTED[String(path[0])] ?? 'a valid value'
+  return accepted[key] ?? accepted[String(path[0])] ?? 'a valid value'
 }
 
 function valueAt(value: unknown, path: readonly PropertyKey[]): unknown {

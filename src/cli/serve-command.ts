@@ -48,11 +48,12 @@ export function serveOptions(cli: Argv) {
     .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
     .option('request-timeout', { type: 'string', default: String(DEFAULT_REQUEST_TIMEOUT_MS), coerce: integer('request-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
-    .option('log', { choices: ['pretty', 'json'] as const, default: 'pretty' as const, describe: 'Request log format' })
+    .option('log', { type: 'string', default: 'pretty', coerce: logFormat, describe: 'Request log format: pretty or json' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
     .check((argv) => {
       if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
+      if (argv['api-key'] !== undefined && argv['api-key'].length === 0) throw new UsageError('--api-key must not be empty: give a key without spaces (--api-key k1)')
       if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
       if (argv.workers > 1 && argv['redis-url'] === undefined) {
@@ -205,4 +206,10 @@ function listen(server: Server, port: number, host: string): Promise<void> {
     })
     server.listen(port, host, () => resolve())
   })
+}
+
+/** `--log`: said in one line like the other flags (yargs' `choices` answers on three). */
+function logFormat(value: unknown): 'pretty' | 'json' {
+  if (value === 'pretty' || value === 'json') return value
+  throw new UsageError(`--log must be pretty or json, got ${JSON.stringify(value)}`)
 }

@@ -25,7 +25,8 @@ import { PetstoreError } from '../errors.js'
 import { MemoryStorage } from '../core/memory-storage.js'
 import { seedState, type TenantStorage } from '../core/storage.js'
 import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
-import { describeIssues, Latency, type Scenario } from '../scenario/scenario-format.js'
+import { Latency, type Scenario } from '../scenario/scenario-format.js'
+import { optionJudge } from '../petstore-options.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
@@ -243,6 +244,45 @@ const Options = z
   })
   .refine((options) => !(options.dataDir && options.redisUrl), { error: 'dataDir and redisUrl cannot be used together: choose one store' })
 
+/** What each sandbox option accepts, in words (see `optionJudge`). */
+const ACCEPTED: Readonly<Record<string, string>> = {
+  '': `an object of options such as { apiKeys: ['k1'], adminToken: 'root' }`,
+  scenario: 'a built-in scenario name, a name in scenariosDir, a path to a .json file, or a scenario object',
+  scenariosDir: 'the path of a directory',
+  apiKeys: `a non-empty array of keys (['k1', 'k2'])`,
+  'apiKeys[]': 'a non-empty key without spaces (k1)',
+  anyKey: 'true or false',
+  maxTenants: 'a whole number of tenants, 1 or more',
+  evictIdleMinutes: 'a whole number of minutes, 0 or more (0: never)',
+  adminToken: 'a non-empty token without spaces',
+  strict: 'true or false',
+  latency: 'whole milliseconds from 0 to 60000 (50) or a range ({ min: 20, max: 200 })',
+  'latency.min': 'whole milliseconds from 0 to 60000',
+  'latency.max': 'whole milliseconds from 0 to 60000',
+  corsOrigins: `'*' or an array of origins (['https://app.example'])`,
+  'corsOrigins[]': 'an origin (https://app.example)',
+  log: 'a function called with each request log entry',
+  demoDir: 'the path of a directory, or false for no demo page',
+  dataDir: 'the path of a directory',
+  redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
+  redisPrefix: 'a key prefix (petstore-sandbox)',
+  tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
+  durability: `'power-loss' or 'process-crash'`,
+  warn: 'a function called with each warning',
+  nameMaxLength: 'a whole number of characters, 1 or more',
+  descriptionMaxLength: 'a whole number of characters, 0 or more',
+  maxCategories: 'a whole number of categories, 0 or more',
+  journalBytes: 'a whole number of bytes, 0 or more',
+  memoryBudgetBytes: 'a whole number of bytes, 0 or more',
+  scenarioAllow: `an array of scenario names (['default', 'empty'])`,
+  'scenarioAllow[]': 'a scenario name',
+  maxConnections: 'a whole number of connections, 1 or more',
+  headersTimeoutMs: 'whole milliseconds, 1 or more, at most requestTimeoutMs',
+  requestTimeoutMs: 'whole milliseconds, 1 or more',
+}
+
+const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
+
 const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
 
 /**
@@ -253,11 +293,7 @@ const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
  * const server = http.createServer(listener).listen(4010, '127.0.0.1')
  */
 export async function createSandboxApp(options: SandboxAppOptions = {}): Promise<SandboxApp> {
-  const parsed = Options.safeParse(options)
-  if (!parsed.success) {
-    throw new PetstoreError('invalid_option', `Invalid sandbox option ${describeIssues(parsed.error)}`)
-  }
-  const settings = parsed.data
+  const settings = parseSandboxOptions(options)
   const scenariosDir = settings.scenariosDir
   const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
   const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])

@@ -98,6 +98,7 @@ describe('petstore-sandbox serve', () => {
   it.each([
     ['--memory-budget', '2TB', '--memory-budget must be a size in bytes'],
     ['--max-connections', '0', '--max-connections must be an integer from 1'],
+    ['--api-key', '', '--api-key must not be empty: give a key without spaces (--api-key k1)'],
   ])('refuses %s %s in one line', async (flag, value, message) => {
     const { code, stderr } = await runCliHere(['serve', '--port', '0', flag, value])
     expect(code).toBe(1)
@@ -143,7 +144,7 @@ describe('petstore-sandbox serve', () => {
     { name: 'a port out of range', args: ['serve', '--port', '70000'], message: '--port must be an integer' },
     { name: 'an unknown flag', args: ['serve', '--bogus'], message: 'Unknown argument: bogus' },
     { name: 'a bad latency', args: ['serve', '--latency', '400-50'], message: '--latency must be milliseconds' },
-    { name: 'a bad log format', args: ['serve', '--log', 'xml'], message: 'Invalid values: Argument: log, Given: "xml", Choices: "pretty", "json"' },
+    { name: 'a bad log format', args: ['serve', '--log', 'xml'], message: '--log must be pretty or json, got "xml"' },
     { name: 'a boolean variable that is neither true nor false', args: ['serve'], env: { PETSTORE_SANDBOX_ANY_KEY: 'maybe' }, message: 'PETSTORE_SANDBOX_ANY_KEY must be true or false' },
     { name: 'tenants list on a directory with no data', args: ['tenants', 'list', '--data-dir', '/tmp/petstore-sandbox-no-such-dir'], message: 'holds no sandbox data' },
     { name: 'a bad tenant TTL', args: ['serve', '--tenant-ttl-days', '-1'], message: '--tenant-ttl-days must be an integer from 0 to 36500, got "-1"' },

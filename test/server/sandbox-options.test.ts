@@ -1,0 +1,44 @@
+/**
+ * Every bad option of `createSandboxApp()` (and so of `serve`) answered in words: the option,
+ * what was received and what is accepted. Before, some surfaced zod's own wording, such as
+ * "apiKeys: Too small: expected array to have >=1 items" (a new user's trial).
+ */
+import { describe, expect, it } from 'vitest'
+import { PetstoreError } from '../../src/index.js'
+import { createSandboxApp, type SandboxAppOptions } from '../../src/server.js'
+
+async function refusal(options: unknown): Promise<PetstoreError> {
+  const error = await createSandboxApp(options as SandboxAppOptions).then(
+    () => undefined,
+    (thrown: unknown) => thrown,
+  )
+  expect(error).toBeInstanceOf(PetstoreError)
+  expect((error as PetstoreError).code).toBe('invalid_option')
+  return error as PetstoreError
+}
+
+describe('createSandboxApp() options', () => {
+  it.each([
+    ['an empty apiKeys', { apiKeys: [] }, "Invalid sandbox option apiKeys: expected a non-empty array of keys (['k1', 'k2']), received []"],
+    ['a key with a space', { apiKeys: ['a b'] }, 'Invalid sandbox option apiKeys[0]: expected a non-empty key without spaces (k1), received "a b"'],
+    ['an unknown durability', { durability: 'fast' }, `Invalid sandbox option durability: expected 'power-loss' or 'process-crash', received "fast"`],
+    ['a fractional maxTenants', { maxTenants: 1.5 }, 'Invalid sandbox option maxTenants: expected a whole number of tenants, 1 or more, received 1.5'],
+    ['a negative latency', { latency: -5 }, 'Invalid sandbox option latency: expected whole milliseconds from 0 to 60000 (50) or a range ({ min: 20, max: 200 }), received -5'],
+    ['apiKeys with anyKey', { apiKeys: ['k1'], anyKey: true }, 'Invalid sandbox options: apiKeys and anyKey cannot be used together'],
+    ['headers timeout over the request timeout', { headersTimeoutMs: 5000, requestTimeoutMs: 1000 }, 'Invalid sandbox options: headersTimeoutMs must not be greater than requestTimeoutMs'],
+  ])('refuses %s, naming the option, what came and what is accepted', async (_name, options, message) => {
+    expect((await refusal(options)).message).toBe(message)
+  })
+
+  it('names every option it knows when one is misspelt', async () => {
+    const { message } = await refusal({ apiKey: ['k1'] })
+    expect(message).toMatch(/^Invalid sandbox option "apiKey": no such option\. Known: scenario, scenariosDir, apiKeys, anyKey, /)
+    // Each option named is one the sandbox accepts: none refused as unknown.
+    const known = message.split('Known: ')[1]!.split(', ')
+    expect(known).toContain('requestTimeoutMs')
+    for (const name of known) {
+      const error = await createSandboxApp({ [name]: Symbol('no value') }).then(() => undefined, (thrown: unknown) => thrown)
+      expect((error as Error).message, name).not.toMatch(/no such option/)
+    }
+  })
+})
