@@ -163,9 +163,18 @@ export function describeIssues(error: z.ZodError, prefix = ''): string {
   return error.issues
     .map((issue) => {
       const path = formatPath(prefix, issue.path)
+      // A field left out reads as such, not as zod's "Invalid input: expected string, received undefined".
+      if (issue.code === 'invalid_type' && / received undefined$/.test(issue.message)) {
+        return `${path || '(root)'}: missing (${article(issue.expected)} is required)`
+      }
       return `${path || '(root)'}: ${issue.message}`
     })
     .join('; ')
+}
+
+/** `a string`, `an object`, `an array`. */
+function article(type: string): string {
+  return /^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`
 }
 
 function formatPath(prefix: string, path: readonly PropertyKey[]): string {

@@ -6,10 +6,10 @@
 import { once } from 'node:events'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { READY_LINE as READY } from '../../src/cli/serve-command.js'
 import { runCli, runCliHere, runCliToEnd } from '../support/sandbox-cli.js'
 
@@ -266,6 +266,17 @@ describe('petstore-sandbox scenarios', () => {
     expect(stdout()).toContain('ok   scenarios/empty.json')
     expect(stderr()).toContain(broken)
     expect(stderr()).toContain('seed.categories[0].name: name must be a non-empty string')
+  })
+
+  it('names a field left out as missing, in words', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-validate-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'no-version.json')
+    await writeFile(file, JSON.stringify({ name: 'no-version', description: 'left out its version', seed: { categories: [] } }))
+    const { code, stderr } = await runCliHere(['scenarios', 'validate', file])
+    expect(code).toBe(1)
+    expect(stderr()).toContain('version: missing (a string is required)')
+    expect(stderr()).not.toContain('received undefined')
   })
 
   it('exits 1 naming a file that cannot be read', async () => {
