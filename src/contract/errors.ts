@@ -140,7 +140,7 @@ export const ERROR_TABLE = {
   },
   unknown_tenant: {
     status: 404,
-    message: 'Unknown tenant {tenant}: no tenant with this id (see GET /__sandbox/tenants)',
+    message: 'Unknown tenant {tenant}: no tenant has this id, nor this unique prefix of 12 or more hex digits (see GET /__sandbox/tenants)',
     when: 'Admin API: `?tenant=` names no tenant',
     admin: true,
   },

@@ -294,6 +294,14 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expectErrorBody(await jsonOf(await fetch('/__sandbox/state?tenant=000000000000', { headers: auth(ADMIN) })), 404, 'unknown_tenant')
   })
 
+  it('says a prefix needs 12 hex digits when ?tenant= is shorter (a new user tried 4)', async () => {
+    const { fetch } = await startSandbox({ adminToken: ADMIN, apiKeys: ['k1'] })
+    const short = tenantId('k1').slice(0, 4)
+    const body = await jsonOf(await fetch(`/__sandbox/state?tenant=${short}`, { headers: auth(ADMIN) }))
+    expectErrorBody(body, 404, 'unknown_tenant')
+    expect((body as { message: string }).message).toContain('unique prefix of 12 or more hex digits')
+  })
+
   it('answers 403 forbidden when an API key names another tenant', async () => {
     const { fetch } = await startSandbox({ apiKeys: ['k1', 'k2'] })
     const response = await fetch(`/__sandbox/state?tenant=${tenantId('k2')}`, { headers: auth('k1') })
