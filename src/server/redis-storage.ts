@@ -60,6 +60,13 @@ export interface RedisStorageOptions {
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
 const PUSH_CHUNK = 1000
 
+/** Lua: renews the TTL of both of a tenant's keys to ARGV[`arg`] ms (0: they never expire). */
+const renewTtl = (arg: number) => `local ttl = tonumber(ARGV[${arg}])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+end`
+
 /**
  * Writes a tenant's whole state. ARGV: mode (`init`: only when the tenant has none yet;
  * `replace`; `default`: back on the default seed, so its keys go), scenario, next id, now,
@@ -73,11 +80,7 @@ for i = 6, #ARGV, ${PUSH_CHUNK} do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
 end
 redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', ARGV[4])
-local ttl = tonumber(ARGV[5])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
+${renewTtl(5)}
 return 1
 `)
 
@@ -95,11 +98,7 @@ local max = tonumber(ARGV[4])
 if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply('LIMIT') end
 redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', ARGV[2])
 redis.call('RPUSH', KEYS[2], '{"id":' .. string.format('%d', id) .. ARGV[1])
-local ttl = tonumber(ARGV[3])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
+${renewTtl(3)}
 return string.format('%d', id)
 `)
 
@@ -107,11 +106,7 @@ return string.format('%d', id)
 const TOUCH = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'used', ARGV[1])
-local ttl = tonumber(ARGV[2])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[1], ttl)
-  redis.call('PEXPIRE', KEYS[2], ttl)
-end
+${renewTtl(2)}
 return 1
 `)
 
