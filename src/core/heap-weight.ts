@@ -30,6 +30,14 @@ export function stringWeight(text: string): number {
   return align(STRING_BASE + text.length * perChar)
 }
 
+/**
+ * {@link stringWeight} of a string that can hold only Latin-1 characters, without reading it: a
+ * URL, an HTTP method, an HTTP header's name or value (Node and Fetch alike read headers as Latin-1).
+ */
+export function latin1Weight(text: string): number {
+  return align(STRING_BASE + text.length)
+}
+
 /** The estimated heap bytes held by `value` (its own slot in a parent not included). */
 export function heapWeight(value: unknown, depth = 0): number {
   switch (typeof value) {

@@ -2,7 +2,7 @@
  * The request journal: what reached the handlers and what they answered, newest last, capped.
  * Credentials never enter it: the Authorization and Cookie values are replaced before storing.
  */
-import { heapWeight, stringWeight } from './heap-weight.js'
+import { heapWeight, latin1Weight, stringWeight } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
 
 /** One request as the journal keeps it. */
@@ -64,7 +64,10 @@ export interface JournalFacts {
    * @note Kept as given, not copied: a reader of headers that never change after the request
    * arrived (Node's parsed headers, a Fetch request's).
    */
-  readonly headers: Iterable<[string, string]>
+  readonly headers: Iterable<[string, string]> & {
+    /** What they weigh for the journal (the sum of {@link headerWeight}), when the reader can tell without listing them. */
+    heldBytes?(): number
+  }
   /** The request body's text ('' for none). */
   readonly requestText: string
   /** The status answered (0 for a dropped connection). */
@@ -113,9 +116,10 @@ export class JournalDraft {
     this.#requestText = keptText(facts.requestText)
     this.#responseSize = facts.responseText?.length ?? 0
     this.#responseText = facts.responseText === undefined ? undefined : keptText(facts.responseText)
-    let weight = DRAFT_BASE + stringWeight(this.url) + stringWeight(this.path) + stringWeight(this.method)
-    if (this.requestId !== undefined) weight += stringWeight(this.requestId)
-    for (const [name, value] of facts.headers) weight += HEADER_BASE + stringWeight(name) + stringWeight(value)
+    // @note A URL, a method, a request id and headers are Latin-1 text: weighed without reading them.
+    let weight = DRAFT_BASE + latin1Weight(this.url) + latin1Weight(this.path) + latin1Weight(this.method)
+    if (this.requestId !== undefined) weight += latin1Weight(this.requestId)
+    weight += facts.headers.heldBytes?.() ?? headersWeight(facts.headers)
     weight += keptTextWeight(this.#requestText)
     if (this.#responseText !== undefined) weight += keptTextWeight(this.#responseText)
     this.weight = weight
@@ -151,6 +155,17 @@ export class JournalDraft {
 const DRAFT_BASE = 160
 /** A header's pair and slots, beyond its two strings. */
 const HEADER_BASE = 32
+
+/** What the journal counts for one request header. */
+export function headerWeight(name: string, value: string): number {
+  return HEADER_BASE + latin1Weight(name) + latin1Weight(value)
+}
+
+function headersWeight(headers: Iterable<[string, string]>): number {
+  let weight = 0
+  for (const [name, value] of headers) weight += headerWeight(name, value)
+  return weight
+}
 
 const isRecord = (headers: Iterable<[string, string]> | Record<string, string>): headers is Record<string, string> =>
   !(Symbol.iterator in headers)

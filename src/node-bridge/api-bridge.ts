@@ -11,14 +11,15 @@ import { fromNodeRequest, requestUrl } from './node-request.js'
 
 /**
  * Answers requests whose path is under `basePath` (`/v1`) and returns true for them; returns
- * false, having done nothing, for every other request. `answered` is told each answer before it
- * is written (the server notes its tenant for the log line).
+ * false, having done nothing, for every other request. `written` is told of each request once
+ * its answer is written (or dropped), with that answer (undefined when an exception took its
+ * place): the server logs it then.
  */
 export function apiBridge(
   pipeline: Pipeline,
   basePath: string,
   report: (error: unknown, req: IncomingMessage) => void = () => undefined,
-  answered?: (res: ServerResponse, answer: ApiAnswer) => void,
+  written?: (req: IncomingMessage, res: ServerResponse, answer: ApiAnswer | undefined) => void,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const prefix = `${basePath}/`
   return (req, res) => {
@@ -29,8 +30,8 @@ export function apiBridge(
     pipeline
       .handle(request, url.pathname.slice(basePath.length) || '/')
       .then((answer) => {
-        answered?.(res, answer)
         write(res, answer)
+        written?.(req, res, answer)
       })
       .catch((error: unknown) => {
         // @note `handle` never rejects; should a bug make it (or `write` throw), the client still
@@ -38,6 +39,7 @@ export function apiBridge(
         // nothing here can become an unhandled rejection.
         report(error, req)
         sendError(res, 'internal_error', { reason: UNEXPECTED })
+        written?.(req, res, undefined)
       })
     return true
   }

@@ -5,6 +5,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { decodeUtf8, payloadTooLarge, type RawBody } from '../pipeline/request-body.js'
 import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
+import { headerWeight } from '../core/journal.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
 export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
@@ -77,6 +78,15 @@ class NodeHeaders implements HeaderReader {
     const value = this.#headers[name]
     if (value === undefined) return null
     return Array.isArray(value) ? value.join(', ') : value
+  }
+
+  heldBytes(): number {
+    let weight = 0
+    for (const name in this.#headers) {
+      const value = this.#headers[name]
+      if (value !== undefined) weight += headerWeight(name, Array.isArray(value) ? value.join(', ') : value)
+    }
+    return weight
   }
 
   *[Symbol.iterator](): Iterator<[string, string]> {

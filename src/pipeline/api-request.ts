@@ -10,6 +10,8 @@ import type { RawBody } from './request-body.js'
 /** Request headers, read by lower-case name and listed as `[name, value]` pairs (a Fetch `Headers` is one). */
 export interface HeaderReader extends Iterable<[string, string]> {
   get(name: string): string | null
+  /** What the headers weigh for the journal (the sum of its `headerWeight`), when the reader can tell without listing them. */
+  heldBytes?(): number
 }
 
 /** A request as the pipeline sees it. */

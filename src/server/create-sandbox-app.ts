@@ -45,7 +45,7 @@ import {
   type ServerLimits,
 } from './http-server.js'
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
-import { noteTenant, requestContext, type RequestLogEntry } from './request-context.js'
+import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
@@ -405,7 +405,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     return built
   }
 
-  const stamp = requestContext(tenants, settings.log as SandboxAppOptions['log'])
+  const context = requestContext(tenants, settings.log as SandboxAppOptions['log'])
   const preflight = cors(settings.corsOrigins)
   // @note No body parser anywhere before the API: the core reads bodies itself (and judges them).
   const api = apiBridge(
@@ -413,15 +413,19 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     API_BASE_PATH,
     (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
-    (res, answer) => {
-      const id = answer.tenant && tenants.idOf(answer.tenant)
-      if (id) noteTenant(res, id)
-    },
+    (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
   )
   /** What every request goes through first; true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
-    stamp(req, res)
-    return preflight(req, res) || api(req, res)
+    context.stamp(req, res)
+    // CORS headers go on every answer; a preflight is answered at once.
+    if (preflight(req, res)) {
+      context.logWritten(req, res, undefined)
+      return true
+    }
+    if (api(req, res)) return true
+    context.logOnClose(req, res)
+    return false
   }
   // On Redis, the Redis commands a request leads to end within its request timeout, however many
   // of them meet a failing Redis (redis-connection.ts).

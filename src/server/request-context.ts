@@ -38,45 +38,69 @@ function isoNow(): string {
   return lastIso
 }
 
-/** The tenant the pipeline resolved for a request, noted on its response by the API bridge for the log line. */
-const RESOLVED = Symbol('petstore-sandbox tenant')
-type Noted = ServerResponse & { [RESOLVED]?: string }
+/** What a request's log line needs from its arrival, kept on its response. */
+interface Arrival {
+  readonly started: number
+  readonly time: string
+  readonly requestId: string
+  /** Read as it arrived: express rewrites `req.url` under a mounted router (`/__sandbox/health` became `/health`). */
+  readonly path: string
+}
+const ARRIVAL = Symbol('petstore-sandbox arrival')
+// @note Properties, not WeakMap entries: a WeakMap's bookkeeping cost a percent of a request.
+type Stamped = ServerResponse & { [ARRIVAL]?: Arrival }
 
-/**
- * Notes the id of the tenant the pipeline answered a request for, so that its log line names it
- * without judging the key again.
- */
-export function noteTenant(res: ServerResponse, id: string): void {
-  // @note A property, not a WeakMap entry: a WeakMap's bookkeeping cost a percent of a request.
-  ;(res as Noted)[RESOLVED] = id
+/** Stamps answers and logs requests: what the server does for each request around its answer. */
+export interface RequestContext {
+  /** Stamps the answer's headers (`X-Request-Id`, `X-Content-Type-Options`) as the request arrives. */
+  stamp(req: IncomingMessage, res: ServerResponse): void
+  /**
+   * Logs the request once its connection is done with it (`close`): for answers written
+   * elsewhere (the admin API, CORS preflights).
+   */
+  logOnClose(req: IncomingMessage, res: ServerResponse): void
+  /**
+   * Logs the request now, its answer written (or dropped), naming `tenant` (the id the pipeline
+   * resolved) or, without one, whoever its key names.
+   * @note The API's answers are logged here, as the bridge writes them: a `close` listener per
+   * request cost more than formatting the line.
+   */
+  logWritten(req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void
 }
 
-/** Stamps every answer with its headers and, with `log`, logs the request once it ends. */
-export function requestContext(
-  tenants: TenantRegistry,
-  log: ((entry: RequestLogEntry) => void) | undefined,
-): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => {
-    const started = performance.now()
-    const incoming = req.headers['x-request-id']
-    const requestId = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
-    res.setHeader('X-Request-Id', requestId)
-    res.setHeader('X-Content-Type-Options', 'nosniff')
-    if (log) {
-      const time = isoNow()
-      const path = ((req.url ?? '').split('?', 1)[0] ?? '').slice(0, 512)
-      res.once('close', () => {
-        log({
-          time,
-          requestId,
-          method: req.method ?? 'GET',
-          path,
-          status: res.headersSent ? res.statusCode : 0,
-          ms: Math.round((performance.now() - started) * 100) / 100,
-          tenant: (res as Noted)[RESOLVED] ?? callerOf(tenants, req.headers.authorization),
-        })
-      })
-    }
+/** Stamps every answer with its headers and, with `log`, logs each request once. */
+export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLogEntry) => void) | undefined): RequestContext {
+  const logWritten = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
+    const arrival = (res as Stamped)[ARRIVAL]
+    if (log === undefined || arrival === undefined) return
+    ;(res as Stamped)[ARRIVAL] = undefined
+    log({
+      time: arrival.time,
+      requestId: arrival.requestId,
+      method: req.method ?? 'GET',
+      path: arrival.path,
+      status: res.headersSent ? res.statusCode : 0,
+      ms: Math.round((performance.now() - arrival.started) * 100) / 100,
+      tenant: tenant ?? callerOf(tenants, req.headers.authorization),
+    })
+  }
+  return {
+    stamp(req, res) {
+      const incoming = req.headers['x-request-id']
+      const requestId = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+      res.setHeader('X-Request-Id', requestId)
+      res.setHeader('X-Content-Type-Options', 'nosniff')
+      if (log) {
+        const target = req.url ?? ''
+        const query = target.indexOf('?')
+        const path = (query === -1 ? target : target.slice(0, query)).slice(0, 512)
+        ;(res as Stamped)[ARRIVAL] = { started: performance.now(), time: isoNow(), requestId, path }
+      }
+    },
+    logOnClose(req, res) {
+      if (log) res.once('close', () => logWritten(req, res, undefined))
+    },
+    logWritten,
   }
 }
 

@@ -43,6 +43,31 @@ describe('request log', () => {
     expect(logs.map((entry) => entry.tenant)).toEqual(Array(3).fill(tenantId('partner-1')))
   })
 
+  it('logs every request once, with the status and the X-Request-Id its client got', async () => {
+    const { fetch, logs } = await startSandbox({ apiKeys: ['k1'] })
+    const responses = [
+      await fetch('/v1/categories?limit=1', { headers: auth('k1') }),
+      await fetch('/v1/categories', { method: 'POST', headers: auth('k1', true), body: '{"name":"Ferrets"}' }),
+      await fetch('/v1/categories', { method: 'POST', headers: auth('k1', true), body: '{' }),
+      await fetch('/v1/categories', { method: 'OPTIONS', headers: { origin: 'http://app.test', 'access-control-request-method': 'POST' } }),
+      await fetch('/__sandbox/health'),
+      await fetch('/elsewhere'),
+    ]
+    // The admin API's line is written when its connection is done with the answer.
+    await expect.poll(() => logs.length).toBe(responses.length)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(logs.map((entry) => [entry.method, entry.path, entry.status])).toEqual([
+      ['GET', '/v1/categories', 200],
+      ['POST', '/v1/categories', 201],
+      ['POST', '/v1/categories', 400],
+      ['OPTIONS', '/v1/categories', 204],
+      ['GET', '/__sandbox/health', 200],
+      ['GET', '/elsewhere', 404],
+    ])
+    expect(logs.map((entry) => entry.requestId)).toEqual(responses.map((response) => response.headers.get('x-request-id')))
+    expect(logs.map((entry) => entry.tenant)).toEqual([tenantId('k1'), tenantId('k1'), tenantId('k1'), null, null, null])
+  })
+
   it('still names the admin token, and nobody for a refused key', async () => {
     const { fetch, logs } = await startSandbox({ apiKeys: ['k1'], adminToken: 'admin-1' })
     expect((await fetch('/v1/categories', { headers: auth('admin-1') })).status).toBe(401)
