@@ -29,8 +29,8 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
   readonly #overrides: TenantOverrides
   #scenario: Scenario
   #faults: FaultInjector
-  /** Settles when the store holds the current scenario's state. */
-  ready: Promise<void>
+  #ready!: Promise<void>
+  #settled = false
 
   /**
    * A tenant on `scenario` whose `store` holds that scenario's state (or will, once `ready`
@@ -44,6 +44,27 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
     this.store = store
     this.ready = ready
+  }
+
+  /** Settles when the store holds the current scenario's state. */
+  get ready(): Promise<void> {
+    return this.#ready
+  }
+
+  set ready(ready: Promise<void>) {
+    this.#ready = ready
+    this.#settled = false
+    ready.then(
+      () => {
+        if (this.#ready === ready) this.#settled = true
+      },
+      () => undefined,
+    )
+  }
+
+  /** Whether {@link ready} has settled: a request need not wait for it. */
+  get settled(): boolean {
+    return this.#settled
   }
 
   /** A tenant with its own in-memory store, seeded from `scenario`: the library's. */

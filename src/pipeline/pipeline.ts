@@ -101,11 +101,15 @@ export class Pipeline {
     let outcome: Outcome | undefined
     let headers: Record<string, string> | undefined
     try {
-      await this.#options.tenants.ready?.()
+      // @note Only what may be pending is awaited: every await of a plain value costs a turn of
+      // the microtask queue and an allocation, on every request.
+      const tenantsReady = this.#options.tenants.ready?.()
+      if (tenantsReady !== undefined) await tenantsReady
       const auth = readBearer(request.headers.get('authorization'))
       let refused: { error: unknown } | undefined
       try {
-        tenant = auth.ok ? await this.#options.tenants.resolve(auth.token) : undefined
+        const found = auth.ok ? this.#options.tenants.resolve(auth.token) : undefined
+        tenant = found instanceof Promise ? await found : found
       } catch (error) {
         refused = { error }
       }
@@ -122,8 +126,11 @@ export class Pipeline {
         outcome = failure(code, params)
       } else {
         headers = operation.headers?.(tenant)
-        if (!outcome) this.#options.admit?.(operation.body !== undefined ? 'grow' : 'read')
-        outcome ??= await this.#run(operation, request, params, tenant, bodyText)
+        if (!outcome) {
+          this.#options.admit?.(operation.body !== undefined ? 'grow' : 'read')
+          const ran = this.#run(operation, request, params, tenant, bodyText)
+          outcome = ran instanceof Promise ? await ran : ran
+        }
       }
     } catch (error) {
       const failed = failureOf(error)
@@ -135,13 +142,18 @@ export class Pipeline {
     return this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
   }
 
-  async #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Promise<Outcome> {
+  #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {
     const maxDelay = this.#options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS
     const prefer = readPrefer(request.headers.get('prefer'), operation, maxDelay)
     if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
     const delay = Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay)
-    if (delay > 0) await sleep(delay)
     const forced = prefer.value.code
+    if (delay > 0) return sleep(delay).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
+    return this.#perform(operation, request, params, tenant, bodyText, forced)
+  }
+
+  /** After the delay: a forced or simulated failure, or the operation once the tenant's scenario is in. */
+  #perform(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string, forced: number | undefined): Outcome | Promise<Outcome> {
     if (forced !== undefined && forced !== operation.success.status) {
       return forcedOutcome(forced, request, operation, tenant, this.#options.maxBodyBytes)
     }
@@ -153,9 +165,8 @@ export class Pipeline {
         return failure(fault === '500' ? 'internal_error' : 'service_unavailable', { reason })
       }
     }
-    await tenant.ready
-    const limits = this.#options.limits ?? DEFAULT_CATEGORY_LIMITS
-    return operation.run({ request, params, tenant, bodyText, strict: this.#options.strict, limits })
+    const context = { request, params, tenant, bodyText, strict: this.#options.strict, limits: this.#options.limits ?? DEFAULT_CATEGORY_LIMITS }
+    return tenant.settled ? operation.run(context) : tenant.ready.then(() => operation.run(context))
   }
 
   #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer | Promise<ApiAnswer> {

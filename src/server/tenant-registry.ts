@@ -130,9 +130,16 @@ export class TenantRegistry implements TenantResolver {
   }
 
   /** The tenant of an accepted key, admitted on first use; undefined when the key is not accepted. */
-  async resolve(token: string): Promise<Tenant | undefined> {
+  resolve(token: string): Tenant | undefined | Promise<Tenant | undefined> {
     const id = this.idOfKey(token)
-    return id === undefined ? undefined : this.open(id)
+    if (id === undefined) return undefined
+    const entry = this.#tenants.get(id)
+    // The common case, a live tenant whose scenario no other process changes: no promise to wait for.
+    if (entry?.tenant !== undefined && !this.#options.storage.shared) {
+      this.#used(id, entry)
+      return entry.tenant
+    }
+    return this.open(id)
   }
 
   /**
@@ -172,20 +179,25 @@ export class TenantRegistry implements TenantResolver {
   open(id: string): Promise<Tenant> {
     const entry = this.#tenants.get(id)
     if (entry) {
-      this.#tenants.delete(id)
-      this.#tenants.set(id, entry)
-      const now = Date.now()
-      entry.usedAt = now
-      if (now - entry.touched >= TOUCH_INTERVAL_MS) {
-        entry.touched = now
-        this.#options.storage.touch(id).catch(() => undefined)
-      }
+      this.#used(id, entry)
       const tenant = entry.tenant
       // Another replica may have switched the tenant's scenario since: read it back.
       if (tenant && this.#options.storage.shared) return tenant.store.scenario().then((name) => (tenant.follow(this.#scenarioOf(id, name)), tenant))
       return entry.opening
     }
     return this.#admit(id)
+  }
+
+  /** Marks a tenant used now: last in the LRU order, and the storage told now and then. */
+  #used(id: string, entry: Entry): void {
+    this.#tenants.delete(id)
+    this.#tenants.set(id, entry)
+    const now = Date.now()
+    entry.usedAt = now
+    if (now - entry.touched >= TOUCH_INTERVAL_MS) {
+      entry.touched = now
+      this.#options.storage.touch(id).catch(() => undefined)
+    }
   }
 
   /**
