@@ -27,20 +27,30 @@ export function apiBridge(
     if (url === undefined || !(url.pathname === basePath || url.pathname.startsWith(prefix))) return false
     const id = res.getHeader('x-request-id')
     const request = fromNodeRequest(req, url, typeof id === 'string' ? id : undefined)
-    pipeline
-      .handle(request, url.pathname.slice(basePath.length) || '/')
-      .then((answer) => {
-        write(res, answer)
+    // @note Should `handle` reject (it never does), `write` or `written` throw, the client still
+    // gets an Error body (when nothing was sent yet), never the exception's message (it may name
+    // a file path), and nothing here can become an unhandled rejection.
+    const after = (answer: ApiAnswer | undefined) => {
+      try {
         written?.(req, res, answer)
-      })
-      .catch((error: unknown) => {
-        // @note `handle` never rejects; should a bug make it (or `write` throw), the client still
-        // gets an Error body, never the exception's message (it may name a file path), and
-        // nothing here can become an unhandled rejection.
+      } catch (error) {
         report(error, req)
-        sendError(res, 'internal_error', { reason: UNEXPECTED })
-        written?.(req, res, undefined)
-      })
+      }
+    }
+    const failed = (error: unknown) => {
+      report(error, req)
+      sendError(res, 'internal_error', { reason: UNEXPECTED })
+      after(undefined)
+    }
+    pipeline.handle(request, url.pathname.slice(basePath.length) || '/').then((answer) => {
+      try {
+        write(res, answer)
+      } catch (error) {
+        failed(error)
+        return
+      }
+      after(answer)
+    }, failed)
     return true
   }
 }

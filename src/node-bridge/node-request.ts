@@ -132,6 +132,18 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
     return Promise.resolve(payloadTooLarge(limit))
   }
   if (req.readableEnded) return Promise.resolve({ ok: true, text: '' })
+  // @note A small body usually arrives with its headers: by the time the pipeline asks for it,
+  // Node has parsed all of it into the stream's buffer, and it is taken from there at once,
+  // without listeners or a switch to flowing mode.
+  if (req.complete && !req.readableFlowing) {
+    const chunks: Buffer[] = []
+    let size = 0
+    for (let chunk = req.read() as Buffer | null; chunk !== null; chunk = req.read() as Buffer | null) {
+      chunks.push(chunk)
+      size += chunk.byteLength
+    }
+    return Promise.resolve(size > limit ? payloadTooLarge(limit) : decodeUtf8(chunks, size))
+  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
     let size = 0

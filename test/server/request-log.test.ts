@@ -68,6 +68,24 @@ describe('request log', () => {
     expect(logs.map((entry) => entry.tenant)).toEqual([tenantId('k1'), tenantId('k1'), tenantId('k1'), null, null, null])
   })
 
+  it('keeps answering when the log callback throws, and tells the warn callback', async () => {
+    const warnings: string[] = []
+    const { fetch } = await startSandbox({
+      apiKeys: ['k1'],
+      log: () => {
+        throw new Error('log sink is full')
+      },
+      warn: (message) => warnings.push(message),
+    })
+    const count = async () => ((await (await fetch('/v1/categories', { headers: auth('k1') })).json()) as unknown[]).length
+    const seeded = await count()
+    for (let i = 0; i < 2; i++) {
+      expect((await fetch('/v1/categories', { method: 'POST', headers: auth('k1', true), body: '{"name":"Ferrets"}' })).status).toBe(201)
+    }
+    expect(await count()).toBe(seeded + 2)
+    expect(warnings.filter((warning) => warning.includes('log sink is full'))).toHaveLength(4)
+  })
+
   it('still names the admin token, and nobody for a refused key', async () => {
     const { fetch, logs } = await startSandbox({ apiKeys: ['k1'], adminToken: 'admin-1' })
     expect((await fetch('/v1/categories', { headers: auth('admin-1') })).status).toBe(401)
