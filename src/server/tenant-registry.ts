@@ -110,6 +110,8 @@ export class TenantRegistry implements TenantResolver {
   readonly #configuredIds: ReadonlySet<string>
   /** @note A Map iterates in insertion order: re-inserting on use makes its first entry the LRU. */
   readonly #tenants = new Map<string, Entry>()
+  /** The entry last moved to the end of {@link #tenants} (the most recently used, unless removed since). */
+  #lastUsed: Entry | undefined
   #evictions = 0
   /**
    * The tenant id of each accepted key seen, so that a request does not hash its key again.
@@ -190,8 +192,12 @@ export class TenantRegistry implements TenantResolver {
 
   /** Marks a tenant used now: last in the LRU order, and the storage told now and then. */
   #used(id: string, entry: Entry): void {
-    this.#tenants.delete(id)
-    this.#tenants.set(id, entry)
+    // @note Most requests come from the tenant used last: it is already last in the order.
+    if (this.#lastUsed !== entry) {
+      this.#tenants.delete(id)
+      this.#tenants.set(id, entry)
+      this.#lastUsed = entry
+    }
     const now = Date.now()
     entry.usedAt = now
     if (now - entry.touched >= TOUCH_INTERVAL_MS) {
@@ -308,6 +314,7 @@ export class TenantRegistry implements TenantResolver {
       if (this.#tenants.get(id) === entry) this.#tenants.delete(id)
     })
     this.#tenants.set(id, entry)
+    this.#lastUsed = entry
     return entry.opening
   }
 

@@ -129,6 +129,17 @@ describe('tenancy in memory: eviction never drops data that exists nowhere else'
     expect(await categoryNames(fetch, 'c')).toContain('C')
   })
 
+  it('evicts by last use: a tenant used again after a newer one came in stays', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 2 })
+    await categoryNames(fetch, 'r1')
+    await categoryNames(fetch, 'r1')
+    await categoryNames(fetch, 'r2')
+    await categoryNames(fetch, 'r1') // r1 is now the most recently used
+    await categoryNames(fetch, 'r3') // evicts r2
+    const live = (await sandbox.tenants.list()).filter((tenant) => tenant.live).map((tenant) => tenant.id)
+    expect(live.sort()).toEqual([tenantId('r1'), tenantId('r3')].sort())
+  })
+
   it('refuses a new key with 503 tenant_capacity and Retry-After when every tenant in memory holds writes', async () => {
     const { fetch } = await startSandbox({ anyKey: true, maxTenants: 2 })
     await createCategory(fetch, 'a', 'A')
