@@ -73,3 +73,12 @@ export function heapWeight(value: unknown, depth = 0): number {
 }
 
 const align = (bytes: number) => Math.ceil(bytes / 8) * 8
+
+/**
+ * Told of every change to what a store or journal holds on the heap, so that a sum over many of
+ * them (the server's memory budget over every live tenant) stays current without visiting each.
+ */
+export interface HeldBytesMeter {
+  /** `delta` bytes more (or fewer, when negative) are held. */
+  add(delta: number): void
+}

@@ -2,7 +2,7 @@
  * The request journal: what reached the handlers and what they answered, newest last, capped.
  * Credentials never enter it: the Authorization and Cookie values are replaced before storing.
  */
-import { heapWeight, latin1Weight, stringWeight } from './heap-weight.js'
+import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
 
 /** One request as the journal keeps it. */
@@ -201,6 +201,8 @@ export interface TenantJournal {
   count(): number | Promise<number>
   /** What it holds on this process's heap, estimated in bytes (0 for a journal kept elsewhere). */
   readonly bytes: number
+  /** Told of every change to {@link bytes}, when it can change at all. */
+  meter?: HeldBytesMeter | undefined
 }
 
 const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization'])
@@ -241,6 +243,8 @@ export class RequestJournal implements TenantJournal {
 
   readonly #byteBudget: number
   #bytes = 0
+  /** Told of every change to {@link bytes}. */
+  meter: HeldBytesMeter | undefined
 
   constructor(limit = DEFAULT_JOURNAL_LIMIT, byteBudget = DEFAULT_JOURNAL_BYTES) {
     this.#limit = limit
@@ -261,11 +265,13 @@ export class RequestJournal implements TenantJournal {
     this.#kept.push(
       entry instanceof JournalDraft ? { id, draft: entry, entry: undefined, size } : { id, draft: undefined, entry: { id, ...entry }, size },
     )
+    const before = this.#bytes
     this.#bytes += size
     while (this.#kept.length - this.#head > 1 && (this.#kept.length - this.#head > this.#limit || this.#bytes > budget)) {
       this.#bytes -= this.#kept[this.#head]!.size
       this.#kept[this.#head++] = undefined
     }
+    if (this.#bytes !== before) this.meter?.add(this.#bytes - before)
     if (this.#head > 64 && this.#head * 2 > this.#kept.length) {
       this.#kept = this.#kept.slice(this.#head)
       this.#head = 0
@@ -299,6 +305,7 @@ export class RequestJournal implements TenantJournal {
     const entry = draft.toEntry(kept.id)
     const size = entryWeight(entry)
     this.#bytes += size - kept.size
+    if (size !== kept.size) this.meter?.add(size - kept.size)
     kept.size = size
     kept.entry = entry
     kept.draft = undefined
@@ -308,6 +315,7 @@ export class RequestJournal implements TenantJournal {
   clear(): void {
     this.#kept = []
     this.#head = 0
+    if (this.#bytes !== 0) this.meter?.add(-this.#bytes)
     this.#bytes = 0
   }
 

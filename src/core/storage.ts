@@ -16,6 +16,7 @@
  * - nothing is cached by the caller: every read asks the store (a store that is the only writer
  *   of its tenants may keep its own answers ready, as the in-memory one keeps its list's text).
  */
+import type { HeldBytesMeter } from './heap-weight.js'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
 import type { TenantJournal } from './journal.js'
@@ -65,6 +66,8 @@ export interface TenantStore {
    * budget): the categories of an in-memory store, 0 for a store that keeps them elsewhere.
    */
   readonly heldBytes: number
+  /** Told of every change to {@link heldBytes}, when it can change at all. */
+  meter?: HeldBytesMeter | undefined
 }
 
 /** What the tenant list shows about a stored tenant. */

@@ -6,7 +6,7 @@
  */
 import { Collection } from '@msw/data'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
-import { heapWeight, stringWeight } from './heap-weight.js'
+import { heapWeight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { CategoryLimitError, IdSpaceExhaustedError, toCategory, type TenantState, type TenantStore } from './storage.js'
 
 export { CategoryLimitError, IdSpaceExhaustedError } from './storage.js'
@@ -45,6 +45,8 @@ export class PetstoreStore implements TenantStore {
   onWrite: ((snapshot: StoreSnapshot) => void) | undefined
   /** Called when the store first holds more than its default seed (see {@link modified}). */
   onModified: (() => void) | undefined
+  /** Told of every change to {@link heldBytes}. */
+  meter: HeldBytesMeter | undefined
   #categories = emptyCollection()
   readonly #defaultScenario: string
   #scenario: string
@@ -87,7 +89,7 @@ export class PetstoreStore implements TenantStore {
       this.#categories = emptyCollection()
       // @note Counted before the chunked writes below, which let other work run: a memory budget
       // must see what a switch is about to hold, or many switches in flight would all pass it.
-      this.#heldBytes = categoriesWeight(state.categories)
+      this.#hold(categoriesWeight(state.categories), this.#listTextBytes)
       let written = 0
       for (const category of state.categories) {
         await this.#categories.create(toCategory(category))
@@ -115,10 +117,18 @@ export class PetstoreStore implements TenantStore {
       this.#categories = emptyCollection()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
-      this.#heldBytes = categoriesWeight(snapshot.categories)
+      this.#hold(categoriesWeight(snapshot.categories), this.#listTextBytes)
       this.#setModified(true)
       this.#wrote()
     })
+  }
+
+  /** Sets what the categories and the list's text hold, and tells the meter the difference. */
+  #hold(categoriesBytes: number, listTextBytes: number): void {
+    const delta = categoriesBytes + listTextBytes - this.#heldBytes - this.#listTextBytes
+    this.#heldBytes = categoriesBytes
+    this.#listTextBytes = listTextBytes
+    if (delta !== 0) this.meter?.add(delta)
   }
 
   #setModified(modified: boolean): void {
@@ -133,7 +143,7 @@ export class PetstoreStore implements TenantStore {
 
   #forgetListText(): void {
     this.#listText = undefined
-    this.#listTextBytes = 0
+    this.#hold(this.#heldBytes, 0)
   }
 
   #wrote(): void {
@@ -151,7 +161,7 @@ export class PetstoreStore implements TenantStore {
     return this.#serial(() => {
       if (this.#listText === undefined) {
         this.#listText = JSON.stringify(this.#categories.all().map(toCategory))
-        this.#listTextBytes = stringWeight(this.#listText)
+        this.#hold(this.#heldBytes, stringWeight(this.#listText))
       }
       return this.#listText
     })
@@ -208,7 +218,7 @@ export class PetstoreStore implements TenantStore {
           : { id, name: input.name, description: input.description },
       )
       this.#setModified(true)
-      this.#heldBytes += categoryWeight(record)
+      this.#hold(this.#heldBytes + categoryWeight(record), this.#listTextBytes)
       this.#wrote()
       return toCategory(record)
     })

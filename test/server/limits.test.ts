@@ -4,9 +4,10 @@
  * others meanwhile. Timeouts are configured short so the tests are quick; each asserts the cut
  * happens near the configured time, not at Node's 30 s check interval.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/core/limits.js'
-import { createSandboxApp } from '../../src/server.js'
+import { createSandboxApp, tenantId } from '../../src/server.js'
+import { Tenant } from '../../src/core/tenant.js'
 import { MemoryBudget } from '../../src/server/memory-budget.js'
 import { collect, openSocket } from '../support/raw-http.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
@@ -96,6 +97,48 @@ describe('the memory budget across tenants', () => {
     expect((await fetch('/__sandbox/health')).status).toBe(200)
     const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+
+  it('keeps what the tenants hold equal to their sum through creates, lists, journal reads and clears, resets, switches, evictions and deletes', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 4, adminToken: 'admin-1' })
+    const summed = () => [...sandbox.tenants.live()].reduce((total, [, tenant]) => total + tenant.heldBytes, 0)
+    const held: number[] = []
+    const check = () => {
+      held.push(sandbox.tenants.heldBytes())
+      expect(sandbox.tenants.heldBytes()).toBe(summed())
+    }
+    for (const key of ['a', 'b', 'c']) {
+      expect((await create(fetch, key, { name: `Made by ${key}`, description: 'x'.repeat(500) })).status).toBe(201)
+      await (await fetch('/v1/categories', { headers: auth(key) })).arrayBuffer()
+      check()
+    }
+    await (await fetch('/__sandbox/requests', { headers: auth('a') })).arrayBuffer() // formats a's journal
+    check()
+    expect((await fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('b') })).status).toBe(204)
+    check()
+    expect((await fetch('/__sandbox/reset', { method: 'POST', headers: auth('c') })).status).toBe(200)
+    check()
+    const switched = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('a', true), body: '{"name":"large-catalog"}' })
+    expect(switched.status).toBe(200)
+    check()
+    for (const key of ['d', 'e', 'f']) await (await fetch('/v1/categories', { headers: auth(key) })).arrayBuffer() // evicts the unmodified
+    check()
+    expect((await fetch(`/__sandbox/tenants/${tenantId('a')}`, { method: 'DELETE', headers: auth('admin-1') })).status).toBe(204)
+    check()
+    // The figure moved with every step: large-catalog's 10,000 categories came in, and left.
+    expect(Math.max(...held)).toBeGreaterThan(1_000_000)
+    expect(held.at(-1)).toBeLessThan(1_000_000)
+  })
+
+  it('judges a request against the budget without visiting every live tenant (issue 14: 1,000 live tenants made a create cost 65% more)', async () => {
+    const { fetch } = await startSandbox({ anyKey: true })
+    for (let i = 0; i < 50; i++) await (await fetch('/v1/categories', { headers: auth(`partner-${i}`) })).arrayBuffer()
+    const visits = vi.spyOn(Tenant.prototype, 'heldBytes', 'get')
+    for (let i = 0; i < 10; i++) expect((await create(fetch, 'partner-0', { name: `Create ${i}` })).status).toBe(201)
+    await (await fetch('/v1/categories', { headers: auth('partner-1') })).arrayBuffer()
+    // Before: twice per request for each of the 50 tenants (the admission check, then whether the journal may grow).
+    expect(visits.mock.calls.length).toBe(0)
+    visits.mockRestore()
   })
 
   it('refuses scenario switches with 503 once the budget is held, and the partner keeps its data', async () => {
