@@ -17,6 +17,10 @@ export interface RequestLogEntry {
   readonly path: string
   /** The status sent, or 0 when the connection closed without an answer (a network fault). */
   readonly status: number
+  /**
+   * Milliseconds from its arrival to its answer: written (the API's answers, CORS preflights) or
+   * done with by the connection (the admin API's, the demo page's).
+   */
   readonly ms: number
   /** The tenant id, `admin` for the admin token, or null without an accepted key. */
   readonly tenant: string | null
