@@ -74,7 +74,7 @@ export interface RequestContext {
 
 /** Stamps every answer with its headers and, with `log`, logs each request once. */
 export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLogEntry) => void) | undefined): RequestContext {
-  const logWritten = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
+  const emit = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
     const arrival = (res as Stamped)[ARRIVAL]
     if (log === undefined || arrival === undefined) return
     ;(res as Stamped)[ARRIVAL] = undefined
@@ -87,6 +87,14 @@ export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLog
       ms: Math.round((performance.now() - arrival.started) * 100) / 100,
       tenant: tenant ?? callerOf(tenants, req.headers.authorization),
     })
+  }
+  const logWritten = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
+    if (log === undefined) return
+    // @note A pipelined request answered before the ones ahead of it waits for its turn on the
+    // connection (Node gives it the socket then): logged when its connection is done with it,
+    // so that lines keep the order requests came in.
+    if (res.socket === null && !res.destroyed) res.once('close', () => emit(req, res, tenant))
+    else emit(req, res, tenant)
   }
   return {
     stamp(req, res) {
@@ -102,7 +110,7 @@ export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLog
       }
     },
     logOnClose(req, res) {
-      if (log) res.once('close', () => logWritten(req, res, undefined))
+      if (log) res.once('close', () => emit(req, res, undefined))
     },
     logWritten,
   }

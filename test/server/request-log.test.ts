@@ -3,6 +3,7 @@ import type * as NodeCrypto from 'node:crypto'
 import { describe, expect, it, vi } from 'vitest'
 import { tenantId } from '../../src/server.js'
 import { batchedLines } from '../../src/server/log-writer.js'
+import { exchange } from '../support/raw-http.js'
 import { auth, startSandbox } from '../support/sandbox-server.js'
 
 /** SHA-256 hashes taken (a key's tenant id is its hash). */
@@ -66,6 +67,24 @@ describe('request log', () => {
     ])
     expect(logs.map((entry) => entry.requestId)).toEqual(responses.map((response) => response.headers.get('x-request-id')))
     expect(logs.map((entry) => entry.tenant)).toEqual([tenantId('k1'), tenantId('k1'), tenantId('k1'), null, null, null])
+  })
+
+  it('logs pipelined requests in the order they came, however fast each was answered (trial finding)', async () => {
+    const { origin, logs } = await startSandbox({ apiKeys: ['k1'] })
+    const body = '{"name":"Pipelined"}'
+    const request = (method: string, path: string, id: string, text = '') =>
+      `${method} ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nX-Request-Id: ${id}\r\n` +
+      (text ? `Content-Type: application/json\r\nContent-Length: ${text.length}\r\n` : '') +
+      `\r\n${text}`
+    // A create (reads its body, writes the store), a list, then a 404 answered at once: all in one packet.
+    const answer = await exchange(origin, [request('POST', '/v1/categories', 'pipe-1', body) + request('GET', '/v1/categories', 'pipe-2') + request('GET', '/v1/nowhere', 'pipe-3')], { waitMs: 1000 })
+    expect(answer.text.match(/HTTP\/1\.1 \d{3}/g)).toEqual(['HTTP/1.1 201', 'HTTP/1.1 200', 'HTTP/1.1 404'])
+    await expect.poll(() => logs.length).toBe(3)
+    expect(logs.map((entry) => [entry.requestId, entry.status])).toEqual([
+      ['pipe-1', 201],
+      ['pipe-2', 200],
+      ['pipe-3', 404],
+    ])
   })
 
   it('keeps answering when the log callback throws, and tells the warn callback', async () => {
