@@ -13,7 +13,7 @@ export type CorsOrigins = '*' | readonly string[]
 const ALLOWED_METHODS = [...new Set([...API_METHODS, ...ADMIN_METHODS])].join(', ')
 const ALLOWED_HEADERS = 'Authorization, Content-Type, Prefer, X-Request-Id'
 /** Response headers a browser script may read. */
-const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, Link, WWW-Authenticate'
+const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, Link, WWW-Authenticate, Retry-After'
 /** A header list as browsers send it in `Access-Control-Request-Headers`. */
 const HEADER_LIST = /^[\w-]+(\s*,\s*[\w-]+)*$/
 

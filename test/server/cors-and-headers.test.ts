@@ -33,6 +33,16 @@ describe('CORS', () => {
     expect(response.headers.get('access-control-expose-headers')).toContain('X-Request-Id')
   })
 
+  it('lets a browser read the Retry-After of a 503 (trial finding: it was not exposed)', async () => {
+    const { fetch } = await startSandbox({ anyKey: true, maxTenants: 1 })
+    await (await fetch('/v1/categories', { method: 'POST', headers: { ...auth('first', true), origin: ORIGIN }, body: '{"name":"Kept"}' })).arrayBuffer()
+    const refused = await fetch('/v1/categories', { headers: { ...auth('second'), origin: ORIGIN } })
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toMatch(/^\d+$/)
+    const exposed = (refused.headers.get('access-control-expose-headers') ?? '').split(/,\s*/).map((name) => name.toLowerCase())
+    expect(exposed).toContain('retry-after')
+  })
+
   it('echoes an allowed origin and says nothing to others when origins are configured', async () => {
     const { fetch } = await startSandbox({ corsOrigins: [ORIGIN] })
     const preflight = { 'access-control-request-method': 'GET' }
