@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { wwwAuthenticate } from '../core/auth.js'
-import { mustCloseAfter } from './node-request.js'
+import { afterDrained, mustCloseAfter } from './node-request.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
 export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}): void {
@@ -21,6 +21,8 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
  * A HEAD request gets the headers and the Content-Length of its GET, and no body.
  */
 export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string): void {
+  // A connection that closes after this answer waits for the rest of the body to be dropped.
+  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body))) return
   // @note Answered before the body was read in full (a 413) and not dropping the rest: the
   // unread rest would stall a keep-alive connection, so it is closed after this answer.
   if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')

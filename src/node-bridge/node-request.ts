@@ -108,8 +108,11 @@ export const DRAIN_MAX_BYTES = 16 * 1024 * 1024
 /** A client that sends nothing for this long while its rest is being dropped is disconnected. */
 export const DRAIN_IDLE_MS = 1000
 
-/** Requests whose unread rest is being dropped after a 413: their connection may stay open. */
-const draining = new WeakSet<IncomingMessage>()
+/**
+ * Requests whose unread rest is being dropped after a 413 (their connection may stay open), with
+ * what waits for the rest to be read.
+ */
+const draining = new WeakMap<IncomingMessage, (() => void)[]>()
 
 /**
  * Whether the connection of a request answered before its body was read in full must close:
@@ -117,6 +120,19 @@ const draining = new WeakSet<IncomingMessage>()
  */
 export function mustCloseAfter(req: IncomingMessage): boolean {
   return !req.complete && !draining.has(req)
+}
+
+/**
+ * Runs `write` once the rest of `req`'s body has been read and dropped (or the drop was cut
+ * off), and returns true; returns false, having done nothing, when no rest is being dropped.
+ * @note For a connection that closes after its answer (`Connection: close`): answered at once,
+ * it closed while the client still sent, and the client saw `EPIPE` instead of the 413.
+ */
+export function afterDrained(req: IncomingMessage, write: () => void): boolean {
+  const waiting = draining.get(req)
+  if (waiting === undefined) return false
+  waiting.push(write)
+  return true
 }
 
 /**
@@ -173,12 +189,16 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
  */
 function drainRest(req: IncomingMessage, read = 0): void {
   if (req.complete) return
-  draining.add(req)
+  const waiting: (() => void)[] = []
+  draining.set(req, waiting)
   let drained = read
   let idle: NodeJS.Timeout | undefined
   const stop = (cut: boolean) => {
     clearTimeout(idle)
     req.off('data', onData).off('end', onEnd).off('close', onEnd)
+    draining.delete(req)
+    // Answers held until now go out before a cut connection closes.
+    for (const write of waiting.splice(0)) write()
     if (cut) req.socket.destroySoon()
   }
   const arm = () => {

@@ -90,10 +90,11 @@ export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLog
   }
   const logWritten = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
     if (log === undefined) return
-    // @note A pipelined request answered before the ones ahead of it waits for its turn on the
-    // connection (Node gives it the socket then): logged when its connection is done with it,
-    // so that lines keep the order requests came in.
-    if (res.socket === null && !res.destroyed) res.once('close', () => emit(req, res, tenant))
+    // @note An answer that has not gone out yet is logged when its connection is done with it:
+    // a pipelined request answered before the ones ahead of it waits for its turn (Node gives it
+    // the socket then), so lines keep the order requests came in; a 413 on a connection that
+    // closes after it waits for the rest of its body to be dropped.
+    if ((res.socket === null || !res.headersSent) && !res.destroyed) res.once('close', () => emit(req, res, tenant))
     else emit(req, res, tenant)
   }
   return {

@@ -317,6 +317,29 @@ describe('bodies over the limit', () => {
     },
   )
 
+  it('lets a client that asked for Connection: close send its whole body over the limit and read the 413 (trial finding: it got EPIPE)', async () => {
+    const { origin, logs } = await startSandbox()
+    const socket = await openSocket(origin)
+    const errors: string[] = []
+    socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message))
+    const answer = collect(socket, 5000)
+    const size = 1024 * 1024 + 1
+    socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer sandbox-dev-key\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`)
+    // The rest in four pieces, 150 ms apart: the 413 is answered after the first.
+    const piece = Math.ceil(size / 4)
+    for (let sent = 0; sent < size; sent += piece) {
+      await new Promise((resolve) => setTimeout(resolve, 150))
+      await new Promise<void>((resolve) => socket.write('x'.repeat(Math.min(piece, size - sent)), (error) => (error ? (errors.push((error as NodeJS.ErrnoException).code ?? error.message), resolve()) : resolve())))
+    }
+    const { text, closed } = await answer
+    expect(errors).toEqual([])
+    expect(text).toMatch(/^HTTP\/1\.1 413 /)
+    expect(text).toContain('"code":"payload_too_large"')
+    expect(closed).toBe(true)
+    // Logged with the status the client got, once it went out.
+    await expect.poll(() => logs.map((entry) => entry.status)).toEqual([413])
+  })
+
   it('keeps the connection usable after a 413 whose rest it read', async () => {
     const { origin } = await startSandbox()
     const socket = await openSocket(origin)
