@@ -23,8 +23,16 @@ const REASONS: Readonly<Record<number, string>> = {
   431: 'Request Header Fields Too Large',
 }
 
+/** What the server does for the requests it refuses itself, as for those it routes: stamping and logging them. */
+export interface RefusalHooks {
+  /** Stamps a refused request that has a response (an unmet `Expect`) with its headers, and arranges its log line. */
+  readonly stamp?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
+  /** Logs a request refused before Node could read it (a malformed request, headers too large, a timeout). */
+  readonly logUnread?: ((requestId: string, status: number) => void) | undefined
+}
+
 /** Installs the `clientError` and `checkExpectation` listeners on a server that serves the sandbox app. */
-export function answerClientErrors(server: Server): void {
+export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: { headersSent?: boolean } | null }) => {
     // @note As Node's default: a response already under way cannot be replaced by another one.
     if (error.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent) {
@@ -33,12 +41,14 @@ export function answerClientErrors(server: Server): void {
     }
     const { code, params } = ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }
     const text = JSON.stringify(apiError(code, params))
+    const requestId = randomUUID()
+    hooks.logUnread?.(requestId, apiError(code).status)
     socket.end(
       [
         `HTTP/1.1 ${apiError(code).status} ${REASONS[apiError(code).status] ?? 'Error'}`,
         'Content-Type: application/json',
         `Content-Length: ${Buffer.byteLength(text)}`,
-        `X-Request-Id: ${randomUUID()}`,
+        `X-Request-Id: ${requestId}`,
         'X-Content-Type-Options: nosniff',
         'Connection: close',
         '',
@@ -48,8 +58,12 @@ export function answerClientErrors(server: Server): void {
   })
   // @note With a listener, Node leaves the answer to an unmet `Expect` to us instead of a bare 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    res.setHeader('X-Request-Id', randomUUID())
-    res.setHeader('X-Content-Type-Options', 'nosniff')
+    if (hooks.stamp) {
+      hooks.stamp(req, res)
+    } else {
+      res.setHeader('X-Request-Id', randomUUID())
+      res.setHeader('X-Content-Type-Options', 'nosniff')
+    }
     res.setHeader('Connection', 'close')
     sendError(res, 'expectation_failed', { expect: JSON.stringify(req.headers.expect ?? '') })
   })

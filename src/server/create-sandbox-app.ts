@@ -452,7 +452,16 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     clearInterval(sweeper)
     await storage.close()
   }
-  const createServer = () => createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`)
+  // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
+  // request) are stamped and logged as every other.
+  const createServer = () =>
+    createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`, {
+      stamp: (req, res) => {
+        context.stamp(req, res)
+        context.logOnClose(req, res)
+      },
+      logUnread: (requestId, status) => context.logUnread(requestId, status),
+    })
   return {
     listener,
     get app() {

@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { answerClientErrors } from './client-errors.js'
+import { answerClientErrors, type RefusalHooks } from './client-errors.js'
 import { sendError } from '../node-bridge/http-errors.js'
 
 /** How long a client may take to send its headers, in ms; then 408 and the connection closes. @default 10000 */
@@ -38,7 +38,7 @@ export function checkingInterval(limits: ServerLimits): number {
 }
 
 /** Builds (does not start) the HTTP server for `listener`; `healthPath` is answered even over the cap. */
-export function createSandboxServer(listener: RequestListener, limits: ServerLimits, healthPath: string): Server {
+export function createSandboxServer(listener: RequestListener, limits: ServerLimits, healthPath: string, hooks: RefusalHooks = {}): Server {
   let open = 0
   const server = createServer(
     {
@@ -48,6 +48,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
     },
     (req: IncomingMessage, res: ServerResponse) => {
       if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath) {
+        hooks.stamp?.(req, res)
         res.setHeader('X-Content-Type-Options', 'nosniff')
         res.setHeader('Retry-After', '1')
         res.setHeader('Connection', 'close')
@@ -64,6 +65,6 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   // @note The hard cap: past it Node closes new connections before reading them, which keeps the
   // process within its file descriptors however many sockets a client opens.
   server.maxConnections = limits.maxConnections + CONNECTION_RESERVE
-  answerClientErrors(server)
+  answerClientErrors(server, hooks)
   return server
 }

@@ -70,6 +70,8 @@ export interface RequestContext {
    * request cost more than formatting the line.
    */
   logWritten(req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void
+  /** Logs a request Node refused before it could read it: no method, path or tenant is known (`-`). */
+  logUnread(requestId: string, status: number): void
 }
 
 /** Stamps every answer with its headers and, with `log`, logs each request once. */
@@ -114,6 +116,9 @@ export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLog
       if (log) res.once('close', () => emit(req, res, undefined))
     },
     logWritten,
+    logUnread(requestId, status) {
+      log?.({ time: isoNow(), requestId, method: '-', path: '-', status, ms: 0, tenant: null })
+    },
   }
 }
 

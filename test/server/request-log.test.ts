@@ -87,6 +87,22 @@ describe('request log', () => {
     ])
   })
 
+  it('logs the requests the server refuses before any route, with the X-Request-Id their client got (trial finding)', async () => {
+    const { origin, logs } = await startSandbox({ apiKeys: ['k1'] })
+    const garbage = await exchange(origin, ['GARBAGE\r\n\r\n'], { waitMs: 1000 })
+    expect(garbage.status).toBe(400)
+    const garbageId = /X-Request-Id: (\S+)/i.exec(garbage.text)?.[1]
+    expect(garbageId).toBeDefined()
+    const expectation = await exchange(origin, ['GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nExpect: foo\r\nX-Request-Id: r417\r\n\r\n'], { waitMs: 1000 })
+    expect(expectation.status).toBe(417)
+    expect(expectation.text).toMatch(/X-Request-Id: r417\r\n/i)
+    await expect.poll(() => logs.length).toBe(2)
+    expect(logs.map((entry) => [entry.requestId, entry.status, entry.method, entry.path, entry.tenant])).toEqual([
+      [garbageId, 400, '-', '-', null],
+      ['r417', 417, 'GET', '/v1/categories', tenantId('k1')],
+    ])
+  })
+
   it('keeps answering when the log callback throws, and tells the warn callback', async () => {
     const warnings: string[] = []
     const { fetch } = await startSandbox({
