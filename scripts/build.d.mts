@@ -9,5 +9,5 @@ export declare const browserFiles: Plugin
 export declare function buildJavaScript(): Promise<void>
 /** Whether dist/ is missing or older than a file of src/. */
 export declare function distIsStale(): Promise<boolean>
-/** Builds the JavaScript when {@link distIsStale}, saying so on stderr. */
+/** Builds the JavaScript when {@link distIsStale}, saying so (and why) on stderr. */
 export declare function buildIfStale(): Promise<void>

@@ -125,14 +125,21 @@ async function newestSource(dir) {
 
 /** Whether dist/ is missing or older than a file of src/ (then `npm start` builds the JavaScript first). */
 export async function distIsStale() {
-  const built = await stat(join(dist, 'cli.js')).then((file) => file.mtimeMs, () => 0)
-  return built === 0 || (await newestSource(join(root, 'src'))) > built
+  return (await staleness()) !== undefined
 }
 
-/** Builds the JavaScript when {@link distIsStale}, saying so on stderr. */
+/** Why dist/ must be built: it is missing, or src/ changed since; undefined when it is current. */
+async function staleness() {
+  const built = await stat(join(dist, 'cli.js')).then((file) => file.mtimeMs, () => 0)
+  if (built === 0) return 'dist/ has not been built yet'
+  return (await newestSource(join(root, 'src'))) > built ? 'src/ changed since the last build' : undefined
+}
+
+/** Builds the JavaScript when {@link distIsStale}, saying so (and why) on stderr. */
 export async function buildIfStale() {
-  if (!(await distIsStale())) return
-  process.stderr.write('petstore-sandbox: src/ changed since the last build; building dist/ (JavaScript only)…\n')
+  const why = await staleness()
+  if (why === undefined) return
+  process.stderr.write(`petstore-sandbox: ${why}; building dist/ (JavaScript only)…\n`)
   await buildJavaScript()
 }
 
