@@ -331,7 +331,12 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     requestTimeoutMs: settings.requestTimeoutMs,
   }
   // @note The budget reads the registry, which is built with the budget's check: a closure.
-  const budget = new MemoryBudget({ budgetBytes: limits.memoryBudgetBytes, heldBytes: () => tenants.heldBytes() })
+  const budget = new MemoryBudget({
+    budgetBytes: limits.memoryBudgetBytes,
+    heldBytes: () => tenants.heldBytes(),
+    // Tenants still on their seed (readers) make room rather than lock every partner's writes out.
+    relieve: () => tenants.relieve(limits.memoryBudgetBytes),
+  })
   const admit = (work: 'grow' | 'read') => budget.admit(work)
   const tenants = new TenantRegistry({
     scenario,

@@ -19,6 +19,13 @@ export interface MemoryBudgetOptions {
    * @default 0.75
    */
   readonly heapShare?: number | undefined
+  /**
+   * Makes room when the tenants hold more than the budget, before anything is refused: drops what
+   * can go without loss (tenants still on their seed), least recently used first; returns how
+   * many things it dropped. After a call that dropped nothing, not called again for
+   * {@link RELIEF_INTERVAL_MS}. @default nothing is dropped
+   */
+  readonly relieve?: (() => number) | undefined
   /** V8's heap figures (a test passes its own). @default v8.getHeapStatistics */
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
@@ -29,6 +36,8 @@ export const CRITICAL_HEAP_SHARE = 0.9
 export const RETRY_AFTER_SECONDS = 30
 /** How long one reading of the heap is trusted, in ms (reading it costs a few µs). */
 const HEAP_SAMPLE_MS = 100
+/** While over the budget with nothing to drop, room is looked for again at most this often (each look visits every tenant). */
+export const RELIEF_INTERVAL_MS = 100
 
 /**
  * The default budget: half of V8's heap limit, so that what the tenants hold plus the server's
@@ -50,6 +59,8 @@ export class MemoryBudget {
   #sampledAt = Number.NEGATIVE_INFINITY
   #heapShare = 0
   #refusals = 0
+  /** When a relief last dropped nothing. */
+  #fruitlessAt = Number.NEGATIVE_INFINITY
 
   constructor(options: MemoryBudgetOptions) {
     this.#options = options
@@ -70,8 +81,17 @@ export class MemoryBudget {
     if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
     if (work === 'read') return undefined
     if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
-    if (this.#options.heldBytes() > this.#options.budgetBytes) return 'the tenants hold all the memory the operator allowed'
+    if (this.#options.heldBytes() > this.#options.budgetBytes && !this.#relieved()) return 'the tenants hold all the memory the operator allowed'
     return undefined
+  }
+
+  /** Whether dropping what can go without loss brought the tenants within the budget. */
+  #relieved(): boolean {
+    const relieve = this.#options.relieve
+    const now = Date.now()
+    if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
+    if (relieve() === 0) this.#fruitlessAt = now
+    return this.#options.heldBytes() <= this.#options.budgetBytes
   }
 
   /** How many requests were refused since start. */

@@ -289,7 +289,27 @@ export class TenantRegistry implements TenantResolver {
     return this.#heldBytes
   }
 
-  /** How many tenants were evicted from memory to stay under the cap since start. */
+  /**
+   * Evicts tenants that lose nothing by leaving (with a durable storage, any; in memory, those
+   * still on their seed), least recently used first, until the live tenants hold at most `bytes`.
+   * The tenant used last stays (a request of its own is under way). Returns how many left.
+   * @note A tenant that only read loses its journal with it, as at the tenant cap.
+   */
+  relieve(bytes: number): number {
+    const { storage } = this.#options
+    let evicted = 0
+    for (const [id, entry] of this.#tenants) {
+      if (this.#heldBytes <= bytes) break
+      const tenant = entry.tenant
+      if (!tenant || entry === this.#lastUsed) continue
+      if (!storage.durable && tenant.store.modified) continue
+      this.#evict(id, false)
+      evicted++
+    }
+    return evicted
+  }
+
+  /** How many tenants were evicted from memory to stay under the cap or the memory budget since start. */
   get evictions(): number {
     return this.#evictions
   }

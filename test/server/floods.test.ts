@@ -25,11 +25,12 @@ function expectSurvived(report: FloodReport, allowed: readonly number[]): void {
 }
 
 describe('floods', () => {
-  it('survives a journal flood of bloated bodies over many keys, refusing new tenants once the budget is held', async () => {
+  it('survives a journal flood of bloated bodies over many keys, dropping tenants on their seed to stay within the budget', async () => {
     const { origin, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 8 * 1024 * 1024 })
     const report = await journalFlood({ origin }, 300 * SIZE, 24 * SIZE)
+    // 503 only while nothing may be dropped (every tenant in use at once).
     expectSurvived(report, [400, 503])
-    expect(report.statuses['503']).toBeGreaterThan(0)
+    expect(sandbox.tenants.evictions).toBeGreaterThan(0)
     expect(sandbox.tenants.heldBytes()).toBeLessThan(8 * 1024 * 1024 + 256 * 1024)
   })
 

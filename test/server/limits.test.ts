@@ -8,7 +8,7 @@ import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/core/limits.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/core/tenant.js'
-import { MemoryBudget } from '../../src/server/memory-budget.js'
+import { MemoryBudget, RELIEF_INTERVAL_MS } from '../../src/server/memory-budget.js'
 import { collect, openSocket } from '../support/raw-http.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -76,9 +76,11 @@ describe('name, description and category limits', () => {
 })
 
 describe('the memory budget across tenants', () => {
-  it('refuses new tenants with 503 over_capacity and Retry-After once the tenants hold the budget, and keeps serving the others', async () => {
+  it('refuses new tenants with 503 over_capacity and Retry-After once tenants holding writes fill the budget, and keeps serving the others', async () => {
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, journalBytes: 1024 * 1024 })
     expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
+    // Tenants that wrote cannot be dropped to make room: their data exists nowhere else.
+    for (let i = 0; i < 10; i++) expect((await create(fetch, `flood-${i}`, { name: 'Kept' })).status).toBe(201)
     const body = `[${Array.from({ length: 21_800 }, () => '{}').join(',')}]`
     const statuses: number[] = []
     let refusal: Response | undefined
@@ -141,6 +143,24 @@ describe('the memory budget across tenants', () => {
     visits.mockRestore()
   })
 
+  it('drops tenants still on their seed, least recently used first, rather than refuse writes once readers fill the budget (trial finding)', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 40 * 1024 })
+    const statuses: number[] = []
+    for (let i = 0; i < 12; i++) {
+      const response = await fetch('/v1/categories', { headers: auth(`reader-${i}`) })
+      statuses.push(response.status)
+      await response.arrayBuffer()
+    }
+    expect(statuses).toEqual(Array(12).fill(200))
+    expect((await create(fetch, 'writer', { name: 'Written' })).status).toBe(201)
+    expect((await create(fetch, 'reader-11', { name: 'Also written' })).status).toBe(201)
+    expect(sandbox.tenants.evictions).toBeGreaterThan(0)
+    expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(40 * 1024 + 4 * 1024)
+    const live = [...sandbox.tenants.live()].map(([id]) => id)
+    expect(live).toEqual(expect.arrayContaining([tenantId('writer'), tenantId('reader-11')]))
+    expect(live).not.toContain(tenantId('reader-0'))
+  })
+
   it('refuses scenario switches with 503 once the budget is held, and the partner keeps its data', async () => {
     const { fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 24 * 1024 * 1024 })
     expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
@@ -161,6 +181,36 @@ describe('the memory budget across tenants', () => {
     expect((await fetch('/__sandbox/health')).status).toBe(200)
     const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+
+  it('asks for room before refusing a write, and after asking in vain waits before asking again', () => {
+    vi.useFakeTimers({ toFake: ['Date'] })
+    try {
+      let held = 200
+      let dropped = 0
+      let asked = 0
+      const budget = new MemoryBudget({
+        budgetBytes: 100,
+        heldBytes: () => held,
+        heap: () => ({ used_heap_size: 0, heap_size_limit: 100 }),
+        relieve: () => {
+          asked++
+          held -= dropped
+          return dropped > 0 ? 1 : 0
+        },
+      })
+      expect(budget.refusal('grow')).toMatch(/tenants hold/)
+      expect(budget.refusal('grow')).toMatch(/tenants hold/)
+      expect(asked).toBe(1)
+      vi.setSystemTime(Date.now() + RELIEF_INTERVAL_MS)
+      dropped = 150
+      expect(budget.refusal('grow')).toBeUndefined()
+      expect(asked).toBe(2)
+      expect(budget.refusal('read')).toBeUndefined()
+      expect(asked).toBe(2)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('refuses new state near the heap limit and all work closer to it, from V8’s own figures', () => {
