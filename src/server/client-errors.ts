@@ -33,9 +33,28 @@ export interface RefusalHooks {
 
 /** Installs the `clientError` and `checkExpectation` listeners on a server that serves the sandbox app. */
 export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): void {
-  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: { headersSent?: boolean } | null }) => {
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }) => {
+    if (error.code === 'ECONNRESET') {
+      socket.destroy()
+      return
+    }
+    refuseAfterAnswers(error, socket)
+  })
+  /**
+   * Refuses what came on `socket` once the requests received in full before it have their
+   * answers.
+   * @note Bytes that are not HTTP right after a whole request (a Content-Length one short of the
+   * body): answered with the 400 at once, a create that was stored looked failed to its client,
+   * which would send it again.
+   */
+  const refuseAfterAnswers = (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }): void => {
+    const inFlight = socket._httpMessage
+    if (inFlight && inFlight.req.complete && !inFlight.destroyed && !inFlight.writableFinished) {
+      inFlight.once('close', () => refuseAfterAnswers(error, socket))
+      return
+    }
     // @note As Node's default: a response already under way cannot be replaced by another one.
-    if (error.code === 'ECONNRESET' || !socket.writable || socket._httpMessage?.headersSent) {
+    if (!socket.writable || inFlight?.headersSent) {
       socket.destroy()
       return
     }
@@ -55,7 +74,7 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
         text,
       ].join('\r\n'),
     )
-  })
+  }
   // @note With a listener, Node leaves the answer to an unmet `Expect` to us instead of a bare 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     if (hooks.stamp) {
