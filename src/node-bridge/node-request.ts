@@ -97,7 +97,7 @@ class NodeHeaders implements HeaderReader {
   }
 }
 
-const CUT_OFF: RawBody = { ok: false, code: 'invalid_body', params: { reason: 'The request body was cut off before its end' } }
+const CUT_OFF: RawBody = { ok: false, code: 'invalid_body', params: { reason: 'The request body was cut off before its end' }, gone: true }
 
 /**
  * After a 413, the rest of the body is read and dropped, up to this many bytes, so that the

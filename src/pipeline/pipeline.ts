@@ -118,7 +118,8 @@ export class Pipeline {
       if (operation.body !== undefined) {
         const raw = await request.readBody(this.#options.maxBodyBytes)
         bodyText = raw.ok ? raw.text : ''
-        if (!raw.ok && tenant) outcome = failure(raw.code, raw.params)
+        // @note A client gone before its body ended gets no answer, and is journaled so (status 0, as the log has it).
+        if (!raw.ok && tenant) outcome = raw.gone ? { kind: 'network' } : failure(raw.code, raw.params)
       }
       if (refused) throw refused.error
       if (!auth.ok || !tenant) {

@@ -10,7 +10,13 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 export type RawBody =
   | { readonly ok: true; readonly text: string }
-  | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams }
+  | {
+      readonly ok: false
+      readonly code: ErrorCode
+      readonly params: ErrorParams
+      /** The client's connection ended before the body did: nobody is left to answer. */
+      readonly gone?: true
+    }
 
 /** The answer to a body over `limit` bytes. */
 export function payloadTooLarge(limit: number): RawBody {

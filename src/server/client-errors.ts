@@ -61,7 +61,8 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
     const { code, params } = ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }
     const text = JSON.stringify(apiError(code, params))
     const requestId = randomUUID()
-    hooks.logUnread?.(requestId, apiError(code).status)
+    // A request cut off mid-way (a timeout, its client gone) has a line of its own, as dropped.
+    if (!inFlight) hooks.logUnread?.(requestId, apiError(code).status)
     socket.end(
       [
         `HTTP/1.1 ${apiError(code).status} ${REASONS[apiError(code).status] ?? 'Error'}`,

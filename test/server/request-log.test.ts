@@ -3,7 +3,7 @@ import type * as NodeCrypto from 'node:crypto'
 import { describe, expect, it, vi } from 'vitest'
 import { tenantId } from '../../src/server.js'
 import { batchedLines } from '../../src/server/log-writer.js'
-import { exchange } from '../support/raw-http.js'
+import { exchange, openSocket } from '../support/raw-http.js'
 import { auth, startSandbox } from '../support/sandbox-server.js'
 
 /** SHA-256 hashes taken (a key's tenant id is its hash). */
@@ -101,6 +101,20 @@ describe('request log', () => {
       [garbageId, 400, '-', '-', null],
       ['r417', 417, 'GET', '/v1/categories', tenantId('k1')],
     ])
+  })
+
+  it('journals a request whose client left mid-body as the log has it: dropped, no answer (trial finding)', async () => {
+    const { origin, fetch, logs } = await startSandbox({ apiKeys: ['k1'] })
+    const socket = await openSocket(origin)
+    socket.write('POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"name":"Le')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    socket.destroy()
+    await expect.poll(() => logs.length).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(logs.map((entry) => [entry.method, entry.status])).toEqual([['POST', 0]])
+    const journal = (await (await fetch('/__sandbox/requests', { headers: auth('k1') })).json()) as { method: string; response: { status: number; body?: unknown } }[]
+    const posted = journal.filter((entry) => entry.method === 'POST')
+    expect(posted.map((entry) => entry.response)).toEqual([{ status: 0 }])
   })
 
   it('keeps answering when the log callback throws, and tells the warn callback', async () => {
