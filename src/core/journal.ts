@@ -205,7 +205,12 @@ export interface TenantJournal {
   meter?: HeldBytesMeter | undefined
 }
 
-const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization'])
+/**
+ * Credentials a request may carry, kept as `[redacted]`: ours (`Authorization`) and the common
+ * ones of other services a client may send along, which the operator reading a partner's journal
+ * must not see either.
+ */
+const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-api-key', 'api-key', 'x-auth-token', 'x-access-token'])
 
 /** @default 1000 entries */
 export const DEFAULT_JOURNAL_LIMIT = 1000
