@@ -33,11 +33,21 @@ export interface RefusalHooks {
 
 /** Installs the `clientError` and `checkExpectation` listeners on a server that serves the sandbox app. */
 export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): void {
+  /**
+   * Sockets whose refusal waits for the answers ahead of it.
+   * @note Node reports every later chunk on such a socket as another error, each holding its
+   * bytes: answered once and read no further, a client sending garbage while a slow answer is
+   * made holds nothing (before, one waiting listener and its chunk per error: 400 MiB held).
+   */
+  const refusing = new WeakSet<Duplex>()
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }) => {
     if (error.code === 'ECONNRESET') {
       socket.destroy()
       return
     }
+    if (refusing.has(socket)) return
+    refusing.add(socket)
+    socket.pause()
     refuseAfterAnswers(error, socket)
   })
   /**
@@ -48,8 +58,11 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
    * which would send it again.
    */
   const refuseAfterAnswers = (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }): void => {
+    // @note Each answer ahead is waited for until it closes: Node hands the socket to the next
+    // one when an answer finishes, and `writableFinished` is true as soon as it was flushed, even
+    // before that (waiting on it, two pipelined answers ahead of a create dropped the create's).
     const inFlight = socket._httpMessage
-    if (inFlight && inFlight.req.complete && !inFlight.destroyed && !inFlight.writableFinished) {
+    if (inFlight && inFlight.req.complete && !inFlight.destroyed && !inFlight.closed) {
       inFlight.once('close', () => refuseAfterAnswers(error, socket))
       return
     }

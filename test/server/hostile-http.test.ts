@@ -184,6 +184,41 @@ describe('the sandbox server under hostile HTTP', () => {
     expect(logs.slice(before).map((entry) => entry.status)[0]).toBe(201)
   })
 
+  it('answers every pipelined request ahead of bytes that are not HTTP, then the 400 (review finding: two answers ahead dropped the create’s)', async () => {
+    const { origin, fetch } = await startSandbox({ apiKeys: [...KEYS] })
+    const body = '{"name":"Pipelined"}'
+    const answer = await exchange(
+      origin,
+      [
+        head('GET', '/v1/categories', [authA, 'Prefer: delay=300']),
+        head('GET', '/v1/categories', [authA]),
+        ...post(body, [authA, json, 'Prefer: delay=100']),
+        'NOT HTTP\r\n\r\n',
+      ],
+      { end: false, waitMs: 2500 },
+    )
+    expect([...answer.text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => match[1])).toEqual(['200', '200', '201', '400'])
+    const listed = (await jsonOf(await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEYS[0]}` } }))) as { name: string }[]
+    expect(listed.filter((category) => category.name === 'Pipelined')).toHaveLength(1)
+  })
+
+  it('holds nothing more for bytes that keep coming after a parse error while an answer is still made (review finding: a listener and a chunk per error)', async () => {
+    const { origin, server } = await startSandbox({ apiKeys: [...KEYS] })
+    let errors = 0
+    server.prependListener('clientError', () => errors++)
+    const socket = await openSocket(origin)
+    const answer = collect(socket, 4000)
+    socket.write(head('GET', '/v1/categories', [authA, 'Prefer: delay=800']) + 'NOT HTTP\r\n')
+    for (let i = 0; i < 30; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10))
+      if (!socket.destroyed) socket.write(`garbage ${i}\r\n`)
+    }
+    const { text } = await answer
+    // The socket is read no further once refused: Node reports one error, not one per chunk.
+    expect(errors).toBe(1)
+    expect([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => match[1])).toEqual(['200', '400'])
+  })
+
   it('answers two Authorization headers as at most one tenant, never with the other’s data', async () => {
     const sandbox = await twoTenants()
     const before = await stateOf(sandbox)
