@@ -148,6 +148,9 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
     return Promise.resolve(payloadTooLarge(limit))
   }
   if (req.readableEnded) return Promise.resolve({ ok: true, text: '' })
+  // @note A client gone before the body was asked for (a tenant read from Redis first): its
+  // stream will say nothing more, and listeners added now would wait for good.
+  if (req.destroyed && !req.complete) return Promise.resolve(CUT_OFF)
   // @note A small body usually arrives with its headers: by the time the pipeline asks for it,
   // Node has parsed all of it into the stream's buffer, and it is taken from there at once,
   // without listeners or a switch to flowing mode.

@@ -410,7 +410,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     return built
   }
 
-  const context = requestContext(tenants, settings.log as SandboxAppOptions['log'])
+  const context = requestContext(tenants, settings.log as SandboxAppOptions['log'], (error) => reportUnexpected(error, 'the request log'))
   const preflight = cors(settings.corsOrigins)
   // @note No body parser anywhere before the API: the core reads bodies itself (and judges them).
   const api = apiBridge(

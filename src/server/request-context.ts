@@ -74,8 +74,24 @@ export interface RequestContext {
   logUnread(requestId: string, status: number): void
 }
 
-/** Stamps every answer with its headers and, with `log`, logs each request once. */
-export function requestContext(tenants: TenantRegistry, log: ((entry: RequestLogEntry) => void) | undefined): RequestContext {
+/**
+ * Stamps every answer with its headers and, with `log`, logs each request once. A `log` that
+ * throws is reported to `report`, never thrown at Node (a `close` listener's exception ends the process).
+ */
+export function requestContext(
+  tenants: TenantRegistry,
+  userLog: ((entry: RequestLogEntry) => void) | undefined,
+  report: (error: unknown) => void = () => undefined,
+): RequestContext {
+  const log =
+    userLog &&
+    ((entry: RequestLogEntry) => {
+      try {
+        userLog(entry)
+      } catch (error) {
+        report(error)
+      }
+    })
   const emit = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
     const arrival = (res as Stamped)[ARRIVAL]
     if (log === undefined || arrival === undefined) return

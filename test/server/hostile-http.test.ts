@@ -3,7 +3,10 @@
  * oversized bodies, deep nesting, huge and duplicated headers, invalid UTF-8, bad hosts, slow
  * clients. After each, the server still answers and no tenant's data changed.
  */
+import { createServer, type IncomingMessage } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { readNodeBody } from '../../src/node-bridge/node-request.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { collect, exchange, openSocket, seededBytes } from '../support/raw-http.js'
 import { jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
@@ -276,5 +279,24 @@ describe('the sandbox server under hostile HTTP', () => {
       clearInterval(trickle)
     }
     expect(await stateOf(sandbox)).toEqual(before)
+  })
+})
+
+describe('reading a body', () => {
+  it('says the body was cut off when its client left before it was asked for (review finding: it waited for good)', async () => {
+    let left: IncomingMessage | undefined
+    const server = createServer((req) => req.once('close', () => (left = req)))
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const socket = await openSocket(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)
+      socket.write('POST /v1/categories HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"na')
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      socket.destroy()
+      await expect.poll(() => left).toBeDefined()
+      const result = await Promise.race([readNodeBody(left!, 1024), new Promise((resolve) => setTimeout(() => resolve('still waiting'), 500))])
+      expect(result).toMatchObject({ ok: false, code: 'invalid_body', gone: true })
+    } finally {
+      server.close()
+    }
   })
 })

@@ -119,7 +119,7 @@ describe('request log', () => {
 
   it('keeps answering when the log callback throws, and tells the warn callback', async () => {
     const warnings: string[] = []
-    const { fetch } = await startSandbox({
+    const { fetch, origin } = await startSandbox({
       apiKeys: ['k1'],
       log: () => {
         throw new Error('log sink is full')
@@ -133,6 +133,11 @@ describe('request log', () => {
     }
     expect(await count()).toBe(seeded + 2)
     expect(warnings.filter((warning) => warning.includes('log sink is full'))).toHaveLength(4)
+    // Lines written when the connection is done (the admin API) or for requests Node refused
+    // (review finding: there, the exception ended the process).
+    expect((await fetch('/__sandbox/health')).status).toBe(200)
+    expect((await exchange(origin, ['GARBAGE\r\n\r\n'], { waitMs: 1000 })).status).toBe(400)
+    await expect.poll(() => warnings.filter((warning) => warning.includes('log sink is full')).length).toBe(6)
   })
 
   it('still names the admin token, and nobody for a refused key', async () => {
