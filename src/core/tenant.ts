@@ -31,6 +31,7 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
   #faults: FaultInjector
   #ready!: Promise<void>
   #settled = false
+  #busy = 0
 
   /**
    * A tenant on `scenario` whose `store` holds that scenario's state (or will, once `ready`
@@ -60,6 +61,21 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
       },
       () => undefined,
     )
+  }
+
+  /** Marks a request of its own under way (until {@link leave}): a busy tenant is not dropped to make room. */
+  enter(): void {
+    this.#busy++
+  }
+
+  /** Ends what {@link enter} began. */
+  leave(): void {
+    this.#busy--
+  }
+
+  /** Whether a request of its own is under way. */
+  get busy(): boolean {
+    return this.#busy > 0
   }
 
   /** Whether {@link ready} has settled: a request need not wait for it. */

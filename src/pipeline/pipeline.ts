@@ -110,6 +110,8 @@ export class Pipeline {
       try {
         const found = auth.ok ? this.#options.tenants.resolve(auth.token) : undefined
         tenant = found instanceof Promise ? await found : found
+        // Until its journal entry is in, the tenant is not dropped to make room (a delay, a slow body).
+        tenant?.enter()
       } catch (error) {
         refused = { error }
       }
@@ -140,7 +142,11 @@ export class Pipeline {
       outcome = failed.outcome
       headers = { ...headers, ...failed.headers }
     }
-    return this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
+    try {
+      return this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
+    } finally {
+      tenant?.leave()
+    }
   }
 
   #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {

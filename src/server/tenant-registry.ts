@@ -291,18 +291,22 @@ export class TenantRegistry implements TenantResolver {
 
   /**
    * Evicts tenants that lose nothing by leaving (with a durable storage, any; in memory, those
-   * still on their seed), least recently used first, until the live tenants hold at most `bytes`.
-   * The tenant used last stays (a request of its own is under way). Returns how many left.
+   * still on their seed), least recently used first, until the live tenants hold at most `bytes`;
+   * none when dropping all of them would not be enough. A tenant with a request under way stays
+   * (its journal entry is still to come), and so does the tenant used last. Returns how many left.
    * @note A tenant that only read loses its journal with it, as at the tenant cap.
    */
   relieve(bytes: number): number {
     const { storage } = this.#options
+    const droppable = (entry: Entry): entry is Entry & { tenant: Tenant } =>
+      entry.tenant !== undefined && entry !== this.#lastUsed && !entry.tenant.busy && (storage.durable || !entry.tenant.store.modified)
+    let room = 0
+    for (const entry of this.#tenants.values()) if (droppable(entry)) room += entry.tenant.heldBytes
+    if (this.#heldBytes - room > bytes) return 0
     let evicted = 0
     for (const [id, entry] of this.#tenants) {
       if (this.#heldBytes <= bytes) break
-      const tenant = entry.tenant
-      if (!tenant || entry === this.#lastUsed) continue
-      if (!storage.durable && tenant.store.modified) continue
+      if (!droppable(entry)) continue
       this.#evict(id, false)
       evicted++
     }

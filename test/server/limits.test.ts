@@ -161,6 +161,33 @@ describe('the memory budget across tenants', () => {
     expect(live).not.toContain(tenantId('reader-0'))
   })
 
+  it('never drops a tenant with a request under way to make room, so its journal keeps that request (review finding)', async () => {
+    const probe = await startSandbox({ anyKey: true })
+    await (await probe.fetch('/v1/categories', { headers: auth('probe') })).arrayBuffer()
+    const oneTenant = probe.sandbox.tenants.heldBytes()
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: Math.round(oneTenant * 1.5) })
+    const pending = fetch('/v1/categories', { method: 'POST', headers: { ...auth('b', true), prefer: 'delay=500' }, body: '{"name":"B in flight"}' })
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    await (await fetch('/v1/categories', { headers: auth('a') })).arrayBuffer()
+    await (await create(fetch, 'a', { name: 'A' })).arrayBuffer()
+    expect((await pending).status).toBe(201)
+    const journal = (await jsonOf(await fetch('/__sandbox/requests', { headers: auth('b') }))) as { method: string; response: { status: number } }[]
+    expect(journal.filter((entry) => entry.method === 'POST').map((entry) => entry.response.status)).toEqual([201])
+    expect(sandbox.tenants.heldBytes()).toBe([...sandbox.tenants.live()].reduce((total, [, tenant]) => total + tenant.heldBytes, 0))
+  })
+
+  it('drops no reader when dropping them all would not bring the tenants within the budget', async () => {
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 64 * 1024, descriptionMaxLength: 100_000, maxCategories: 100 })
+    await (await fetch('/v1/categories', { headers: auth('reader') })).arrayBuffer()
+    // A writer that alone holds more than the budget: one long description, in its store and journal.
+    expect((await create(fetch, 'writer', { name: 'Long', description: 'x'.repeat(90_000) })).status).toBe(201)
+    expect(sandbox.tenants.heldBytes()).toBeGreaterThan(64 * 1024)
+    const refused = await create(fetch, 'writer', { name: 'One more' })
+    expect(refused.status).toBe(503)
+    expect([...sandbox.tenants.live()].map(([id]) => id)).toContain(tenantId('reader'))
+    expect(sandbox.tenants.evictions).toBe(0)
+  })
+
   it('refuses scenario switches with 503 once the budget is held, and the partner keeps its data', async () => {
     const { fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 24 * 1024 * 1024 })
     expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
