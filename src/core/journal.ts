@@ -1,6 +1,6 @@
 /**
  * The request journal: what reached the handlers and what they answered, newest last, capped.
- * Credentials never enter it: the Authorization and Cookie values are replaced before storing.
+ * Credentials never reach a reader: the values of credential headers (`REDACTED_HEADERS`) are replaced.
  */
 import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
@@ -49,6 +49,12 @@ export interface JournalFilter {
   readonly status?: number | undefined
 }
 
+/** A request's headers as `[name, value]` pairs, as the journal is given them. */
+export interface JournalHeaders extends Iterable<[string, string]> {
+  /** What they weigh for the journal (the sum of {@link headerWeight}), when the reader can tell without listing them. */
+  heldBytes?(): number
+}
+
 /** The facts of one request as the pipeline has them, before anything is formatted for a reader. */
 export interface JournalFacts {
   /** `Date.now()` when the request reached the handler. */
@@ -64,10 +70,7 @@ export interface JournalFacts {
    * @note Kept as given, not copied: a reader of headers that never change after the request
    * arrived (Node's parsed headers, a Fetch request's).
    */
-  readonly headers: Iterable<[string, string]> & {
-    /** What they weigh for the journal (the sum of {@link headerWeight}), when the reader can tell without listing them. */
-    heldBytes?(): number
-  }
+  readonly headers: JournalHeaders
   /** The request body's text ('' for none). */
   readonly requestText: string
   /** The status answered (0 for a dropped connection). */
@@ -270,13 +273,12 @@ export class RequestJournal implements TenantJournal {
     this.#kept.push(
       entry instanceof JournalDraft ? { id, draft: entry, entry: undefined, size } : { id, draft: undefined, entry: { id, ...entry }, size },
     )
-    const before = this.#bytes
-    this.#bytes += size
-    while (this.#kept.length - this.#head > 1 && (this.#kept.length - this.#head > this.#limit || this.#bytes > budget)) {
-      this.#bytes -= this.#kept[this.#head]!.size
+    let bytes = this.#bytes + size
+    while (this.#kept.length - this.#head > 1 && (this.#kept.length - this.#head > this.#limit || bytes > budget)) {
+      bytes -= this.#kept[this.#head]!.size
       this.#kept[this.#head++] = undefined
     }
-    if (this.#bytes !== before) this.meter?.add(this.#bytes - before)
+    this.#setBytes(bytes)
     if (this.#head > 64 && this.#head * 2 > this.#kept.length) {
       this.#kept = this.#kept.slice(this.#head)
       this.#head = 0
@@ -309,8 +311,7 @@ export class RequestJournal implements TenantJournal {
   #format(kept: Kept, draft: JournalDraft): JournalEntry {
     const entry = draft.toEntry(kept.id)
     const size = entryWeight(entry)
-    this.#bytes += size - kept.size
-    if (size !== kept.size) this.meter?.add(size - kept.size)
+    this.#setBytes(this.#bytes + size - kept.size)
     kept.size = size
     kept.entry = entry
     kept.draft = undefined
@@ -320,8 +321,14 @@ export class RequestJournal implements TenantJournal {
   clear(): void {
     this.#kept = []
     this.#head = 0
-    if (this.#bytes !== 0) this.meter?.add(-this.#bytes)
-    this.#bytes = 0
+    this.#setBytes(0)
+  }
+
+  /** Sets what the entries hold, and tells the meter the difference. */
+  #setBytes(bytes: number): void {
+    const delta = bytes - this.#bytes
+    this.#bytes = bytes
+    if (delta !== 0) this.meter?.add(delta)
   }
 
   get size(): number {

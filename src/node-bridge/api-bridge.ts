@@ -27,20 +27,14 @@ export function apiBridge(
     if (url === undefined || !(url.pathname === basePath || url.pathname.startsWith(prefix))) return false
     const id = res.getHeader('x-request-id')
     const request = fromNodeRequest(req, url, typeof id === 'string' ? id : undefined)
-    // @note Should `handle` reject (it never does), `write` or `written` throw, the client still
-    // gets an Error body (when nothing was sent yet), never the exception's message (it may name
-    // a file path), and nothing here can become an unhandled rejection.
-    const after = (answer: ApiAnswer | undefined) => {
-      try {
-        written?.(req, res, answer)
-      } catch (error) {
-        report(error, req)
-      }
-    }
+    // @note Should `handle` reject (it never does) or `write` throw, the client still gets an Error
+    // body (when nothing was sent yet), never the exception's message (it may name a file path),
+    // and nothing here can become an unhandled rejection. (`written` logs, and a log that throws
+    // is reported where the log is: request-context.ts.)
     const failed = (error: unknown) => {
       report(error, req)
       sendError(res, 'internal_error', { reason: UNEXPECTED })
-      after(undefined)
+      written?.(req, res, undefined)
     }
     pipeline.handle(request, url.pathname.slice(basePath.length) || '/').then((answer) => {
       try {
@@ -49,7 +43,7 @@ export function apiBridge(
         failed(error)
         return
       }
-      after(answer)
+      written?.(req, res, answer)
     }, failed)
     return true
   }

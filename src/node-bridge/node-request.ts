@@ -83,8 +83,8 @@ class NodeHeaders implements HeaderReader {
   heldBytes(): number {
     let weight = 0
     for (const name in this.#headers) {
-      const value = this.#headers[name]
-      if (value !== undefined) weight += headerWeight(name, Array.isArray(value) ? value.join(', ') : value)
+      const value = this.get(name)
+      if (value !== null) weight += headerWeight(name, value)
     }
     return weight
   }

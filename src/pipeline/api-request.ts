@@ -4,14 +4,13 @@
  * has Node's `IncomingMessage` and `ServerResponse`, and building Fetch objects for them cost
  * more than the rest of the request (see docs/decisions/0001-lean-server-bridge.md).
  */
+import type { JournalHeaders } from '../core/journal.js'
 import type { Tenant } from '../core/tenant.js'
 import type { RawBody } from './request-body.js'
 
 /** Request headers, read by lower-case name and listed as `[name, value]` pairs (a Fetch `Headers` is one). */
-export interface HeaderReader extends Iterable<[string, string]> {
+export interface HeaderReader extends JournalHeaders {
   get(name: string): string | null
-  /** What the headers weigh for the journal (the sum of its `headerWeight`), when the reader can tell without listing them. */
-  heldBytes?(): number
 }
 
 /** A request as the pipeline sees it. */

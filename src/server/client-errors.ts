@@ -25,10 +25,19 @@ const REASONS: Readonly<Record<number, string>> = {
 
 /** What the server does for the requests it refuses itself, as for those it routes: stamping and logging them. */
 export interface RefusalHooks {
-  /** Stamps a refused request that has a response (an unmet `Expect`) with its headers, and arranges its log line. */
+  /**
+   * Stamps a refused request that has a response (an unmet `Expect`, one past the connection
+   * cap) with its headers, and arranges its log line. @default {@link stampPlainly}
+   */
   readonly stamp?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   /** Logs a request refused before Node could read it (a malformed request, headers too large, a timeout). */
   readonly logUnread?: ((requestId: string, status: number) => void) | undefined
+}
+
+/** The headers every answer carries (`X-Request-Id`, `X-Content-Type-Options`), for a server without a request log. */
+export function stampPlainly(_req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('X-Request-Id', randomUUID())
+  res.setHeader('X-Content-Type-Options', 'nosniff')
 }
 
 /** Installs the `clientError` and `checkExpectation` listeners on a server that serves the sandbox app. */
@@ -91,12 +100,7 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
   }
   // @note With a listener, Node leaves the answer to an unmet `Expect` to us instead of a bare 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
-    if (hooks.stamp) {
-      hooks.stamp(req, res)
-    } else {
-      res.setHeader('X-Request-Id', randomUUID())
-      res.setHeader('X-Content-Type-Options', 'nosniff')
-    }
+    ;(hooks.stamp ?? stampPlainly)(req, res)
     res.setHeader('Connection', 'close')
     sendError(res, 'expectation_failed', { expect: JSON.stringify(req.headers.expect ?? '') })
   })

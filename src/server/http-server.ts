@@ -5,7 +5,7 @@
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { answerClientErrors, type RefusalHooks } from './client-errors.js'
+import { answerClientErrors, stampPlainly, type RefusalHooks } from './client-errors.js'
 import { sendError } from '../node-bridge/http-errors.js'
 
 /** How long a client may take to send its headers, in ms; then 408 and the connection closes. @default 10000 */
@@ -48,8 +48,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
     },
     (req: IncomingMessage, res: ServerResponse) => {
       if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath) {
-        hooks.stamp?.(req, res)
-        res.setHeader('X-Content-Type-Options', 'nosniff')
+        ;(hooks.stamp ?? stampPlainly)(req, res)
         res.setHeader('Retry-After', '1')
         res.setHeader('Connection', 'close')
         sendError(res, 'over_capacity', { reason: `more than ${limits.maxConnections} connections are open`, retryAfter: 1 })

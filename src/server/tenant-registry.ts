@@ -297,9 +297,9 @@ export class TenantRegistry implements TenantResolver {
    * @note A tenant that only read loses its journal with it, as at the tenant cap.
    */
   relieve(bytes: number): number {
-    const { storage } = this.#options
+    // Unlike at the tenant cap, where a new partner would be turned away, a busy tenant stays.
     const droppable = (entry: Entry): entry is Entry & { tenant: Tenant } =>
-      entry.tenant !== undefined && entry !== this.#lastUsed && !entry.tenant.busy && (storage.durable || !entry.tenant.store.modified)
+      entry !== this.#lastUsed && this.#leavesWithoutLoss(entry) && !entry.tenant.busy
     let room = 0
     for (const entry of this.#tenants.values()) if (droppable(entry)) room += entry.tenant.heldBytes
     if (this.#heldBytes - room > bytes) return 0
@@ -363,19 +363,16 @@ export class TenantRegistry implements TenantResolver {
 
   /**
    * Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing
-   * may leave. First any tenant that loses nothing by leaving (with a durable storage, any; in
-   * memory, one still on its seed), least recently used first; then, in memory, the least
-   * recently used tenant idle for `evictIdleMs` (its writes go with it).
+   * may leave. First any tenant that loses nothing by leaving ({@link #leavesWithoutLoss}), least
+   * recently used first; then, in memory, the least recently used tenant idle for `evictIdleMs`
+   * (its writes go with it).
    */
   #makeRoom(): void {
-    const { storage, maxTenants } = this.#options
+    const { maxTenants } = this.#options
     if (this.#tenants.size < maxTenants) return
     for (const [id, entry] of this.#tenants) {
       if (this.#tenants.size < maxTenants) return
-      const tenant = entry.tenant
-      if (!tenant) continue
-      if (!storage.durable && tenant.store.modified) continue
-      this.#evict(id, false)
+      if (this.#leavesWithoutLoss(entry)) this.#evict(id, false)
     }
     const idleMs = this.#options.evictIdleMs ?? DEFAULT_EVICT_IDLE_MS
     const now = Date.now()
@@ -392,6 +389,15 @@ export class TenantRegistry implements TenantResolver {
       const retryAfter = idleMs > 0 && Number.isFinite(retryAfterMs) ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : CAPACITY_RETRY_SECONDS
       throw new TenantRefusedError('tenant_capacity', { limit: maxTenants }, retryAfter)
     }
+  }
+
+  /**
+   * Whether a live tenant can leave memory without losing its data: with a durable storage any,
+   * in memory one still on its seed (a request under way keeps its store, not its journal entry).
+   */
+  #leavesWithoutLoss(entry: Entry): entry is Entry & { tenant: Tenant } {
+    const tenant = entry.tenant
+    return tenant !== undefined && (this.#options.storage.durable || !tenant.store.modified)
   }
 
   /** Drops a tenant from memory; with `forget`, an in-memory storage forgets its writes too. */
