@@ -1,15 +1,16 @@
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdtemp, readFile, writeFile, mkdir } from 'node:fs/promises'
+import { mkdtemp, readFile, writeFile, mkdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { listScenarioNames, loadScenario, PetstoreError, type ScenarioFile } from '../src/index.js'
 
 const root = new URL('..', import.meta.url).pathname
 
 async function scratch(files: Record<string, unknown>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'petstore-scenarios-'))
+  onTestFinished(() => rm(dir, { recursive: true, force: true }))
   for (const [name, content] of Object.entries(files)) {
     await mkdir(join(dir, name, '..'), { recursive: true })
     await writeFile(join(dir, name), typeof content === 'string' ? content : JSON.stringify(content))

@@ -21,6 +21,7 @@ function apiUrl(stdout: string): string {
 
 async function brokenScenarioFile(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'sandbox-cli-'))
+  onTestFinished(() => rm(dir, { recursive: true, force: true }))
   const file = join(dir, 'broken.json')
   await writeFile(file, JSON.stringify({ name: 'broken', version: '1.0.0', description: 'x', seed: { categories: [{ name: '' }] } }))
   return file

@@ -1,9 +1,9 @@
 /** The admin API under /__sandbox/: every route with and without auth, and with the admin token. */
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
@@ -23,6 +23,7 @@ const TENANT_ROUTES = [
 
 async function tempScenariosDir(files: Record<string, unknown>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'sandbox-scenarios-'))
+  onTestFinished(() => rm(dir, { recursive: true, force: true }))
   for (const [name, content] of Object.entries(files)) await writeFile(join(dir, name), JSON.stringify(content))
   return dir
 }
