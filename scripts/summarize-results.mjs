@@ -1,7 +1,33 @@
 // Prints the closing "N passed, N failed" line from the JSON reports of vitest and Jest (same
 // shape) and Playwright (`stats`): the main suite's and the packed-package consumers' (CI reads
-// it). A report that is missing counts as a failure.
+// it). A report that is missing counts as a failure. Each failed test is named, with the first
+// lines of its error, just above that line: CI's record keeps only the end of the output.
 import { readFileSync } from 'node:fs'
+
+/** The failures to name at the end, as `report: test: first lines of the error`. */
+const named = []
+const firstLines = (message = '') =>
+  message
+    .replace(/\u001b\[[0-9;]*m/g, '')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .slice(0, 3)
+    .join(' / ')
+    .slice(0, 400)
+
+/** Playwright's failed tests: specs in nested suites, a test failed when its status is unexpected. */
+function playwrightFailures(suites, file) {
+  for (const suite of suites ?? []) {
+    for (const spec of suite.specs ?? []) {
+      for (const test of spec.tests ?? []) {
+        if (test.status !== 'unexpected') continue
+        const error = test.results?.at(-1)?.errors?.[0]?.message
+        named.push(`${file}: ${suite.title} › ${spec.title}: ${firstLines(error)}`)
+      }
+    }
+    playwrightFailures(suite.suites, file)
+  }
+}
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : ['test-results/results.json']
 let passed = 0
@@ -14,6 +40,7 @@ for (const file of files) {
     report = JSON.parse(readFileSync(file, 'utf8'))
   } catch (error) {
     console.error(`No test results at ${file}: ${error.message}`)
+    named.push(`${file}: no report (${error.message.split('\n')[0]})`)
     failed++
     continue
   }
@@ -22,14 +49,22 @@ for (const file of files) {
     const { expected = 0, unexpected = 0, flaky = 0, skipped: notRun = 0 } = report.stats
     passed += expected + flaky
     failed += unexpected
+    playwrightFailures(report.suites, file)
     skipped += notRun
     total += expected + unexpected + flaky + notRun
     continue
   }
   passed += report.numPassedTests
   failed += report.numFailedTests
+  for (const suite of report.testResults ?? []) {
+    const failures = (suite.assertionResults ?? []).filter((test) => test.status === 'failed')
+    for (const test of failures) named.push(`${file}: ${suite.name} › ${test.fullName}: ${firstLines(test.failureMessages?.[0])}`)
+    // A file that failed outside any test (an import, a hook) has no failed test to name.
+    if (failures.length === 0 && suite.status === 'failed') named.push(`${file}: ${suite.name}: ${firstLines(suite.message)}`)
+  }
   skipped += report.numPendingTests + report.numTodoTests
   total += report.numTotalTests
 }
+if (named.length > 0) console.log(`Failed:\n${named.map((line) => `- ${line}`).join('\n')}`)
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`)
 process.exit(failed > 0 || total === 0 ? 1 : 0)
