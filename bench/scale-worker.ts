@@ -3,9 +3,16 @@
  * `--expose-gc` so that heap figures are read after a full collection. Prints one JSON object.
  *
  *   node --expose-gc --import tsx bench/scale-worker.ts [creates] [tenants]
+ *
+ * It measures `dist/` (`npm run build` first).
  */
-import { createPetstore } from '../src/petstore.js'
-import { createSandboxApp } from '../src/server/create-sandbox-app.js'
+import type * as Library from '../src/index.js'
+import type * as Server from '../src/server.js'
+
+// @note The built package, as users run it: the build gives @msw/data its record ids
+// (`src/core/random-uuid.ts`), which the sources run through tsx would not.
+const { createPetstore } = (await import(new URL('../dist/index.js', import.meta.url).href)) as typeof Library
+const { createSandboxApp } = (await import(new URL('../dist/server.js', import.meta.url).href)) as typeof Server
 
 const creates = Number(process.argv[2] ?? 100_000)
 const tenantCount = Number(process.argv[3] ?? 1000)

@@ -3,7 +3,7 @@
  * headers over its size, a timeout, an `Expect` it cannot meet): the Error body of the error
  * table, as every other answer, with `X-Request-Id` and `X-Content-Type-Options: nosniff`.
  */
-import { randomUUID } from 'node:crypto'
+import { randomUUID } from '../core/random-uuid.js'
 import { maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'

@@ -2,7 +2,7 @@
  * What every response carries (`X-Request-Id`, `X-Content-Type-Options`) and the one log line
  * per request. The line names the tenant by id; the key itself is never logged.
  */
-import { randomUUID } from 'node:crypto'
+import { randomUUID } from '../core/random-uuid.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readBearer } from '../core/auth.js'
 import type { TenantRegistry } from './tenant-registry.js'

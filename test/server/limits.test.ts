@@ -189,7 +189,7 @@ describe('the memory budget across tenants', () => {
   })
 
   it('refuses scenario switches with 503 once the budget is held, and the partner keeps its data', async () => {
-    const { fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 24 * 1024 * 1024 })
+    const { fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 11 * 1024 * 1024 })
     expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
     const statuses: number[] = []
     for (let i = 0; i < 8; i++) {
