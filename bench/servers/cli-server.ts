@@ -24,7 +24,7 @@ const cli = spawn(
     'dist/cli.js', 'serve', '--port', '0',
     '--api-key', BENCH_KEYS.join(','),
     // The same limits as the other bench servers (bench/servers/sandbox-variants.ts).
-    '--max-categories', '1000000', '--name-max-length', '20', '--description-max-length', '20',
+    '--max-categories', '800000', '--name-max-length', '20', '--description-max-length', '20',
   ],
   { cwd: root, stdio: ['ignore', openSync(logFile, 'w'), 'inherit'] },
 )
