@@ -4,6 +4,7 @@
  * others meanwhile. Timeouts are configured short so the tests are quick; each asserts the cut
  * happens near the configured time, not at Node's 30 s check interval.
  */
+import type { Socket } from 'node:net'
 import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/core/limits.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
@@ -300,15 +301,28 @@ describe('Prefer: delay and latency', () => {
 describe('the connection cap', () => {
   it('answers 503 over_capacity past the cap while health checks still get 200, then serves again', async () => {
     const { fetch, origin, server } = await startSandbox({ apiKeys: ['k', 'partner'], maxConnections: 10, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    // The server's open connections, gone once it has seen them close (after the cap's own count went down).
+    const open = new Set<Socket>()
+    server.on('connection', (socket: Socket) => {
+      open.add(socket)
+      socket.once('close', () => open.delete(socket))
+    })
+    // Requests that reached the server, counted before the cap judges them.
+    let arrived = 0
+    server.prependListener('request', () => arrived++)
     expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
     server.closeIdleConnections()
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // @note Waited for, not slept on: on a loaded machine, the partner's keep-alive connection
+    // closed later than 50 ms, or the tenth held request was read after the health check's
+    // connection came in (200 ms), and a held request met the cap instead (503).
+    await expect.poll(() => open.size, { timeout: 5000 }).toBe(0)
+    arrived = 0
     const held = await Promise.all(Array.from({ length: 10 }, () => openSocket(origin)))
     const answers = held.map((socket) => collect(socket, 10_000))
     for (const socket of held) {
       socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nPrefer: delay=1500\r\nConnection: close\r\n\r\n')
     }
-    await new Promise((resolve) => setTimeout(resolve, 200))
+    await expect.poll(() => arrived, { timeout: 5000 }).toBe(10)
     const health = await globalThis.fetch(`${origin}/__sandbox/health`)
     expect(health.status).toBe(200)
     const refused = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('partner') })
