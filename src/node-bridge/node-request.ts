@@ -204,9 +204,18 @@ function drainRest(req: IncomingMessage, read = 0): void {
     for (const write of waiting.splice(0)) write()
     if (cut) req.socket.destroySoon()
   }
+  // @note The idle timer is judged after the next read of the socket (setImmediate runs after
+  // the poll phase): after the process itself stalled for longer than DRAIN_IDLE_MS (a long
+  // collection, a starved CPU), Node runs expired timers before reading what arrived meanwhile,
+  // and a client that kept sending was cut off (it saw EPIPE instead of the 413).
   const arm = () => {
     clearTimeout(idle)
-    idle = setTimeout(() => stop(true), DRAIN_IDLE_MS)
+    idle = setTimeout(() => {
+      const before = drained
+      setImmediate(() => {
+        if (draining.get(req) === waiting && drained === before) stop(true)
+      })
+    }, DRAIN_IDLE_MS)
   }
   const onData = (chunk: Buffer) => {
     drained += chunk.byteLength
