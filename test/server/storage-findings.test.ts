@@ -31,8 +31,8 @@ async function stop(running: RunningSandbox): Promise<void> {
   await running.sandbox.close()
 }
 
-/** A POST whose body arrives `delayMs` after its headers. */
-function slowPost(origin: string, key: string, body: string, delayMs: number): Promise<{ status: number; body: string }> {
+/** A POST whose body arrives `after` ms after its headers, or once `after` settles. */
+function slowPost(origin: string, key: string, body: string, after: number | Promise<void>): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(`${origin}/v1/categories`, {
       method: 'POST',
@@ -45,7 +45,8 @@ function slowPost(origin: string, key: string, body: string, delayMs: number): P
     })
     req.on('error', reject)
     req.flushHeaders()
-    setTimeout(() => req.end(body), delayMs)
+    if (typeof after === 'number') setTimeout(() => req.end(body), after)
+    else void after.then(() => req.end(body))
   })
 }
 
@@ -100,9 +101,14 @@ describe.each(STORES)('eviction and admission ($name store)', (kind) => {
   it('keeps a create acknowledged to a tenant evicted while its request was in flight', async () => {
     const rejections = unhandledRejections()
     const sandbox = await startSandbox({ anyKey: true, maxTenants: 1, scenario: 'empty', ...kind.sandboxOptions() })
-    const slow = slowPost(sandbox.origin, 'slow-writer', JSON.stringify({ name: 'in flight' }), 300)
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    let sendBody: () => void = () => undefined
+    const slow = slowPost(sandbox.origin, 'slow-writer', JSON.stringify({ name: 'in flight' }), new Promise<void>((resolve) => (sendBody = resolve)))
+    // @note Its body is held until the other key came in, not sent after a fixed time: on a
+    // loaded machine the 100 ms slept before that key's request could pass the 300 ms the body
+    // waited, the create was stored first, and the other key met a full registry (503).
+    await expect.poll(() => [...sandbox.sandbox.tenants.live()].some(([id, tenant]) => id === tenantId('slow-writer') && tenant.busy), { timeout: 5000 }).toBe(true)
     await list(sandbox, 'other') // evicts slow-writer, still on its seed, while its body is on the way
+    sendBody()
     const answer = await slow
     expect(answer.status).toBe(201)
     expect((await list(sandbox, 'slow-writer')).map((category) => category.name)).toEqual(['in flight'])
