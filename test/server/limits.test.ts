@@ -169,7 +169,8 @@ describe('the memory budget across tenants', () => {
     const oneTenant = probe.sandbox.tenants.heldBytes()
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: Math.round(oneTenant * 1.5) })
     const pending = fetch('/v1/categories', { method: 'POST', headers: { ...auth('b', true), prefer: 'delay=500' }, body: '{"name":"B in flight"}' })
-    await new Promise((resolve) => setTimeout(resolve, 150))
+    // b's request is under way (waited for, not assumed after 150 ms): otherwise a's requests could come first, and b would meet a budget a's writes hold.
+    await expect.poll(() => [...sandbox.tenants.live()].some(([id, tenant]) => id === tenantId('b') && tenant.busy), { timeout: 5000 }).toBe(true)
     await (await fetch('/v1/categories', { headers: auth('a') })).arrayBuffer()
     await (await create(fetch, 'a', { name: 'A' })).arrayBuffer()
     expect((await pending).status).toBe(201)
