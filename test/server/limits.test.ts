@@ -412,19 +412,7 @@ describe('bodies over the limit', () => {
 
   it('lets a client that asked for Connection: close send its whole body over the limit and read the 413 (trial finding: it got EPIPE)', async () => {
     const { origin, logs } = await startSandbox()
-    const socket = await openSocket(origin)
-    const errors: string[] = []
-    socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message))
-    const answer = collect(socket, 5000)
-    const size = 1024 * 1024 + 1
-    socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer sandbox-dev-key\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`)
-    // The rest in four pieces, 150 ms apart: the 413 is answered after the first.
-    const piece = Math.ceil(size / 4)
-    for (let sent = 0; sent < size; sent += piece) {
-      await new Promise((resolve) => setTimeout(resolve, 150))
-      await new Promise<void>((resolve) => socket.write('x'.repeat(Math.min(piece, size - sent)), (error) => (error ? (errors.push((error as NodeJS.ErrnoException).code ?? error.message), resolve()) : resolve())))
-    }
-    const { text, closed } = await answer
+    const { errors, text, closed } = await sendOverLimitClosing(origin)
     expect(errors).toEqual([])
     expect(text).toMatch(/^HTTP\/1\.1 413 /)
     expect(text).toContain('"code":"payload_too_large"')
@@ -435,26 +423,13 @@ describe('bodies over the limit', () => {
 
   it('keeps reading the rest of a body over the limit when the server itself stalled while its client kept sending (flaky in CI: EPIPE)', async () => {
     const { origin } = await startSandbox()
-    const socket = await openSocket(origin)
-    const errors: string[] = []
-    socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message))
-    const answer = collect(socket, 10_000)
-    const size = 1024 * 1024 + 1
-    socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer sandbox-dev-key\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`)
-    // As the test above: the rest in four pieces, 150 ms apart.
-    const piece = Math.ceil(size / 4)
-    for (let sent = 0; sent < size; sent += piece) {
-      await new Promise((resolve) => setTimeout(resolve, 150))
-      const written = new Promise<void>((resolve) => socket.write('x'.repeat(Math.min(piece, size - sent)), (error) => (error ? (errors.push((error as NodeJS.ErrnoException).code ?? error.message), resolve()) : resolve())))
-      if (sent === piece) {
-        // The whole process stalls (a long collection, a starved CPU) right after the second
-        // piece went out: the server's idle timer is due before it has read a byte of it.
-        const stalledUntil = performance.now() + DRAIN_IDLE_MS + 200
-        while (performance.now() < stalledUntil);
-      }
-      await written
-    }
-    const { text, closed } = await answer
+    const { errors, text, closed } = await sendOverLimitClosing(origin, (piece) => {
+      if (piece !== 1) return
+      // The whole process stalls (a long collection, a starved CPU) right after the second
+      // piece went out: the server's idle timer is due before it has read a byte of it.
+      const stalledUntil = performance.now() + DRAIN_IDLE_MS + 200
+      while (performance.now() < stalledUntil);
+    })
     expect(errors).toEqual([])
     expect(text).toMatch(/^HTTP\/1\.1 413 /)
     expect(closed).toBe(true)
@@ -502,3 +477,30 @@ describe('answers of 500 never show a server detail', () => {
     expect(body.message).not.toContain('/var/lib')
   })
 })
+
+/**
+ * Sends a create whose body is 1 MiB + 1 (over the limit) on a connection that closes after its
+ * answer, the rest of the body in four pieces 150 ms apart (the 413 is answered after the first);
+ * `afterPiece` runs as each piece goes out. Resolves with the client's socket errors and what it read.
+ */
+async function sendOverLimitClosing(origin: string, afterPiece: (piece: number) => void = () => undefined) {
+  const socket = await openSocket(origin)
+  const errors: string[] = []
+  socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? error.message))
+  const answer = collect(socket, 10_000)
+  const size = 1024 * 1024 + 1
+  socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer sandbox-dev-key\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`)
+  const length = Math.ceil(size / 4)
+  for (let piece = 0; piece * length < size; piece++) {
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    const written = new Promise<void>((resolve) =>
+      socket.write('x'.repeat(Math.min(length, size - piece * length)), (error) => {
+        if (error) errors.push((error as NodeJS.ErrnoException).code ?? error.message)
+        resolve()
+      }),
+    )
+    afterPiece(piece)
+    await written
+  }
+  return { errors, ...(await answer) }
+}
