@@ -16,16 +16,18 @@ const firstLines = (message = '') =>
     .slice(0, 400)
 
 /** Playwright's failed tests: specs in nested suites, a test failed when its status is unexpected. */
-function playwrightFailures(suites, file) {
+function playwrightFailures(suites, file, titles = []) {
   for (const suite of suites ?? []) {
+    const path = [...titles, suite.title]
     for (const spec of suite.specs ?? []) {
       for (const test of spec.tests ?? []) {
         if (test.status !== 'unexpected') continue
         const error = test.results?.at(-1)?.errors?.[0]?.message
-        named.push(`${file}: ${suite.title} › ${spec.title}: ${firstLines(error)}`)
+        const project = test.projectName ? ` [${test.projectName}]` : ''
+        named.push(`${file}: ${[...path, spec.title].join(' › ')}${project}: ${firstLines(error)}`)
       }
     }
-    playwrightFailures(suite.suites, file)
+    playwrightFailures(suite.suites, file, path)
   }
 }
 
@@ -50,6 +52,11 @@ for (const file of files) {
     passed += expected + flaky
     failed += unexpected
     playwrightFailures(report.suites, file)
+    // Errors outside any test (a spec that failed to load, a web server that never started).
+    for (const error of report.errors ?? []) {
+      named.push(`${file}: ${firstLines(error.message)}`)
+      failed++
+    }
     skipped += notRun
     total += expected + unexpected + flaky + notRun
     continue
@@ -59,8 +66,11 @@ for (const file of files) {
   for (const suite of report.testResults ?? []) {
     const failures = (suite.assertionResults ?? []).filter((test) => test.status === 'failed')
     for (const test of failures) named.push(`${file}: ${suite.name} › ${test.fullName}: ${firstLines(test.failureMessages?.[0])}`)
-    // A file that failed outside any test (an import, a hook) has no failed test to name.
-    if (failures.length === 0 && suite.status === 'failed') named.push(`${file}: ${suite.name}: ${firstLines(suite.message)}`)
+    // A file that failed outside any test (an import, a hook) has no failed test to name or count.
+    if (failures.length === 0 && suite.status === 'failed') {
+      named.push(`${file}: ${suite.name}: ${firstLines(suite.message)}`)
+      failed++
+    }
   }
   skipped += report.numPendingTests + report.numTodoTests
   total += report.numTotalTests
