@@ -11,7 +11,7 @@
 // `node scripts/build.mjs --if-stale` build the JavaScript only when a source file is newer than
 // dist/cli.js.
 import { execFileSync } from 'node:child_process'
-import { cp, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises'
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -103,6 +103,22 @@ export async function buildJavaScript() {
   ])
   // Files under dist/cjs are CommonJS, whatever the package's own "type" says.
   await writeFile(join(dist, 'cjs/package.json'), '{ "type": "commonjs" }\n')
+  await checkRecordIds()
+}
+
+/**
+ * Fails the build when a `crypto.randomUUID` call was left in what it wrote: `define` matches
+ * @msw/data's call only as spelled today, and the memory budget's figure per category
+ * (`src/core/store.ts`) holds for our flat ids, not for Node's (twice the heap).
+ */
+async function checkRecordIds() {
+  const files = (await readdir(dist, { recursive: true })).filter((file) => file.endsWith('.js') || file.endsWith('.cjs'))
+  for (const file of files) {
+    const text = await readFile(join(dist, file), 'utf8')
+    if (text.includes('crypto.randomUUID')) {
+      throw new Error(`dist/${file} still calls crypto.randomUUID: the build's define no longer reaches it (see common.define in scripts/build.mjs)`)
+    }
+  }
 }
 
 async function buildTypes() {
