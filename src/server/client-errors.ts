@@ -3,7 +3,7 @@
  * headers over its size, a timeout, an `Expect` it cannot meet): the Error body of the error
  * table, as every other answer, with `X-Request-Id` and `X-Content-Type-Options: nosniff`.
  */
-import { randomUUID } from '../core/random-uuid.js'
+import { newRequestId } from './request-id.js'
 import { maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
@@ -36,7 +36,7 @@ export interface RefusalHooks {
 
 /** The headers every answer carries (`X-Request-Id`, `X-Content-Type-Options`), for a server without a request log. */
 export function stampPlainly(_req: IncomingMessage, res: ServerResponse): void {
-  res.setHeader('X-Request-Id', randomUUID())
+  res.setHeader('X-Request-Id', newRequestId())
   res.setHeader('X-Content-Type-Options', 'nosniff')
 }
 
@@ -82,7 +82,7 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
     }
     const { code, params } = ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }
     const text = JSON.stringify(apiError(code, params))
-    const requestId = randomUUID()
+    const requestId = newRequestId()
     // A request cut off mid-way (a timeout, its client gone) has a line of its own, as dropped.
     if (!inFlight) hooks.logUnread?.(requestId, apiError(code).status)
     socket.end(

@@ -2,7 +2,7 @@
  * What every response carries (`X-Request-Id`, `X-Content-Type-Options`) and the one log line
  * per request. The line names the tenant by id; the key itself is never logged.
  */
-import { randomUUID } from '../core/random-uuid.js'
+import { newRequestId } from './request-id.js'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { readBearer } from '../core/auth.js'
 import type { TenantRegistry } from './tenant-registry.js'
@@ -118,7 +118,7 @@ export function requestContext(
   return {
     stamp(req, res) {
       const incoming = req.headers['x-request-id']
-      const requestId = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID()
+      const requestId = typeof incoming === 'string' && SAFE_REQUEST_ID.test(incoming) ? incoming : newRequestId()
       res.setHeader('X-Request-Id', requestId)
       res.setHeader('X-Content-Type-Options', 'nosniff')
       if (log) {

@@ -44,6 +44,23 @@ describe('request log', () => {
     expect(logs.map((entry) => entry.tenant)).toEqual(Array(3).fill(tenantId('partner-1')))
   })
 
+  it('gives every answer its own X-Request-Id whatever a test does to the global crypto (review finding)', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k1'] })
+    // A stub that fills nothing: ids drawn from it would repeat once a pool of them is used up.
+    vi.stubGlobal('crypto', { getRandomValues: (bytes: Uint8Array) => bytes })
+    try {
+      const ids = new Set<string | null>()
+      for (let i = 0; i < 300; i++) {
+        const response = await fetch('/v1/categories', { headers: auth('k1') })
+        await response.arrayBuffer()
+        ids.add(response.headers.get('x-request-id'))
+      }
+      expect(ids.size).toBe(300)
+    } finally {
+      vi.unstubAllGlobals()
+    }
+  })
+
   it('logs every request once, with the status and the X-Request-Id its client got', async () => {
     const { fetch, logs } = await startSandbox({ apiKeys: ['k1'] })
     const responses = [
