@@ -62,6 +62,8 @@ async function largeListLatency(requests: number): Promise<{ median: number; byt
 export async function measureScale(options: ScaleOptions = {}): Promise<Figure[]> {
   const requests = options.requests ?? 50
   const list = await largeListLatency(requests)
+  // The worker measures the built package: dist/ rebuilt first when src/ is newer.
+  await promisify(execFile)(process.execPath, [fileURLToPath(new URL('../scripts/build.mjs', import.meta.url)), '--if-stale'])
   const worker = fileURLToPath(new URL('scale-worker.ts', import.meta.url))
   const { stdout } = await promisify(execFile)(
     process.execPath,

@@ -35,7 +35,7 @@ process.on('SIGTERM', () => process.exit(0))
 // bench lifts the limit, with lengths short enough for the list to stay serialisable. The warm-up
 // and five rounds of POST put about 500,000 categories in the tenant (~30,000 a second); a
 // create refused at the limit would stop the bench (it accepts no answer but 2xx). 800,000 is
-// about the most whose full list stays within the longest string V8 makes.
+// about the most the sandbox accepts with these lengths (a full list must stay serialisable).
 const limits = { maxCategories: 800_000, nameMaxLength: 20, descriptionMaxLength: 20 }
 const sandbox = await createSandboxApp({
   apiKeys: BENCH_KEYS,
