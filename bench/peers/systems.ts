@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { READ_KEY, WRITE_KEY } from '../servers/keys.js'
 import type { Launch } from '../lib/exec-server.js'
+import { resetWriteTenant } from '../lib/load.js'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export const PEERS_DIR = join(ROOT, '.bench-peers')
@@ -44,17 +45,7 @@ export function sandboxCommand(dir: string): string[] {
 }
 
 export function sandbox(dir: string): System {
-  return { name: 'petstore-sandbox', command: [process.execPath, join(ROOT, 'dist/cli.js'), ...sandboxCommand(dir)], post: 'stores', beforePost: resetWriter }
-}
-
-/**
- * Resets the writing key's tenant to its seed (the admin API, with the key itself).
- * @note On a quiet machine a warm-up and three POST rounds created more than the 500,000
- * categories the bench allows, and the rest were refused (409).
- */
-async function resetWriter(origin: string): Promise<void> {
-  const response = await fetch(`${origin}/__sandbox/reset`, { method: 'POST', headers: { authorization: `Bearer ${WRITE_KEY}` } })
-  if (response.status !== 200) throw new Error(`resetting the bench tenant answered ${response.status}: ${await response.text()}`)
+  return { name: 'petstore-sandbox', command: [process.execPath, join(ROOT, 'dist/cli.js'), ...sandboxCommand(dir)], post: 'stores', beforePost: resetWriteTenant }
 }
 
 /** What `npm start` runs, without npm: `node scripts/start.mjs serve …`. */
