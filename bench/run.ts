@@ -138,7 +138,7 @@ function performanceSection(list: typeof all): string {
     '[docs/decisions/0001-lean-server-bridge.md](docs/decisions/0001-lean-server-bridge.md). Where a request\'s',
     'time goes now, and the work removed from it (journal, list, key hashing, log line):',
     '[docs/decisions/0006-fast-request-path.md](docs/decisions/0006-fast-request-path.md). Why POST sits at',
-    'half a bare server with no margin (0.45x-0.51x across runs: the in-memory store, @msw/data, about 420',
+    'half a bare server with no margin (0.42x-0.51x across runs: the in-memory store, @msw/data, about 420',
     'bytes of heap per category and about 8% of the server\'s CPU under POST load), and what would give it one:',
     '[docs/decisions/0008-post-and-the-memory-store.md](docs/decisions/0008-post-and-the-memory-store.md).',
   ].join('\n')
