@@ -18,6 +18,8 @@ it('weighs text holding any character past Latin-1 two bytes a character, wherev
     expect(stringWeight(beyond + latin1)).toBe(aligned)
     expect(stringWeight(latin1 + beyond)).toBe(aligned)
   }
-  // A lone surrogate, as JSON.parse can make from "\ud800", is one UTF-16 unit past Latin-1.
-  expect(stringWeight(JSON.parse('"\\ud800"') as string)).toBe(24)
+  // A lone surrogate (JSON.parse makes one from "\ud800") is a UTF-16 unit past Latin-1 too.
+  const lone = JSON.parse('"\\ud800"') as string
+  expect(stringWeight(latin1 + lone)).toBe(224)
+  expect(stringWeight('\udfff' + latin1)).toBe(224)
 })
