@@ -32,8 +32,9 @@ export async function load(origin: string, method: Method, seconds: number, conn
 /**
  * Resets the writing key's tenant to its seed (the admin API, with the key itself), so that a POST
  * measurement starts on the seed and never meets the bench's category limit.
- * @note On a quiet machine a warm-up and a few POST rounds create more than the 500,000
- * categories the benches allow (~30,000 a second), and the rest were refused (409).
+ * @note On a quiet machine a warm-up and a few POST rounds create more categories than the
+ * benches allow a tenant (500,000 for peers and workers, 800,000 for the server bench; ~30,000
+ * creates a second), and the rest were refused (409).
  */
 export async function resetWriteTenant(origin: string): Promise<void> {
   const response = await fetch(`${origin}/__sandbox/reset`, { method: 'POST', headers: { authorization: `Bearer ${WRITE_KEY}` } })
