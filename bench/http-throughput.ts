@@ -7,7 +7,7 @@
  */
 import { startChildServer, type ChildServer } from './lib/child-server.js'
 import { median, type Figure } from './lib/figures.js'
-import { load, METHODS, resetWriteTenant, type Method, type Sample } from './lib/load.js'
+import { load, METHODS, type Method, type Sample } from './lib/load.js'
 
 export interface ThroughputOptions {
   /** Rounds; each measures every server once per method. @default 5 */
@@ -61,11 +61,8 @@ export async function measureThroughput(options: ThroughputOptions = {}): Promis
     // @note Every POST measurement starts on the seed: a faster machine than ours (~30,000 creates
     // a second) would reach the 800,000 categories a tenant may hold within the run, and the bench
     // would stop on the refusals (409). The msw bridges (no admin API) create too few to need it.
-    const measure = async (contender: Contender, method: Method, duration: number) => {
-      const server = servers.get(contender)!
-      if (method === 'POST' && contender.resets) await resetWriteTenant(server.origin)
-      return load(server.origin, method, duration, connections)
-    }
+    const measure = (contender: Contender, method: Method, duration: number) =>
+      load(servers.get(contender)!.origin, method, duration, connections, { fromSeed: contender.resets })
     // Warm up every server's code paths before anything counts (on a loaded machine, 1 s left
     // the first rounds still warming up).
     for (const contender of servers.keys()) {

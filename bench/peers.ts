@@ -57,21 +57,17 @@ export async function measurePeers(options: PeersOptions = {}): Promise<Figure[]
       running.push(server)
       await checkAnswer(server)
     }
-    const prepare = async (server: RunningServer, method: Method) => {
-      if (method === 'POST') await systems[running.indexOf(server)]!.beforePost?.(server.origin)
-    }
+    const fromSeed = (server: RunningServer) => systems[running.indexOf(server)]!.resets
     for (const server of running) {
       for (const method of METHODS) {
-        await prepare(server, method)
-        await load(server.origin, method, warmup, connections)
+        await load(server.origin, method, warmup, connections, { fromSeed: fromSeed(server) })
       }
       process.stderr.write(`peers: ${server.name} warmed (${2 * warmup} s)\n`)
     }
     for (let round = 1; round <= rounds; round++) {
       for (const method of METHODS) {
         for (const server of running) {
-          await prepare(server, method)
-          const sample = await load(server.origin, method, seconds, connections)
+          const sample = await load(server.origin, method, seconds, connections, { fromSeed: fromSeed(server) })
           samples.set(key(server.name, method), [...(samples.get(key(server.name, method)) ?? []), sample])
         }
       }

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { freePort, launch, type RunningServer } from './lib/exec-server.js'
 import { machineLoad, median, type Figure } from './lib/figures.js'
-import { load, METHODS, resetWriteTenant, type Method, type Sample } from './lib/load.js'
+import { load, METHODS, type Method, type Sample } from './lib/load.js'
 import { READ_KEY, WRITE_KEY } from './servers/keys.js'
 import { ROOT } from './peers/systems.js'
 
@@ -55,10 +55,7 @@ export async function measureWorkers(options: WorkersOptions = {}): Promise<Figu
     for (const contender of contenders) running.push(await launch(contender))
     // @note Every POST measurement starts on the seed: five rounds at ~30,000 creates a second
     // outgrew the 500,000 categories allowed, and the in-memory process refused the rest (409).
-    const measure = async (server: RunningServer, method: Method, duration: number) => {
-      if (method === 'POST') await resetWriteTenant(server.origin)
-      return load(server.origin, method, duration, connections)
-    }
+    const measure = (server: RunningServer, method: Method, duration: number) => load(server.origin, method, duration, connections, { fromSeed: true })
     for (const server of running) for (const method of METHODS) await measure(server, method, 2)
     for (let round = 1; round <= rounds; round++) {
       for (const method of METHODS) {

@@ -10,8 +10,19 @@ export interface Sample {
   readonly p99: number
 }
 
-/** One autocannon run; throws when any answer was not 2xx, so a broken server never reads as fast. */
-export async function load(origin: string, method: Method, seconds: number, connections: number): Promise<Sample> {
+/**
+ * One autocannon run; throws when any answer was not 2xx, so a broken server never reads as fast.
+ * With `fromSeed`, a POST run starts on the writing tenant's seed ({@link resetWriteTenant}): only
+ * for a sandbox, which serves the admin API.
+ */
+export async function load(
+  origin: string,
+  method: Method,
+  seconds: number,
+  connections: number,
+  { fromSeed = false }: { readonly fromSeed?: boolean | undefined } = {},
+): Promise<Sample> {
+  if (fromSeed && method === 'POST') await resetWriteTenant(origin)
   const result = await autocannon({
     url: `${origin}/v1/categories`,
     method,
@@ -36,7 +47,7 @@ export async function load(origin: string, method: Method, seconds: number, conn
  * benches allow a tenant (500,000 for peers and workers, 800,000 for the server bench; ~30,000
  * creates a second), and the rest were refused (409).
  */
-export async function resetWriteTenant(origin: string): Promise<void> {
+async function resetWriteTenant(origin: string): Promise<void> {
   const response = await fetch(`${origin}/__sandbox/reset`, { method: 'POST', headers: { authorization: `Bearer ${WRITE_KEY}` } })
   if (response.status !== 200) throw new Error(`resetting the bench tenant answered ${response.status}: ${await response.text()}`)
 }

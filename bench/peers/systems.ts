@@ -13,7 +13,6 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { READ_KEY, WRITE_KEY } from '../servers/keys.js'
 import type { Launch } from '../lib/exec-server.js'
-import { resetWriteTenant } from '../lib/load.js'
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export const PEERS_DIR = join(ROOT, '.bench-peers')
@@ -31,8 +30,8 @@ const CREATED = { id: 4, name: 'Ferrets', description: 'Curious and quick' }
 export interface System extends Launch {
   /** Whether a POST is stored (and the next GET would list it), or answered with a fixed body. */
   readonly post: 'stores' | 'fixed answer'
-  /** Run before each POST load: brings the system back to its seed, so no load meets a limit. */
-  readonly beforePost?: (origin: string) => Promise<void>
+  /** Brought back to its seed before each POST load (the sandbox's admin API), so no load meets a limit. */
+  readonly resets?: boolean
 }
 
 /** The sandbox's command line, as a user runs it (request log on), on a 3-category scenario. */
@@ -45,7 +44,7 @@ export function sandboxCommand(dir: string): string[] {
 }
 
 export function sandbox(dir: string): System {
-  return { name: 'petstore-sandbox', command: [process.execPath, join(ROOT, 'dist/cli.js'), ...sandboxCommand(dir)], post: 'stores', beforePost: resetWriteTenant }
+  return { name: 'petstore-sandbox', command: [process.execPath, join(ROOT, 'dist/cli.js'), ...sandboxCommand(dir)], post: 'stores', resets: true }
 }
 
 /** What `npm start` runs, without npm: `node scripts/start.mjs serve …`. */
