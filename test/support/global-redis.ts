@@ -4,9 +4,8 @@
  * It starts nothing outside the full run (`PETSTORE_FULL_TESTS=1`), or without redis-server installed
  * (the Redis suites then fail).
  */
-import { rmSync } from 'node:fs'
 import type { TestProject } from 'vitest/node'
-import { HAVE_REDIS, REQUIRE_REDIS, RedisServer, freePort } from './redis-server.js'
+import { HAVE_REDIS, REQUIRE_REDIS, RedisServer, freePort, removeDir } from './redis-server.js'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -28,6 +27,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('redisUrl', server.url)
   return async () => {
     await server.stop()
-    rmSync(server.dir, { recursive: true, force: true })
+    removeDir(server.dir)
   }
 }

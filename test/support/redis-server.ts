@@ -5,7 +5,7 @@
  * worker exits).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -94,13 +94,18 @@ export class RedisServer {
     }
   }
 
-  /** Stops the server: SIGKILL (a crash) or SIGTERM (a clean shutdown). */
+  /**
+   * Stops the server: SIGKILL (a crash) or SIGTERM (a clean shutdown). A SIGKILL also kills the
+   * child Redis forks for a background AOF rewrite: it outlives its parent and goes on writing a
+   * `temp-rewriteaof-*.aof` into the directory for seconds (SIGTERM lets Redis stop it itself).
+   */
   async stop(signal: 'SIGKILL' | 'SIGTERM' = 'SIGKILL'): Promise<void> {
     const child = this.#child
     if (!child || child.exitCode !== null || child.signalCode !== null) return
     const exited = new Promise((resolve) => child.once('exit', resolve))
-    child.kill(signal)
+    const forks = signal === 'SIGKILL' ? killWithForks(child) : (child.kill(signal), [])
     await exited
+    await untilGone(forks)
   }
 
   /** Freezes (SIGSTOP) or thaws (SIGCONT) the server: a Redis that hangs rather than refuses. */
@@ -108,9 +113,9 @@ export class RedisServer {
     this.#child?.kill(signal)
   }
 
-  /** Kills the process now (for exit handlers). */
+  /** Kills the process (and any fork of it) now, for exit handlers. */
   killNow(): void {
-    this.#child?.kill('SIGKILL')
+    if (this.#child) killWithForks(this.#child)
   }
 
   /** `redis-cli -p PORT …`, its output. */
@@ -140,7 +145,59 @@ async function newServer(options: RedisServerOptions): Promise<RedisServer> {
 
 async function teardown(server: RedisServer): Promise<void> {
   await server.stop()
-  rmSync(server.dir, { recursive: true, force: true })
+  removeDir(server.dir)
+}
+
+/** Removes a server's directory once it has stopped (retrying a file that a dying fork just closed). */
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 })
+}
+
+/**
+ * SIGKILLs a redis-server and the children it forked (a background AOF rewrite or save), which a
+ * SIGKILL of the parent alone leaves running. The parent is stopped first so that it cannot fork
+ * between the reading of its children and its death. Returns the children's pids.
+ */
+function killWithForks(child: ChildProcess): number[] {
+  const pid = child.pid
+  if (pid === undefined || child.exitCode !== null || child.signalCode !== null) return []
+  child.kill('SIGSTOP')
+  let forks: number[] = []
+  try {
+    forks = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+  } catch {
+    // Gone already, or no /proc: nothing forked that we can see.
+  }
+  for (const fork of forks) {
+    try {
+      process.kill(fork, 'SIGKILL')
+    } catch {
+      // It had just exited.
+    }
+  }
+  child.kill('SIGKILL')
+  return forks
+}
+
+/** Resolves once none of `pids` runs any more (a zombie nobody reaps counts as gone: its files are closed). */
+async function untilGone(pids: readonly number[]): Promise<void> {
+  const deadline = Date.now() + 5_000
+  for (const pid of pids) {
+    while (running(pid)) {
+      if (Date.now() > deadline) throw new Error(`redis-server's fork ${pid} still runs 5 s after SIGKILL`)
+      await sleep(10)
+    }
+  }
+}
+
+function running(pid: number): boolean {
+  try {
+    // /proc/PID/stat: "pid (comm) state …"; comm may hold spaces and parentheses.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
+  } catch {
+    return false
+  }
 }
 
 let shared: Promise<RedisServer> | undefined
@@ -153,7 +210,7 @@ export function sharedRedis(): Promise<RedisServer> {
   shared ??= newServer({}).then((server) => {
     process.once('exit', () => {
       server.killNow()
-      rmSync(server.dir, { recursive: true, force: true })
+      removeDir(server.dir)
     })
     return server
   })
