@@ -55,6 +55,8 @@ function write(res: ServerResponse, answer: ApiAnswer): void {
     res.destroy()
     return
   }
-  if (res.destroyed) return
+  // @note An answer already sent in this one's place (a 408 at the request timeout, while the
+  // body was still arriving) stands.
+  if (res.destroyed || res.headersSent) return
   writeJson(res, answer.status, answer.headers, answer.body)
 }

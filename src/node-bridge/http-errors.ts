@@ -6,8 +6,10 @@ import { afterDrained, mustCloseAfter } from './node-request.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
 export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}): void {
+  // An answer under way cannot be replaced: its connection is cut. One already sent (a 408 the
+  // server wrote while the body still arrived) stands.
   if (res.headersSent) {
-    res.destroy()
+    if (!res.writableEnded) res.destroy()
     return
   }
   const body = apiError(code, params)

@@ -6,6 +6,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import { decodeUtf8, payloadTooLarge, type RawBody } from '../pipeline/request-body.js'
 import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
 import { headerWeight } from '../core/journal.js'
+import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
 export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
@@ -99,6 +100,24 @@ class NodeHeaders implements HeaderReader {
 
 const CUT_OFF: RawBody = { ok: false, code: 'invalid_body', params: { reason: 'The request body was cut off before its end' }, gone: true }
 
+/** Requests the server refused while their body was still arriving (a 408 at the request timeout), with that refusal. */
+const refusedBodies = new WeakMap<IncomingMessage, RawBody>()
+/** How to end the read of a body under way, by request. */
+const bodyReads = new WeakMap<IncomingMessage, (result: RawBody) => void>()
+
+/**
+ * Marks `req`, whose body is still arriving, as refused with `code`: its body reads (now, if a
+ * read is under way) as that failure, so that the pipeline journals the answer its client got
+ * rather than a dropped connection.
+ * @note The read cannot wait for the stream to end: once its answer is written, Node no longer
+ * ends or closes a request whose rest never comes.
+ */
+export function refuseBody(req: IncomingMessage, code: ErrorCode, params: ErrorParams): void {
+  const refusal: RawBody = { ok: false, code, params }
+  refusedBodies.set(req, refusal)
+  bodyReads.get(req)?.(refusal)
+}
+
 /**
  * After a 413, the rest of the body is read and dropped, up to this many bytes, so that the
  * client (still sending) gets to read the answer; a body declared larger is not read at all.
@@ -147,6 +166,8 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
     if (declared <= DRAIN_MAX_BYTES) drainRest(req)
     return Promise.resolve(payloadTooLarge(limit))
   }
+  const refused = refusedBodies.get(req)
+  if (refused !== undefined) return Promise.resolve(refused)
   if (req.readableEnded) return Promise.resolve({ ok: true, text: '' })
   // @note A client gone before the body was asked for (a tenant read from Redis first): its
   // stream will say nothing more, and listeners added now would wait for good.
@@ -168,6 +189,7 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
     let size = 0
     const finish = (result: RawBody) => {
       req.off('data', onData).off('end', onEnd).off('error', onCut).off('close', onCut)
+      bodyReads.delete(req)
       resolve(result)
     }
     const onData = (chunk: Buffer) => {
@@ -181,6 +203,7 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
     }
     const onEnd = () => finish(decodeUtf8(chunks, size))
     const onCut = () => finish(CUT_OFF)
+    bodyReads.set(req, finish)
     req.on('data', onData).on('end', onEnd).on('error', onCut).on('close', onCut)
   })
 }

@@ -8,6 +8,7 @@ import { maxHeaderSize, type IncomingMessage, type Server, type ServerResponse }
 import type { Duplex } from 'node:stream'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { sendError } from '../node-bridge/http-errors.js'
+import { refuseBody } from '../node-bridge/node-request.js'
 
 /** Node's error codes of the requests it refuses, as the error table names them. */
 const ANSWERS: Readonly<Record<string, { readonly code: ErrorCode; readonly params: ErrorParams }>> = {
@@ -81,9 +82,19 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
       return
     }
     const { code, params } = ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }
+    // @note A request whose body was still arriving (cut off at the request timeout, or chunks
+    // that are not HTTP) is answered through its own response: its log line and journal entry
+    // say the answer its client got, under the X-Request-Id it got, where before they said it
+    // was dropped. The connection closes after it (writeJson: the rest of the body is unread).
+    // A client that left mid-body (the socket's end) is still a dropped connection.
+    if (inFlight && !inFlight.req.complete && error.code !== 'HPE_INVALID_EOF_STATE') {
+      refuseBody(inFlight.req, code, params)
+      sendError(inFlight, code, params)
+      return
+    }
     const text = JSON.stringify(apiError(code, params))
     const requestId = newRequestId()
-    // A request cut off mid-way (a timeout, its client gone) has a line of its own, as dropped.
+    // A request whose client left mid-body has a line of its own, as dropped.
     if (!inFlight) hooks.logUnread?.(requestId, apiError(code).status)
     socket.end(
       [

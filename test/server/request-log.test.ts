@@ -134,6 +134,49 @@ describe('request log', () => {
     expect(posted.map((entry) => entry.response)).toEqual([{ status: 0 }])
   })
 
+  it.each([
+    {
+      name: 'a create body cut off at the request timeout',
+      path: '/v1/categories',
+      status: 408,
+      code: 'request_timeout',
+      request: ['POST /v1/categories HTTP/1.1', 'Content-Length: 1000', '', '{"name":"Le'],
+    },
+    {
+      name: 'a chunked create body whose next chunk is not HTTP',
+      path: '/v1/categories',
+      status: 400,
+      code: 'bad_request',
+      request: ['POST /v1/categories HTTP/1.1', 'Transfer-Encoding: chunked', '', '5', '{"nam', 'zz', ''],
+    },
+    {
+      name: 'a scenario switch (admin API) cut off at the request timeout',
+      path: '/__sandbox/scenario',
+      status: 408,
+      code: 'request_timeout',
+      request: ['PUT /__sandbox/scenario HTTP/1.1', 'Content-Length: 100', '', '{"name":'],
+    },
+  ])('logs and journals $name as the $status its client got, under the X-Request-Id it got (finding: logged and journaled as dropped)', async ({ path, status, code, request }) => {
+    const { origin, fetch, logs } = await startSandbox({ apiKeys: ['k1'], headersTimeoutMs: 500, requestTimeoutMs: 1000 })
+    const [line, ...rest] = request
+    const sent = [line, 'Host: x', 'Authorization: Bearer k1', 'X-Request-Id: cut-body', 'Content-Type: application/json', ...rest].join('\r\n')
+    const answer = await exchange(origin, [sent], { end: false, waitMs: 5000 })
+    expect(answer.closed).toBe(true)
+    expect(answer.status).toBe(status)
+    expect(answer.text).toMatch(/\r\nX-Request-Id: cut-body\r\n/i)
+    expect(JSON.parse(answer.text.slice(answer.text.indexOf('\r\n\r\n') + 4))).toMatchObject({ code })
+    await expect.poll(() => logs.length).toBe(1)
+    expect(logs.map((entry) => [entry.requestId, entry.path, entry.status, entry.tenant])).toEqual([['cut-body', path, status, tenantId('k1')]])
+    const journal = (await (await fetch('/__sandbox/requests', { headers: auth('k1') })).json()) as { requestId?: string; response: { status: number; body?: { code: string } } }[]
+    const cut = journal.filter((entry) => entry.requestId === 'cut-body')
+    // The journal keeps the API's requests; the admin API's are not journaled.
+    if (path.startsWith('/v1')) expect(cut.map((entry) => [entry.response.status, entry.response.body?.code])).toEqual([[status, code]])
+    else expect(cut).toEqual([])
+    // Nothing of the cut request was stored, and the tenant still answers.
+    const listed = (await (await fetch('/v1/categories', { headers: auth('k1') })).json()) as { name: string }[]
+    expect(listed.some((category) => category.name.startsWith('Le') || category.name === 'nam')).toBe(false)
+  })
+
   it('keeps answering when the log callback throws, and tells the warn callback', async () => {
     const warnings: string[] = []
     const { fetch, origin } = await startSandbox({
