@@ -92,7 +92,7 @@ export function requestContext(
         report(error)
       }
     })
-  const emit = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
+  const emit = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined, status = res.headersSent ? res.statusCode : 0): void => {
     const arrival = (res as Stamped)[ARRIVAL]
     if (log === undefined || arrival === undefined) return
     ;(res as Stamped)[ARRIVAL] = undefined
@@ -101,7 +101,7 @@ export function requestContext(
       requestId: arrival.requestId,
       method: req.method ?? 'GET',
       path: arrival.path,
-      status: res.headersSent ? res.statusCode : 0,
+      status,
       ms: Math.round((performance.now() - arrival.started) * 100) / 100,
       tenant: tenant ?? callerOf(tenants, req.headers.authorization),
     })
@@ -112,8 +112,20 @@ export function requestContext(
     // a pipelined request answered before the ones ahead of it waits for its turn (Node gives it
     // the socket then), so lines keep the order requests came in; a 413 on a connection that
     // closes after it waits for the rest of its body to be dropped.
-    if ((res.socket === null || !res.headersSent) && !res.destroyed) res.once('close', () => emit(req, res, tenant))
-    else emit(req, res, tenant)
+    if ((res.socket === null || !res.headersSent) && !res.destroyed) {
+      res.once('close', () => emit(req, res, tenant))
+      // @note An answer queued behind a pipelined one ahead of it never gets the socket, nor a
+      // `close`, when its client leaves: its request is aborted, and it is logged then, as dropped.
+      if (res.socket === null) {
+        if (req.destroyed) dropped(req, res, tenant)
+        else req.once('close', () => dropped(req, res, tenant))
+      }
+    } else emit(req, res, tenant)
+  }
+  /** Logs a queued answer as dropped when its connection is gone before it was written. */
+  const dropped = (req: IncomingMessage, res: ServerResponse, tenant: string | undefined): void => {
+    if (res.socket !== null || res.writableFinished || !req.socket.destroyed) return
+    emit(req, res, tenant, 0)
   }
   return {
     stamp(req, res) {

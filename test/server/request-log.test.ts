@@ -104,6 +104,22 @@ describe('request log', () => {
     ])
   })
 
+  it('logs a pipelined answer still queued behind a slow one as dropped when its client leaves (finding: it got no line)', async () => {
+    const { origin, logs } = await startSandbox({ apiKeys: ['k1'] })
+    const request = (id: string, prefer = '') => `GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k1\r\nX-Request-Id: ${id}\r\n${prefer}\r\n`
+    const socket = await openSocket(origin)
+    socket.on('error', () => undefined)
+    // The second list is made at once, and waits for its turn behind the first (300 ms).
+    socket.write(request('slow', 'Prefer: delay=300\r\n') + request('queued'))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    socket.destroy()
+    await expect.poll(() => logs.length, { timeout: 3000 }).toBe(2)
+    expect(logs.map((entry) => [entry.requestId, entry.status]).sort()).toEqual([
+      ['queued', 0],
+      ['slow', 0],
+    ])
+  })
+
   it('logs the requests the server refuses before any route, with the X-Request-Id their client got (trial finding)', async () => {
     const { origin, logs } = await startSandbox({ apiKeys: ['k1'] })
     const garbage = await exchange(origin, ['GARBAGE\r\n\r\n'], { waitMs: 1000 })
