@@ -9,7 +9,7 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
-import { tenantId } from '../../src/server/tenant-registry.js'
+import { tenantId } from '../../src/server.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 /**

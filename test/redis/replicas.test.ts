@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { startNginx } from '../support/nginx.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
 import { LOAD_SECONDS, runLoad, serverErrors, startReplicas, verifyLoad } from '../support/replicas.js'
-import { tenantId } from '../../src/server/tenant-registry.js'
+import { tenantId } from '../../src/server.js'
 
 const KEYS = Array.from({ length: 50 }, (_, i) => `partner-${i}`)
 const NO_LOSS = { lost: 0, unexpected: 0, badIds: 0, journalMissing: 0, journalExtra: 0, inFlightApplied: 0 }
