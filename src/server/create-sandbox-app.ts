@@ -155,6 +155,18 @@ export interface SandboxAppOptions {
   headersTimeoutMs?: number
   /** Time a client has to send its whole request, in ms (then 408); `Prefer: delay` and latency are capped at it. @default 30000 */
   requestTimeoutMs?: number
+  /**
+   * The URL clients reach the sandbox at (`https://sandbox.example.com`, a path allowed), listed
+   * as the first server of `/__sandbox/openapi.json` whoever asks.
+   * @default none: the origin the client used (its `Host` header; see `trustProxy`)
+   */
+  publicUrl?: string
+  /**
+   * Without `publicUrl`: believe `X-Forwarded-Host` and `X-Forwarded-Proto` for the served
+   * document's first server. Only behind a proxy that sets them (and drops a client's own).
+   * @default false
+   */
+  trustProxy?: boolean
 }
 
 /** What {@link createSandboxApp} returns. */
@@ -200,6 +212,21 @@ export interface SandboxLimits extends CategoryLimits, ServerLimits {
 
 const Key = ApiKey
 
+/** `publicUrl`: an http(s) URL without credentials, query or fragment, kept without its trailing slash. */
+const PublicUrl = z
+  .string()
+  .refine(isPublicUrl, 'an http:// or https:// URL without credentials, query or fragment')
+  .transform((text) => {
+    const url = new URL(text)
+    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
+  })
+
+function isPublicUrl(text: string): boolean {
+  if (!URL.canParse(text) || text.includes('?') || text.includes('#')) return false
+  const url = new URL(text)
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === ''
+}
+
 const Options = z
   .object({
     scenario: z.unknown().optional(),
@@ -229,6 +256,8 @@ const Options = z
     maxConnections: z.int().min(1).default(DEFAULT_MAX_CONNECTIONS),
     headersTimeoutMs: z.int().min(1).default(DEFAULT_HEADERS_TIMEOUT_MS),
     requestTimeoutMs: z.int().min(1).default(DEFAULT_REQUEST_TIMEOUT_MS),
+    publicUrl: PublicUrl.optional(),
+    trustProxy: z.boolean().default(false),
   })
   .strict()
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
@@ -279,6 +308,8 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   maxConnections: 'a whole number of connections, 1 or more',
   headersTimeoutMs: 'whole milliseconds, 1 or more, at most requestTimeoutMs',
   requestTimeoutMs: 'whole milliseconds, 1 or more',
+  publicUrl: 'an http:// or https:// URL without credentials, query or fragment (https://sandbox.example.com)',
+  trustProxy: 'true or false',
 }
 
 const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
@@ -393,6 +424,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
         warn,
+        publicUrl: settings.publicUrl,
+        trustProxy: settings.trustProxy,
       }),
     )
     if (demoDir !== false) {

@@ -73,8 +73,8 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(strict.components.schemas.NewCategory!['additionalProperties']).toBe(false)
   })
 
-  it('lists the origin a proxy’s client used (X-Forwarded-Proto, X-Forwarded-Host) as the first server', async () => {
-    const { fetch } = await startSandbox()
+  it('lists the origin a proxy’s client used (X-Forwarded-Proto, X-Forwarded-Host) as the first server with trustProxy', async () => {
+    const { fetch } = await startSandbox({ trustProxy: true })
     const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'sandbox.shop.test' }
     const document = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers }))) as ServedDocument
     expect(document.servers[0]!.url).toBe('https://sandbox.shop.test/v1')
@@ -82,6 +82,36 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     const plain = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers: forged }))) as ServedDocument
     expect(plain.servers[0]!.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
   })
+
+  it('ignores a client’s X-Forwarded-Host and -Proto unless trustProxy, and says what the document varies on (issue 20 F14)', async () => {
+    const { fetch, origin } = await startSandbox()
+    const poisoned = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'attacker.test' }
+    const response = await fetch('/__sandbox/openapi.json', { headers: poisoned })
+    expect(((await jsonOf(response)) as ServedDocument).servers[0]!.url).toBe(`${origin}/v1`)
+    expect(varied(response)).toEqual(['host'])
+    expect(response.headers.get('cache-control')).toMatch(/\bprivate\b/)
+
+    const { fetch: behindProxy } = await startSandbox({ trustProxy: true })
+    const proxied = await behindProxy('/__sandbox/openapi.json', { headers: poisoned })
+    expect(((await jsonOf(proxied)) as ServedDocument).servers[0]!.url).toBe('https://attacker.test/v1')
+    expect(varied(proxied)).toEqual(['host', 'x-forwarded-host', 'x-forwarded-proto'])
+    expect(proxied.headers.get('cache-control')).toMatch(/\bprivate\b/)
+  })
+
+  it('lists the configured publicUrl as the first server whatever the request says (issue 20 F14)', async () => {
+    const { fetch } = await startSandbox({ publicUrl: 'https://sandbox.example.com/petstore/', trustProxy: true })
+    const response = await fetch('/__sandbox/openapi.json', { headers: { 'x-forwarded-host': 'attacker.test', 'x-forwarded-proto': 'http' } })
+    expect(((await jsonOf(response)) as ServedDocument).servers[0]!.url).toBe('https://sandbox.example.com/petstore/v1')
+    expect(varied(response)).toEqual([])
+    expect(response.headers.get('cache-control')).toBe('no-cache')
+  })
+
+  it.each(['ftp://sandbox.example.com', 'https://user:pw@sandbox.example.com', 'https://sandbox.example.com/?x=1', 'sandbox.example.com', 'javascript:alert(1)'])(
+    'refuses publicUrl %s with invalid_option naming the option',
+    async (publicUrl) => {
+      await expect(startSandbox({ publicUrl })).rejects.toMatchObject({ code: 'invalid_option', message: expect.stringContaining('publicUrl') as unknown })
+    },
+  )
 
   it.each(TENANT_ROUTES)('answers 401 missing_api_key on $method $path without a key', async ({ method, path, body }) => {
     const { fetch } = await startSandbox()
@@ -349,6 +379,12 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expectErrorBody(await jsonOf(await fetch('/__sandbox/')), 404, 'not_found')
   })
 })
+
+/** The request headers an answer says it varies on, lower-cased, sorted. */
+function varied(response: Response): string[] {
+  const vary = response.headers.get('vary')
+  return vary === null ? [] : vary.split(',').map((name) => name.trim().toLowerCase()).sort()
+}
 
 interface ServedDocument {
   servers: { url: string }[]
