@@ -26,7 +26,8 @@ import { MemoryStorage } from '../core/memory-storage.js'
 import { seedState, type TenantStorage } from '../core/storage.js'
 import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { Latency, type Scenario } from '../scenario/scenario-format.js'
-import { optionJudge } from '../petstore-options.js'
+import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../petstore-options.js'
+import { Redaction } from '../core/redaction.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
@@ -162,6 +163,16 @@ export interface SandboxAppOptions {
    */
   publicUrl?: string
   /**
+   * Request headers whose values the journal shows as `[redacted]`, beyond the default list and
+   * pattern (`DEFAULT_REDACTED_HEADERS`, `CREDENTIAL_NAME_PATTERN`). @default none beyond the defaults
+   */
+  redactHeaders?: readonly string[]
+  /**
+   * Query parameters whose values journaled URLs (and the operator's warnings) show as
+   * `[redacted]`, beyond the defaults (`DEFAULT_REDACTED_QUERY_PARAMS`). @default none beyond the defaults
+   */
+  redactQueryParams?: readonly string[]
+  /**
    * Without `publicUrl`: believe `X-Forwarded-Host` and `X-Forwarded-Proto` for the served
    * document's first server. Only behind a proxy that sets them (and drops a client's own).
    * @default false
@@ -258,6 +269,8 @@ const Options = z
     requestTimeoutMs: z.int().min(1).default(DEFAULT_REQUEST_TIMEOUT_MS),
     publicUrl: PublicUrl.optional(),
     trustProxy: z.boolean().default(false),
+    redactHeaders: RedactHeaders.optional(),
+    redactQueryParams: RedactQueryParams.optional(),
   })
   .strict()
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
@@ -310,6 +323,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   requestTimeoutMs: 'whole milliseconds, 1 or more',
   publicUrl: 'an http:// or https:// URL without credentials, query or fragment (https://sandbox.example.com)',
   trustProxy: 'true or false',
+  ...REDACT_ACCEPTED,
 }
 
 const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
@@ -388,8 +402,10 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   sweeper?.unref()
   const reportUnexpected = (error: unknown, where: string) =>
     warn?.(`unexpected error on ${where}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+  const redaction = new Redaction({ headers: settings.redactHeaders, queryParams: settings.redactQueryParams })
   const pipeline = new Pipeline({
     tenants,
+    redaction,
     strict: settings.strict,
     maxBodyBytes: limits.maxBodyBytes,
     limits,
@@ -449,7 +465,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const api = apiBridge(
     pipeline,
     API_BASE_PATH,
-    (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
+    (error, req) => reportUnexpected(error, `${req.method} ${redaction.url(req.url ?? '')}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
   )

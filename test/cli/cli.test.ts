@@ -113,6 +113,19 @@ describe('petstore-sandbox serve', () => {
     expect(refused.stderr()).toContain('publicUrl')
   })
 
+  it('redacts the headers and query parameters --redact-header, --redact-query-param and their variables add (issue 20 F13)', async () => {
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--redact-header', 'x-partner-thing', '--redact-header', 'x-third-thing'], {
+      PETSTORE_SANDBOX_REDACT_QUERY_PARAM: 'other,sid',
+    })
+    const base = apiUrl(run.stdout())
+    const headers = { authorization: 'Bearer sandbox-dev-key', 'x-partner-thing': 'SECRET-1', 'x-third-thing': 'SECRET-2', 'x-shown': 'shown' }
+    expect((await fetch(`${base}/categories?sid=SECRET-3&page=2`, { headers })).status).toBe(200)
+    const journal = await fetch(`${base.replace(/\/v1$/, '')}/__sandbox/requests`, { headers: { authorization: 'Bearer sandbox-dev-key' } })
+    const text = await journal.text()
+    expect(text).not.toContain('SECRET-')
+    expect(text).toContain('"x-shown":"shown"')
+  })
+
   it.each([
     ['--memory-budget', '2TB', '--memory-budget must be a size in bytes'],
     ['--max-connections', '0', '--max-connections must be an integer from 1'],
