@@ -3,6 +3,13 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { ERROR_TABLE } from '../src/contract/errors.js'
+import {
+  CREDENTIAL_NAME_PATTERN,
+  DEFAULT_READABLE_NAMES,
+  DEFAULT_REDACTED_HEADERS,
+  DEFAULT_REDACTED_QUERY_PARAMS,
+  REDACTED,
+} from '../src/core/redaction.js'
 import { buildOpenApiDocument } from '../src/contract/openapi.js'
 import { ScenarioFile } from '../src/scenario/scenario-format.js'
 import { loadScenarioFile } from '../src/scenario/scenario-loader.js'
@@ -54,7 +61,7 @@ export async function generatedFiles(): Promise<Record<string, string>> {
   }
   const readme = await readFile(join(root, 'README.md'), 'utf8')
   return {
-    [join(root, 'README.md')]: replaceSection(readme, 'errors', errorTableSection()),
+    [join(root, 'README.md')]: replaceSection(replaceSection(readme, 'errors', errorTableSection()), 'redaction', redactionSection()),
     [join(root, 'src/scenario/builtin-scenarios.ts')]: builtins,
     [join(root, 'src/scenario/builtin-names.ts')]: builtinNames,
     [join(root, 'schema/scenario.schema.json')]: `${JSON.stringify(schema, null, 2)}\n`,
@@ -77,6 +84,37 @@ function errorTableSection(): string {
     '| code | status | when | message |',
     '| --- | --- | --- | --- |',
     ...rows,
+  ].join('\n')
+}
+
+/** The README's redaction defaults, from `src/core/redaction.ts` itself. */
+function redactionSection(): string {
+  const names = (list: readonly string[]) => list.map((name) => `\`${name}\``).join(', ')
+  const words = CREDENTIAL_NAME_PATTERN.source.split('|').map((word) => `\`${word}\``).join(', ')
+  return [
+    '### Journal redaction',
+    '',
+    `Credentials a client sends along never reach a reader of the journal (\`requests.all()\`,`,
+    '`GET /__sandbox/requests`, on every store) nor the operator\'s warnings: their values read',
+    `\`${REDACTED}\`. This list is generated from \`src/core/redaction.ts\`; the package exports it`,
+    '(`DEFAULT_REDACTED_HEADERS`, `DEFAULT_REDACTED_QUERY_PARAMS`, `CREDENTIAL_NAME_PATTERN`,',
+    '`DEFAULT_READABLE_NAMES` from `petstore-sandbox`).',
+    '',
+    '| What | Redacted by default |',
+    '| --- | --- |',
+    `| Request headers | ${names(DEFAULT_REDACTED_HEADERS)} |`,
+    `| Query parameters of the journaled \`url\` (names compared ignoring case, once decoded) | ${names(DEFAULT_REDACTED_QUERY_PARAMS)} |`,
+    `| Any header or query parameter whose name holds one of these words (ignoring case) | ${words} |`,
+    `| Kept readable although the pattern matches them (unless listed above) | ${names(DEFAULT_READABLE_NAMES)} |`,
+    '| Also | the query of a `Referer` header, and a password in the URL (`http://user:pw@…`) |',
+    '',
+    'So `Content-Type`, `Accept`, `User-Agent`, `Prefer`, `X-Request-Id`, `traceparent` and',
+    '`Idempotency-Key` stay readable; `X-Session-Id`, `Stripe-Signature` or `?page_token=` do not. Only',
+    'the value is replaced: the header or parameter is still listed, so a reader sees that it was',
+    'sent. Add names with `redactHeaders` / `redactQueryParams` (`createPetstore()`,',
+    '`createSandboxApp()`) or `--redact-header` / `--redact-query-param` (repeat;',
+    '`PETSTORE_SANDBOX_REDACT_HEADER`, comma-separated); the defaults always apply. The request log',
+    'shows the path alone, never the query or a header.',
   ].join('\n')
 }
 

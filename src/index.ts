@@ -9,6 +9,12 @@ export { NewCategory as NewCategorySchema, Category as CategorySchema, ApiError 
 export { buildOpenApiDocument } from './contract/openapi.js'
 export { loadScenario, listScenarioNames, BUILTIN_SCENARIO_NAMES } from './scenario/scenario-loader.js'
 export { ScenarioFile as ScenarioFileSchema } from './scenario/scenario-format.js'
+export {
+  DEFAULT_REDACTED_HEADERS,
+  DEFAULT_REDACTED_QUERY_PARAMS,
+  DEFAULT_READABLE_NAMES,
+  CREDENTIAL_NAME_PATTERN,
+} from './core/redaction.js'
 
 export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
 export type { PetstoreErrorCode } from './errors.js'

@@ -38,6 +38,18 @@ function pageOrigin(): string | undefined {
   return typeof origin === 'string' && origin !== 'null' && URL.canParse(origin) ? origin : undefined
 }
 
+/** `redactHeaders`: header names (HTTP tokens), compared ignoring case. */
+export const RedactHeaders = z.array(z.string().regex(/^[!#$%&'*+.^_`|~\w-]+$/))
+/** `redactQueryParams`: query parameter names, compared ignoring case once decoded. */
+export const RedactQueryParams = z.array(z.string().min(1))
+/** What {@link RedactHeaders} and {@link RedactQueryParams} accept, in words. */
+export const REDACT_ACCEPTED: Readonly<Record<string, string>> = {
+  redactHeaders: `an array of header names (['x-partner-secret'])`,
+  'redactHeaders[]': 'a header name (x-partner-secret)',
+  redactQueryParams: `an array of query parameter names (['sid'])`,
+  'redactQueryParams[]': 'a non-empty query parameter name (sid)',
+}
+
 const Options = z
   .object({
     baseUrl: z.union([BaseUrl, z.array(BaseUrl).min(1)]).default('*/v1'),
@@ -54,6 +66,8 @@ const Options = z
     nameMaxLength: z.int().min(1).default(DEFAULT_NAME_MAX_LENGTH),
     descriptionMaxLength: z.int().min(0).default(DEFAULT_DESCRIPTION_MAX_LENGTH),
     maxCategories: z.int().min(0).optional(),
+    redactHeaders: RedactHeaders.optional(),
+    redactQueryParams: RedactQueryParams.optional(),
   })
   .strict()
   .superRefine((options, context) => {
@@ -96,6 +110,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   nameMaxLength: 'a whole number of characters, 1 or more',
   descriptionMaxLength: 'a whole number of characters, 0 or more',
   maxCategories: 'a whole number of categories, 0 or more',
+  ...REDACT_ACCEPTED,
 }
 
 /**

@@ -16,6 +16,7 @@ import { Pipeline } from './pipeline/pipeline.js'
 import { describeIssues, type Faults, type Latency, type Scenario } from './scenario/scenario-format.js'
 import { checkScenarioInput, checkScenariosDir, loadScenario, type ScenarioInput } from './scenario/scenario-loader.js'
 import { parseOptions } from './petstore-options.js'
+import { Redaction } from './core/redaction.js'
 
 /** Options of {@link createPetstore}. */
 export interface PetstoreOptions {
@@ -62,6 +63,19 @@ export interface PetstoreOptions {
   descriptionMaxLength?: number
   /** Categories the store may hold; a create beyond gets 409 `category_limit`. @default no limit */
   maxCategories?: number
+  /**
+   * Request headers whose values the journal shows as `[redacted]`, beyond the default list and
+   * pattern (`DEFAULT_REDACTED_HEADERS`, `CREDENTIAL_NAME_PATTERN`).
+   * @default none beyond the defaults
+   * @example createPetstore({ redactHeaders: ['x-partner-secret'] })
+   */
+  redactHeaders?: readonly string[]
+  /**
+   * Query parameters whose values the journal's URLs show as `[redacted]`, beyond the default
+   * list and pattern (`DEFAULT_REDACTED_QUERY_PARAMS`, `CREDENTIAL_NAME_PATTERN`).
+   * @default none beyond the defaults
+   */
+  redactQueryParams?: readonly string[]
 }
 
 /** Options of {@link Petstore.reset}. */
@@ -168,12 +182,15 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     keys = keyRing(settings.apiKeys, scenario)
   }
 
+  const redaction = new Redaction({ headers: settings.redactHeaders, queryParams: settings.redactQueryParams })
   const pipeline = new Pipeline({
     strict: settings.strict,
     maxBodyBytes: settings.maxBodyBytes,
     limits,
+    redaction,
     // @note The 500 a handler answers never carries the exception's message; in a test run the console is the log.
-    onUnexpectedError: (error, request) => console.error(`petstore-sandbox: unexpected error on ${request.method} ${request.url}:`, error),
+    onUnexpectedError: (error, request) =>
+      console.error(`petstore-sandbox: unexpected error on ${request.method} ${redaction.url(request.url)}:`, error),
     tenants: {
       resolve: (token) => (keys.accepts(token) ? tenant : undefined),
       anonymousJournal: tenant.journal,

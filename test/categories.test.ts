@@ -100,6 +100,8 @@ describe('createCategory rejects invalid bodies with 400 and stores nothing', ()
     { name: 'name an object', body: '{"name":{"en":"Dogs"}}', code: 'invalid_field', message: /name must be/ },
     { name: 'description a number', body: '{"name":"x","description":1}', code: 'invalid_field', message: /^description must be a string$/ },
     { name: 'description null', body: '{"name":"x","description":null}', code: 'invalid_field', message: /^description must be a string$/ },
+    { name: 'a name with a lone surrogate (issue 20 F08)', body: '{"name":"a\\ud800b"}', code: 'invalid_field', message: /^name must be well-formed Unicode text/ },
+    { name: 'a description with a lone surrogate (issue 20 F08)', body: '{"name":"x","description":"\\udc00"}', code: 'invalid_field', message: /^description must be well-formed Unicode text/ },
     { name: 'text/plain content type', body: '{"name":"x"}', contentType: 'text/plain', code: 'unsupported_media_type', message: /got text\/plain/ },
     { name: 'no content type', body: '{"name":"x"}', contentType: null, code: 'unsupported_media_type', message: /no Content-Type/ },
     { name: 'a form content type', body: 'name=x', contentType: 'application/x-www-form-urlencoded', code: 'unsupported_media_type', message: /form-urlencoded/ },

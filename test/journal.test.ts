@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_JOURNAL_BYTES, JOURNAL_BODY_LIMIT, JOURNAL_DEPTH_LIMIT, RequestJournal } from '../src/core/journal.js'
+import { createPetstore } from '../src/index.js'
 import { call, petstoreHarness } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
@@ -59,6 +60,22 @@ describe('the request journal', () => {
     expect(text).not.toContain('not-the-key')
     expect(text).not.toContain('session=abc')
     expect(petstore.requests.all()[0]!.request.headers['authorization']).toBe('[redacted]')
+  })
+
+  it('redacts the credential headers and query parameters of issue 20 F13, and those the redact options add, in msw too (issue 20 F13)', async () => {
+    const names = ['apikey', 'x-goog-api-key', 'x-amz-security-token', 'ocp-apim-subscription-key', 'private-token', 'x-vault-token', 'x-forwarded-authorization', 'x-csrf-token']
+    const petstore = await harness.use({ redactHeaders: ['x-partner-thing'], redactQueryParams: ['sid'] })
+    const headers = Object.fromEntries([...names, 'x-partner-thing'].map((name, i) => [name, `SECRET-h${i}`]))
+    await call('/categories?api_key=SECRET-q1&access_token=SECRET-q2&sid=SECRET-q3&page=2', { headers: { ...headers, accept: 'application/json' } })
+    const [entry] = petstore.requests.all()
+    expect(JSON.stringify(entry)).not.toContain('SECRET-')
+    for (const name of [...names, 'x-partner-thing']) expect(entry!.request.headers[name], name).toBe('[redacted]')
+    expect(entry!.request.headers['accept']).toBe('application/json')
+    expect(entry!.url).toMatch(/\/categories\?api_key=\[redacted\]&access_token=\[redacted\]&sid=\[redacted\]&page=2$/)
+  })
+
+  it('refuses a redactHeaders entry that is not a header name', async () => {
+    expect(() => createPetstore({ redactHeaders: ['x bad'] })).toThrow(/Invalid petstore option redactHeaders\[0\]: expected a header name/)
   })
 
   it('records rejected requests too: 401, 400 with the text sent, 404 and 405', async () => {

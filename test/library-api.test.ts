@@ -189,6 +189,17 @@ describe('the library API', () => {
     expect(await petstore.categories.list()).toHaveLength(6)
   })
 
+  it('categories.create() refuses a name or description with an unpaired surrogate as POST does (issue 20 F08)', async () => {
+    const petstore = await harness.use()
+    await expect(petstore.categories.create({ name: 'a\ud800b' })).rejects.toMatchObject({
+      code: 'invalid_field',
+      message: 'Cannot create category: name must be well-formed Unicode text (it holds an unpaired UTF-16 surrogate)',
+    })
+    await expect(petstore.categories.create({ name: 'x', description: '\udfff' })).rejects.toMatchObject({ code: 'invalid_field' })
+    expect(await petstore.categories.create({ name: 'Cats \u{1F408}' })).toEqual({ id: 6, name: 'Cats \u{1F408}' })
+    expect(await petstore.categories.list()).toHaveLength(6)
+  })
+
   it('categories.create() past maxCategories throws category_limit, pointing at petstore.reset()', async () => {
     const petstore = await harness.use({ maxCategories: 5 })
     await expect(petstore.categories.create({ name: 'Ferrets' })).rejects.toMatchObject({

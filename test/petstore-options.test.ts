@@ -99,7 +99,7 @@ describe('createPetstore() options', () => {
       name: 'a misspelt option',
       options: { strcit: true },
       message:
-        'Invalid petstore option "strcit": no such option. Known: baseUrl, apiKeys, scenario, scenariosDir, latency, faults, afterSunset, strict, maxBodyBytes, journalLimit, journalBytes, nameMaxLength, descriptionMaxLength, maxCategories',
+        'Invalid petstore option "strcit": no such option. Known: baseUrl, apiKeys, scenario, scenariosDir, latency, faults, afterSunset, strict, maxBodyBytes, journalLimit, journalBytes, nameMaxLength, descriptionMaxLength, maxCategories, redactHeaders, redactQueryParams',
     },
     {
       name: 'options that are not an object',

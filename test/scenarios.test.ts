@@ -68,6 +68,15 @@ describe('loading scenarios', () => {
     expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')}: [1].name: name must be a non-empty string`)
   })
 
+  it('refuses a fixture category whose name holds an unpaired surrogate, which a store would alter (issue 20 F08)', async () => {
+    const dir = await scratch({
+      'shop.json': { ...minimal, seed: { categories: { fixture: 'c.json' } } },
+      'c.json': [{ name: 'ok' }, { name: 'a\ud800b' }],
+    })
+    const error = await failure(loadScenario(join(dir, 'shop.json')))
+    expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')}: [1].name: name must be well-formed Unicode text (it holds an unpaired UTF-16 surrogate)`)
+  })
+
   it('refuses a missing fixture, saying which scenario names it', async () => {
     const dir = await scratch({ 'shop.json': { ...minimal, seed: { orders: { fixture: 'gone.json' } } } })
     const error = await failure(loadScenario(join(dir, 'shop.json')))

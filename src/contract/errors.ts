@@ -53,7 +53,7 @@ export const ERROR_TABLE = {
   invalid_field: {
     status: 400,
     message: '{reason}',
-    when: 'A field has the wrong type, an empty value, or more characters than its limit (name 200, description 2,000 by default)',
+    when: 'A field has the wrong type, an empty value, more characters than its limit (name 200, description 2,000 by default), or an unpaired UTF-16 surrogate',
   },
   unknown_field: {
     status: 400,

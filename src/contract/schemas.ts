@@ -13,6 +13,23 @@ const nonEmptyString = (field: string) =>
     // Schema state the rule too. `\S` is what `trim()` leaves: one character that is not white space.
     .regex(/\S/, { error: `${field} must be a non-empty string` })
 
+/**
+ * A lone UTF-16 surrogate: what a JSON `\ud800` escape can put in a string, and what no UTF-8
+ * text (the interface's JSON, SQLite, Redis) can hold.
+ * @note With the `u` flag a surrogate pair is one code point, so only an unpaired half matches.
+ */
+const LONE_SURROGATE = /\p{Cs}/u
+
+/**
+ * A string field's text must be well-formed UTF-16: a store that writes UTF-8 would otherwise
+ * replace a lone surrogate with U+FFFD (and SQLite with three of them), answering a 201 for a
+ * value it then lists altered. Refused alike on every store, in the library and over HTTP.
+ */
+const wellFormed = <T extends z.ZodString>(schema: T, field: string): T =>
+  schema.refine((text) => !LONE_SURROGATE.test(text), {
+    error: `${field} must be well-formed Unicode text (it holds an unpaired UTF-16 surrogate)`,
+  })
+
 /** An int64 id that JavaScript can represent exactly. */
 export const Id = z
   .int({ error: 'id must be a safe integer' })
@@ -23,16 +40,17 @@ type LengthLimits = Pick<CategoryLimits, 'nameMaxLength' | 'descriptionMaxLength
 
 /**
  * NewCategory and Category under these length limits: the server builds them from its options,
- * and the defaults below are what `openapi.json` and the scenario schema publish.
+ * and the defaults below are what `openapi.json` and the scenario schema publish. Lengths count
+ * Unicode code points (zod's `max`, as JSON Schema's `maxLength`): a surrogate pair is one character.
  */
-export function categorySchemas(limits: LengthLimits) {
+export function categorySchemas(limits: LengthLimits, { judgeText = true }: { readonly judgeText?: boolean } = {}) {
+  const judged = (schema: z.ZodString, field: string) => (judgeText ? wellFormed(schema, field) : schema)
   const newCategory = z
     .object({
-      name: nonEmptyString('name')
+      name: judged(nonEmptyString('name'), 'name')
         .max(limits.nameMaxLength, { error: `name must be at most ${limits.nameMaxLength} characters` })
         .meta({ description: 'Category name' }),
-      description: z
-        .string({ error: 'description must be a string' })
+      description: judged(z.string({ error: 'description must be a string' }), 'description')
         .max(limits.descriptionMaxLength, { error: `description must be at most ${limits.descriptionMaxLength} characters` })
         .optional()
         .meta({ description: 'Short description of the category' }),
@@ -57,13 +75,14 @@ export const NewCategory = defaults.NewCategory
 export const Category = defaults.Category
 
 /**
- * A category as storage accepts it: lengths are judged when a category is created, never on data
- * already held (saved under other limits, or seeded), so reloading it can never fail on them.
+ * A category as storage accepts it: lengths and well-formed text are judged when a category is
+ * created, never on data already held (saved under other limits or by an older version, or
+ * seeded), so reloading it can never fail on them.
  */
-export const StoredCategory = categorySchemas({
-  nameMaxLength: Number.MAX_SAFE_INTEGER,
-  descriptionMaxLength: Number.MAX_SAFE_INTEGER,
-}).Category
+export const StoredCategory = categorySchemas(
+  { nameMaxLength: Number.MAX_SAFE_INTEGER, descriptionMaxLength: Number.MAX_SAFE_INTEGER },
+  { judgeText: false },
+).Category
 
 /** The body of every error response. */
 export const ApiError = z

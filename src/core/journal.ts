@@ -1,9 +1,11 @@
 /**
  * The request journal: what reached the handlers and what they answered, newest last, capped.
- * Credentials never reach a reader: the values of credential headers (`REDACTED_HEADERS`) are replaced.
+ * Credentials never reach a reader: the values of credential headers and query parameters are
+ * replaced as `redaction.ts` says.
  */
 import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
+import { DEFAULT_REDACTION, type Redaction } from './redaction.js'
 
 /** One request as the journal keeps it. */
 export interface JournalEntry {
@@ -19,7 +21,7 @@ export interface JournalEntry {
   readonly operation: string | null
   /** The HTTP method, upper-case. */
   readonly method: string
-  /** The absolute URL, query included. */
+  /** The absolute URL, query included (the values of credential query parameters redacted). */
   readonly url: string
   /** The URL's path, without the query. */
   readonly path: string
@@ -77,6 +79,8 @@ export interface JournalFacts {
   readonly status: number
   /** The answer's body text, or undefined when none was sent. */
   readonly responseText: string | undefined
+  /** What a reader never sees of the headers and the URL. @default the default rule ({@link DEFAULT_REDACTION}) */
+  readonly redaction?: Redaction | undefined
 }
 
 /**
@@ -102,6 +106,7 @@ export class JournalDraft {
   readonly #requestSize: number
   readonly #responseText: string | undefined
   readonly #responseSize: number
+  readonly #redaction: Redaction
   /** What the draft holds on the heap, estimated. */
   readonly weight: number
 
@@ -115,6 +120,7 @@ export class JournalDraft {
     this.path = facts.path
     this.status = facts.status
     this.#headers = facts.headers
+    this.#redaction = facts.redaction ?? DEFAULT_REDACTION
     this.#requestSize = facts.requestText.length
     this.#requestText = keptText(facts.requestText)
     this.#responseSize = facts.responseText?.length ?? 0
@@ -139,14 +145,14 @@ export class JournalDraft {
   }
 
   #fields(): Omit<JournalEntry, 'id'> {
-    if (!isRecord(this.#headers)) this.#headers = journalHeaders(this.#headers)
+    if (!isRecord(this.#headers)) this.#headers = journalHeaders(this.#headers, this.#redaction)
     return {
       time: new Date(this.arrived).toISOString(),
       durationMs: this.durationMs,
       operation: this.operation,
       ...(this.requestId === undefined ? {} : { requestId: this.requestId }),
       method: this.method,
-      url: this.url,
+      url: this.#redaction.url(this.url),
       path: this.path,
       request: { headers: { ...this.#headers }, ...keptBody(this.#requestText, this.#requestSize) },
       response: { status: this.status, ...keptBody(this.#responseText, this.#responseSize) },
@@ -207,13 +213,6 @@ export interface TenantJournal {
   /** Told of every change to {@link bytes}, when it can change at all. */
   meter?: HeldBytesMeter | undefined
 }
-
-/**
- * Credentials a request may carry, kept as `[redacted]`: ours (`Authorization`) and the common
- * ones of other services a client may send along, which the operator reading a partner's journal
- * must not see either.
- */
-const REDACTED_HEADERS = new Set(['authorization', 'cookie', 'proxy-authorization', 'x-api-key', 'api-key', 'x-auth-token', 'x-access-token'])
 
 /** @default 1000 entries */
 export const DEFAULT_JOURNAL_LIMIT = 1000
@@ -369,11 +368,15 @@ function factsMatch(method: string, operation: string | null, status: number, pa
   return true
 }
 
-/** Request headers as the journal keeps them, credentials redacted. */
-export function journalHeaders(headers: Iterable<[string, string]>): Record<string, string> {
+/**
+ * Request headers as the journal keeps them, credentials redacted: ours (`Authorization`) and
+ * those of other services a client may send along, which the operator reading a partner's
+ * journal must not see either.
+ */
+export function journalHeaders(headers: Iterable<[string, string]>, redaction: Redaction = DEFAULT_REDACTION): Record<string, string> {
   // @note Built from entries, not by assignment: `kept['__proto__'] = value` would hit the
   // prototype setter and drop a header a client may legally send under that name.
-  return Object.fromEntries([...headers].map(([name, value]) => [name, REDACTED_HEADERS.has(name) ? '[redacted]' : value]))
+  return Object.fromEntries([...headers].map(([name, value]) => [name, redaction.headerValue(name, value)]))
 }
 
 /** A body for the journal: parsed when it is JSON text, truncated when long. */

@@ -4,13 +4,13 @@
  */
 
 /**
- * The longest category name accepted, in characters (UTF-16 code units); longer ones get 400.
+ * The longest category name accepted, in characters (Unicode code points, as JSON Schema's `maxLength` counts them); longer ones get 400.
  * @default 200
  */
 export const DEFAULT_NAME_MAX_LENGTH = 200
 
 /**
- * The longest category description accepted, in characters (UTF-16 code units); longer ones get 400.
+ * The longest category description accepted, in characters (Unicode code points, as JSON Schema's `maxLength` counts them); longer ones get 400.
  * @default 2000
  */
 export const DEFAULT_DESCRIPTION_MAX_LENGTH = 2000

@@ -8,6 +8,7 @@ import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/au
 import { OverCapacityError, type Work } from '../core/capacity.js'
 import { PetstoreError } from '../errors.js'
 import { JournalDraft, type TenantJournal } from '../core/journal.js'
+import type { Redaction } from '../core/redaction.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { StorageUnavailableError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
@@ -41,6 +42,8 @@ export interface PipelineOptions {
   readonly admit?: ((work: Work) => void) | undefined
   /** Whether journals may grow (false over the memory budget: they keep their size). @default always */
   readonly mayGrow?: (() => boolean) | undefined
+  /** What journal entries never show of a request's headers and URL. @default the default rule */
+  readonly redaction?: Redaction | undefined
   /**
    * Told about an exception a request ran into. The client's 500 never carries its message
    * (it may name a file path). @default none
@@ -207,6 +210,7 @@ export class Pipeline {
           status: answer.kind === 'http' ? answer.status : 0,
           // @note A HEAD answer's body is never sent, so the journal keeps none either.
           responseText: answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined,
+          redaction: this.#options.redaction,
         }),
         { grow: this.#options.mayGrow?.() ?? true },
       )

@@ -35,6 +35,10 @@ export interface AdminRoutesOptions {
   readonly admit: (work: Work) => void
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
   readonly warn?: ((message: string) => void) | undefined
+  /** Where the served document says the sandbox is (`https://sandbox.example/petstore`, no trailing slash), whoever asks. */
+  readonly publicUrl?: string | undefined
+  /** `X-Forwarded-Host` and `X-Forwarded-Proto` name the origin a client used (a proxy the operator trusts sets them). */
+  readonly trustProxy: boolean
 }
 
 /** Who called: a tenant through its own key, or the admin (optionally naming a tenant). */
@@ -133,7 +137,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/openapi.json', {
     get: (req, res) => {
-      const serverUrl = `${publicOrigin(req)}${options.basePath}`
+      const serverUrl = `${documentOrigin(req, res, options)}${options.basePath}`
       res.json({ ...openApi, servers: [{ url: serverUrl, description: 'petstore-sandbox' }] })
     },
   })
@@ -256,14 +260,30 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 }
 
 /**
- * The origin a client reached the sandbox at, for the served document's `servers`: behind a
- * proxy that terminates TLS, `X-Forwarded-Proto` (and `X-Forwarded-Host`) say what the client used.
+ * Where the served document's first server is: the configured public URL when there is one; else
+ * the origin the client used, from its `Host` header (and, behind a proxy the operator trusts,
+ * `X-Forwarded-Host` and `X-Forwarded-Proto`). An answer built from request headers says so with
+ * `Vary`, and `Cache-Control: private` keeps a shared cache from handing one client's document to
+ * another (issue 20 F14: any client's `X-Forwarded-Host` was served to every client of a cache).
  * @note Only plain values are used, so that a header cannot write markup or another URL into the document.
  */
-function publicOrigin(req: Request): string {
-  const forwardedProto = firstValue(req.headers['x-forwarded-proto'])?.toLowerCase()
-  const protocol = forwardedProto === 'https' || forwardedProto === 'http' ? forwardedProto : req.protocol
-  const host = [firstValue(req.headers['x-forwarded-host']), req.headers.host].find((value) => value !== undefined && PLAIN_HOST.test(value))
+function documentOrigin(req: Request, res: Response, { publicUrl, trustProxy }: Pick<AdminRoutesOptions, 'publicUrl' | 'trustProxy'>): string {
+  if (publicUrl !== undefined) {
+    res.setHeader('Cache-Control', 'no-cache')
+    return publicUrl
+  }
+  res.setHeader('Cache-Control', 'private, no-cache')
+  res.vary('Host')
+  let protocol = req.protocol
+  let forwardedHost: string | undefined
+  if (trustProxy) {
+    res.vary('X-Forwarded-Host')
+    res.vary('X-Forwarded-Proto')
+    const forwardedProto = firstValue(req.headers['x-forwarded-proto'])?.toLowerCase()
+    if (forwardedProto === 'https' || forwardedProto === 'http') protocol = forwardedProto
+    forwardedHost = firstValue(req.headers['x-forwarded-host'])
+  }
+  const host = [forwardedHost, req.headers.host].find((value) => value !== undefined && PLAIN_HOST.test(value))
   return `${protocol}://${host ?? 'localhost'}`
 }
 

@@ -26,7 +26,8 @@ import { MemoryStorage } from '../core/memory-storage.js'
 import { seedState, type TenantStorage } from '../core/storage.js'
 import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { Latency, type Scenario } from '../scenario/scenario-format.js'
-import { optionJudge } from '../petstore-options.js'
+import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../petstore-options.js'
+import { Redaction } from '../core/redaction.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
@@ -155,6 +156,28 @@ export interface SandboxAppOptions {
   headersTimeoutMs?: number
   /** Time a client has to send its whole request, in ms (then 408); `Prefer: delay` and latency are capped at it. @default 30000 */
   requestTimeoutMs?: number
+  /**
+   * The URL clients reach the sandbox at (`https://sandbox.example.com`, a path allowed), listed
+   * as the first server of `/__sandbox/openapi.json` whoever asks.
+   * @default none: the origin the client used (its `Host` header; see `trustProxy`)
+   */
+  publicUrl?: string
+  /**
+   * Request headers whose values the journal shows as `[redacted]`, beyond the default list and
+   * pattern (`DEFAULT_REDACTED_HEADERS`, `CREDENTIAL_NAME_PATTERN`). @default none beyond the defaults
+   */
+  redactHeaders?: readonly string[]
+  /**
+   * Query parameters whose values journaled URLs (and the operator's warnings) show as
+   * `[redacted]`, beyond the defaults (`DEFAULT_REDACTED_QUERY_PARAMS`). @default none beyond the defaults
+   */
+  redactQueryParams?: readonly string[]
+  /**
+   * Without `publicUrl`: believe `X-Forwarded-Host` and `X-Forwarded-Proto` for the served
+   * document's first server. Only behind a proxy that sets them (and drops a client's own).
+   * @default false
+   */
+  trustProxy?: boolean
 }
 
 /** What {@link createSandboxApp} returns. */
@@ -200,6 +223,21 @@ export interface SandboxLimits extends CategoryLimits, ServerLimits {
 
 const Key = ApiKey
 
+/** `publicUrl`: an http(s) URL without credentials, query or fragment, kept without its trailing slash. */
+const PublicUrl = z
+  .string()
+  .refine(isPublicUrl, 'an http:// or https:// URL without credentials, query or fragment')
+  .transform((text) => {
+    const url = new URL(text)
+    return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
+  })
+
+function isPublicUrl(text: string): boolean {
+  if (!URL.canParse(text) || text.includes('?') || text.includes('#')) return false
+  const url = new URL(text)
+  return (url.protocol === 'http:' || url.protocol === 'https:') && url.username === '' && url.password === ''
+}
+
 const Options = z
   .object({
     scenario: z.unknown().optional(),
@@ -229,6 +267,10 @@ const Options = z
     maxConnections: z.int().min(1).default(DEFAULT_MAX_CONNECTIONS),
     headersTimeoutMs: z.int().min(1).default(DEFAULT_HEADERS_TIMEOUT_MS),
     requestTimeoutMs: z.int().min(1).default(DEFAULT_REQUEST_TIMEOUT_MS),
+    publicUrl: PublicUrl.optional(),
+    trustProxy: z.boolean().default(false),
+    redactHeaders: RedactHeaders.optional(),
+    redactQueryParams: RedactQueryParams.optional(),
   })
   .strict()
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
@@ -279,6 +321,9 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   maxConnections: 'a whole number of connections, 1 or more',
   headersTimeoutMs: 'whole milliseconds, 1 or more, at most requestTimeoutMs',
   requestTimeoutMs: 'whole milliseconds, 1 or more',
+  publicUrl: 'an http:// or https:// URL without credentials, query or fragment (https://sandbox.example.com)',
+  trustProxy: 'true or false',
+  ...REDACT_ACCEPTED,
 }
 
 const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
@@ -357,8 +402,10 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   sweeper?.unref()
   const reportUnexpected = (error: unknown, where: string) =>
     warn?.(`unexpected error on ${where}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
+  const redaction = new Redaction({ headers: settings.redactHeaders, queryParams: settings.redactQueryParams })
   const pipeline = new Pipeline({
     tenants,
+    redaction,
     strict: settings.strict,
     maxBodyBytes: limits.maxBodyBytes,
     limits,
@@ -393,6 +440,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
         warn,
+        publicUrl: settings.publicUrl,
+        trustProxy: settings.trustProxy,
       }),
     )
     if (demoDir !== false) {
@@ -416,7 +465,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const api = apiBridge(
     pipeline,
     API_BASE_PATH,
-    (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
+    (error, req) => reportUnexpected(error, `${req.method} ${redaction.url(req.url ?? '')}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
   )

@@ -96,6 +96,36 @@ describe('petstore-sandbox serve', () => {
     expect(switched.status).toBe(403)
   })
 
+  it('lists --public-url as the served document’s first server, and X-Forwarded-Host only with --trust-proxy (issue 20 F14)', async () => {
+    const documentUrl = async (args: string[], headers: Record<string, string>) => {
+      const run = await runCliHere(['serve', '--port', '0', '--quiet', ...args])
+      const origin = apiUrl(run.stdout()).replace(/\/v1$/, '')
+      const response = await fetch(`${origin}/__sandbox/openapi.json`, { headers })
+      return { origin, url: ((await response.json()) as { servers: { url: string }[] }).servers[0]!.url }
+    }
+    const forwarded = { 'x-forwarded-host': 'attacker.test', 'x-forwarded-proto': 'https' }
+    expect((await documentUrl(['--public-url', 'https://sandbox.example.com/'], forwarded)).url).toBe('https://sandbox.example.com/v1')
+    const plain = await documentUrl([], forwarded)
+    expect(plain.url).toBe(`${plain.origin}/v1`)
+    expect((await documentUrl(['--trust-proxy'], forwarded)).url).toBe('https://attacker.test/v1')
+    const refused = await runCliHere(['serve', '--port', '0', '--public-url', 'ftp://x'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr()).toContain('publicUrl')
+  })
+
+  it('redacts the headers and query parameters --redact-header, --redact-query-param and their variables add (issue 20 F13)', async () => {
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--redact-header', 'x-partner-thing', '--redact-header', 'x-third-thing'], {
+      PETSTORE_SANDBOX_REDACT_QUERY_PARAM: 'other,sid',
+    })
+    const base = apiUrl(run.stdout())
+    const headers = { authorization: 'Bearer sandbox-dev-key', 'x-partner-thing': 'SECRET-1', 'x-third-thing': 'SECRET-2', 'x-shown': 'shown' }
+    expect((await fetch(`${base}/categories?sid=SECRET-3&page=2`, { headers })).status).toBe(200)
+    const journal = await fetch(`${base.replace(/\/v1$/, '')}/__sandbox/requests`, { headers: { authorization: 'Bearer sandbox-dev-key' } })
+    const text = await journal.text()
+    expect(text).not.toContain('SECRET-')
+    expect(text).toContain('"x-shown":"shown"')
+  })
+
   it.each([
     ['--memory-budget', '2TB', '--memory-budget must be a size in bytes'],
     ['--max-connections', '0', '--max-connections must be an integer from 1'],

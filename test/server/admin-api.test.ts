@@ -4,12 +4,24 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { tenantId } from '../../src/server.js'
+import { DEV_API_KEY, tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
 
 const ADMIN = 'admin-token-for-tests'
+
+/** The credential headers issue 20 F13 found served in clear. */
+const F13_HEADERS = [
+  'apikey',
+  'x-goog-api-key',
+  'x-amz-security-token',
+  'ocp-apim-subscription-key',
+  'private-token',
+  'x-vault-token',
+  'x-forwarded-authorization',
+  'x-csrf-token',
+]
 
 const TENANT_ROUTES = [
   { method: 'GET', path: '/__sandbox/scenarios' },
@@ -73,14 +85,72 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(strict.components.schemas.NewCategory!['additionalProperties']).toBe(false)
   })
 
-  it('lists the origin a proxy’s client used (X-Forwarded-Proto, X-Forwarded-Host) as the first server', async () => {
-    const { fetch } = await startSandbox()
+  it('lists the origin a proxy’s client used (X-Forwarded-Proto, X-Forwarded-Host) as the first server with trustProxy', async () => {
+    const { fetch } = await startSandbox({ trustProxy: true })
     const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'sandbox.shop.test' }
     const document = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers }))) as ServedDocument
     expect(document.servers[0]!.url).toBe('https://sandbox.shop.test/v1')
     const forged = { 'x-forwarded-proto': 'javascript', 'x-forwarded-host': '<script>' }
     const plain = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers: forged }))) as ServedDocument
     expect(plain.servers[0]!.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
+  })
+
+  it('ignores a client’s X-Forwarded-Host and -Proto unless trustProxy, and says what the document varies on (issue 20 F14)', async () => {
+    const { fetch, origin } = await startSandbox()
+    const poisoned = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'attacker.test' }
+    const response = await fetch('/__sandbox/openapi.json', { headers: poisoned })
+    expect(((await jsonOf(response)) as ServedDocument).servers[0]!.url).toBe(`${origin}/v1`)
+    expect(varied(response)).toEqual(['host'])
+    expect(response.headers.get('cache-control')).toMatch(/\bprivate\b/)
+
+    const { fetch: behindProxy } = await startSandbox({ trustProxy: true })
+    const proxied = await behindProxy('/__sandbox/openapi.json', { headers: poisoned })
+    expect(((await jsonOf(proxied)) as ServedDocument).servers[0]!.url).toBe('https://attacker.test/v1')
+    expect(varied(proxied)).toEqual(['host', 'x-forwarded-host', 'x-forwarded-proto'])
+    expect(proxied.headers.get('cache-control')).toMatch(/\bprivate\b/)
+  })
+
+  it('lists the configured publicUrl as the first server whatever the request says (issue 20 F14)', async () => {
+    const { fetch } = await startSandbox({ publicUrl: 'https://sandbox.example.com/petstore/', trustProxy: true })
+    const response = await fetch('/__sandbox/openapi.json', { headers: { 'x-forwarded-host': 'attacker.test', 'x-forwarded-proto': 'http' } })
+    expect(((await jsonOf(response)) as ServedDocument).servers[0]!.url).toBe('https://sandbox.example.com/petstore/v1')
+    expect(varied(response)).toEqual([])
+    expect(response.headers.get('cache-control')).toBe('no-cache')
+  })
+
+  it.each(['ftp://sandbox.example.com', 'https://user:pw@sandbox.example.com', 'https://sandbox.example.com/?x=1', 'sandbox.example.com', 'javascript:alert(1)'])(
+    'refuses publicUrl %s with invalid_option naming the option',
+    async (publicUrl) => {
+      await expect(startSandbox({ publicUrl })).rejects.toMatchObject({ code: 'invalid_option', message: expect.stringContaining('publicUrl') as unknown })
+    },
+  )
+
+  it('journals every credential header and query parameter of the finding as [redacted], to the tenant and to the admin token (issue 20 F13)', async () => {
+    const { fetch } = await startSandbox({ adminToken: ADMIN })
+    const credentials = Object.fromEntries(F13_HEADERS.map((name, i) => [name, `SECRET-h${i}`]))
+    const readable = { 'content-type': 'application/json', 'idempotency-key': 'retry-7', 'x-correlation-id': 'c-1', 'user-agent': 'partner/1.0' }
+    const sent = await fetch('/v1/categories?api_key=SECRET-q1&page=2&access_token=SECRET-q2&X-Amz-Signature=SECRET-q3', { headers: { ...auth(), ...credentials, ...readable } })
+    expect(sent.status).toBe(200)
+    const origin = new URL(sent.url).origin
+    for (const headers of [auth(), { authorization: `Bearer ${ADMIN}` }]) {
+      const query = headers.authorization === auth().authorization ? '' : `?tenant=${tenantId(DEV_API_KEY)}`
+      const journal = await fetch(`/__sandbox/requests${query}`, { headers })
+      const text = await journal.text()
+      expect(text).not.toContain('SECRET-')
+      const [entry] = JSON.parse(text) as { url: string; request: { headers: Record<string, string> } }[]
+      for (const name of F13_HEADERS) expect(entry!.request.headers[name], name).toBe('[redacted]')
+      expect(entry!.request.headers).toMatchObject(readable)
+      expect(entry!.url).toBe(`${origin}/v1/categories?api_key=[redacted]&page=2&access_token=[redacted]&X-Amz-Signature=[redacted]`)
+    }
+  })
+
+  it('redacts the headers and query parameters an operator adds, beyond the defaults (issue 20 F13)', async () => {
+    const { fetch } = await startSandbox({ redactHeaders: ['X-Partner-Thing'], redactQueryParams: ['sid'] })
+    await fetch('/v1/categories?sid=SECRET-1&SID=SECRET-2&page=2', { headers: { ...auth(), 'x-partner-thing': 'SECRET-3', 'x-other': 'shown' } })
+    const [entry] = (await jsonOf(await fetch('/__sandbox/requests', { headers: auth() }))) as { url: string; request: { headers: Record<string, string> } }[]
+    expect(JSON.stringify(entry)).not.toContain('SECRET-')
+    expect(entry!.request.headers).toMatchObject({ 'x-partner-thing': '[redacted]', 'x-other': 'shown' })
+    expect(entry!.url).toMatch(/\/v1\/categories\?sid=\[redacted\]&SID=\[redacted\]&page=2$/)
   })
 
   it.each(TENANT_ROUTES)('answers 401 missing_api_key on $method $path without a key', async ({ method, path, body }) => {
@@ -349,6 +419,12 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expectErrorBody(await jsonOf(await fetch('/__sandbox/')), 404, 'not_found')
   })
 })
+
+/** The request headers an answer says it varies on, lower-cased, sorted. */
+function varied(response: Response): string[] {
+  const vary = response.headers.get('vary')
+  return vary === null ? [] : vary.split(',').map((name) => name.trim().toLowerCase()).sort()
+}
 
 interface ServedDocument {
   servers: { url: string }[]

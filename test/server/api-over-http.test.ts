@@ -68,6 +68,37 @@ describe.each(STORES)('API over HTTP ($name store)', (kind) => {
     expectErrorBody(error, 400, code)
   })
 
+  it.each([
+    { name: 'a name with a lone high surrogate', body: String.raw`{"name":"a\ud800b"}`, field: 'name' },
+    { name: 'a name of 200 lone surrogates', body: `{"name":"${String.raw`\ud800`.repeat(200)}"}`, field: 'name' },
+    { name: 'a name with a pair in the wrong order', body: String.raw`{"name":"\udc00\ud800"}`, field: 'name' },
+    { name: 'a description with a lone low surrogate', body: String.raw`{"name":"x","description":"\udc00"}`, field: 'description' },
+  ])('answers 400 invalid_field naming the field for $name, and stores nothing (issue 20 F08)', async ({ body, field }) => {
+    const { fetch } = await startSandbox()
+    const response = await fetch('/v1/categories', { method: 'POST', headers: auth(DEV_API_KEY, true), body })
+    expect(response.status).toBe(400)
+    const error = await jsonOf(response)
+    expectOperationResponse('POST', '/categories', 400, error)
+    expectErrorBody(error, 400, 'invalid_field')
+    expect((error as { message: string }).message).toBe(`${field} must be well-formed Unicode text (it holds an unpaired UTF-16 surrogate)`)
+    expect(await jsonOf(await fetch('/v1/categories', { headers: auth() }))).toHaveLength(5)
+  })
+
+  it('stores names of 200 characters counted as code points (an emoji is one) exactly as sent, and refuses 201 (issue 20 F08)', async () => {
+    const { fetch } = await startSandbox()
+    const create = (name: string, description?: string) =>
+      fetch('/v1/categories', { method: 'POST', headers: auth(DEV_API_KEY, true), body: JSON.stringify({ name, description }) })
+    const name = '\u{1F408}'.repeat(199) + 'é'
+    const description = 'a\u{1F431}b'
+    const created = await create(name, description)
+    expect(created.status).toBe(201)
+    expect(await jsonOf(created)).toEqual({ id: 6, name, description })
+    const listed = (await jsonOf(await fetch('/v1/categories', { headers: auth() }))) as unknown[]
+    expect(listed.at(-1)).toEqual({ id: 6, name, description })
+    const tooLong = await create('\u{1F408}'.repeat(201))
+    expectErrorBody(await jsonOf(tooLong), 400, 'invalid_field')
+  })
+
   it('answers 400 invalid_json when the body is not UTF-8', async () => {
     const { fetch } = await startSandbox()
     const response = await fetch('/v1/categories', {

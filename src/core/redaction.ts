@@ -1,0 +1,155 @@
+/**
+ * What the journal (and any line that shows a request's URL) never shows: credentials a client
+ * sends along, in its headers or in the URL's query. One rule for every runtime and store; the
+ * defaults are listed here, and the README's redaction section is generated from them.
+ */
+
+/** What a redacted value reads as. */
+export const REDACTED = '[redacted]'
+
+/**
+ * Request headers whose values are always redacted: ours (`Authorization`) and the well-known
+ * credential headers of other services a client may send along.
+ */
+export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'x-api-key',
+  'api-key',
+  'apikey',
+  'x-auth-token',
+  'x-access-token',
+  'x-goog-api-key',
+  'x-amz-security-token',
+  'ocp-apim-subscription-key',
+  'private-token',
+  'job-token',
+  'x-vault-token',
+  'x-forwarded-authorization',
+  'x-csrf-token',
+  'x-xsrf-token',
+  'dpop',
+  'x-amzn-oidc-data',
+  'x-goog-iap-jwt-assertion',
+  'cf-access-jwt-assertion',
+]
+
+/** Query parameters whose values are always redacted in a journaled URL (names compared ignoring case). */
+export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = [
+  'api_key',
+  'apikey',
+  'api-key',
+  'key',
+  'access_token',
+  'id_token',
+  'refresh_token',
+  'token',
+  'auth',
+  'password',
+  'secret',
+  'client_secret',
+  'sig',
+  'signature',
+  'jwt',
+  'x-amz-signature',
+  'x-amz-credential',
+  'x-amz-security-token',
+  'x-goog-signature',
+  'x-goog-credential',
+]
+
+/**
+ * Any header or query parameter whose name holds one of these words is redacted too
+ * (`x-hub-signature-256`, `x-session-id`, `x-hasura-admin-secret`, `?page_token=`): a name a
+ * service invents for a credential nearly always says so.
+ * @note Words, not whole names, so `content-type`, `accept`, `user-agent`, `prefer`,
+ * `x-request-id` or `traceparent` stay readable; only an exemption keeps a harmless name that
+ * holds one of the words readable.
+ */
+export const CREDENTIAL_NAME_PATTERN = /token|secret|key|passw|pwd|auth|session|signature|credential|cookie|jwt|hmac/i
+
+/**
+ * Names the pattern would catch that are not credentials, which someone reading the journal
+ * wants to see: `Idempotency-Key` tells retries apart. A name in a redacted list wins over these.
+ */
+export const DEFAULT_READABLE_NAMES: readonly string[] = ['idempotency-key', 'x-idempotency-key']
+
+/** Headers whose value is a URL: its query is redacted as the request's own is. */
+const URL_HEADERS = new Set(['referer'])
+
+/** Names to redact beyond the defaults (the `redactHeaders` and `redactQueryParams` options). */
+export interface RedactionOptions {
+  readonly headers?: readonly string[] | undefined
+  readonly queryParams?: readonly string[] | undefined
+}
+
+/** The redaction rule in force: the defaults, the pattern, and the names an operator added. */
+export class Redaction {
+  readonly #headers: ReadonlySet<string>
+  readonly #queryParams: ReadonlySet<string>
+  readonly #readable = new Set(DEFAULT_READABLE_NAMES)
+
+  constructor({ headers = [], queryParams = [] }: RedactionOptions = {}) {
+    this.#headers = new Set([...DEFAULT_REDACTED_HEADERS, ...headers].map((name) => name.toLowerCase()))
+    this.#queryParams = new Set([...DEFAULT_REDACTED_QUERY_PARAMS, ...queryParams].map((name) => name.toLowerCase()))
+  }
+
+  /** Whether the value of the header `name` is kept out of sight. */
+  redactsHeader(name: string): boolean {
+    const lower = name.toLowerCase()
+    return this.#headers.has(lower) || (!this.#readable.has(lower) && CREDENTIAL_NAME_PATTERN.test(lower))
+  }
+
+  /** Whether the value of the query parameter `name` (decoded) is kept out of sight. */
+  redactsQueryParam(name: string): boolean {
+    const lower = name.toLowerCase()
+    return this.#queryParams.has(lower) || (!this.#readable.has(lower) && CREDENTIAL_NAME_PATTERN.test(lower))
+  }
+
+  /** A header's value as a reader sees it. */
+  headerValue(name: string, value: string): string {
+    if (this.redactsHeader(name)) return REDACTED
+    return URL_HEADERS.has(name.toLowerCase()) ? this.url(value) : value
+  }
+
+  /**
+   * A URL as a reader sees it: the values of credential query parameters, and a password in
+   * the URL itself, replaced by `[redacted]`; everything else exactly as it was.
+   */
+  url(url: string): string {
+    const hashAt = url.indexOf('#')
+    const end = hashAt === -1 ? url.length : hashAt
+    const start = url.indexOf('?')
+    const fragment = url.slice(end)
+    if (start === -1 || start > end) return withoutPassword(url.slice(0, end)) + fragment
+    const kept = url
+      .slice(start + 1, end)
+      .split('&')
+      .map((part) => {
+        const equals = part.indexOf('=')
+        return equals !== -1 && this.redactsQueryParam(decodeName(part.slice(0, equals))) ? `${part.slice(0, equals)}=${REDACTED}` : part
+      })
+      .join('&')
+    return `${withoutPassword(url.slice(0, start))}?${kept}${fragment}`
+  }
+}
+
+/** The rule with the defaults alone. */
+export const DEFAULT_REDACTION = new Redaction()
+
+/** A query parameter's name as a server reads it (`+` is a space); as sent when it does not decode. */
+function decodeName(raw: string): string {
+  const name = raw.replace(/\+/g, ' ')
+  try {
+    return decodeURIComponent(name)
+  } catch {
+    return name
+  }
+}
+
+/** `http://user:pw@host/` → `http://user:[redacted]@host/`: the userinfo's password is a credential too. */
+function withoutPassword(url: string): string {
+  const match = /^([a-z][\w+.-]*:\/\/[^/@]*?:)([^/@]*)@/i.exec(url)
+  return match ? `${match[1]}${REDACTED}@${url.slice(match[0].length)}` : url
+}

@@ -1,0 +1,46 @@
+/** The journal's redaction rule: which header and query parameter values a reader never sees. */
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_REDACTION, Redaction } from '../src/core/redaction.js'
+
+describe('journal redaction', () => {
+  it.each([
+    'content-type', 'content-length', 'accept', 'accept-encoding', 'accept-language', 'user-agent', 'host', 'origin', 'prefer',
+    'x-request-id', 'x-correlation-id', 'traceparent', 'tracestate', 'idempotency-key', 'cache-control', 'connection', 'keep-alive',
+    'if-none-match', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'sec-fetch-mode', 'expect', 'range',
+  ])('keeps the harmless header %s readable', (name) => {
+    expect(DEFAULT_REDACTION.headerValue(name, 'value')).toBe('value')
+  })
+
+  it.each([
+    // issue 20 F13, as found
+    'apikey', 'x-goog-api-key', 'x-amz-security-token', 'ocp-apim-subscription-key', 'private-token', 'x-vault-token', 'x-forwarded-authorization', 'x-csrf-token',
+    // the pattern's words, in names no list holds
+    'X-Session-Id', 'stripe-signature', 'x-hub-signature-256', 'x-hasura-admin-secret', 'x-user-password', 'x-shopify-hmac-sha256', 'x-client-credential',
+  ])('redacts the credential header %s (issue 20 F13)', (name) => {
+    expect(DEFAULT_REDACTION.headerValue(name, 'SECRET')).toBe('[redacted]')
+  })
+
+  it.each([
+    { name: 'the finding’s parameters', url: 'http://h/v1/categories?api_key=S&access_token=S', kept: 'http://h/v1/categories?api_key=[redacted]&access_token=[redacted]' },
+    { name: 'names ignoring case and percent-encoding', url: 'http://h/p?Api%5FKey=S&X-Amz-Signature=S&page=2', kept: 'http://h/p?Api%5FKey=[redacted]&X-Amz-Signature=[redacted]&page=2' },
+    { name: 'pattern words', url: 'http://h/p?page_token=S&x+session=S&sort=name', kept: 'http://h/p?page_token=[redacted]&x+session=[redacted]&sort=name' },
+    { name: 'a parameter without a value, an empty one and a repeated one', url: 'http://h/p?token&token=&token=S', kept: 'http://h/p?token&token=[redacted]&token=[redacted]' },
+    { name: 'a password in the URL', url: 'http://user:pw@h:80/p?a=1', kept: 'http://user:[redacted]@h:80/p?a=1' },
+    { name: 'a port without credentials, a fragment', url: 'http://h:8080/p@x?a=1#token=S', kept: 'http://h:8080/p@x?a=1#token=S' },
+    { name: 'no query', url: 'http://h/v1/categories', kept: 'http://h/v1/categories' },
+  ])('redacts the values of credential query parameters: $name (issue 20 F13)', ({ url, kept }) => {
+    expect(DEFAULT_REDACTION.url(url)).toBe(kept)
+  })
+
+  it('redacts the query of a Referer header as the URL’s own', () => {
+    expect(DEFAULT_REDACTION.headerValue('referer', 'https://app.test/cb?code=1&access_token=S')).toBe('https://app.test/cb?code=1&access_token=[redacted]')
+  })
+
+  it('adds the names an operator gives to the defaults, ignoring case', () => {
+    const redaction = new Redaction({ headers: ['X-Partner-Thing'], queryParams: ['SID'] })
+    expect(redaction.headerValue('x-partner-thing', 'S')).toBe('[redacted]')
+    expect(redaction.headerValue('apikey', 'S')).toBe('[redacted]')
+    expect(redaction.url('http://h/p?sid=S&page=2')).toBe('http://h/p?sid=[redacted]&page=2')
+    expect(DEFAULT_REDACTION.url('http://h/p?sid=S')).toBe('http://h/p?sid=S')
+  })
+})
