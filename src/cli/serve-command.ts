@@ -44,7 +44,7 @@ export function serveOptions(cli: Argv) {
     .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
     .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
     .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
-    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir or --redis-url: data all tenants may store together (1GiB); beyond, 503 over_capacity' })
+    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir: data all tenants may store together (1GiB); beyond, 503 over_capacity' })
     .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
     .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })

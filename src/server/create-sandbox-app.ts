@@ -52,7 +52,7 @@ import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry
 /** @default 30 days without a write before a tenant is forgotten */
 export const DEFAULT_TENANT_TTL_DAYS = 30
 /**
- * What the tenants of a durable store (`dataDir`, `redisUrl`) may store together: 1 GiB of tenant
+ * What the tenants of a durable store (`dataDir`) may store together: 1 GiB of tenant
  * data as `stored-bytes.ts` counts it, about 760 tenants switched to `large-catalog` or 7 million
  * small categories.
  * @default 1073741824 (1 GiB)
@@ -151,12 +151,14 @@ export interface SandboxAppOptions {
    */
   memoryBudgetBytes?: number
   /**
-   * With `dataDir` or `redisUrl`: what all tenants may store together, in bytes, counted in the
+   * With `dataDir`: what all tenants may store together, in bytes, counted in the
    * same step as each write (names and descriptions in UTF-8, tenant ids and scenario names,
    * plus a fixed 96 bytes a category and 256 a tenant: `stored-bytes.ts`); past it, creates,
    * scenario switches and new tenants' first writes get 503 `over_capacity` with `Retry-After`,
    * while reads, resets and deletes still work. Counted again from the store at start. In
    * memory, the memory budget bounds tenants' data instead.
+   * @note `stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
+   * store bounded by it means the same figure.
    * @default 1073741824 (1 GiB)
    */
   storeBudgetBytes?: number

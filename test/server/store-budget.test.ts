@@ -10,6 +10,7 @@ import type { SqliteStorage } from '../../src/server/sqlite-storage.js'
 import { categoryStoredBytes, tenantStoredBytes } from '../../src/server/stored-bytes.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
+import { runCliHere } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { dataDir } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
@@ -104,5 +105,20 @@ describe('the store budget on SQLite (--data-dir)', () => {
     expect((await switchTo(second, 'before-0', 'empty')).status).toBe(200)
     expect((await switchTo(second, 'after-restart', 'large-catalog')).status).toBe(200)
     expect(rejections).toEqual([])
+  })
+
+  it('takes --store-budget (and PETSTORE_SANDBOX_STORE_BUDGET) as a size, says it at start, and refuses past it (issue 20 F02)', async () => {
+    const dir = dataDir()
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--any-key', '--scenario', 'empty', '--data-dir', dir, '--store-budget', '2MiB'])
+    expect(run.stdout()).toContain('(SQLite, kept across restarts, at most 2 MiB of tenant data)')
+    const origin = run.server!.origin
+    const put = (key: string) => fetch(`${origin}/__sandbox/scenario`, { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: 'large-catalog' }) })
+    expect((await put('first')).status).toBe(200)
+    await expectStoreFull(await put('second'))
+    const fromEnv = await runCliHere(['serve', '--port', '0', '--quiet', '--data-dir', dataDir()], { PETSTORE_SANDBOX_STORE_BUDGET: '3GiB' })
+    expect(fromEnv.stdout()).toContain('at most 3 GiB of tenant data')
+    const refused = await runCliHere(['serve', '--port', '0', '--data-dir', dataDir(), '--store-budget', 'lots'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr()).toContain('--store-budget must be a size in bytes')
   })
 })
