@@ -61,6 +61,7 @@ export function latin1Weight(text: string): number {
  * (long, many and distinct keys, deep nesting, wide arrays, long and two-byte strings).
  */
 export function heapWeight(value: unknown): number {
+  if (typeof value === 'string') return stringWeight(value)
   const keys = new Set<string>()
   const shapes: Shape = new Map()
   const pending: unknown[] = [value]
