@@ -1,5 +1,11 @@
-import { expect, it } from 'vitest'
+import { execFile } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { describe, expect, it } from 'vitest'
 import { stringWeight } from '../src/core/heap-weight.js'
+import { SHAPES } from './support/heap-shapes.js'
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
 
 // V8 keeps a string one byte a character while every character is Latin-1 (up to U+00FF), two
 // bytes otherwise; a string's header is 16 bytes and objects are 8-aligned.
@@ -22,4 +28,36 @@ it('weighs text holding any character past Latin-1 two bytes a character, wherev
   const lone = JSON.parse('"\\ud800"') as string
   expect(stringWeight(latin1 + lone)).toBe(224)
   expect(stringWeight('\udfff' + latin1)).toBe(224)
+})
+
+/** Runs test/support/heap-probe.ts in its own `node --expose-gc` process; one JSON value a line. */
+async function probe(...args: string[]): Promise<unknown[]> {
+  const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/support/heap-probe.ts', ...args], { cwd: ROOT })
+  return stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as unknown)
+}
+
+describe('the estimate against the heap V8 measures', () => {
+  // @note Within 1%: a measurement after full collections varies by that much (the probe's own
+  // slot for each copy included). At most twice the heap: an estimate far above it would shrink
+  // every journal for nothing.
+  it('never estimates an adversarial JSON shape under what V8 holds for it, nor above twice that (issue 20 F05)', async () => {
+    const figures = (await probe('shapes')) as { shape: string; measured: number; estimated: number }[]
+    expect(figures.map((figure) => figure.shape)).toEqual(Object.keys(SHAPES))
+    const under = figures.filter((figure) => figure.estimated < figure.measured * 0.99)
+    const over = figures.filter((figure) => figure.estimated > figure.measured * 2)
+    expect({ under, over }).toEqual({ under: [], over: [] })
+  })
+
+  it('keeps a 1 MiB journal of bodies with long distinct property names, each read, within its budget on the heap (issue 20 F05)', async () => {
+    // The finding: `{"<64,000 distinct characters>":0}` bodies left a "1 MiB" journal holding ~42 MB.
+    const budget = 1024 * 1024
+    const [held] = (await probe('journal', String(budget), '200')) as { measured: number; bytes: number; size: number }[]
+    expect(held!.bytes).toBeLessThanOrEqual(budget)
+    // What the journal holds beyond its entries' estimate: its own arrays and bookkeeping.
+    expect(held!.measured).toBeLessThan(1.5 * budget)
+    expect(held!.size).toBeLessThan(200)
+  })
 })

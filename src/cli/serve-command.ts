@@ -3,7 +3,7 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Argv } from 'yargs'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
-import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_TENANT_TTL_DAYS } from '../server/create-sandbox-app.js'
+import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS } from '../server/create-sandbox-app.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from '../server/http-server.js'
 import { batchedLines } from '../server/log-writer.js'
 import { PACKAGE } from '../server/package-info.js'
@@ -44,6 +44,7 @@ export function serveOptions(cli: Argv) {
     .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
     .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
     .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
+    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir: data all tenants may store together (1GiB); beyond, 503 over_capacity' })
     .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
     .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
@@ -101,7 +102,7 @@ function displayOrigin(host: string, port: number): string {
 /** Where tenants live, for the start banner (a Redis URL without its password). */
 function dataLine(argv: ServeArgs): string {
   if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it)`
-  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts)`
+  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, at most ${showBytes(argv['store-budget'])} of tenant data)`
   return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
 }
 
@@ -132,6 +133,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     maxCategories: argv['max-categories'],
     journalBytes: argv['journal-bytes'],
     memoryBudgetBytes: argv['memory-budget'],
+    storeBudgetBytes: argv['store-budget'],
     scenarioAllow: argv['scenario-allow'],
     maxConnections: argv['max-connections'],
     headersTimeoutMs: argv['headers-timeout'],

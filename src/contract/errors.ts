@@ -118,7 +118,7 @@ export const ERROR_TABLE = {
   over_capacity: {
     status: 503,
     message: 'The sandbox is at capacity: {reason}; retry after {retryAfter} s',
-    when: 'The server is over its memory budget or connection cap; the answer carries `Retry-After`',
+    when: 'The server is over its memory budget, store budget or connection cap; the answer carries `Retry-After`',
   },
   forbidden: {
     status: 403,

@@ -2,22 +2,36 @@
  * What a value weighs on V8's heap, estimated from its shape: what the journal and the memory
  * budget count, rather than the length of the text the value came from.
  *
- * @note Measured on Node 20 (`bench/heap-weight.ts` prints the comparison): a parsed `{}` costs
- * 64 bytes, `[]` 40, a slot 8, a property of a small object 8, of a large one (dictionary mode,
- * as `JSON.parse` makes for many keys) about 40. A 64 KiB `[{},{},…]` text parses to 1.4 MB,
- * which is why counting text length under-counted journals 20-fold.
+ * @note Measured on Node 20 (`test/heap-weight.test.ts` checks every figure against V8's heap for
+ * adversarial shapes; `bench/heap-weight.ts` prints the comparison): a parsed `{}` costs 56 bytes,
+ * `[]` 32, a slot 8, a property name the string it is (it was once counted 8 bytes, and a
+ * `{"<64,000 characters>":0}` body weighed 64 bytes for 64 KB), a new key sequence a hidden class.
+ * A 64 KiB `[{},{},…]` text parses to 1.4 MB, which is why counting text length under-counted
+ * journals 20-fold.
  */
 
 const SLOT = 8
+/** A `[]`: its JSArray (an empty array shares V8's empty backing store). */
 const ARRAY_BASE = 32
+/** The backing store's header, once an array holds anything. */
+const ELEMENTS_HEADER = 16
 const OBJECT_BASE = 56
-const FAST_PROPERTIES = 32
+/**
+ * `JSON.parse` keeps an object of up to 127 properties in fast mode (a hidden class per key
+ * sequence), a larger one in dictionary mode (a hash table): counted as fast up to 128, the dearer
+ * of the two there.
+ */
+const FAST_PROPERTIES = 128
+/** A property's slot in a fast-mode object. */
 const FAST_PROPERTY = 8
-const DICTIONARY_PROPERTY = 40
+/**
+ * A fast-mode object's property under a key sequence not seen before in the value: the hidden
+ * class, its descriptor and the transition to it (measured 88-110 bytes on Node 20).
+ */
+const SHAPE_TRANSITION = 112
+/** A dictionary-mode property: its entry in a hash table kept at most a third full. */
+const DICTIONARY_PROPERTY = 72
 const STRING_BASE = 16
-/** Values nested deeper than this are not walked (the journal keeps such bodies as text). */
-const MAX_DEPTH = 300
-
 /** Any UTF-16 code unit past Latin-1: a string holding one is stored with two bytes a character. */
 const BEYOND_LATIN1 = /[\u0100-\uffff]/
 
@@ -37,39 +51,77 @@ export function latin1Weight(text: string): number {
   return align(STRING_BASE + text.length)
 }
 
-/** The estimated heap bytes held by `value` (its own slot in a parent not included). */
-export function heapWeight(value: unknown, depth = 0): number {
-  switch (typeof value) {
-    case 'string':
-      return stringWeight(value)
-    case 'number':
-      return Number.isInteger(value) && Math.abs(value) < 2 ** 30 ? 0 : 16
-    case 'bigint':
-      return 16 + 8 * Math.ceil(value.toString(16).length / 16)
-    case 'object': {
-      if (value === null) return 0
-      if (depth > MAX_DEPTH) return 0
-      if (Array.isArray(value)) {
-        let total = ARRAY_BASE + SLOT * value.length
-        for (const item of value) total += heapWeight(item, depth + 1)
-        return total
+/**
+ * The estimated heap bytes held by `value`, a tree such as a parsed JSON body or a journal entry
+ * (its own slot in a parent not included). Never under what V8 holds for it, whatever its shape:
+ * property names are counted as the strings they are (a name of 64,000 characters weighs 64 KB),
+ * once per value, as V8 keeps one copy of each; every new key sequence pays for the hidden class
+ * V8 makes for it; any depth is walked (without recursion).
+ * @note `test/heap-weight.test.ts` checks it against the heap V8 measures for adversarial shapes
+ * (long, many and distinct keys, deep nesting, wide arrays, long and two-byte strings).
+ */
+export function heapWeight(value: unknown): number {
+  if (typeof value === 'string') return stringWeight(value)
+  const keys = new Set<string>()
+  const shapes: Shape = new Map()
+  const pending: unknown[] = [value]
+  let total = 0
+  while (pending.length > 0) {
+    const item = pending.pop()
+    switch (typeof item) {
+      case 'string':
+        total += stringWeight(item)
+        break
+      case 'number':
+        total += Number.isInteger(item) && Math.abs(item) < 2 ** 30 ? 0 : 16
+        break
+      case 'bigint':
+        total += 16 + 8 * Math.ceil(item.toString(16).length / 16)
+        break
+      case 'object': {
+        if (item === null) break
+        if (Array.isArray(item)) {
+          total += ARRAY_BASE + (item.length > 0 ? ELEMENTS_HEADER : 0) + SLOT * item.length
+          for (const element of item as unknown[]) pending.push(element)
+          break
+        }
+        const names = Object.keys(item)
+        if (names.length <= FAST_PROPERTIES) {
+          total += OBJECT_BASE + FAST_PROPERTY * names.length
+          let shape = shapes
+          for (const name of names) {
+            let next = shape.get(name)
+            if (next === undefined) {
+              next = new Map()
+              shape.set(name, next)
+              total += SHAPE_TRANSITION
+            }
+            shape = next
+          }
+        } else {
+          total += OBJECT_BASE + DICTIONARY_PROPERTY * names.length
+        }
+        for (const name of names) {
+          if (!keys.has(name)) {
+            keys.add(name)
+            total += stringWeight(name)
+          }
+          pending.push((item as Record<string, unknown>)[name])
+        }
+        break
       }
-      const keys = Object.keys(value)
-      const fast = keys.length <= FAST_PROPERTIES
-      let total = OBJECT_BASE + keys.length * (fast ? FAST_PROPERTY : DICTIONARY_PROPERTY)
-      for (const key of keys) {
-        if (!fast) total += stringWeight(key)
-        total += heapWeight((value as Record<string, unknown>)[key], depth + 1)
-      }
-      return total
+      case 'boolean':
+      case 'undefined':
+      case 'function':
+      case 'symbol':
+        break
     }
-    case 'boolean':
-    case 'undefined':
-    case 'function':
-    case 'symbol':
-      return 0
   }
+  return total
 }
+
+/** The key sequences seen in a value, as a tree: the hidden classes V8 makes for them. */
+type Shape = Map<string, Shape>
 
 const align = (bytes: number) => Math.ceil(bytes / 8) * 8
 

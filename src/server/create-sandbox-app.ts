@@ -52,6 +52,13 @@ import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry
 
 /** @default 30 days without a write before a tenant is forgotten */
 export const DEFAULT_TENANT_TTL_DAYS = 30
+/**
+ * What the tenants of a durable store (`dataDir`) may store together: 1 GiB of tenant
+ * data as `stored-bytes.ts` counts it, about 760 tenants switched to `large-catalog` or 7 million
+ * small categories.
+ * @default 1073741824 (1 GiB)
+ */
+export const DEFAULT_STORE_BUDGET_BYTES = 1024 ** 3
 /** How often idle tenants are looked for (or every TTL, when shorter). */
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 
@@ -145,6 +152,18 @@ export interface SandboxAppOptions {
    */
   memoryBudgetBytes?: number
   /**
+   * With `dataDir`: what all tenants may store together, in bytes, counted in the
+   * same step as each write (names and descriptions in UTF-8, tenant ids and scenario names,
+   * plus a fixed 96 bytes a category and 256 a tenant: `stored-bytes.ts`); past it, creates,
+   * scenario switches and new tenants' first writes get 503 `over_capacity` with `Retry-After`,
+   * while reads, resets and deletes still work. Counted again from the store at start. In
+   * memory, the memory budget bounds tenants' data instead.
+   * @note `stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
+   * store bounded by it means the same figure.
+   * @default 1073741824 (1 GiB)
+   */
+  storeBudgetBytes?: number
+  /**
    * The scenarios `PUT /__sandbox/scenario` may switch a tenant to; others get 403. The start
    * scenario is always allowed, so a tenant can always go back to it. Each name must be one the
    * sandbox knows. @default every scenario the sandbox knows
@@ -216,6 +235,8 @@ export interface SandboxApp {
 export interface SandboxLimits extends CategoryLimits, ServerLimits {
   readonly journalBytes: number
   readonly memoryBudgetBytes: number
+  /** What the tenants of a durable store may store together (see {@link SandboxAppOptions.storeBudgetBytes}). */
+  readonly storeBudgetBytes: number
   readonly maxBodyBytes: number
   /** The scenarios tenants may switch to, or 'any'. */
   readonly scenarioAllow: readonly string[] | 'any'
@@ -263,6 +284,7 @@ const Options = z
     maxCategories: z.int().min(0).default(DEFAULT_MAX_CATEGORIES),
     journalBytes: z.int().min(0).default(DEFAULT_JOURNAL_BYTES),
     memoryBudgetBytes: z.int().min(0).optional(),
+    storeBudgetBytes: z.int().min(0).default(DEFAULT_STORE_BUDGET_BYTES),
     scenarioAllow: z.array(z.string().min(1)).optional(),
     maxConnections: z.int().min(1).default(DEFAULT_MAX_CONNECTIONS),
     headersTimeoutMs: z.int().min(1).default(DEFAULT_HEADERS_TIMEOUT_MS),
@@ -316,6 +338,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   maxCategories: 'a whole number of categories, 0 or more',
   journalBytes: 'a whole number of bytes, 0 or more',
   memoryBudgetBytes: 'a whole number of bytes, 0 or more',
+  storeBudgetBytes: 'a whole number of bytes, 0 or more',
   scenarioAllow: `an array of scenario names (['default', 'empty'])`,
   'scenarioAllow[]': 'a scenario name',
   maxConnections: 'a whole number of connections, 1 or more',
@@ -358,7 +381,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
       ? await openRedisStorage({ url: settings.redisUrl, seed, ttlMs, prefix: settings.redisPrefix, warn, journalBytes: settings.journalBytes })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
-        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability })
+        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: settings.storeBudgetBytes })
   // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
@@ -369,6 +392,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     maxCategories: settings.maxCategories,
     journalBytes: settings.journalBytes,
     memoryBudgetBytes: settings.memoryBudgetBytes ?? defaultMemoryBudget(),
+    storeBudgetBytes: settings.storeBudgetBytes,
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
     scenarioAllow: settings.scenarioAllow ?? 'any',
     maxConnections: settings.maxConnections,

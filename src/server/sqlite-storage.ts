@@ -11,6 +11,10 @@
  * A tenant without a row is on the default seed; it gets one on its first write, so a key that
  * only reads leaves nothing on disk. Creates that arrive together share one transaction and
  * one fsync (group commit); a reset or scenario switch is one transaction.
+ *
+ * What the tenants store is counted (`stored-bytes.ts`) against the store budget, in the same
+ * transaction as each write: the total is counted from the database at open, then kept by every
+ * write, so a restart keeps the same count.
  */
 import { lstatSync, mkdirSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
@@ -29,6 +33,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from '../core/storage.js'
+import { CATEGORY_OVERHEAD, categoryStoredBytes, stateStoredBytes, storeFull, TENANT_OVERHEAD } from './stored-bytes.js'
 
 /** The database's file name inside the data directory. */
 export const DATABASE_FILE = 'sandbox.db'
@@ -39,6 +44,10 @@ const FORMAT = '1'
  * folds overlapping fsyncs of one file into one journal commit.
  */
 const SYNC_CONCURRENCY = 2
+/** SQLite's page: the least a write puts in the WAL. */
+const PAGE = 4096
+/** The most the health probe writes to find out whether a failed write would succeed now. */
+const MAX_PROBE_BYTES = 8 * 1024 * 1024
 
 /** Options of {@link openSqliteStorage}. */
 export interface SqliteStorageOptions {
@@ -54,6 +63,11 @@ export interface SqliteStorageOptions {
   readonly durability?: 'power-loss' | 'process-crash' | undefined
   /** Told about storage failures and recoveries, with paths (the operator's log). @default none */
   readonly warn?: ((message: string) => void) | undefined
+  /**
+   * What the tenants may store together, counted as `stored-bytes.ts` says; a write past it is
+   * refused with 503 `over_capacity`. @default no bound (the server passes its `storeBudgetBytes`)
+   */
+  readonly budgetBytes?: number | undefined
 }
 
 type Database = BetterSqlite3.Database
@@ -61,6 +75,8 @@ type Database = BetterSqlite3.Database
 interface PendingCreate {
   readonly tenant: string
   readonly input: NewCategory
+  /** What it stores, counted against the budget. */
+  readonly bytes: number
   readonly maxCategories: number
   readonly resolve: (category: Category) => void
   readonly reject: (error: Error) => void
@@ -70,6 +86,7 @@ interface PendingCreate {
 interface Inserted {
   readonly category: Category
   readonly seq: number
+  readonly bytes: number
 }
 
 interface CategoryRow {
@@ -123,6 +140,7 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
       );
       CREATE INDEX IF NOT EXISTS categories_by_tenant ON categories (tenant, seq);
       INSERT OR IGNORE INTO meta (key, value) VALUES ('format', '${FORMAT}');
+      DELETE FROM meta WHERE key = '${PROBE_KEY}';
     `)
     const format = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'format'").get()?.value
     if (format !== FORMAT) {
@@ -137,6 +155,13 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
 }
 
 class CorruptDatabase extends Error {}
+
+/** The row the health probe writes while storage fails (and deletes at once). */
+const PROBE_KEY = 'health-probe'
+/** What a tenant's row counts against the budget, as SQL over `tenants` (see `stored-bytes.ts`). */
+const TENANT_BYTES_SQL = `${TENANT_OVERHEAD} + length(CAST(id AS BLOB)) + length(CAST(scenario AS BLOB))`
+/** What a category counts against the budget, as SQL over `categories` (see `stored-bytes.ts`). */
+const CATEGORY_BYTES_SQL = `${CATEGORY_OVERHEAD} + length(CAST(name AS BLOB)) + COALESCE(length(CAST(description AS BLOB)), 0)`
 
 /** Why the database cannot be opened, as one line an operator can act on. */
 function refusal(error: unknown, path: string): Error {
@@ -201,7 +226,13 @@ export class SqliteStorage implements TenantStorage {
   /** Writers waiting for the next fsync of the WAL, and how many fsyncs are running. */
   #syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = []
   #syncing = 0
+  /** What failed, while writes fail. */
   #failing: string | undefined
+  /** The largest write that failed since then, in bytes: a failure ends once one as large succeeds. */
+  #failedBytes = 0
+  readonly #budget: number
+  /** What the tenants store, counted against {@link #budget}. */
+  #storedBytes: number
   /** How many fsyncs of the WAL ran (lets tests see writes share them). */
   syncs = 0
   readonly #sql
@@ -232,6 +263,41 @@ export class SqliteStorage implements TenantStorage {
         'SELECT t.id AS id, t.scenario AS scenario, (SELECT COUNT(*) FROM categories c WHERE c.tenant = t.id) AS categories, t.updated_at AS updatedAt FROM tenants t ORDER BY t.updated_at',
       ),
       idle: db.prepare<[number], { id: string }>('SELECT id FROM tenants WHERE updated_at < ?'),
+      tenantBytes: db.prepare<[string, string], { n: number }>(
+        `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
+      ),
+      totalBytes: db.prepare<[], { n: number }>(
+        `SELECT (SELECT COALESCE(SUM(${TENANT_BYTES_SQL}), 0) FROM tenants) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories) AS n`,
+      ),
+      probeFill: db.prepare<[number]>(`INSERT OR REPLACE INTO meta (key, value) VALUES ('${PROBE_KEY}', zeroblob(?))`),
+      probeClear: db.prepare(`DELETE FROM meta WHERE key = '${PROBE_KEY}'`),
+    }
+    this.#budget = options.budgetBytes ?? Number.POSITIVE_INFINITY
+    // @note Counted once at open (one pass over the database), then kept by every write.
+    this.#storedBytes = this.#sql.totalBytes.get()?.n ?? 0
+  }
+
+  /** What the tenants store, as `stored-bytes.ts` counts it (what the store budget bounds). */
+  get storedBytes(): number {
+    return this.#storedBytes
+  }
+
+  /** What a tenant stores now (its row and categories), 0 when it has no row. */
+  #tenantBytes(id: string): number {
+    return this.#sql.tenantBytes.get(id, id)?.n ?? 0
+  }
+
+  /**
+   * Runs `task` in one transaction; when it does not commit, what it counted is undone with it.
+   * @note The count moves inside the transaction, so a check and its write are one step.
+   */
+  #transact<T>(task: () => T): T {
+    const counted = this.#storedBytes
+    try {
+      return this.#db.transaction(task)()
+    } catch (error) {
+      this.#storedBytes = counted
+      throw error
     }
   }
 
@@ -254,39 +320,65 @@ export class SqliteStorage implements TenantStorage {
 
   delete(id: string): Promise<boolean> {
     this.#flush()
-    return this.#write(() => this.#db.transaction(() => {
+    return this.#write(() => this.#transact(() => {
       this.#counts.delete(id)
+      this.#storedBytes -= this.#tenantBytes(id)
       this.#sql.deleteCategories.run(id)
       return this.#sql.deleteTenant.run(id).changes > 0
-    })())
+    }))
   }
 
   touch(id: string): Promise<void> {
     // @note Not fsynced: losing a touch to a power cut only makes a tenant look idle a little earlier.
-    return this.#run(() => void this.#sql.touch.run(Date.now(), id), true)
+    return this.#run(() => void this.#sql.touch.run(Date.now(), id), PAGE)
   }
 
   expire(before: number): Promise<string[]> {
     this.#flush()
-    return this.#write(() => this.#db.transaction(() => {
+    return this.#write(() => this.#transact(() => {
       const ids = this.#sql.idle.all(before).map((row) => row.id)
       for (const id of ids) {
         this.#counts.delete(id)
+        this.#storedBytes -= this.#tenantBytes(id)
         this.#sql.deleteCategories.run(id)
         this.#sql.deleteTenant.run(id)
       }
       return ids
-    })())
+    }))
   }
 
-  /** Probes with a one-page write (reads succeed on a full or read-only disk). */
+  /**
+   * Probes with a write (reads succeed on a full or read-only disk): one page while writes work;
+   * while they fail, one twice as large as the largest that failed, made durable and deleted, so
+   * that health says degraded for as long as such a write would fail, and ok once it would not.
+   * @note A one-page write succeeds on a full disk, in the room a failed write left in the WAL:
+   * it said ok between every failing create, and the log flapped failing/recovered per probe.
+   */
   async health(): Promise<StorageHealth> {
     try {
-      await this.#run(() => this.#sql.probe.run(), true)
+      if (this.#failing === undefined) await this.#run(() => this.#sql.probe.run(), PAGE)
+      else await this.#probeRoom()
     } catch {
-      // #run has recorded the failure
+      // #run and #synced have recorded the failure
     }
     return this.#failing === undefined ? { ok: true } : { ok: false, detail: this.#failing }
+  }
+
+  /** Writes (and deletes) a row as large as the write that failed; a success ends the failure. */
+  async #probeRoom(): Promise<void> {
+    const failed = this.#failedBytes
+    const bytes = Math.min(MAX_PROBE_BYTES, 2 * failed + 2 * PAGE)
+    await this.#run(() => this.#sql.probeFill.run(bytes), failed)
+    try {
+      await this.#synced()
+    } finally {
+      try {
+        this.#sql.probeClear.run()
+      } catch {
+        // Left for the next probe or start to delete: it counts against nothing.
+      }
+    }
+    this.#succeeded(failed)
   }
 
   async close(): Promise<void> {
@@ -316,7 +408,7 @@ export class SqliteStorage implements TenantStorage {
   /** Queues a create for the next group commit; resolves once it is committed. */
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ tenant, input, maxCategories, resolve, reject })
+      this.#pending.push({ tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject })
       if (!this.#scheduled) {
         this.#scheduled = true
         // @note Creates parsed in the same turn of the event loop share the next commit.
@@ -325,22 +417,31 @@ export class SqliteStorage implements TenantStorage {
     })
   }
 
-  /** Replaces a tenant's state in one transaction; resolves to whether it now has a row. */
+  /**
+   * Replaces a tenant's state in one transaction; resolves to whether it now has a row. Refused
+   * with `OverCapacityError` when it would store more than the tenant does now past the budget.
+   */
   replace(id: string, state: TenantState): Promise<boolean> {
     this.#flush()
-    return this.#write(() =>
-      this.#db.transaction(() => {
-        this.#counts.delete(id)
-        this.#sql.deleteCategories.run(id)
-        if (state === this.#seed) {
-          // Back on the default seed: nothing to keep, so the tenant leaves the disk.
-          this.#sql.deleteTenant.run(id)
-          return false
-        }
-        this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now())
-        for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
-        return true
-      })(),
+    // Back on the default seed: nothing to keep, so the tenant leaves the disk.
+    const bytes = state === this.#seed ? 0 : stateStoredBytes(id, state)
+    return this.#write(
+      () =>
+        this.#transact(() => {
+          const held = this.#tenantBytes(id)
+          if (bytes > held && this.#storedBytes - held + bytes > this.#budget) throw storeFull()
+          this.#counts.delete(id)
+          this.#storedBytes += bytes - held
+          this.#sql.deleteCategories.run(id)
+          if (state === this.#seed) {
+            this.#sql.deleteTenant.run(id)
+            return false
+          }
+          this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now())
+          for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
+          return true
+        }),
+      bytes,
     )
   }
 
@@ -364,9 +465,11 @@ export class SqliteStorage implements TenantStorage {
     const batch = this.#pending
     if (batch.length === 0) return
     this.#pending = []
+    let bytes = 0
+    for (const item of batch) bytes += item.bytes
     let results: (Inserted | Error)[]
     try {
-      results = this.#guard(() => this.#db.transaction(() => batch.map((item) => this.#insert(item)))(), true)
+      results = this.#guard(() => this.#transact(() => batch.map((item) => this.#insert(item))), bytes)
     } catch (error) {
       // Rolled back: the counts the batch moved are counted again when next needed.
       for (const item of batch) this.#counts.delete(item.tenant)
@@ -375,6 +478,7 @@ export class SqliteStorage implements TenantStorage {
     }
     const answer = (error?: Error) => {
       if (error) this.#withdraw(results)
+      else this.#succeeded(results.reduce((written, result) => written + (result instanceof Error ? 0 : result.bytes), 0))
       for (const [index, item] of batch.entries()) {
         const result = results[index]!
         if (error) item.reject(error)
@@ -392,18 +496,23 @@ export class SqliteStorage implements TenantStorage {
   #withdraw(results: readonly (Inserted | Error)[]): void {
     this.#counts.clear()
     try {
-      this.#db.transaction(() => {
-        for (const result of results) if (!(result instanceof Error)) this.#sql.deleteSeq.run(result.seq)
-      })()
+      this.#transact(() => {
+        for (const result of results) {
+          if (result instanceof Error) continue
+          this.#sql.deleteSeq.run(result.seq)
+          this.#storedBytes -= result.bytes
+        }
+      })
     } catch (error) {
       this.#warn(`storage: could not withdraw creates whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
     }
   }
 
-  /** Runs a write transaction now; resolves once it is durable. */
-  async #write<T>(task: () => T): Promise<T> {
-    const result = await this.#run(task, true)
+  /** Runs a write transaction of about `bytes` now; resolves once it is durable. */
+  async #write<T>(task: () => T, bytes = 0): Promise<T> {
+    const result = await this.#run(task, bytes)
     await this.#synced()
+    this.#succeeded(bytes)
     return result
   }
 
@@ -441,9 +550,12 @@ export class SqliteStorage implements TenantStorage {
       })
   }
 
-  #insert({ tenant, input, maxCategories }: PendingCreate): Inserted | Error {
+  #insert({ tenant, input, bytes, maxCategories }: PendingCreate): Inserted | Error {
     const now = Date.now()
     let row = this.#sql.tenant.get(tenant)
+    // The tenant's first write stores its seed too.
+    const cost = bytes + (row ? 0 : stateStoredBytes(tenant, this.#seed))
+    if (this.#storedBytes + cost > this.#budget) return storeFull()
     if (!row) {
       // The tenant's first write: its seed goes to disk with it, in the same transaction.
       this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now)
@@ -455,16 +567,20 @@ export class SqliteStorage implements TenantStorage {
     if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     // @note Counted inside the batch's transaction, after the creates before it in the batch.
     if (Number.isFinite(maxCategories) && this.#countOf(tenant) >= maxCategories) return new CategoryLimitError(maxCategories)
+    this.#storedBytes += cost
     this.#sql.advance.run(now, tenant)
     const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
     const counted = this.#counts.get(tenant)
     if (counted !== undefined) this.#counts.set(tenant, counted + 1)
     const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
-    return { category, seq }
+    return { category, seq, bytes }
   }
 
-  /** Runs a database call now, as a promise; a database failure becomes a {@link StorageUnavailableError}. */
-  #run<T>(task: () => T, write = false): Promise<T> {
+  /**
+   * Runs a database call now, as a promise; a database failure becomes a {@link StorageUnavailableError}.
+   * `write`: the bytes it writes (a failure is as large as the write that failed).
+   */
+  #run<T>(task: () => T, write = 0): Promise<T> {
     try {
       return Promise.resolve(this.#guard(task, write))
     } catch (error) {
@@ -472,32 +588,40 @@ export class SqliteStorage implements TenantStorage {
     }
   }
 
-  /** A storage failure as the error clients are answered with; the operator is told the detail once. */
-  #failure(error: unknown): StorageUnavailableError {
+  /**
+   * A storage failure (of a write of `bytes`) as the error clients are answered with; the
+   * operator is told once, when writes start failing, with the detail.
+   */
+  #failure(error: unknown, bytes = 0): StorageUnavailableError {
     const code = sqliteCode(error) ?? (error as NodeJS.ErrnoException).code ?? 'closed'
     const detail = `${this.path}: ${code}: ${error instanceof Error ? error.message : String(error)}`
-    if (this.#failing !== detail) this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
+    if (this.#failing === undefined) this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
     this.#failing = detail
+    this.#failedBytes = Math.max(this.#failedBytes, bytes, PAGE)
     return new StorageUnavailableError(detail, { cause: error })
   }
 
   /**
-   * Runs `task`, turning a database failure into a {@link StorageUnavailableError}.
-   * @note Only a write that succeeds ends a failure: reads still work on a full or read-only disk.
+   * A write of `bytes` is durable: it ends a failure when it is as large as the largest write
+   * that failed (the health probe writes that much), and the operator is told once.
+   * @note Reads, and writes smaller than the one that failed, succeed on a full disk (in the room
+   * the failed write left): ending the failure on them flapped the log, and health said ok.
    */
-  #guard<T>(task: () => T, write: boolean): T {
-    let result: T
+  #succeeded(bytes: number): void {
+    if (this.#failing === undefined || bytes < this.#failedBytes) return
+    this.#warn(`storage recovered: ${this.path}`)
+    this.#failing = undefined
+    this.#failedBytes = 0
+  }
+
+  /** Runs `task` (a write of `bytes`, or a read), turning a database failure into a {@link StorageUnavailableError}. */
+  #guard<T>(task: () => T, bytes: number): T {
     try {
-      result = task()
+      return task()
     } catch (error) {
       if (sqliteCode(error) === undefined && this.#db.open) throw error
-      throw this.#failure(error)
+      throw this.#failure(error, bytes)
     }
-    if (write && this.#failing !== undefined) {
-      this.#warn(`storage recovered: ${this.path}`)
-      this.#failing = undefined
-    }
-    return result
   }
 }
 

@@ -1,0 +1,124 @@
+/**
+ * Every byte a tenant holds is counted (issue 20 F02, SQLite): what tenants store in the data
+ * directory is bounded by `storeBudgetBytes` (`--store-budget`), counted in the same step as
+ * each write, and counted again when the server starts on the same data.
+ */
+import { statSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import type { SqliteStorage } from '../../src/server/sqlite-storage.js'
+import { categoryStoredBytes, tenantStoredBytes } from '../../src/server/stored-bytes.js'
+import { tenantId } from '../../src/server.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
+import { runCliHere } from '../support/sandbox-cli.js'
+import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+import { dataDir } from '../support/stores.js'
+import { unhandledRejections } from '../support/unhandled-rejections.js'
+
+const MiB = 1024 * 1024
+
+const storedBytes = (running: RunningSandbox) => (running.sandbox.storage as SqliteStorage).storedBytes
+
+function switchTo(running: RunningSandbox, key: string, name: string): Promise<Response> {
+  return running.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name }) })
+}
+
+function post(running: RunningSandbox, key: string, name: string): Promise<Response> {
+  return running.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
+}
+
+async function expectStoreFull(response: Response): Promise<void> {
+  expect(response.headers.get('retry-after')).toBe('30')
+  const body = (await jsonOf(response)) as { message: string }
+  expectErrorBody(body, 503, 'over_capacity')
+  expect(body.message).toContain('the tenants hold all the data the operator allowed the store')
+}
+
+async function stop(running: RunningSandbox): Promise<void> {
+  running.server.closeAllConnections()
+  await new Promise((resolve) => running.server.close(resolve))
+  await running.sandbox.close()
+}
+
+/** Switches new keys to large-catalog (1.4 MB each) until one is refused; returns how many were not. */
+async function floodWithLargeCatalogs(running: RunningSandbox, prefix: string): Promise<{ switched: number; refused: Response }> {
+  for (let i = 0; i < 40; i++) {
+    const response = await switchTo(running, `${prefix}-${i}`, 'large-catalog')
+    if (response.status !== 200) return { switched: i, refused: response }
+  }
+  throw new Error('40 large catalogs stored: nothing bounds the store')
+}
+
+describe('the store budget on SQLite (--data-dir)', () => {
+  it('bounds what new keys store with scenario switches: past the budget 503 over_capacity, while a partner’s reads and a switch back still work (issue 20 F02)', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const budget = 8 * MiB
+    const running = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir, storeBudgetBytes: budget })
+    expect((await post(running, 'partner', 'kept')).status).toBe(201)
+    const { switched, refused } = await floodWithLargeCatalogs(running, 'flood')
+    await expectStoreFull(refused)
+    expect(switched).toBeGreaterThan(2)
+    // Within the budget, and refused only because one more would not fit.
+    expect(storedBytes(running)).toBeLessThanOrEqual(budget)
+    expect(storedBytes(running) * (switched + 1) / switched).toBeGreaterThan(budget)
+    // What the flood left on disk is bounded too (the finding: 200 switches added 273 MB).
+    const onDisk = ['sandbox.db', 'sandbox.db-wal'].reduce((total, file) => total + statSync(join(dir, file)).size, 0)
+    expect(onDisk).toBeLessThan(2 * budget)
+    // The partner's reads still work.
+    const listed = await running.fetch('/v1/categories', { headers: auth('partner') })
+    expect(((await jsonOf(listed)) as { name: string }[]).map((category) => category.name)).toEqual(['kept'])
+    // Switching back to the start scenario gives the room back (a write that stores less is never refused), and the next switch fits.
+    expect((await switchTo(running, 'flood-0', 'empty')).status).toBe(200)
+    expect((await switchTo(running, 'another', 'large-catalog')).status).toBe(200)
+    expect(storedBytes(running)).toBeLessThanOrEqual(budget)
+    expect(rejections).toEqual([])
+  })
+
+  it('counts every byte a create writes in the same step: of 30 concurrent creates, exactly the 10 that fit get 201 (issue 20 F02)', async () => {
+    const rejections = unhandledRejections()
+    const name = (i: number) => `c-${String(i).padStart(2, '0')}`
+    const budget = tenantStoredBytes(tenantId('partner'), 'empty') + 10 * categoryStoredBytes({ name: name(0) })
+    const running = await startSandbox({ apiKeys: ['partner'], scenario: 'empty', dataDir: dataDir(), storeBudgetBytes: budget })
+    const responses = await Promise.all(Array.from({ length: 30 }, (_, i) => post(running, 'partner', name(i))))
+    expect(responses.filter((response) => response.status === 201)).toHaveLength(10)
+    for (const response of responses.filter((response) => response.status !== 201)) await expectStoreFull(response)
+    expect(storedBytes(running)).toBe(budget)
+    const listed = (await jsonOf(await running.fetch('/v1/categories', { headers: auth('partner') }))) as unknown[]
+    expect(listed).toHaveLength(10)
+    expect(rejections).toEqual([])
+  })
+
+  it('counts again at a restart: the server started on the same data refuses as the first did (issue 20 F02)', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const budget = 4 * MiB
+    const first = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir, storeBudgetBytes: budget })
+    expect((await post(first, 'partner', `naïve ✓ ${'\u{1f408}'.repeat(10)}`)).status).toBe(201)
+    const { refused } = await floodWithLargeCatalogs(first, 'before')
+    await expectStoreFull(refused)
+    const counted = storedBytes(first)
+    await stop(first)
+    const second = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir, storeBudgetBytes: budget })
+    expect(storedBytes(second)).toBe(counted)
+    await expectStoreFull(await switchTo(second, 'after-restart', 'large-catalog'))
+    expect((await switchTo(second, 'before-0', 'empty')).status).toBe(200)
+    expect((await switchTo(second, 'after-restart', 'large-catalog')).status).toBe(200)
+    expect(rejections).toEqual([])
+  })
+
+  it('takes --store-budget (and PETSTORE_SANDBOX_STORE_BUDGET) as a size, says it at start, and refuses past it (issue 20 F02)', async () => {
+    const dir = dataDir()
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--any-key', '--scenario', 'empty', '--data-dir', dir, '--store-budget', '2MiB'])
+    expect(run.stdout()).toContain('(SQLite, kept across restarts, at most 2 MiB of tenant data)')
+    const origin = run.server!.origin
+    const put = (key: string) => fetch(`${origin}/__sandbox/scenario`, { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: 'large-catalog' }) })
+    expect((await put('first')).status).toBe(200)
+    await expectStoreFull(await put('second'))
+    const fromEnv = await runCliHere(['serve', '--port', '0', '--quiet', '--data-dir', dataDir()], { PETSTORE_SANDBOX_STORE_BUDGET: '3GiB' })
+    expect(fromEnv.stdout()).toContain('at most 3 GiB of tenant data')
+    const refused = await runCliHere(['serve', '--port', '0', '--data-dir', dataDir(), '--store-budget', 'lots'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr()).toContain('--store-budget must be a size in bytes')
+  })
+})
