@@ -2,7 +2,7 @@
  * What tenants hold in a durable store (SQLite with `--data-dir`, Redis with `--redis-url`),
  * counted against the store budget (`--store-budget`, `storeBudgetBytes`, its default in
  * `create-sandbox-app.ts`). One rule for every
- * durable store, so that a budget means the same on each (docs/decisions/0009-store-budget.md):
+ * durable store, so that a budget means the same on each (docs/decisions/0010-store-budget-and-health.md):
  * - a category: its name and description in UTF-8, plus {@link CATEGORY_OVERHEAD};
  * - a tenant with saved state: its id and scenario name in UTF-8, plus {@link TENANT_OVERHEAD};
  *   its seed's categories count as any category once they are written with it.
