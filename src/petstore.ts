@@ -175,7 +175,8 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     // @note The 500 a handler answers never carries the exception's message; in a test run the console is the log.
     onUnexpectedError: (error, request) => console.error(`petstore-sandbox: unexpected error on ${request.method} ${request.url}:`, error),
     tenants: {
-      resolve: (token) => (keys.accepts(token) ? tenant : undefined),
+      // Entered for the request, as the pipeline expects (the library's one tenant never leaves).
+      resolve: (token) => (keys.accepts(token) ? (tenant.enter(), tenant) : undefined),
       anonymousJournal: tenant.journal,
       ready: () => ready,
     },
