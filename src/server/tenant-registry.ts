@@ -415,20 +415,13 @@ export class TenantRegistry implements TenantResolver {
     if (this.#serving) return
     this.#serving = true
     try {
+      // Which tenants must leave is decided afresh: those drained for a waiter since served may stay.
+      for (const entry of this.#tenants.values()) entry.draining = false
       while (this.#waiters.length > 0) {
         const waiter = this.#waiters[0]!
         const entry = this.#tenants.get(waiter.id)
-        let admitted: Promise<Tenant> | undefined
-        if (entry && entry.draining) {
-          // Its own tenant is leaving: once its requests end it goes, then this request opens it again.
-          if (this.#busy(entry)) {
-            this.#drain()
-            break
-          }
-          if (this.#leavesWithoutLoss(entry)) this.#evict(waiter.id, false)
-          else entry.draining = false
-          continue
-        } else if (entry) {
+        let admitted: Promise<Tenant>
+        if (entry) {
           admitted = this.#claim(waiter.id, entry)
         } else {
           const room = this.#makeRoom()
@@ -455,19 +448,17 @@ export class TenantRegistry implements TenantResolver {
     } finally {
       this.#serving = false
     }
-    if (this.#waiters.length === 0) for (const entry of this.#tenants.values()) entry.draining = false
   }
 
   /**
-   * Marks busy tenants that may leave once their requests end as leaving, least recently used
-   * first, as many as waiting requests need room (one at least).
+   * Marks busy tenants that may leave once their requests end as leaving (their new requests
+   * wait in line), least recently used first, as many as waiting requests need room (one at least).
    */
   #drain(): void {
-    let needed = this.#waiters.filter((waiter) => !this.#tenants.has(waiter.id) || this.#tenants.get(waiter.id)!.draining).length || 1
-    for (const entry of this.#tenants.values()) if (entry.draining) needed--
+    let needed = this.#waiters.filter((waiter) => !this.#tenants.has(waiter.id)).length || 1
     for (const entry of this.#tenants.values()) {
       if (needed <= 0) return
-      if (!entry.draining && this.#busy(entry) && this.#couldLeave(entry)) {
+      if (this.#busy(entry) && this.#couldLeave(entry)) {
         entry.draining = true
         needed--
       }
