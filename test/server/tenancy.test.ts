@@ -196,7 +196,7 @@ describe('tenant registry at the cap: a tenant with a request under way never le
     return new TenantRegistry({ scenario, keys: 'any', maxTenants: 1, overrides: {}, storage: new MemoryStorage(seedState(scenario)), ...options })
   }
 
-  it('refuses a new key only after waiting in vain for the tenant with a request under way, with Retry-After 5, and admits it once that request ends', async () => {
+  it('refuses a new key only after waiting in vain for the tenant with a request under way, with Retry-After 5, and admits it once that request ends (issue 20 F10, F12)', async () => {
     const tenants = await registry({ admissionWaitMs: 100 })
     const a = (await tenants.resolve('a'))!
     await expect(tenants.resolve('b')).rejects.toMatchObject({ code: 'tenant_capacity', retryAfterSeconds: 5 })
@@ -208,7 +208,7 @@ describe('tenant registry at the cap: a tenant with a request under way never le
     expect(tenants.evictions).toBe(1)
   })
 
-  it('drains the tenant a waiting key needs: its own new requests wait behind that key, so a steady stream of them cannot keep it in for good', async () => {
+  it('drains the tenant a waiting key needs: its own new requests wait behind that key, so a steady stream of them cannot keep it in for good (issue 20 F12)', async () => {
     const tenants = await registry({ admissionWaitMs: 60_000 })
     const first = (await tenants.resolve('a'))!
     const newcomer = tenants.resolve('b')
