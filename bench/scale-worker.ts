@@ -49,9 +49,15 @@ if (stored !== creates) throw new Error(`stored ${stored} categories, expected $
 
 // 2. Idle tenants of the standalone server, each seeded from the default scenario.
 const sandbox = await createSandboxApp({ anyKey: true, maxTenants: tenantCount * 2, demoDir: false })
-await (await sandbox.tenants.resolve('warm-up'))?.store.countCategories()
+// A resolved tenant is in use until left (as a request's would be).
+const visit = async (key: string) => {
+  const tenant = await sandbox.tenants.resolve(key)
+  await tenant?.store.countCategories()
+  tenant?.leave()
+}
+await visit('warm-up')
 const tenantsBefore = heapUsed()
-for (let i = 0; i < tenantCount; i++) await (await sandbox.tenants.resolve(`partner-key-${i}`))?.store.countCategories()
+for (let i = 0; i < tenantCount; i++) await visit(`partner-key-${i}`)
 const tenantsAfter = heapUsed()
 if (sandbox.tenants.size !== tenantCount + 1) throw new Error(`${sandbox.tenants.size} tenants live, expected ${tenantCount + 1}`)
 

@@ -5,12 +5,26 @@
  * requires here), so every worker answers every tenant identically, as replicas behind a balancer
  * do (docs/decisions/0005, 0007). The primary prints the first worker's banner once all are up,
  * forwards SIGINT/SIGTERM, and replaces a worker that dies.
+ *
+ * Workers ride out outages: a worker never exits because Redis is away (it answers 503 until
+ * Redis is back, at start too: `redisUnreachableAtStart: 'serve'`), and the primary never gives up
+ * on a worker that keeps dying nor stops the others for it: it restarts it after a delay that
+ * doubles with each death within a minute, up to {@link MAX_RESTART_DELAY_MS}.
  */
 import cluster, { type Worker } from 'node:cluster'
 
-/** A worker that dies is replaced, unless this many died within {@link CRASH_WINDOW_MS}: then the primary gives up. */
-const MAX_CRASHES = 5
+/** Deaths within this window make the next restart wait longer; a minute without one starts over. */
 const CRASH_WINDOW_MS = 60_000
+/** The wait before restarting the second worker to die within {@link CRASH_WINDOW_MS} (the first restarts at once); doubled for each one after. */
+const FIRST_RESTART_DELAY_MS = 500
+/** The longest wait before a restart. */
+export const MAX_RESTART_DELAY_MS = 30_000
+
+/** How long to wait before replacing a worker, when `deaths` died within {@link CRASH_WINDOW_MS} (this one included). */
+export function restartDelay(deaths: number): number {
+  if (deaths <= 1) return 0
+  return Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** Math.min(deaths - 2, 16))
+}
 
 /** What a worker sends the primary once it listens: its start banner. */
 export interface WorkerReady {
@@ -42,7 +56,6 @@ function describeExit(code: number | null, signal: string | null): string {
  */
 export async function runWorkers(count: number, say: (text: string) => void, complain: (line: string) => void): Promise<void> {
   let closing = false
-  let failed = false
   const crashes: number[] = []
 
   const fork = (): Promise<string> =>
@@ -72,30 +85,45 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     process.exit(error instanceof WorkerStartError ? error.exitCode || 1 : 1)
   }
 
+  /** Restarts waiting for their delay. */
+  const pending = new Set<NodeJS.Timeout>()
+  const replace = (previous: number) => {
+    const worker = cluster.fork()
+    const onMessage = (message: unknown) => {
+      if (!isReady(message)) return
+      worker.off('message', onMessage)
+      complain(`petstore-sandbox: worker ${worker.process.pid} is serving (in place of worker ${previous})`)
+    }
+    worker.on('message', onMessage)
+  }
   cluster.on('exit', (worker: Worker, code, signal) => {
     if (closing) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(failed ? 1 : 0)
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
       return
     }
+    // @note Never gives up, and never stops the workers that serve: a worker that keeps dying
+    // (its store away, a bug) is restarted less and less often, and the others go on serving.
     const now = Date.now()
     crashes.push(now)
     while (crashes[0]! < now - CRASH_WINDOW_MS) crashes.shift()
-    if (crashes.length > MAX_CRASHES) {
-      complain(`petstore-sandbox: ${crashes.length} workers exited within ${CRASH_WINDOW_MS / 1000} s; stopping`)
-      closing = true
-      failed = true
-      stopAll()
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1)
-      return
-    }
-    complain(`petstore-sandbox: worker ${worker.process.pid} exited (${describeExit(code, signal)}); starting another`)
-    cluster.fork()
+    const delay = restartDelay(crashes.length)
+    const pid = worker.process.pid ?? 0
+    const when = delay === 0 ? 'starting another' : `starting another in ${delay / 1000} s (${crashes.length} exits within ${CRASH_WINDOW_MS / 1000} s)`
+    complain(`petstore-sandbox: worker ${pid} exited (${describeExit(code, signal)}); ${when}`)
+    const timer = setTimeout(() => {
+      pending.delete(timer)
+      if (!closing) replace(pid)
+    }, delay)
+    pending.add(timer)
   })
 
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) return
     closing = true
+    for (const timer of pending) clearTimeout(timer)
+    pending.clear()
     say(`${signal}: stopping ${count} workers, each finishing its in-flight requests\n`)
+    if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
     stopAll()
   }
   process.once('SIGINT', shutdown)

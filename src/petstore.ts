@@ -192,7 +192,8 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     onUnexpectedError: (error, request) =>
       console.error(`petstore-sandbox: unexpected error on ${request.method} ${redaction.url(request.url)}:`, error),
     tenants: {
-      resolve: (token) => (keys.accepts(token) ? tenant : undefined),
+      // Entered for the request, as the pipeline expects (the library's one tenant never leaves).
+      resolve: (token) => (keys.accepts(token) ? (tenant.enter(), tenant) : undefined),
       anonymousJournal: tenant.journal,
       ready: () => ready,
     },

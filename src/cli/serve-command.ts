@@ -123,6 +123,8 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     log: argv.quiet ? undefined : formatLog(argv.log, io),
     dataDir: argv['data-dir'],
     redisUrl: argv['redis-url'],
+    // A worker never exits because Redis is away, at start either: it answers 503 until Redis is back.
+    redisUnreachableAtStart: isWorker() ? 'serve' : 'refuse',
     tenantTtlDays: argv['tenant-ttl-days'],
     durability: argv.durability,
     warn: (message) => {

@@ -63,6 +63,9 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
     )
   }
 
+  /** Told when its last request under way ends ({@link leave} brings {@link busy} back to false). @default none */
+  onIdle: (() => void) | undefined
+
   /** Marks a request of its own under way (until {@link leave}): a busy tenant is not dropped to make room. */
   enter(): void {
     this.#busy++
@@ -70,7 +73,7 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
 
   /** Ends what {@link enter} began. */
   leave(): void {
-    this.#busy--
+    if (--this.#busy === 0) this.onIdle?.()
   }
 
   /** Whether a request of its own is under way. */

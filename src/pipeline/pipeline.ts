@@ -22,6 +22,8 @@ export interface TenantResolver {
   /**
    * The tenant for an accepted key; undefined when the key is not accepted. May reject with
    * {@link TenantRefusedError} (no room for a new tenant) or {@link StorageUnavailableError}.
+   * The tenant comes {@link Tenant.enter | entered} (in use from the moment the request is routed
+   * to it, so it is not dropped to make room): the caller calls `leave()` once its answer is out.
    */
   resolve(token: string): Tenant | undefined | Promise<Tenant | undefined>
   /** Where requests without an accepted key are journaled (the library's single tenant), if anywhere. */
@@ -86,7 +88,17 @@ export class Pipeline {
     } catch {
       // The answer is the 404 or 405 all the same; only its journal entry is lost.
     }
-    return this.#answer({ request, operation: null, outcome, started, arrived, tenant, headers: allow === undefined ? undefined : { allow } })
+    return this.#leaving(tenant, this.#answer({ request, operation: null, outcome, started, arrived, tenant, headers: allow === undefined ? undefined : { allow } }))
+  }
+
+  /** The answer, once its tenant's use ends: the tenant is left when the answer is ready to be written. */
+  #leaving(tenant: Tenant | undefined, answer: ApiAnswer | Promise<ApiAnswer>): ApiAnswer | Promise<ApiAnswer> {
+    if (tenant === undefined) return answer
+    if (!(answer instanceof Promise)) {
+      tenant.leave()
+      return answer
+    }
+    return answer.finally(() => tenant.leave())
   }
 
   /** The tenant of the request's bearer key, or undefined when it has no accepted key. */
@@ -112,9 +124,9 @@ export class Pipeline {
       let refused: { error: unknown } | undefined
       try {
         const found = auth.ok ? this.#options.tenants.resolve(auth.token) : undefined
+        // @note In use from here (the resolver entered it) until its answer is out: it is not dropped
+        // to make room meanwhile (a delay, a slow body, a slow store), so no write it acknowledges is lost.
         tenant = found instanceof Promise ? await found : found
-        // Until its journal entry is in, the tenant is not dropped to make room (a delay, a slow body).
-        tenant?.enter()
       } catch (error) {
         refused = { error }
       }
@@ -145,11 +157,14 @@ export class Pipeline {
       outcome = failed.outcome
       headers = { ...headers, ...failed.headers }
     }
+    let answer: ApiAnswer | Promise<ApiAnswer>
     try {
-      return this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
-    } finally {
+      answer = this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
+    } catch (error) {
       tenant?.leave()
+      throw error
     }
+    return this.#leaving(tenant, answer)
   }
 
   #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {

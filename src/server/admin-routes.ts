@@ -84,9 +84,13 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
    * admin one); answers the error itself when there is none.
    */
   async function tenantOf(caller: Caller, req: Request, res: Response): Promise<{ id: string; tenant: Tenant } | undefined> {
-    if (caller.kind === 'tenant') return { id: caller.id, tenant: await tenants.open(caller.id) }
-    const id = await adminTarget(caller, req, res)
-    return id === undefined ? undefined : { id, tenant: await tenants.open(id) }
+    const id = caller.kind === 'tenant' ? caller.id : await adminTarget(caller, req, res)
+    if (id === undefined) return undefined
+    const tenant = await tenants.open(id)
+    // In use until its answer is written (or its client gone): it is not evicted meanwhile.
+    if (res.closed) tenant.leave()
+    else res.once('close', () => tenant.leave())
+    return { id, tenant }
   }
 
   /** The full id the admin token names with `?tenant=` (a full id or a unique prefix); answers the error itself when none. */

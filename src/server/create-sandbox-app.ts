@@ -127,6 +127,14 @@ export interface SandboxAppOptions {
   /** Prefix of every Redis key, to share one Redis between sandboxes. @default 'petstore-sandbox:' */
   redisPrefix?: string
   /**
+   * With `redisUrl`, when Redis does not answer at start: `'refuse'` rejects (a wrong URL is said
+   * at once); `'serve'` starts all the same, answering 503 `storage_unavailable` with `Retry-After`
+   * (and health 503 `degraded`) until Redis answers, then serving as usual: what each worker of
+   * `serve --workers` does, so that a worker started during an outage rides it out.
+   * @default 'refuse'
+   */
+  redisUnreachableAtStart?: 'refuse' | 'serve'
+  /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
    * flood of keys leaves behind.
@@ -276,6 +284,7 @@ const Options = z
     dataDir: z.string().min(1).optional(),
     redisUrl: z.string().min(1).optional(),
     redisPrefix: z.string().optional(),
+    redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -330,6 +339,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   dataDir: 'the path of a directory',
   redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
   redisPrefix: 'a key prefix (petstore-sandbox)',
+  redisUnreachableAtStart: `'refuse' or 'serve'`,
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',
@@ -378,7 +388,15 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
   const storage: TenantStorage =
     settings.redisUrl !== undefined
-      ? await openRedisStorage({ url: settings.redisUrl, seed, ttlMs, prefix: settings.redisPrefix, warn, journalBytes: settings.journalBytes })
+      ? await openRedisStorage({
+          url: settings.redisUrl,
+          seed,
+          ttlMs,
+          prefix: settings.redisPrefix,
+          warn,
+          journalBytes: settings.journalBytes,
+          unreachableAtStart: settings.redisUnreachableAtStart,
+        })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
         : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: settings.storeBudgetBytes })

@@ -149,6 +149,13 @@ export interface RedisLinkOptions {
   readonly connectTimeoutMs?: number | undefined
   /** Told when Redis fails and when it answers again. @default none */
   readonly warn?: ((message: string) => void) | undefined
+  /**
+   * When Redis does not answer within the connect timeout: `refuse` rejects (a wrong URL is said
+   * at once); `serve` returns the link all the same, failing every command with a
+   * {@link StorageUnavailableError} (503) until Redis answers, as after a drop (`warn` is told).
+   * @default 'refuse'
+   */
+  readonly unreachableAtStart?: 'refuse' | 'serve' | undefined
 }
 
 /**
@@ -234,6 +241,12 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       }),
     ])
   } catch (error) {
+    if (options.unreachableAtStart === 'serve') {
+      // The client goes on reconnecting (or, in a cluster, is renewed): the link recovers by itself.
+      started = true
+      connected.failed(new Error(`no answer at start (${messageOf(error)})`))
+      return connected
+    }
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot reach Redis at ${target.display}: ${messageOf(error)}. Start it, or check --redis-url.`)
   } finally {

@@ -55,6 +55,8 @@ export interface RedisStorageOptions {
   readonly journalBytes?: number | undefined
   /** Told about Redis failures and recoveries (the operator's log). @default none */
   readonly warn?: ((message: string) => void) | undefined
+  /** When Redis does not answer at start: refuse to open, or open and answer 503 until it does (see `connectRedis`). @default 'refuse' */
+  readonly unreachableAtStart?: 'refuse' | 'serve' | undefined
 }
 
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
@@ -144,7 +146,7 @@ export interface TenantKeys {
  * installed, the URL is bad, or Redis does not answer.
  */
 export async function openRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, unreachableAtStart: options.unreachableAtStart })
   return new RedisStorage(link, options)
 }
 

@@ -5,14 +5,21 @@
  *
  * Eviction (to stay under the cap) never loses a partner's data: with a durable storage any
  * tenant may leave memory, since its state comes back from disk; in memory only, only tenants
- * still on the default seed may (they come back identical). When none may leave, the new
- * tenant is refused with 503 `tenant_capacity` and `Retry-After`.
+ * still on the default seed may (they come back identical).
+ *
+ * A tenant with a request under way (from the moment a request is routed to it until its answer
+ * is written) never leaves: eviction cannot interleave with a request's use of the tenant, so an
+ * answer never acknowledges a write to a tenant that is gone. A new key that finds every tenant
+ * busy waits (up to {@link DEFAULT_ADMISSION_WAIT_MS}, in arrival order) for one that can leave
+ * to finish, and new requests of that tenant wait behind it, so that a steady stream of requests
+ * cannot keep it busy for good. When no tenant could leave even once its requests end, the new
+ * key is refused at once with 503 `tenant_capacity` and `Retry-After`; after waiting in vain, too.
  */
 import type { HeldBytesMeter } from '../core/heap-weight.js'
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { RequestJournal } from '../core/journal.js'
-import type { TenantStorage } from '../core/storage.js'
+import type { TenantStorage, TenantStore } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../pipeline/pipeline.js'
 import type { Scenario } from '../scenario/scenario-format.js'
@@ -28,6 +35,15 @@ export const DISPLAY_ID_LENGTH = 12
 
 /** How long a client refused for capacity is told to wait. */
 const CAPACITY_RETRY_SECONDS = 30
+
+/**
+ * How long a new key waits for a busy tenant to finish its requests and leave, at the cap.
+ * @default 10 s
+ */
+export const DEFAULT_ADMISSION_WAIT_MS = 10_000
+
+/** What a new key refused after waiting in vain is told to wait: tenants are busy now, not full for an hour. */
+const BUSY_RETRY_SECONDS = 5
 
 /** Options of {@link TenantRegistry}. */
 export interface TenantRegistryOptions {
@@ -55,6 +71,8 @@ export interface TenantRegistryOptions {
    * @default 60 minutes
    */
   readonly evictIdleMs?: number | undefined
+  /** How long a new key waits at the cap for a busy tenant to leave. @default {@link DEFAULT_ADMISSION_WAIT_MS} */
+  readonly admissionWaitMs?: number | undefined
 }
 
 /** @default 60 minutes */
@@ -88,10 +106,24 @@ const encoder = new TextEncoder()
 interface Entry {
   tenant: Tenant | undefined
   readonly opening: Promise<Tenant>
+  /** Its store, opened before the tenant exists. */
+  readonly store: TenantStore
   /** When the storage last heard the tenant was used (ms since the epoch). */
   touched: number
-  /** When it was last used (ms since the epoch). */
+  /** When it was last used: a request routed to it, or its last request's end (ms since the epoch). */
   usedAt: number
+  /** Requests routed to it while it opens: they enter the tenant once it exists. */
+  claims: number
+  /** Chosen to leave for a waiting key once its requests end: new requests wait instead of keeping it busy. */
+  draining: boolean
+}
+
+/** A request for a tenant not in memory, waiting for room. */
+interface Waiter {
+  readonly id: string
+  readonly resolve: (tenant: Promise<Tenant>) => void
+  readonly reject: (error: unknown) => void
+  readonly timer: NodeJS.Timeout
 }
 
 /** How often a tenant in use tells the storage so (idle expiry needs no finer grain). */
@@ -117,6 +149,9 @@ export class TenantRegistry implements TenantResolver {
   #heldBytes = 0
   readonly #meter: HeldBytesMeter = { add: (delta) => void (this.#heldBytes += delta) }
   #evictions = 0
+  /** Requests for tenants not in memory waiting for room, in arrival order. */
+  readonly #waiters: Waiter[] = []
+  #serving = false
   /**
    * The tenant id of each accepted key seen, so that a request does not hash its key again.
    * @note Filled only after the key was accepted by the constant-time comparison, so a lookup
@@ -135,14 +170,18 @@ export class TenantRegistry implements TenantResolver {
     this.#ids = new Map(configured)
   }
 
-  /** The tenant of an accepted key, admitted on first use; undefined when the key is not accepted. */
+  /**
+   * The tenant of an accepted key, admitted on first use; undefined when the key is not accepted.
+   * The tenant comes {@link Tenant.enter | entered} for the caller, who calls `leave()` once its answer is written.
+   */
   resolve(token: string): Tenant | undefined | Promise<Tenant | undefined> {
     const id = this.idOfKey(token)
     if (id === undefined) return undefined
     const entry = this.#tenants.get(id)
     // The common case, a live tenant whose scenario no other process changes: no promise to wait for.
-    if (entry?.tenant !== undefined && !this.#options.storage.shared) {
+    if (entry?.tenant !== undefined && !entry.draining && !this.#options.storage.shared) {
       this.#used(id, entry)
+      entry.tenant.enter()
       return entry.tenant
     }
     return this.open(id)
@@ -179,19 +218,39 @@ export class TenantRegistry implements TenantResolver {
   }
 
   /**
-   * The tenant with this id, admitted when needed. Rejects with {@link TenantRefusedError} when
-   * the registry is full and nothing may be evicted.
+   * The tenant with this id, admitted when needed, {@link Tenant.enter | entered} for the caller
+   * (who calls `leave()` once its answer is written). Rejects with {@link TenantRefusedError}
+   * when the registry is full and no tenant can leave in time.
    */
   open(id: string): Promise<Tenant> {
     const entry = this.#tenants.get(id)
-    if (entry) {
-      this.#used(id, entry)
-      const tenant = entry.tenant
-      // Another replica may have switched the tenant's scenario since: read it back.
-      if (tenant && this.#options.storage.shared) return tenant.store.scenario().then((name) => (tenant.follow(this.#scenarioOf(id, name)), tenant))
+    if (entry && !entry.draining) return this.#claim(id, entry)
+    return this.#admit(id)
+  }
+
+  /** Routes a request to a tenant in memory (or opening): it is marked in use at once. */
+  #claim(id: string, entry: Entry): Promise<Tenant> {
+    this.#used(id, entry)
+    const tenant = entry.tenant
+    if (tenant === undefined) {
+      entry.claims++
       return entry.opening
     }
-    return this.#admit(id)
+    tenant.enter()
+    if (!this.#options.storage.shared) return Promise.resolve(tenant)
+    // Another replica may have switched the tenant's scenario since: read it back.
+    return tenant.store.scenario().then(
+      (name) => (tenant.follow(this.#scenarioOf(id, name)), tenant),
+      (error: unknown) => {
+        tenant.leave()
+        throw error
+      },
+    )
+  }
+
+  /** How many requests wait for room for their tenant (at the cap, every tenant busy). */
+  get waiting(): number {
+    return this.#waiters.length
   }
 
   /** Marks a tenant used now: last in the LRU order, and the storage told now and then. */
@@ -248,6 +307,7 @@ export class TenantRegistry implements TenantResolver {
   /** Forgets a tenant: out of memory and out of storage. True when it existed anywhere. */
   async delete(id: string): Promise<boolean> {
     const live = this.#remove(id)
+    this.#serveWaiters()
     const stored = await this.#options.storage.delete(id)
     return live || stored
   }
@@ -256,6 +316,7 @@ export class TenantRegistry implements TenantResolver {
   async expireIdle(ttlMs: number): Promise<number> {
     const expired = await this.#options.storage.expire(Date.now() - ttlMs)
     for (const id of expired) this.#remove(id)
+    this.#serveWaiters()
     return expired.length
   }
 
@@ -299,7 +360,7 @@ export class TenantRegistry implements TenantResolver {
   relieve(bytes: number): number {
     // Unlike at the tenant cap, where a new partner would be turned away, a busy tenant stays.
     const droppable = (entry: Entry): entry is Entry & { tenant: Tenant } =>
-      entry !== this.#lastUsed && this.#leavesWithoutLoss(entry) && !entry.tenant.busy
+      entry !== this.#lastUsed && this.#leavesWithoutLoss(entry) && !this.#busy(entry)
     let room = 0
     for (const entry of this.#tenants.values()) if (droppable(entry)) room += entry.tenant.heldBytes
     if (this.#heldBytes - room > bytes) return 0
@@ -319,23 +380,114 @@ export class TenantRegistry implements TenantResolver {
   }
 
   /**
-   * The one place a tenant enters memory: room is made (or the tenant refused), then its store
-   * is opened and its scenario read back.
+   * A request for a tenant not in memory (or leaving it): admitted now when there is room or a
+   * tenant that may leave now, else queued behind earlier ones until a busy tenant leaves;
+   * refused at once when none could.
    */
   #admit(id: string): Promise<Tenant> {
+    if (this.#waiters.length === 0 && !this.#tenants.has(id)) {
+      const room = this.#makeRoom()
+      if (room === true) return this.#enter(id)
+      if (room !== 'wait') return Promise.reject(room)
+    }
+    return new Promise<Tenant>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        const at = this.#waiters.indexOf(waiter)
+        if (at === -1) return
+        this.#waiters.splice(at, 1)
+        reject(new TenantRefusedError('tenant_capacity', { limit: this.#options.maxTenants }, BUSY_RETRY_SECONDS))
+        this.#serveWaiters()
+      }, this.#options.admissionWaitMs ?? DEFAULT_ADMISSION_WAIT_MS)
+      const waiter: Waiter = { id, resolve, reject, timer }
+      this.#waiters.push(waiter)
+      this.#serveWaiters()
+    })
+  }
+
+  /**
+   * Serves waiting requests in arrival order while it can: a waiter whose tenant is in memory
+   * (and not leaving) is routed to it, one whose tenant is not gets the room a tenant that may
+   * leave now makes; when only busy tenants could leave, enough of them are drained (chosen to
+   * leave once their requests end) and the rest wait. Called whenever room may have appeared.
+   */
+  #serveWaiters(): void {
+    // @note Re-entered from a tenant leaving while this loop evicts or admits: the outer loop goes on.
+    if (this.#serving) return
+    this.#serving = true
+    try {
+      // Which tenants must leave is decided afresh: those drained for a waiter since served may stay.
+      for (const entry of this.#tenants.values()) entry.draining = false
+      while (this.#waiters.length > 0) {
+        const waiter = this.#waiters[0]!
+        const entry = this.#tenants.get(waiter.id)
+        let admitted: Promise<Tenant>
+        if (entry) {
+          admitted = this.#claim(waiter.id, entry)
+        } else {
+          const room = this.#makeRoom()
+          if (room === 'wait') {
+            this.#drain()
+            break
+          }
+          if (room !== true) {
+            this.#waiters.shift()
+            clearTimeout(waiter.timer)
+            waiter.reject(room)
+            continue
+          }
+          try {
+            admitted = this.#enter(waiter.id)
+          } catch (error) {
+            admitted = Promise.reject(error)
+          }
+        }
+        this.#waiters.shift()
+        clearTimeout(waiter.timer)
+        waiter.resolve(admitted)
+      }
+    } finally {
+      this.#serving = false
+    }
+  }
+
+  /**
+   * Marks busy tenants that may leave once their requests end as leaving (their new requests
+   * wait in line), least recently used first, as many as waiting requests need room (one at least).
+   */
+  #drain(): void {
+    let needed = this.#waiters.filter((waiter) => !this.#tenants.has(waiter.id)).length || 1
+    for (const entry of this.#tenants.values()) {
+      if (needed <= 0) return
+      if (this.#busy(entry) && this.#couldLeave(entry)) {
+        entry.draining = true
+        needed--
+      }
+    }
+  }
+
+  /**
+   * The one place a tenant enters memory (room was made): its store is opened and its scenario
+   * read back; the request that brought it is its first in use.
+   */
+  #enter(id: string): Promise<Tenant> {
     this.#options.admit?.('grow')
-    this.#makeRoom()
     const { storage, overrides } = this.#options
     const store = storage.open(id)
     storage.touch(id).catch(() => undefined)
     const entry: Entry = {
+      store,
       touched: Date.now(),
       usedAt: Date.now(),
       tenant: undefined,
+      claims: 1,
+      draining: false,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal)
         this.#idOfTenant.set(tenant, id)
+        // Every request routed to it meanwhile is in use from now on, until it leaves.
+        for (; entry.claims > 0; entry.claims--) tenant.enter()
+        tenant.onIdle = () => this.#idle(id, entry)
         entry.tenant = tenant
         // An entry removed while it opened (deleted, expired) never counts.
         if (this.#tenants.get(id) === entry) this.#count(tenant)
@@ -344,11 +496,32 @@ export class TenantRegistry implements TenantResolver {
     }
     // A failed open (storage unavailable) must not stay cached: the next request tries again.
     entry.opening.catch(() => {
-      if (this.#tenants.get(id) === entry) this.#remove(id)
+      if (this.#tenants.get(id) === entry) {
+        this.#remove(id)
+        this.#serveWaiters()
+      }
     })
     this.#tenants.set(id, entry)
     this.#lastUsed = entry
     return entry.opening
+  }
+
+  /** A tenant's last request in use ended: its idle time starts now, and a waiting key may take its place. */
+  #idle(id: string, entry: Entry): void {
+    entry.usedAt = Date.now()
+    if (this.#tenants.get(id) !== entry) return
+    if (entry.draining && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
+    if (this.#waiters.length > 0) this.#serveWaiters()
+  }
+
+  /** Whether a request is under way on it (an opening tenant always has the one that opened it). */
+  #busy(entry: Entry): boolean {
+    return entry.tenant === undefined ? true : entry.tenant.busy
+  }
+
+  /** Whether a busy tenant may leave without loss once its requests end (in memory, if they write nothing). */
+  #couldLeave(entry: Entry): boolean {
+    return this.#options.storage.durable || !entry.store.modified
   }
 
   /** The scenario a stored scenario name means: that one, or the server's when it is not known (the operator is told). */
@@ -362,38 +535,45 @@ export class TenantRegistry implements TenantResolver {
   }
 
   /**
-   * Evicts until there is room for one more tenant; throws {@link TenantRefusedError} when nothing
-   * may leave. First any tenant that loses nothing by leaving ({@link #leavesWithoutLoss}), least
-   * recently used first; then, in memory, the least recently used tenant idle for `evictIdleMs`
-   * (its writes go with it).
+   * Evicts until there is room for one more tenant: true then. First any tenant not busy that
+   * loses nothing by leaving ({@link #leavesWithoutLoss}), least recently used first; then, in
+   * memory, the least recently used tenant not busy and idle for `evictIdleMs` (its writes go
+   * with it). A tenant with a request under way never leaves: `'wait'` when one could once its
+   * requests end, else the {@link TenantRefusedError} to answer (with when one may leave).
    */
-  #makeRoom(): void {
+  #makeRoom(): true | 'wait' | TenantRefusedError {
     const { maxTenants } = this.#options
-    if (this.#tenants.size < maxTenants) return
+    if (this.#tenants.size < maxTenants) return true
     for (const [id, entry] of this.#tenants) {
-      if (this.#tenants.size < maxTenants) return
-      if (this.#leavesWithoutLoss(entry)) this.#evict(id, false)
+      if (this.#tenants.size < maxTenants) return true
+      if (!this.#busy(entry) && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
     }
     const idleMs = this.#options.evictIdleMs ?? DEFAULT_EVICT_IDLE_MS
     const now = Date.now()
     let retryAfterMs = Number.POSITIVE_INFINITY
+    let couldLeave = false
     for (const [id, entry] of this.#tenants) {
-      if (this.#tenants.size < maxTenants) return
-      if (!entry.tenant) continue
+      if (this.#tenants.size < maxTenants) return true
+      if (this.#busy(entry)) {
+        // Its idle time starts when its requests end.
+        if (this.#couldLeave(entry)) couldLeave = true
+        retryAfterMs = Math.min(retryAfterMs, idleMs)
+        continue
+      }
       const idle = now - entry.usedAt
       if (idleMs > 0 && idle >= idleMs) this.#evict(id, true)
       else retryAfterMs = Math.min(retryAfterMs, idleMs - idle)
     }
-    if (this.#tenants.size >= maxTenants) {
-      // When the least idle wait ends, a tenant can leave; without idle eviction, a short default.
-      const retryAfter = idleMs > 0 && Number.isFinite(retryAfterMs) ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : CAPACITY_RETRY_SECONDS
-      throw new TenantRefusedError('tenant_capacity', { limit: maxTenants }, retryAfter)
-    }
+    if (this.#tenants.size < maxTenants) return true
+    if (couldLeave) return 'wait'
+    // When the least idle wait ends, a tenant can leave; without idle eviction, a short default.
+    const retryAfter = idleMs > 0 && Number.isFinite(retryAfterMs) ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : CAPACITY_RETRY_SECONDS
+    return new TenantRefusedError('tenant_capacity', { limit: maxTenants }, retryAfter)
   }
 
   /**
    * Whether a live tenant can leave memory without losing its data: with a durable storage any,
-   * in memory one still on its seed (a request under way keeps its store, not its journal entry).
+   * in memory one still on its seed.
    */
   #leavesWithoutLoss(entry: Entry): entry is Entry & { tenant: Tenant } {
     const tenant = entry.tenant

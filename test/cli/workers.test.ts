@@ -121,6 +121,67 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(workers.filter((pid) => existsProcess(pid))).toEqual([])
   })
 
+  it('rides out a Redis outage: a worker that dies while Redis is down is replaced by one that listens and answers 503 storage_unavailable (health degraded), and every worker serves again once Redis is back (issue 20 F06)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect((await post(origin, 'k', 'before')).status).toBe(201)
+    await redis.stop()
+    const [victim, survivor] = workersOf(run)
+    process.kill(victim!, 'SIGKILL')
+    // Its replacement starts with no Redis to reach: it must listen all the same, not exit.
+    await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`) || /exited \(exit code/.test(text))
+    expect(run.stderr()).not.toMatch(/exited \(exit code/)
+    // Connections go to each worker in turn: both answer, both 503 with Retry-After.
+    for (let i = 0; i < 4; i++) {
+      const refused = await post(origin, 'k', `during-${i}`)
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get('retry-after')).toBe('5')
+      expect(((await refused.json()) as { code: string }).code).toBe('storage_unavailable')
+      const health = await fetch(`${origin}/__sandbox/health`, { headers: { connection: 'close' } })
+      expect(health.status).toBe(503)
+      expect(((await health.json()) as { status: string }).status).toBe('degraded')
+    }
+    await redis.start()
+    await untilServing(origin, run)
+    expect(workersOf(run)).toContain(survivor)
+    expect(workersOf(run)).toHaveLength(2)
+    expect(run.child.exitCode).toBeNull()
+  })
+
+  it('starts with Redis down, answering 503 until it comes up (issue 20 F06)', async () => {
+    const redis = await startRedis()
+    await redis.stop()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect(run.stderr()).toContain('answering 503 storage_unavailable until it recovers')
+    expect((await post(origin, 'k', 'early')).status).toBe(503)
+    await redis.start()
+    await untilServing(origin, run)
+  })
+
+  it('never gives up on a worker that keeps dying nor stops the one serving: 6 deaths within a minute are restarted later and later, the other worker answering throughout (issue 20 F06)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    const [first, survivor] = workersOf(run)
+    let victim = first!
+    for (let death = 1; death <= 6; death++) {
+      process.kill(victim, 'SIGKILL')
+      await untilStderr(run, (text) => text.includes(`worker ${victim} exited (killed by SIGKILL)`))
+      expect((await post(origin, 'k', `death-${death}`)).status).toBe(201)
+      if (death === 6) break
+      const dead = victim
+      await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${dead})`))
+      victim = workersOf(run).find((pid) => pid !== survivor)!
+    }
+    expect(run.stderr()).toContain(`worker ${victim} exited (killed by SIGKILL); starting another in 8 s (6 exits within 60 s)`)
+    expect(run.stderr()).not.toContain('stopping')
+    for (let i = 0; i < 4; i++) expect((await post(origin, 'k', `meanwhile-${i}`)).status).toBe(201)
+    expect(workersOf(run)).toEqual([survivor])
+    expect(run.child.exitCode).toBeNull()
+    // A stop while a restart waits: nothing is restarted, and the primary exits 0.
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
+  })
+
   it('leaves no worker behind when the primary is killed -9', async () => {
     const redis = await startRedis()
     const { run } = await startWorkers(2, redis.url)
@@ -144,6 +205,34 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(stderr.trimEnd().split('\n')).toEqual([expect.stringContaining('the port is in use')])
   })
 })
+
+/** A create on a fresh connection (so that the primary hands it to the next worker). */
+function post(origin: string, key: string, name: string): Promise<Response> {
+  return fetch(`${origin}/v1/categories`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' }, body: JSON.stringify({ name }) })
+}
+
+/**
+ * Waits until 4 creates in a row answer 201, each on a new connection (so both workers answered:
+ * the primary hands connections out in turn), within 30 s; each reconnects to Redis on its own.
+ */
+async function untilServing(origin: string, run: CliRun): Promise<void> {
+  const signal = AbortSignal.timeout(30_000)
+  for (let row = 0, i = 0; row < 4; i++) {
+    if (signal.aborted) throw new Error(`the workers did not all serve again within 30 s\n${run.stderr()}`)
+    const status = (await post(origin, 'k', `after-${i}`)).status
+    row = status === 201 ? row + 1 : 0
+    if (status !== 201) await sleep(200)
+  }
+}
+
+/** Waits until the primary's stderr satisfies `done` (30 s at most). */
+async function untilStderr(run: CliRun, done: (text: string) => boolean): Promise<void> {
+  const signal = AbortSignal.timeout(30_000)
+  while (!done(run.stderr())) {
+    if (signal.aborted) throw new Error(`stderr never showed what was awaited:\n${run.stderr()}`)
+    await sleep(100)
+  }
+}
 
 function existsProcess(pid: number): boolean {
   try {

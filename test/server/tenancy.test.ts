@@ -1,6 +1,11 @@
 /** One isolated store, journal and scenario per API key; keys never leave the server. */
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
+import { MemoryStorage } from '../../src/core/memory-storage.js'
+import { seedState } from '../../src/core/storage.js'
+import type { Tenant } from '../../src/core/tenant.js'
+import { loadScenario } from '../../src/scenario/scenario-loader.js'
 import { tenantId, type SandboxAppOptions } from '../../src/server.js'
+import { TenantRegistry, type TenantRegistryOptions } from '../../src/server/tenant-registry.js'
 import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
@@ -182,5 +187,40 @@ describe('tenancy in memory: eviction never drops data that exists nowhere else'
     expect(refused.status).toBe(503)
     expect(refused.headers.get('retry-after')).toBe('30')
     expect(await categoryNames(fetch, 'a')).toContain('A')
+  })
+})
+
+describe('tenant registry at the cap: a tenant with a request under way never leaves (issue 20 F10, F12)', () => {
+  async function registry(options: Partial<TenantRegistryOptions> = {}): Promise<TenantRegistry> {
+    const scenario = await loadScenario('empty')
+    return new TenantRegistry({ scenario, keys: 'any', maxTenants: 1, overrides: {}, storage: new MemoryStorage(seedState(scenario)), ...options })
+  }
+
+  it('refuses a new key only after waiting in vain for the tenant with a request under way, with Retry-After 5, and admits it once that request ends (issue 20 F10, F12)', async () => {
+    const tenants = await registry({ admissionWaitMs: 100 })
+    const a = (await tenants.resolve('a'))!
+    await expect(tenants.resolve('b')).rejects.toMatchObject({ code: 'tenant_capacity', retryAfterSeconds: 5 })
+    expect(tenants.evictions).toBe(0)
+    const b = tenants.resolve('b')
+    expect(tenants.waiting).toBe(1)
+    a.leave()
+    expect(tenants.idOf((await b)!)).toBe(tenantId('b'))
+    expect(tenants.evictions).toBe(1)
+  })
+
+  it('drains the tenant a waiting key needs: its own new requests wait behind that key, so a steady stream of them cannot keep it in for good (issue 20 F12)', async () => {
+    const tenants = await registry({ admissionWaitMs: 60_000 })
+    const first = (await tenants.resolve('a'))!
+    const newcomer = tenants.resolve('b')
+    const again = tenants.resolve('a')
+    expect(tenants.waiting).toBe(2)
+    first.leave()
+    const b = (await newcomer) as Tenant
+    expect(tenants.idOf(b)).toBe(tenantId('b'))
+    expect(tenants.waiting).toBe(1)
+    b.leave()
+    expect(tenants.idOf((await again)!)).toBe(tenantId('a'))
+    expect(tenants.waiting).toBe(0)
+    expect(tenants.evictions).toBe(2)
   })
 })
