@@ -37,6 +37,7 @@ export function serveOptions(cli: Argv) {
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
+    .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
     .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
@@ -118,6 +119,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     log: argv.quiet ? undefined : formatLog(argv.log, io),
     dataDir: argv['data-dir'],
     redisUrl: argv['redis-url'],
+    redisAllowEviction: argv['redis-allow-eviction'],
     tenantTtlDays: argv['tenant-ttl-days'],
     durability: argv.durability,
     warn: (message) => {

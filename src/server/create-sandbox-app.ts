@@ -119,6 +119,12 @@ export interface SandboxAppOptions {
   /** Prefix of every Redis key, to share one Redis between sandboxes. @default 'petstore-sandbox:' */
   redisPrefix?: string
   /**
+   * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): it
+   * silently drops acknowledged writes when full. Without it such a Redis is refused at start.
+   * @default false
+   */
+  redisAllowEviction?: boolean
+  /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
    * flood of keys leaves behind.
@@ -217,6 +223,7 @@ const Options = z
     dataDir: z.string().min(1).optional(),
     redisUrl: z.string().min(1).optional(),
     redisPrefix: z.string().optional(),
+    redisAllowEviction: z.boolean().default(false),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -266,6 +273,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   dataDir: 'the path of a directory',
   redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
   redisPrefix: 'a key prefix (petstore-sandbox)',
+  redisAllowEviction: 'true or false',
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',
@@ -310,7 +318,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
   const storage: TenantStorage =
     settings.redisUrl !== undefined
-      ? await openRedisStorage({ url: settings.redisUrl, seed, ttlMs, prefix: settings.redisPrefix, warn, journalBytes: settings.journalBytes })
+      ? await openRedisStorage({ url: settings.redisUrl, seed, ttlMs, prefix: settings.redisPrefix, warn, journalBytes: settings.journalBytes, allowEviction: settings.redisAllowEviction })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
         : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability })

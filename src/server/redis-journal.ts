@@ -19,12 +19,12 @@ import {
   type JournalInput,
   type TenantJournal,
 } from '../core/journal.js'
-import { redisScript, type RedisLink } from './redis-connection.js'
+import { NOW, redisScript, type RedisLink } from './redis-connection.js'
 import type { TenantKeys } from './redis-storage.js'
 
 /**
  * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories. ARGV: the entry's JSON
- * after its `{`, prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; now.
+ * after its `{`, prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms.
  * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
  * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
@@ -32,7 +32,8 @@ const RECORD = redisScript(`
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('HSET', KEYS[4], 'used', ARGV[6])
+  ${NOW}
+  redis.call('HSET', KEYS[4], 'used', string.format('%d', now))
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[4], ttl)
     redis.call('PEXPIRE', KEYS[5], ttl)
@@ -105,7 +106,7 @@ export class RedisJournal implements TenantJournal {
     const entry = input instanceof JournalDraft ? input.fields() : input
     const rest = `,${JSON.stringify(entry).slice(1)}`
     const size = journalWeight(input)
-    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, Date.now()])
+    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs])
   }
 
   async all(filter: JournalFilter = {}): Promise<JournalEntry[]> {

@@ -16,6 +16,7 @@
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
  * next id and scenario at once. A write is answered once Redis has run it.
  */
+import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
 import {
@@ -23,13 +24,14 @@ import {
   IdSpaceExhaustedError,
   StorageUnavailableError,
   toCategory,
+  WriteOutcomeUnknownError,
   type StorageHealth,
   type TenantState,
   type TenantStorage,
   type TenantStore,
   type TenantSummary,
 } from '../core/storage.js'
-import { connectRedis, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
+import { connectRedis, NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisJournal } from './redis-journal.js'
 
 /** @default 'petstore-sandbox:' */
@@ -55,7 +57,14 @@ export interface RedisStorageOptions {
   readonly journalBytes?: number | undefined
   /** Told about Redis failures and recoveries (the operator's log). @default none */
   readonly warn?: ((message: string) => void) | undefined
+  /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
+  readonly allowEviction?: boolean | undefined
 }
+
+/** How many command timeouts a create sent and never answered is settled within, outside a request. */
+const SETTLE_ROUNDS = 2
+/** The pause between two questions to a Redis that refuses them at once (down, reconnecting). */
+const SETTLE_PAUSE_MS = 100
 
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
 const PUSH_CHUNK = 1000
@@ -69,45 +78,118 @@ end`
 
 /**
  * Writes a tenant's whole state. ARGV: mode (`init`: only when the tenant has none yet;
- * `replace`; `default`: back on the default seed, so its keys go), scenario, next id, now,
+ * `replace`; `default`: back on the default seed, so its keys go), scenario, next id, (unused),
  * ttl ms, then the categories as JSON.
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
+${NOW}
 for i = 6, #ARGV, ${PUSH_CHUNK} do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
 end
-redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', ARGV[4])
+redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', string.format('%d', now))
 ${renewTtl(5)}
 return 1
 `)
 
 /**
- * Creates a category under the tenant's next id. ARGV: the category's JSON after its `{`,
- * prefixed with a comma; now; ttl ms; the most categories the tenant may hold (-1: no limit).
+ * How long a create's outcome stays on record under its operation id (`ops`, `opt`), at least:
+ * longer than any request waits for Redis, so that a request whose create went unanswered can ask.
+ */
+export const OUTCOME_RECORD_MS = 120_000
+/** The most create outcomes one tenant keeps on record (the oldest go first). */
+export const OUTCOME_RECORD_ENTRIES = 1024
+
+/**
+ * Lua: records the outcome `value` (the id created, or `void`: never to be applied) of operation
+ * ARGV[`op`] in `ops` (hash, operation id → outcome) and `opt` (sorted set, operation id → when),
+ * for ARGV[`keep`] ms and at most {@link OUTCOME_RECORD_ENTRIES} entries; `!trimmed` in `ops` says
+ * when an entry last went before its time.
+ */
+const recordOutcome = (ops: string, opt: string, op: number, keep: number, value: string) => `local keep = tonumber(ARGV[${keep}])
+redis.call('HSET', ${ops}, ARGV[${op}], ${value})
+redis.call('ZADD', ${opt}, now, ARGV[${op}])
+local old = redis.call('ZRANGEBYSCORE', ${opt}, '-inf', now - keep, 'LIMIT', 0, 16)
+if redis.call('ZCARD', ${opt}) - #old > ${OUTCOME_RECORD_ENTRIES} then
+  local first = redis.call('ZRANGE', ${opt}, 0, 0)
+  if first[1] then table.insert(old, first[1]) redis.call('HSET', ${ops}, '!trimmed', string.format('%d', now)) end
+end
+if #old > 0 then
+  redis.call('HDEL', ${ops}, unpack(old))
+  redis.call('ZREM', ${opt}, unpack(old))
+end
+redis.call('PEXPIRE', ${ops}, keep)
+redis.call('PEXPIRE', ${opt}, keep)`
+
+/**
+ * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt. ARGV: the category's
+ * JSON after its `{`, prefixed with a comma; the operation id; ttl ms; the most categories the
+ * tenant may hold (-1: no limit); how long to keep the outcome on record (ms).
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
- * then retries), IDSPACE past the safe integers and LIMIT at the category limit.
+ * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
+ * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
+ * the operation id, so that a caller that got no answer can ask whether it was applied.
  */
 const CREATE = redisScript(`
+local done = redis.call('HGET', KEYS[3], ARGV[2])
+if done == 'void' then return redis.error_reply('VOID') end
+if done then return done end
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSEED') end
 local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
 if id > 9007199254740991 then return redis.error_reply('IDSPACE') end
 local max = tonumber(ARGV[4])
 if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply('LIMIT') end
-redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', ARGV[2])
-redis.call('RPUSH', KEYS[2], '{"id":' .. string.format('%d', id) .. ARGV[1])
+${NOW}
+local created = string.format('%d', id)
+redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', string.format('%d', now))
+redis.call('RPUSH', KEYS[2], '{"id":' .. created .. ARGV[1])
+${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 'created')}
 ${renewTtl(3)}
-return string.format('%d', id)
+return created
 `)
 
-/** Records a use of a tenant that has state (its last use, and its keys' TTL renewed). ARGV: now; ttl ms. */
+/**
+ * Settles a create that got no answer. KEYS: ops, opt. ARGV: the operation id; how long to keep
+ * the outcome on record (ms). Returns the id it created; or `void` when it was not applied, and
+ * records that it never will be (the create, should it still arrive, refuses with VOID); or
+ * `unknown` when its record may have been trimmed (more than {@link OUTCOME_RECORD_ENTRIES}
+ * creates since).
+ */
+const SETTLE = redisScript(`
+local done = redis.call('HGET', KEYS[1], ARGV[1])
+if done then return done end
+${NOW}
+local trimmed = redis.call('HGET', KEYS[1], '!trimmed')
+if trimmed and now - tonumber(trimmed) < tonumber(ARGV[2]) then return 'unknown' end
+${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, "'void'")}
+return 'void'
+`)
+
+/** Records a use of a tenant that has state (its last use, and its keys' TTL renewed). ARGV: ttl ms. */
 const TOUCH = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'used', ARGV[1])
-${renewTtl(2)}
+${NOW}
+redis.call('HSET', KEYS[1], 'used', string.format('%d', now))
+${renewTtl(1)}
 return 1
+`)
+
+/**
+ * Stamps a tenant in the registry (KEYS[1]) with Redis's time: ARGV[1] the tenant id, ARGV[2]
+ * `XX` to only update one already there (a use), or `any` (a write).
+ */
+const INDEX = redisScript(`
+${NOW}
+if ARGV[2] == 'XX' then return redis.call('ZADD', KEYS[1], 'XX', now, ARGV[1]) end
+return redis.call('ZADD', KEYS[1], now, ARGV[1])
+`)
+
+/** The registry's tenants (KEYS[1]) not stamped for ARGV[1] ms by Redis's time. */
+const IDLE = redisScript(`
+${NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[1])))
 `)
 
 /** Reads a tenant: nil when it has no state (default seed), else its scenario and categories (ARGV[1] `list`) or their count. */
@@ -118,13 +200,14 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 `)
 
 /**
- * Deletes a tenant's keys (ARGV[1]: only when its last write and last use are older than this, or
- * `any`); 1 when it had state.
+ * Deletes a tenant's keys (ARGV[1]: only when its last write and last use are older than this
+ * many ms by Redis's time, or `any`); 1 when it had state.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
 local used = redis.call('HGET', KEYS[1], 'used')
-if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= tonumber(ARGV[1]) then return 0 end
+${NOW}
+if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', unpack(KEYS))
 if updated then return 1 end
 return 0
@@ -137,6 +220,9 @@ export interface TenantKeys {
   readonly journal: string
   readonly journalSizes: string
   readonly journalMeta: string
+  /** Create outcomes by operation id (hash) and when each was recorded (sorted set). */
+  readonly outcomes: string
+  readonly outcomeTimes: string
 }
 
 /**
@@ -144,7 +230,7 @@ export interface TenantKeys {
  * installed, the URL is bad, or Redis does not answer.
  */
 export async function openRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction })
   return new RedisStorage(link, options)
 }
 
@@ -173,7 +259,15 @@ export class RedisStorage implements TenantStorage {
   /** The keys of a tenant. */
   keys(id: string): TenantKeys {
     const base = `${this.prefix}{${id}}:`
-    return { meta: `${base}meta`, categories: `${base}cats`, journal: `${base}journal`, journalSizes: `${base}jsizes`, journalMeta: `${base}jmeta` }
+    return {
+      meta: `${base}meta`,
+      categories: `${base}cats`,
+      journal: `${base}journal`,
+      journalSizes: `${base}jsizes`,
+      journalMeta: `${base}jmeta`,
+      outcomes: `${base}ops`,
+      outcomeTimes: `${base}opt`,
+    }
   }
 
   open(id: string): TenantStore {
@@ -189,10 +283,9 @@ export class RedisStorage implements TenantStorage {
 
   async touch(id: string): Promise<void> {
     const keys = this.keys(id)
-    const now = Date.now()
     // The registry (its own slot: a separate command) orders tenants by last use for expire().
-    if ((await this.link.script(TOUCH, [keys.meta, keys.categories], [now, this.ttlMs])) === 1) {
-      await this.link.call(this.#registry, ['ZADD', this.#registry, 'XX', String(now), id])
+    if ((await this.link.script(TOUCH, [keys.meta, keys.categories], [this.ttlMs])) === 1) {
+      await this.link.script(INDEX, [this.#registry], [id, 'XX'])
     }
   }
 
@@ -225,12 +318,13 @@ export class RedisStorage implements TenantStorage {
     return deleted
   }
 
-  async expire(before: number): Promise<string[]> {
-    const ids = (await this.link.call(this.#registry, ['ZRANGEBYSCORE', this.#registry, '-inf', `(${before}`])) as string[]
+  /** @note Idle by Redis's clock (`TIME`), never this replica's (issue 20 F11). */
+  async expire(idleMs: number): Promise<string[]> {
+    const ids = (await this.link.script(IDLE, [this.#registry], [Math.round(idleMs)])) as string[]
     const expired: string[] = []
     for (const id of ids) {
       // @note The script checks the last write again: a replica may have written since the index was read.
-      if (await this.#delete(id, String(before))) {
+      if (await this.#delete(id, String(Math.round(idleMs)))) {
         expired.push(id)
         await this.link.call(this.#registry, ['ZREM', this.#registry, id])
       } else if (!(await this.has(id))) {
@@ -250,7 +344,7 @@ export class RedisStorage implements TenantStorage {
 
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta]
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes]
     return (await this.link.script(DELETE, all, [before])) === 1
   }
 
@@ -273,21 +367,35 @@ export class RedisStorage implements TenantStorage {
     await this.#writeState(id, 'init', this.seed)
   }
 
-  /** @internal Creates a category; writes the default seed first when the tenant has none. */
+  /**
+   * @internal Creates a category; writes the default seed first when the tenant has none.
+   * A create sent and never answered (a timeout, a connection dropped after sending) is settled
+   * before answering: see {@link settle}.
+   */
   async create(id: string, input: NewCategory, maxCategories: number): Promise<Category> {
     const keys = this.keys(id)
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
+    const op = randomBytes(12).toString('base64url')
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
-        const reply = await this.link.script(CREATE, [keys.meta, keys.categories], [rest, Date.now(), this.ttlMs, limit])
-        await this.#index(id)
+        let reply: unknown
+        try {
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes], [rest, op, this.ttlMs, limit, this.#recordMs()])
+        } catch (error) {
+          if (!(error instanceof RedisOutcomeUnknown)) throw error
+          reply = await this.#settle(keys, op, error)
+        }
+        // @note Once applied, the create is answered 201 even when the registry's stamp fails:
+        // the registry is an index (the sweep and listings read the tenant's own keys).
+        await this.#index(id).catch(() => undefined)
         return { id: Number(reply), ...category }
       } catch (error) {
         if (!(error instanceof RedisScriptRefusal)) throw error
         if (error.message === 'IDSPACE') throw new IdSpaceExhaustedError('the next category id is not a safe integer')
         if (error.message === 'LIMIT') throw new CategoryLimitError(maxCategories)
+        if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
         await this.#writeState(id, 'init', this.seed)
@@ -307,12 +415,47 @@ export class RedisStorage implements TenantStorage {
   async #writeState(id: string, mode: 'init' | 'replace' | 'default', state: TenantState): Promise<void> {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
-    await this.link.script(WRITE_STATE, [keys.meta, keys.categories], [mode, state.scenario, state.nextCategoryId, Date.now(), this.ttlMs, ...categories])
+    await this.link.script(WRITE_STATE, [keys.meta, keys.categories], [mode, state.scenario, state.nextCategoryId, 0, this.ttlMs, ...categories])
   }
 
-  /** Records the tenant's last write in the registry (its own slot: a separate command). */
+  /** Records the tenant's last write in the registry (its own slot: a separate command), by Redis's clock. */
   async #index(id: string): Promise<void> {
-    await this.link.call(this.#registry, ['ZADD', this.#registry, String(Date.now()), id])
+    await this.link.script(INDEX, [this.#registry], [id, 'any'])
+  }
+
+  /** How long a create's outcome stays on record: {@link OUTCOME_RECORD_MS}, or longer than the request may still wait. */
+  #recordMs(): number {
+    return Math.max(OUTCOME_RECORD_MS, (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS) + OUTCOME_RECORD_MS)
+  }
+
+  /**
+   * Finds out what became of create `op`, sent and never answered, within the request's time (or
+   * {@link SETTLE_ROUNDS} command timeouts outside a request): asks Redis, again while it does not
+   * answer. The id it created (answered 201), or a {@link StorageUnavailableError} when it was not
+   * applied (and now never will be: {@link SETTLE} voids it), or a {@link WriteOutcomeUnknownError}
+   * when Redis could not tell in time.
+   * @note On the same connection, Redis answers commands in order: an answer to the question
+   * means the create was run, or never will be, before it (issue 20 F03).
+   */
+  async #settle(keys: TenantKeys, op: string, failure: StorageUnavailableError): Promise<string> {
+    const until = Date.now() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
+    let last: unknown = failure
+    while (Date.now() < until && this.link.requestTimeLeft() !== 0) {
+      let reply: string
+      try {
+        reply = String(await this.link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, this.#recordMs()]))
+      } catch (error) {
+        if (!(error instanceof StorageUnavailableError)) throw error
+        last = error
+        // A question never answered has taken its time already; one refused at once waits a little.
+        if (!(error instanceof RedisOutcomeUnknown)) await new Promise((resolve) => setTimeout(resolve, SETTLE_PAUSE_MS))
+        continue
+      }
+      if (reply === 'void') throw new StorageUnavailableError(`${failure.message} (the create was not applied)`, { cause: failure })
+      if (reply === 'unknown') break
+      return reply
+    }
+    throw new WriteOutcomeUnknownError(`${failure.message}; whether the create was applied is unknown`, { cause: last })
   }
 }
 

@@ -266,7 +266,8 @@ export class SqliteStorage implements TenantStorage {
     return this.#run(() => void this.#sql.touch.run(Date.now(), id), true)
   }
 
-  expire(before: number): Promise<string[]> {
+  expire(idleMs: number): Promise<string[]> {
+    const before = Date.now() - idleMs
     this.#flush()
     return this.#write(() => this.#db.transaction(() => {
       const ids = this.#sql.idle.all(before).map((row) => row.id)
