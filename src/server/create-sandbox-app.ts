@@ -125,6 +125,15 @@ export interface SandboxAppOptions {
    */
   redisAllowEviction?: boolean
   /**
+   * @internal What all tenants together may hold in Redis (bytes; standalone Redis only), and
+   * what one tenant may hold of it: see `RedisStorageOptions.storedBytesBudget`. Issue 20 F02's
+   * Redis half, until the stored-data budget option shared with SQLite takes its place.
+   * @default none
+   */
+  redisStoredBytesBudget?: number
+  /** @internal See `RedisStorageOptions.storedBytesPerTenant`. @default none */
+  redisStoredBytesPerTenant?: number
+  /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
    * flood of keys leaves behind.
@@ -224,6 +233,8 @@ const Options = z
     redisUrl: z.string().min(1).optional(),
     redisPrefix: z.string().optional(),
     redisAllowEviction: z.boolean().default(false),
+    redisStoredBytesBudget: z.int().min(1).optional(),
+    redisStoredBytesPerTenant: z.int().min(1).optional(),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -274,6 +285,8 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
   redisPrefix: 'a key prefix (petstore-sandbox)',
   redisAllowEviction: 'true or false',
+  redisStoredBytesBudget: 'whole bytes, 1 or more',
+  redisStoredBytesPerTenant: 'whole bytes, 1 or more',
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',
@@ -318,7 +331,17 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
   const storage: TenantStorage =
     settings.redisUrl !== undefined
-      ? await openRedisStorage({ url: settings.redisUrl, seed, ttlMs, prefix: settings.redisPrefix, warn, journalBytes: settings.journalBytes, allowEviction: settings.redisAllowEviction })
+      ? await openRedisStorage({
+          url: settings.redisUrl,
+          seed,
+          ttlMs,
+          prefix: settings.redisPrefix,
+          warn,
+          journalBytes: settings.journalBytes,
+          allowEviction: settings.redisAllowEviction,
+          storedBytesBudget: settings.redisStoredBytesBudget,
+          storedBytesPerTenant: settings.redisStoredBytesPerTenant,
+        })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
         : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability })

@@ -23,6 +23,7 @@ import {
   CategoryLimitError,
   IdSpaceExhaustedError,
   StorageUnavailableError,
+  StoreBudgetError,
   toCategory,
   WriteOutcomeUnknownError,
   type StorageHealth,
@@ -31,7 +32,8 @@ import {
   type TenantStore,
   type TenantSummary,
 } from '../core/storage.js'
-import { connectRedis, NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
+import { PetstoreError } from '../errors.js'
+import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisJournal } from './redis-journal.js'
 
 /** @default 'petstore-sandbox:' */
@@ -59,6 +61,20 @@ export interface RedisStorageOptions {
   readonly warn?: ((message: string) => void) | undefined
   /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
   readonly allowEviction?: boolean | undefined
+  /**
+   * What all tenants together may hold in Redis, in bytes: their categories' JSON and their
+   * journals' weight, counted in the `usage` hash by the scripts that write them. A create or a
+   * scenario switch past it is refused ({@link StoreBudgetError}); a journal past it keeps only
+   * its newest entry. Needs a standalone Redis (a cluster's script cannot count across slots).
+   * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
+   */
+  readonly storedBytesBudget?: number | undefined
+  /**
+   * With {@link storedBytesBudget}: what one tenant may hold of it (its categories; its journal
+   * has its own bound, `journalBytes`), so that one key cannot take the whole budget from the
+   * others. @default none
+   */
+  readonly storedBytesPerTenant?: number | undefined
 }
 
 /** How many command timeouts a create sent and never answered is settled within, outside a request. */
@@ -77,20 +93,41 @@ if ttl > 0 then
 end`
 
 /**
- * Writes a tenant's whole state. ARGV: mode (`init`: only when the tenant has none yet;
- * `replace`; `default`: back on the default seed, so its keys go), scenario, next id, (unused),
- * ttl ms, then the categories as JSON.
+ * Lua: counts a change of what tenant ARGV[`id`] holds in the usage hash KEYS[`usage`] (only
+ * given with a store budget): field `field` becomes `bytes`, `!total` follows; refuses with SHARE
+ * when that grows the tenant's bytes past ARGV[`budget` + 1] (its share, -1: none), with BUDGET
+ * when it grows the total past ARGV[`budget`]. Runs before the script's first write.
+ */
+const charge = (usage: number, id: number, field: string, bytes: string, budget: number) => `if KEYS[${usage}] then
+  local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}] .. '${field}') or '0')
+  local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
+  local share = tonumber(ARGV[${budget + 1}])
+  if ${bytes} > old and share >= 0 and ${bytes} > share then return redis.error_reply('SHARE') end
+  if ${bytes} > old and total - old + ${bytes} > tonumber(ARGV[${budget}]) then return redis.error_reply('BUDGET') end
+  redis.call('HINCRBY', KEYS[${usage}], '!total', string.format('%d', ${bytes} - old))
+  if ${bytes} > 0 then redis.call('HSET', KEYS[${usage}], ARGV[${id}] .. '${field}', string.format('%d', ${bytes})) else redis.call('HDEL', KEYS[${usage}], ARGV[${id}] .. '${field}') end
+end`
+
+/**
+ * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
+ * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
+ * default seed, so its keys go), scenario, next id, the store budget (bytes), the tenant's share
+ * (bytes, -1: none), ttl ms, the tenant's id, then the categories as JSON. Refuses with BUDGET or
+ * SHARE past them.
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local bytes = 0
+if ARGV[1] ~= 'default' then for i = 8, #ARGV do bytes = bytes + #ARGV[i] end end
+${charge(3, 7, '', 'bytes', 4)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
 ${NOW}
-for i = 6, #ARGV, ${PUSH_CHUNK} do
+for i = 8, #ARGV, ${PUSH_CHUNK} do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
 end
 redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', string.format('%d', now))
-${renewTtl(5)}
+${renewTtl(6)}
 return 1
 `)
 
@@ -124,9 +161,12 @@ redis.call('PEXPIRE', ${ops}, keep)
 redis.call('PEXPIRE', ${opt}, keep)`
 
 /**
- * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt. ARGV: the category's
- * JSON after its `{`, prefixed with a comma; the operation id; ttl ms; the most categories the
- * tenant may hold (-1: no limit); how long to keep the outcome on record (ms).
+ * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
+ * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
+ * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
+ * the outcome on record (ms); the store budget (bytes); the tenant's share (bytes, -1: none);
+ * the tenant's id. Refuses with BUDGET or SHARE when the category would take the store past its
+ * budget or the tenant past its share.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
  * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
@@ -141,10 +181,15 @@ local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
 if id > 9007199254740991 then return redis.error_reply('IDSPACE') end
 local max = tonumber(ARGV[4])
 if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply('LIMIT') end
-${NOW}
 local created = string.format('%d', id)
+local entry = '{"id":' .. created .. ARGV[1]
+if KEYS[5] then
+  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + #entry
+  ${charge(5, 8, '', 'held', 6).replaceAll('\n', '\n  ')}
+end
+${NOW}
 redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', string.format('%d', now))
-redis.call('RPUSH', KEYS[2], '{"id":' .. created .. ARGV[1])
+redis.call('RPUSH', KEYS[2], entry)
 ${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 'created')}
 ${renewTtl(3)}
 return created
@@ -186,6 +231,22 @@ if ARGV[2] == 'XX' then return redis.call('ZADD', KEYS[1], 'XX', now, ARGV[1]) e
 return redis.call('ZADD', KEYS[1], now, ARGV[1])
 `)
 
+/**
+ * Gives back the share of a tenant (ARGV[1]) whose keys Redis expired by their TTL. KEYS: its
+ * meta, its jmeta, the usage hash. Returns the bytes given back.
+ */
+const RECONCILE = redisScript(`
+local freed = 0
+for i, field in ipairs({ARGV[1], ARGV[1] .. ':j'}) do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    freed = freed + tonumber(redis.call('HGET', KEYS[3], field) or '0')
+    redis.call('HDEL', KEYS[3], field)
+  end
+end
+if freed > 0 then redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -freed)) end
+return freed
+`)
+
 /** The registry's tenants (KEYS[1]) not stamped for ARGV[1] ms by Redis's time. */
 const IDLE = redisScript(`
 ${NOW}
@@ -200,15 +261,22 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 `)
 
 /**
- * Deletes a tenant's keys (ARGV[1]: only when its last write and last use are older than this
- * many ms by Redis's time, or `any`); 1 when it had state.
+ * Deletes a tenant's keys (KEYS 1 to 7; ARGV[1]: only when its last write and last use are older
+ * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[8]
+ * is the usage hash and ARGV[2] the tenant's id: its share is given back.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
 local used = redis.call('HGET', KEYS[1], 'used')
 ${NOW}
 if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
-redis.call('DEL', unpack(KEYS))
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+if KEYS[8] then
+  local freed = 0
+  for _, field in ipairs({ARGV[2], ARGV[2] .. ':j'}) do freed = freed + tonumber(redis.call('HGET', KEYS[8], field) or '0') end
+  redis.call('HDEL', KEYS[8], ARGV[2], ARGV[2] .. ':j')
+  if freed > 0 then redis.call('HINCRBY', KEYS[8], '!total', string.format('%d', -freed)) end
+end
 if updated then return 1 end
 return 0
 `)
@@ -230,6 +298,9 @@ export interface TenantKeys {
  * installed, the URL is bad, or Redis does not answer.
  */
 export async function openRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
+  if (options.storedBytesBudget !== undefined && parseRedisUrl(options.url).mode === 'cluster') {
+    throw new PetstoreError('invalid_option', 'The stored-data budget needs a standalone Redis: on a Redis Cluster, the script writing a tenant cannot count what the other tenants hold (other slots). Drop the budget, or use one Redis.')
+  }
   const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction })
   return new RedisStorage(link, options)
 }
@@ -245,6 +316,10 @@ export class RedisStorage implements TenantStorage {
   readonly #journalBytes: number
   readonly #registry: string
   readonly #seedJson: string[]
+  /** The usage hash (`Pusage`: tenant id → bytes held, `<id>:j` → its journal's, `!total`), with a budget. */
+  readonly #usage: string | undefined
+  readonly #budget: number
+  readonly #share: number
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -254,6 +329,20 @@ export class RedisStorage implements TenantStorage {
     this.#journalBytes = options.journalBytes ?? DEFAULT_JOURNAL_BYTES
     this.#registry = `${this.prefix}tenants`
     this.#seedJson = options.seed.categories.map((category) => JSON.stringify(toCategory(category)))
+    this.#budget = options.storedBytesBudget ?? -1
+    this.#share = options.storedBytesPerTenant ?? -1
+    this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
+  }
+
+  /** The usage hash as the last key of a script, when there is a budget. */
+  #usageKeys(): string[] {
+    return this.#usage === undefined ? [] : [this.#usage]
+  }
+
+  /** What all tenants hold in Redis by the budget's count (bytes), or undefined without a budget. */
+  async storedBytes(): Promise<number | undefined> {
+    if (this.#usage === undefined) return undefined
+    return Number((await this.link.call(this.#usage, ['HGET', this.#usage, '!total'])) ?? 0)
   }
 
   /** The keys of a tenant. */
@@ -275,7 +364,7 @@ export class RedisStorage implements TenantStorage {
   }
 
   journal(id: string, limit: number | undefined): TenantJournal {
-    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs })
+    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, tenant: id, storeBudget: this.#budget })
   }
 
   /** Nothing to let go of: every tenant lives in Redis, none in this process. */
@@ -331,6 +420,7 @@ export class RedisStorage implements TenantStorage {
         await this.link.call(this.#registry, ['ZREM', this.#registry, id])
       }
     }
+    await this.#reconcile()
     return expired
   }
 
@@ -344,8 +434,28 @@ export class RedisStorage implements TenantStorage {
 
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes]
-    return (await this.link.script(DELETE, all, [before])) === 1
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
+    return (await this.link.script(DELETE, all, [before, id])) === 1
+  }
+
+  /**
+   * Gives back the shares of tenants whose keys Redis expired by their TTL (nothing tells a
+   * replica when it does): part of every sweep, at start and hourly.
+   */
+  async #reconcile(): Promise<void> {
+    const usage = this.#usage
+    if (usage === undefined) return
+    let cursor = '0'
+    do {
+      const [next, flat] = (await this.link.call(usage, ['HSCAN', usage, cursor, 'COUNT', '500'])) as [string, string[]]
+      cursor = next
+      const ids = new Set<string>()
+      for (let i = 0; i < flat.length; i += 2) if (flat[i] !== '!total') ids.add(flat[i]!.replace(/:j$/, ''))
+      for (const id of ids) {
+        const keys = this.keys(id)
+        await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage], [id])
+      }
+    } while (cursor !== '0')
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */
@@ -382,7 +492,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes], [rest, op, this.ttlMs, limit, this.#recordMs()])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, this.#share, id])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await this.#settle(keys, op, error)
@@ -395,6 +505,8 @@ export class RedisStorage implements TenantStorage {
         if (!(error instanceof RedisScriptRefusal)) throw error
         if (error.message === 'IDSPACE') throw new IdSpaceExhaustedError('the next category id is not a safe integer')
         if (error.message === 'LIMIT') throw new CategoryLimitError(maxCategories)
+        if (error.message === 'BUDGET') throw new StoreBudgetError(this.#budget, 'store')
+        if (error.message === 'SHARE') throw new StoreBudgetError(this.#share, 'tenant')
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
@@ -415,7 +527,13 @@ export class RedisStorage implements TenantStorage {
   async #writeState(id: string, mode: 'init' | 'replace' | 'default', state: TenantState): Promise<void> {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
-    await this.link.script(WRITE_STATE, [keys.meta, keys.categories], [mode, state.scenario, state.nextCategoryId, 0, this.ttlMs, ...categories])
+    try {
+      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, this.#share, this.ttlMs, id, ...categories])
+    } catch (error) {
+      if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw new StoreBudgetError(this.#budget, 'store')
+      if (error instanceof RedisScriptRefusal && error.message === 'SHARE') throw new StoreBudgetError(this.#share, 'tenant')
+      throw error
+    }
   }
 
   /** Records the tenant's last write in the registry (its own slot: a separate command), by Redis's clock. */
