@@ -110,11 +110,6 @@ export const ERROR_TABLE = {
     message: 'Storage unavailable: the sandbox cannot read or write its data right now; retry shortly',
     when: 'With a data directory, the disk is full, read-only or failing; with `--redis-url`, Redis does not answer (the operator\'s log says which); `Retry-After` says when to retry',
   },
-  storage_full: {
-    status: 503,
-    message: 'The sandbox\'s storage is full: {reason}; reset this tenant to free its share, or retry later',
-    when: 'A create or scenario switch that would take the stored data past the store\'s budget, or the tenant past its share of it; nothing is written; `Retry-After` says when to retry',
-  },
   write_outcome_unknown: {
     status: 503,
     message: 'The write may or may not have been applied: the storage did not confirm it in time; list the resource to check before retrying',

@@ -145,21 +145,6 @@ export class WriteOutcomeUnknownError extends StorageUnavailableError {
   override readonly name = 'WriteOutcomeUnknownError'
 }
 
-/**
- * Thrown when a write would take the store past its stored-data budget (every byte tenants hold
- * in it): refused whole, nothing written.
- */
-export class StoreBudgetError extends Error {
-  override readonly name = 'StoreBudgetError'
-  /** `store`: all tenants together hold the budget; `tenant`: this tenant holds its share of it. */
-  constructor(
-    readonly budget: number,
-    readonly scope: 'store' | 'tenant',
-  ) {
-    super(scope === 'store' ? `all tenants together hold the store's budget of ${budget} bytes` : `this tenant holds its share of the store, ${budget} bytes`)
-  }
-}
-
 /** Thrown when a create would take a tenant past its category limit. */
 export class CategoryLimitError extends Error {
   override readonly name = 'CategoryLimitError'

@@ -125,14 +125,12 @@ export interface SandboxAppOptions {
    */
   redisAllowEviction?: boolean
   /**
-   * @internal What all tenants together may hold in Redis (bytes; standalone Redis only), and
-   * what one tenant may hold of it: see `RedisStorageOptions.storedBytesBudget`. Issue 20 F02's
-   * Redis half, until the stored-data budget option shared with SQLite takes its place.
+   * @internal What all tenants together may hold in Redis (bytes; standalone Redis only): see
+   * `RedisStorageOptions.storedBytesBudget`. Issue 20 F02's Redis half, until the branch adding
+   * `storeBudgetBytes` (`--store-budget`) for SQLite is merged: then that option feeds it.
    * @default none
    */
   redisStoredBytesBudget?: number
-  /** @internal See `RedisStorageOptions.storedBytesPerTenant`. @default none */
-  redisStoredBytesPerTenant?: number
   /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
@@ -234,7 +232,6 @@ const Options = z
     redisPrefix: z.string().optional(),
     redisAllowEviction: z.boolean().default(false),
     redisStoredBytesBudget: z.int().min(1).optional(),
-    redisStoredBytesPerTenant: z.int().min(1).optional(),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -286,7 +283,6 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisPrefix: 'a key prefix (petstore-sandbox)',
   redisAllowEviction: 'true or false',
   redisStoredBytesBudget: 'whole bytes, 1 or more',
-  redisStoredBytesPerTenant: 'whole bytes, 1 or more',
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',
@@ -340,7 +336,6 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
           journalBytes: settings.journalBytes,
           allowEviction: settings.redisAllowEviction,
           storedBytesBudget: settings.redisStoredBytesBudget,
-          storedBytesPerTenant: settings.redisStoredBytesPerTenant,
         })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)

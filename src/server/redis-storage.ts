@@ -23,7 +23,6 @@ import {
   CategoryLimitError,
   IdSpaceExhaustedError,
   StorageUnavailableError,
-  StoreBudgetError,
   toCategory,
   WriteOutcomeUnknownError,
   type StorageHealth,
@@ -32,9 +31,9 @@ import {
   type TenantStore,
   type TenantSummary,
 } from '../core/storage.js'
-import { PetstoreError } from '../errors.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisJournal } from './redis-journal.js'
+import { categoryStoredBytes, stateStoredBytes, storeFull } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -65,16 +64,11 @@ export interface RedisStorageOptions {
    * What all tenants together may hold in Redis, in bytes: their categories' JSON and their
    * journals' weight, counted in the `usage` hash by the scripts that write them. A create or a
    * scenario switch past it is refused ({@link StoreBudgetError}); a journal past it keeps only
-   * its newest entry. Needs a standalone Redis (a cluster's script cannot count across slots).
+   * its newest entry. Counted by the rule every durable store uses (`stored-bytes.ts`), plus the
+   * journal. Not enforced on a Redis Cluster (a script cannot count across slots; the operator is told).
    * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
    */
   readonly storedBytesBudget?: number | undefined
-  /**
-   * With {@link storedBytesBudget}: what one tenant may hold of it (its categories; its journal
-   * has its own bound, `journalBytes`), so that one key cannot take the whole budget from the
-   * others. @default none
-   */
-  readonly storedBytesPerTenant?: number | undefined
 }
 
 /** How many command timeouts a create sent and never answered is settled within, outside a request. */
@@ -94,15 +88,13 @@ end`
 
 /**
  * Lua: counts a change of what tenant ARGV[`id`] holds in the usage hash KEYS[`usage`] (only
- * given with a store budget): field `field` becomes `bytes`, `!total` follows; refuses with SHARE
- * when that grows the tenant's bytes past ARGV[`budget` + 1] (its share, -1: none), with BUDGET
- * when it grows the total past ARGV[`budget`]. Runs before the script's first write.
+ * given with a store budget): field `field` becomes `bytes`, `!total` follows; refuses with BUDGET
+ * when that grows the total past ARGV[`budget`] (a write that stores no more than the tenant holds
+ * is never refused, so room can always be made). Runs before the script's first write.
  */
 const charge = (usage: number, id: number, field: string, bytes: string, budget: number) => `if KEYS[${usage}] then
   local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}] .. '${field}') or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
-  local share = tonumber(ARGV[${budget + 1}])
-  if ${bytes} > old and share >= 0 and ${bytes} > share then return redis.error_reply('SHARE') end
   if ${bytes} > old and total - old + ${bytes} > tonumber(ARGV[${budget}]) then return redis.error_reply('BUDGET') end
   redis.call('HINCRBY', KEYS[${usage}], '!total', string.format('%d', ${bytes} - old))
   if ${bytes} > 0 then redis.call('HSET', KEYS[${usage}], ARGV[${id}] .. '${field}', string.format('%d', ${bytes})) else redis.call('HDEL', KEYS[${usage}], ARGV[${id}] .. '${field}') end
@@ -111,14 +103,14 @@ end`
 /**
  * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
  * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
- * default seed, so its keys go), scenario, next id, the store budget (bytes), the tenant's share
- * (bytes, -1: none), ttl ms, the tenant's id, then the categories as JSON. Refuses with BUDGET or
- * SHARE past them.
+ * default seed, so its keys go), scenario, next id, the store budget (bytes), what the state
+ * counts against it (`stored-bytes.ts`), ttl ms, the tenant's id, then the categories as JSON.
+ * Refuses with BUDGET past the budget.
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local bytes = 0
-if ARGV[1] ~= 'default' then for i = 8, #ARGV do bytes = bytes + #ARGV[i] end end
+if ARGV[1] ~= 'default' then bytes = tonumber(ARGV[5]) end
 ${charge(3, 7, '', 'bytes', 4)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
@@ -164,9 +156,9 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
  * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
- * the outcome on record (ms); the store budget (bytes); the tenant's share (bytes, -1: none);
- * the tenant's id. Refuses with BUDGET or SHARE when the category would take the store past its
- * budget or the tenant past its share.
+ * the outcome on record (ms); the store budget (bytes); what the category counts against it
+ * (`stored-bytes.ts`); the tenant's id. Refuses with BUDGET when the category would take the
+ * store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
  * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
@@ -184,7 +176,7 @@ if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply
 local created = string.format('%d', id)
 local entry = '{"id":' .. created .. ARGV[1]
 if KEYS[5] then
-  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + #entry
+  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7])
   ${charge(5, 8, '', 'held', 6).replaceAll('\n', '\n  ')}
 end
 ${NOW}
@@ -298,11 +290,14 @@ export interface TenantKeys {
  * installed, the URL is bad, or Redis does not answer.
  */
 export async function openRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
-  if (options.storedBytesBudget !== undefined && parseRedisUrl(options.url).mode === 'cluster') {
-    throw new PetstoreError('invalid_option', 'The stored-data budget needs a standalone Redis: on a Redis Cluster, the script writing a tenant cannot count what the other tenants hold (other slots). Drop the budget, or use one Redis.')
+  let budget = options.storedBytesBudget
+  if (budget !== undefined && parseRedisUrl(options.url).mode === 'cluster') {
+    // @note A tenant's script may only touch its own slot: it cannot read what the other tenants hold.
+    options.warn?.('the store budget is not enforced on a Redis Cluster: the script writing a tenant cannot count what the other tenants hold (other slots); bound Redis with maxmemory and noeviction')
+    budget = undefined
   }
   const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction })
-  return new RedisStorage(link, options)
+  return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 
 export class RedisStorage implements TenantStorage {
@@ -319,7 +314,6 @@ export class RedisStorage implements TenantStorage {
   /** The usage hash (`Pusage`: tenant id → bytes held, `<id>:j` → its journal's, `!total`), with a budget. */
   readonly #usage: string | undefined
   readonly #budget: number
-  readonly #share: number
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -330,7 +324,6 @@ export class RedisStorage implements TenantStorage {
     this.#registry = `${this.prefix}tenants`
     this.#seedJson = options.seed.categories.map((category) => JSON.stringify(toCategory(category)))
     this.#budget = options.storedBytesBudget ?? -1
-    this.#share = options.storedBytesPerTenant ?? -1
     this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
   }
 
@@ -492,7 +485,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, this.#share, id])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, categoryStoredBytes(category), id])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await this.#settle(keys, op, error)
@@ -505,8 +498,7 @@ export class RedisStorage implements TenantStorage {
         if (!(error instanceof RedisScriptRefusal)) throw error
         if (error.message === 'IDSPACE') throw new IdSpaceExhaustedError('the next category id is not a safe integer')
         if (error.message === 'LIMIT') throw new CategoryLimitError(maxCategories)
-        if (error.message === 'BUDGET') throw new StoreBudgetError(this.#budget, 'store')
-        if (error.message === 'SHARE') throw new StoreBudgetError(this.#share, 'tenant')
+        if (error.message === 'BUDGET') throw storeFull()
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
@@ -528,10 +520,9 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
     try {
-      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, this.#share, this.ttlMs, id, ...categories])
+      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : stateStoredBytes(id, state), this.ttlMs, id, ...categories])
     } catch (error) {
-      if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw new StoreBudgetError(this.#budget, 'store')
-      if (error instanceof RedisScriptRefusal && error.message === 'SHARE') throw new StoreBudgetError(this.#share, 'tenant')
+      if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       throw error
     }
   }
