@@ -137,11 +137,14 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     await expect(createSandboxApp({ redisUrl: redis.url, demoDir: false })).rejects.toThrow('its maxmemory-policy is volatile-lru')
   })
 
-  it('serves with --redis-allow-eviction', async () => {
+  it.each([
+    ['--redis-allow-eviction', ['--redis-allow-eviction'], {}],
+    ['PETSTORE_SANDBOX_REDIS_ALLOW_EVICTION=1', [], { PETSTORE_SANDBOX_REDIS_ALLOW_EVICTION: '1' }],
+  ])('serves a Redis that may evict with %s', async (_name, flag, env) => {
     const redis = await startRedis()
     await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
     const port = await freePort()
-    const run = runCli(['serve', '--port', String(port), '--api-key', 'partner', '--scenario', 'empty', '--quiet', '--redis-url', redis.url, '--redis-allow-eviction'])
+    const run = runCli(['serve', '--port', String(port), '--api-key', 'partner', '--scenario', 'empty', '--quiet', '--redis-url', redis.url, ...flag], env)
     await run.waitFor('is running')
     expect((await fetch(`http://127.0.0.1:${port}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'x' }) })).status).toBe(201)
   })
