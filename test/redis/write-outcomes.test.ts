@@ -57,6 +57,23 @@ describe.runIf(REQUIRE_REDIS)('a create Redis applied but did not confirm in tim
     expect(await names(sandbox)).toEqual(['before', 'applied-then-cut'])
   })
 
+  it('is answered 201 when an appendfsync-always Redis applied it and was killed -9 before its reply left, once it restarts within the request timeout (issue 20 F03)', async () => {
+    const redis = await startRedis({ aof: true })
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    let restarted: Promise<void> | undefined
+    // The reply is on its way (the write is in the AOF, fsynced): Redis dies, and comes back.
+    proxy.cut('applied-then-killed', 'after', () => {
+      restarted = redis.stop('SIGKILL').then(() => redis.start())
+    })
+    const response = await create(sandbox, 'applied-then-killed')
+    await restarted
+    expect(response.status).toBe(201)
+    expect(await jsonOf(response)).toEqual({ id: 2, name: 'applied-then-killed' })
+    expect(await names(sandbox)).toEqual(['before', 'applied-then-killed'])
+  })
+
   it('is answered 503 storage_unavailable only when Redis never got it, and is not stored (issue 20 F03)', async () => {
     const redis = await startRedis()
     const proxy = await startFlakyProxy(redis.port)

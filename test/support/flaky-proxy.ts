@@ -21,9 +21,10 @@ export interface FlakyProxy {
   /**
    * Arms one cut of the connection that next sends a command containing `marker`: `after` passes
    * the command to Redis and resets the connection in place of its reply (a Redis that applied a
-   * write and died before answering); `before` resets it without passing the command on.
+   * write and died before answering), then runs `onCut`; `before` resets it without passing the
+   * command on.
    */
-  cut(marker: string, when: 'before' | 'after'): void
+  cut(marker: string, when: 'before' | 'after', onCut?: () => void): void
   /** Runs `hook` once, just before passing on the next command containing `marker` (to freeze Redis as it arrives). */
   onCommand(marker: string, hook: () => void): void
 }
@@ -33,7 +34,7 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
   let doomed = 0
   let resetAfterMs = 20
   let resets = 0
-  let armed: { marker: string; when: 'before' | 'after' | (() => void) } | undefined
+  let armed: { marker: string; when: 'before' | 'after' | (() => void); onCut?: (() => void) | undefined } | undefined
   const server: Server = createServer((client) => {
     open.add(client)
     client.once('close', () => open.delete(client))
@@ -56,20 +57,22 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     })
     upstream.on('error', () => undefined)
     client.once('close', () => upstream.destroy())
-    let cutting = false
+    let cutting: { onCut?: (() => void) | undefined } | undefined
     client.on('data', (chunk: Buffer) => {
       if (armed !== undefined && chunk.includes(armed.marker)) {
-        const when = armed.when
+        const { when, onCut } = armed
         armed = undefined
         if (when === 'before') return void client.resetAndDestroy()
-        if (when === 'after') cutting = true
+        if (when === 'after') cutting = { onCut }
         else when()
       }
       upstream.write(chunk)
     })
     upstream.on('data', (chunk: Buffer) => {
-      if (cutting) return void client.resetAndDestroy()
-      client.write(chunk)
+      if (cutting === undefined) return void client.write(chunk)
+      client.resetAndDestroy()
+      cutting.onCut?.()
+      cutting = undefined
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -89,8 +92,8 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     get resets() {
       return resets
     },
-    cut(marker, when) {
-      armed = { marker, when }
+    cut(marker, when, onCut) {
+      armed = { marker, when, onCut }
     },
     onCommand(marker, hook) {
       armed = { marker, when: hook }
