@@ -173,8 +173,8 @@ export interface RedisLinkOptions {
   readonly warn?: ((message: string) => void) | undefined
   /**
    * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): evicted
-   * keys are acknowledged writes lost. Without it such a Redis is refused at start, and writes
-   * answer 503 while a Redis met on reconnecting has such a policy.
+   * keys are acknowledged writes lost. Without it such a Redis is refused at start, and scripts
+   * (every read and write of a tenant) answer 503 while a Redis met on reconnecting has such a policy.
    * @default false
    */
   readonly allowEviction?: boolean | undefined
@@ -335,7 +335,7 @@ export class RedisLink {
   readonly #allowEviction: boolean
   #connection: Connection
   #failing: string | undefined
-  /** Why writes are refused: the Redis met on reconnecting may evict keys (see {@link checkEviction}). */
+  /** Why scripts are refused: the Redis met on reconnecting may evict keys (see {@link checkEviction}). */
   #evicting: string | undefined
   #failingSince = 0
   #renewedAt = 0
@@ -452,7 +452,7 @@ export class RedisLink {
   /** Reads the eviction policy again (a Redis met on reconnecting, or one refused until fixed). */
   async #recheck(): Promise<void> {
     const evicting = await this.checkEviction()
-    if (evicting !== undefined && this.#evicting === undefined) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to writes until it is set to noeviction (or start with --redis-allow-eviction)`)
+    if (evicting !== undefined && this.#evicting === undefined) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to requests that use Redis until it is set to noeviction (or start with --redis-allow-eviction)`)
     else if (evicting === undefined && this.#evicting !== undefined) this.#warn(`storage accepted: Redis at ${this.target.display} no longer evicts keys`)
     this.#evicting = evicting
   }
