@@ -98,7 +98,7 @@ describe.each(STORES)('$name storage', (kind) => {
     await storage.open('fresh').createCategory({ name: 'y' })
     await storage.touch('read')
     await storage.touch('never-wrote')
-    expect(await storage.expire(cut)).toEqual(['old'])
+    expect(await storage.expire(Date.now() - cut)).toEqual(['old'])
     expect((await storage.list()).map((summary) => summary.id).sort()).toEqual(['fresh', 'read'])
   })
 

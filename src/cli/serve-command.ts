@@ -37,6 +37,7 @@ export function serveOptions(cli: Argv) {
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
+    .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
     .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
@@ -44,7 +45,7 @@ export function serveOptions(cli: Argv) {
     .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
     .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
     .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
-    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir: data all tenants may store together (1GiB); beyond, 503 over_capacity' })
+    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir or --redis-url: data all tenants may store together (1GiB); beyond, 503 over_capacity' })
     .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
     .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
@@ -101,7 +102,7 @@ function displayOrigin(host: string, port: number): string {
 
 /** Where tenants live, for the start banner (a Redis URL without its password). */
 function dataLine(argv: ServeArgs): string {
-  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it)`
+  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it, at most ${showBytes(argv['store-budget'])} of tenant data)`
   if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, at most ${showBytes(argv['store-budget'])} of tenant data)`
   return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
 }
@@ -125,6 +126,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     redisUrl: argv['redis-url'],
     // A worker never exits because Redis is away, at start either: it answers 503 until Redis is back.
     redisUnreachableAtStart: isWorker() ? 'serve' : 'refuse',
+    redisAllowEviction: argv['redis-allow-eviction'],
     tenantTtlDays: argv['tenant-ttl-days'],
     durability: argv.durability,
     warn: (message) => {

@@ -110,6 +110,11 @@ export const ERROR_TABLE = {
     message: 'Storage unavailable: the sandbox cannot read or write its data right now; retry shortly',
     when: 'With a data directory, the disk is full, read-only or failing; with `--redis-url`, Redis does not answer (the operator\'s log says which); `Retry-After` says when to retry',
   },
+  write_outcome_unknown: {
+    status: 503,
+    message: 'The write may or may not have been applied: the storage did not confirm it in time; list the resource to check before retrying',
+    when: 'With `--redis-url`, a create sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request\'s time whether it was applied; `Retry-After` says when to check',
+  },
   tenant_capacity: {
     status: 503,
     message: 'The sandbox is full: it holds {limit} tenants and none can make room now; retry later',

@@ -78,7 +78,8 @@ export class MemoryStorage implements TenantStorage {
     return Promise.resolve()
   }
 
-  expire(before: number): Promise<string[]> {
+  expire(idleMs: number): Promise<string[]> {
+    const before = Date.now() - idleMs
     const expired = [...this.#held].filter(([, store]) => store.updatedAt < before).map(([id]) => id)
     for (const id of expired) this.#held.delete(id)
     return Promise.resolve(expired)

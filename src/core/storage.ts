@@ -118,8 +118,11 @@ export interface TenantStorage {
   delete(id: string): Promise<boolean>
   /** Records that a tenant was used now, for {@link expire}; a tenant without saved state is left alone. */
   touch(id: string): Promise<void>
-  /** Forgets every tenant not written or touched since `before` (ms since the epoch); returns their ids. */
-  expire(before: number): Promise<string[]>
+  /**
+   * Forgets every tenant neither written nor touched for `idleMs`, by the storage's own clock
+   * (Redis's for Redis: replicas' clocks may differ); returns their ids.
+   */
+  expire(idleMs: number): Promise<string[]>
   health(): Promise<StorageHealth>
   /** Finishes pending writes and lets go of files and locks. */
   close(): Promise<void>
@@ -130,7 +133,16 @@ export interface TenantStorage {
  * `503 storage_unavailable`; the message, which may name paths, goes to the operator only.
  */
 export class StorageUnavailableError extends Error {
-  override readonly name = 'StorageUnavailableError'
+  override readonly name: string = 'StorageUnavailableError'
+}
+
+/**
+ * Thrown when a write was sent to the storage and its outcome could not be learnt in time (Redis
+ * did not answer, nor answer the question asked after): it may or may not have been applied, and
+ * the answer says so (`503 write_outcome_unknown`).
+ */
+export class WriteOutcomeUnknownError extends StorageUnavailableError {
+  override readonly name = 'WriteOutcomeUnknownError'
 }
 
 /** Thrown when a create would take a tenant past its category limit. */

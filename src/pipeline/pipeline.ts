@@ -10,7 +10,7 @@ import { PetstoreError } from '../errors.js'
 import { JournalDraft, type TenantJournal } from '../core/journal.js'
 import type { Redaction } from '../core/redaction.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
-import { StorageUnavailableError } from '../core/storage.js'
+import { StorageUnavailableError, WriteOutcomeUnknownError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
 import { failure, type Operation, type Outcome } from './operation.js'
@@ -273,6 +273,9 @@ export const UNEXPECTED = 'unexpected error (the sandbox log has the details)'
 export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<string, string>; unexpected?: true } {
   if (error instanceof TenantRefusedError) {
     return { outcome: failure(error.code, error.params), headers: { 'retry-after': String(error.retryAfterSeconds) } }
+  }
+  if (error instanceof WriteOutcomeUnknownError) {
+    return { outcome: failure('write_outcome_unknown'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
   }
   if (error instanceof StorageUnavailableError) {
     return { outcome: failure('storage_unavailable'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }

@@ -135,6 +135,12 @@ export interface SandboxAppOptions {
    */
   redisUnreachableAtStart?: 'refuse' | 'serve'
   /**
+   * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): it
+   * silently drops acknowledged writes when full. Without it such a Redis is refused at start.
+   * @default false
+   */
+  redisAllowEviction?: boolean
+  /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
    * flood of keys leaves behind.
@@ -160,8 +166,9 @@ export interface SandboxAppOptions {
    */
   memoryBudgetBytes?: number
   /**
-   * With `dataDir`: what all tenants may store together, in bytes, counted in the
-   * same step as each write (names and descriptions in UTF-8, tenant ids and scenario names,
+   * With `dataDir` or `redisUrl`: what all tenants may store together, in bytes, counted in the
+   * same step as each write (in one script on Redis, where tenants' journals count too; not
+   * enforced on a Redis Cluster, the operator is told) (names and descriptions in UTF-8, tenant ids and scenario names,
    * plus a fixed 96 bytes a category and 256 a tenant: `stored-bytes.ts`); past it, creates,
    * scenario switches and new tenants' first writes get 503 `over_capacity` with `Retry-After`,
    * while reads, resets and deletes still work. Counted again from the store at start. In
@@ -285,6 +292,7 @@ const Options = z
     redisUrl: z.string().min(1).optional(),
     redisPrefix: z.string().optional(),
     redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
+    redisAllowEviction: z.boolean().default(false),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -340,6 +348,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
   redisPrefix: 'a key prefix (petstore-sandbox)',
   redisUnreachableAtStart: `'refuse' or 'serve'`,
+  redisAllowEviction: 'true or false',
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',
@@ -396,6 +405,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
           warn,
           journalBytes: settings.journalBytes,
           unreachableAtStart: settings.redisUnreachableAtStart,
+          allowEviction: settings.redisAllowEviction,
+          storedBytesBudget: settings.storeBudgetBytes,
         })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)

@@ -80,8 +80,30 @@ export function redisScript(source: string): RedisScript {
   return { source, sha: createHash('sha1').update(source).digest('hex') }
 }
 
+/**
+ * Lua: `now`, Redis's own clock in ms. @note Every time stored or compared in Redis (last write,
+ * last use, the registry's scores, the sweep's cut-off) is Redis's: replicas' clocks may differ,
+ * and one running a month ahead would otherwise see every tenant idle (issue 20 F11).
+ */
+export const NOW = `local clock = redis.call('TIME')
+local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
+
 /** A command not sent: the request it serves has no time left (not a failure of Redis). */
 class RequestTimeUp extends StorageUnavailableError {}
+
+/**
+ * A script that was sent and then failed without an answer (a timeout, a connection dropped
+ * after sending): Redis may or may not have run it. The storage finds out before answering
+ * (`RedisStorage.create`). A failure known to leave the script unsent (the client offline or
+ * closed, the request's time up before sending) is a plain {@link StorageUnavailableError}.
+ */
+export class RedisOutcomeUnknown extends StorageUnavailableError {}
+
+/** A command node-redis refused before writing it (offline, closed, timed out while queued). */
+class NotSent extends Error {}
+
+/** Redis's error reply to a command (`LOADING`, `READONLY`, a script's own error): an answer. */
+class ErrorReplied extends Error {}
 
 /** An error a script raised on purpose (`redis.error_reply('NOSEED')`): not a storage failure. */
 export class RedisScriptRefusal extends Error {
@@ -91,8 +113,8 @@ export class RedisScriptRefusal extends Error {
 type Reply = unknown
 /** Sends one command; it fails when not answered within `ms`. */
 type Send = (firstKey: string | undefined, args: string[], ms: number) => Promise<Reply>
-/** Asks every server that holds data (the one server, or every cluster master) for a PING within `ms`. */
-type Probe = (ms: number) => Promise<void>
+/** Sends one command to every server that holds data (the one server, or every cluster master) within `ms`; their replies. */
+type Each = (args: string[], ms: number) => Promise<Reply[]>
 
 /** When the Redis work of the request being served must be over (ms since the epoch). */
 const requestDeadline = new AsyncLocalStorage<number>()
@@ -120,7 +142,7 @@ export function redisDeadlineFor(requestTimeoutMs: number, now = Date.now()): nu
 /** One client (standalone or cluster) of a {@link RedisLink}. */
 interface Connection {
   readonly send: Send
-  readonly probe: Probe
+  readonly each: Each
   /** Settles once the client is connected (slots discovered, for a cluster). */
   readonly connecting: Promise<void>
   /** Makes the client the link's current one (its errors are reported from then on). */
@@ -156,6 +178,13 @@ export interface RedisLinkOptions {
    * @default 'refuse'
    */
   readonly unreachableAtStart?: 'refuse' | 'serve' | undefined
+  /**
+   * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): evicted
+   * keys are acknowledged writes lost. Without it such a Redis is refused at start, and scripts
+   * (every read and write of a tenant) answer 503 while a Redis met on reconnecting has such a policy.
+   * @default false
+   */
+  readonly allowEviction?: boolean | undefined
 }
 
 /**
@@ -187,6 +216,15 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       reconnectStrategy: (retries: number) => Math.min(50 * 2 ** Math.min(retries, 5), 1000),
     },
   } satisfies RedisClientOptions
+  /**
+   * Marks node-redis's refusals to write a command (offline, closed, timed out in its queue) and
+   * Redis's error replies, so that only a command sent and never answered counts as ambiguous.
+   */
+  const notSent = (error: unknown): never => {
+    if (error instanceof redis.ClientOfflineError || error instanceof redis.ClientClosedError || error instanceof redis.TimeoutError) throw new NotSent(messageOf(error), { cause: error })
+    if (error instanceof redis.ErrorReply) throw new ErrorReplied(messageOf(error), { cause: error })
+    throw error
+  }
   let link: RedisLink | undefined
   /** The last failure seen while connecting, for the refusal's message. */
   let lastError: unknown
@@ -204,10 +242,10 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       // @note Not node-redis's 'ready' for "recovered": it comes as soon as a connection opens,
       // while a restarted Redis may still answer every command LOADING (node-redis#2667); a
       // command answered says so instead (RedisLink.call).
-      const send: Send = (_key, args, ms) => bounded(client.sendCommand(args, { timeout: ms }), ms)
+      const send: Send = (_key, args, ms) => bounded(client.sendCommand(args, { timeout: ms }).catch(notSent), ms)
       return {
         send,
-        probe: async (ms) => void (await send(undefined, ['PING'], ms)),
+        each: async (args, ms) => [await send(undefined, args, ms)],
         connecting: client.connect().then(() => undefined),
         adopt: () => (current = true),
         close: () => client.destroy(),
@@ -219,17 +257,15 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     })
     cluster.on('error', onError)
     return {
-      send: (key, args, ms) => bounded(cluster.sendCommand(key, false, args, { timeout: ms }), ms),
+      send: (key, args, ms) => bounded(cluster.sendCommand(key, false, args, { timeout: ms }).catch(notSent), ms),
       // Health asks every master: one shard down leaves its tenants unserved.
-      probe: async (ms) => {
-        await Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(['PING'])), ms)))
-      },
+      each: (args, ms) => Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(args)).catch(notSent), ms))),
       connecting: cluster.connect().then(() => undefined),
       adopt: () => (current = true),
       close: () => cluster.destroy(),
     }
   }
-  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined, commandTimeoutMs: timeout })
+  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined, commandTimeoutMs: timeout, allowEviction: options.allowEviction })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
   let timer: NodeJS.Timeout | undefined
@@ -251,6 +287,11 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     throw new PetstoreError('invalid_option', `Cannot reach Redis at ${target.display}: ${messageOf(error)}. Start it, or check --redis-url.`)
   } finally {
     clearTimeout(timer)
+  }
+  const evicting = await connected.checkEviction().catch((error: unknown) => `its maxmemory-policy could not be read (${messageOf(error)})`)
+  if (evicting !== undefined) {
+    await connected.close().catch(() => undefined)
+    throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.`)
   }
   started = true
   return connected
@@ -304,19 +345,33 @@ export class RedisLink {
   readonly #warn: (message: string) => void
   readonly #renewAfterMs: number | undefined
   readonly #commandTimeoutMs: number
+  readonly #allowEviction: boolean
   #connection: Connection
   #failing: string | undefined
+  /** Why scripts are refused: the Redis met on reconnecting may evict keys (see {@link checkEviction}). */
+  #evicting: string | undefined
   #failingSince = 0
   #renewedAt = 0
 
-  constructor(target: RedisTarget, open: () => Connection, warn: (message: string) => void, options: { renewAfterMs?: number | undefined; commandTimeoutMs?: number | undefined } = {}) {
+  constructor(
+    target: RedisTarget,
+    open: () => Connection,
+    warn: (message: string) => void,
+    options: { renewAfterMs?: number | undefined; commandTimeoutMs?: number | undefined; allowEviction?: boolean | undefined } = {},
+  ) {
     this.target = target
+    this.#allowEviction = options.allowEviction ?? false
     this.#open = open
     this.#warn = warn
     this.#renewAfterMs = options.renewAfterMs
     this.#commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS
     this.#connection = open()
     this.#connection.adopt()
+  }
+
+  /** How long one command may wait for its answer (ms). */
+  get commandTimeoutMs(): number {
+    return this.#commandTimeoutMs
   }
 
   /** Settles once the first client is connected. */
@@ -346,6 +401,7 @@ export class RedisLink {
    * purpose comes back as a {@link RedisScriptRefusal} carrying its message.
    */
   async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    if (this.#evicting !== undefined) throw new StorageUnavailableError(`Redis at ${this.target.display}: ${this.#evicting}`)
     const tail = [String(keys.length), ...keys, ...args.map(String)]
     let reply: Reply
     try {
@@ -357,23 +413,61 @@ export class RedisLink {
         reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
       }
     } catch (error) {
-      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT)\b/.exec(messageOf(error))
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|BUDGET)\b/.exec(messageOf(error))
       if (refusal) throw new RedisScriptRefusal(refusal[1])
-      throw this.#failure(error)
+      const failure = this.#failure(error)
+      // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
+      // outcome; only a script sent and never answered may have run unseen.
+      if (error instanceof NotSent || error instanceof RequestTimeUp || error instanceof ErrorReplied) throw failure
+      throw new RedisOutcomeUnknown(failure.message, { cause: error })
     }
     this.recovered()
     return reply
   }
 
-  /** Whether Redis (every master of a cluster) answers a PING now, within the command timeout. */
+  /**
+   * Whether Redis (every master of a cluster) answers a PING now, within the command timeout, and
+   * (once a Redis that may evict was met) whether it still may.
+   */
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     try {
-      await this.#connection.probe(this.#timeLeft())
+      await this.#connection.each(['PING'], this.#timeLeft())
+      if (this.#evicting !== undefined) await this.#recheck()
     } catch (error) {
       return { ok: false, detail: this.#failure(error).message }
     }
     this.recovered()
-    return { ok: true }
+    return this.#evicting === undefined ? { ok: true } : { ok: false, detail: `Redis at ${this.target.display}: ${this.#evicting}` }
+  }
+
+  /**
+   * Why this Redis may lose tenant data by eviction, or undefined when it cannot (or the operator
+   * accepted it): every server holding data is asked its `maxmemory-policy`, by `CONFIG GET`, or
+   * by `INFO memory` where CONFIG is disabled or renamed (managed Redis). Any policy but
+   * `noeviction` may evict tenant keys, `volatile-*` included: every tenant key has a TTL.
+   */
+  async checkEviction(): Promise<string | undefined> {
+    if (this.#allowEviction) return undefined
+    const ms = this.#commandTimeoutMs
+    let policies: string[]
+    try {
+      const replies = await this.#connection.each(['CONFIG', 'GET', 'maxmemory-policy'], ms)
+      policies = replies.map((reply) => String((reply as unknown[])[1]))
+    } catch (error) {
+      if (!(error instanceof ErrorReplied)) throw error
+      const replies = await this.#connection.each(['INFO', 'memory'], ms)
+      policies = replies.map((reply) => /^maxmemory_policy:(\S+)/m.exec(String(reply))?.[1] ?? 'unknown')
+    }
+    const evicting = policies.find((policy) => policy !== 'noeviction')
+    return evicting === undefined ? undefined : `its maxmemory-policy is ${evicting}, which may evict tenant keys (acknowledged writes lost)`
+  }
+
+  /** Reads the eviction policy again (a Redis met on reconnecting, or one refused until fixed). */
+  async #recheck(): Promise<void> {
+    const evicting = await this.checkEviction()
+    if (evicting !== undefined && this.#evicting === undefined) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to requests that use Redis until it is set to noeviction (or start with --redis-allow-eviction)`)
+    else if (evicting === undefined && this.#evicting !== undefined) this.#warn(`storage accepted: Redis at ${this.target.display} no longer evicts keys`)
+    this.#evicting = evicting
   }
 
   /** @internal the client's error events and failed commands */
@@ -386,6 +480,17 @@ export class RedisLink {
     if (this.#failing === undefined) return
     this.#failing = undefined
     this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
+    // It may be another Redis, or the same one restarted with another configuration.
+    this.#recheck().catch(() => undefined)
+  }
+
+  /**
+   * What is left of the time of the request being served (ms), or undefined outside a request;
+   * 0 once it is up.
+   */
+  requestTimeLeft(): number | undefined {
+    const deadline = requestDeadline.getStore()
+    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline - Date.now()))
   }
 
   close(): Promise<void> {

@@ -19,12 +19,14 @@ import {
   type JournalInput,
   type TenantJournal,
 } from '../core/journal.js'
-import { redisScript, type RedisLink } from './redis-connection.js'
+import { NOW, redisScript, type RedisLink } from './redis-connection.js'
 import type { TenantKeys } from './redis-storage.js'
 
 /**
- * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories. ARGV: the entry's JSON
- * after its `{`, prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; now.
+ * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories, then the usage hash with a
+ * store budget. ARGV: the entry's JSON after its `{`, prefixed with a comma; its weight; the entry
+ * limit; the byte budget; ttl ms; the store budget; the tenant's id. Past the store budget, the
+ * journal keeps only its newest entry; its weight is counted in the usage hash (`<id>:j`).
  * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
  * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
@@ -32,7 +34,8 @@ const RECORD = redisScript(`
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  redis.call('HSET', KEYS[4], 'used', ARGV[6])
+  ${NOW}
+  redis.call('HSET', KEYS[4], 'used', string.format('%d', now))
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[4], ttl)
     redis.call('PEXPIRE', KEYS[5], ttl)
@@ -44,8 +47,13 @@ local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
 redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])
 local n = redis.call('RPUSH', KEYS[2], ARGV[2])
 local budget = tonumber(ARGV[4])
+local others = 0
+if KEYS[6] then
+  others = tonumber(redis.call('HGET', KEYS[6], '!total') or '0') - tonumber(redis.call('HGET', KEYS[6], ARGV[7] .. ':j') or '0')
+end
+local store = tonumber(ARGV[6])
 local drop = 0
-while n - drop > 1 and (n - drop > limit or bytes > budget) do
+while n - drop > 1 and (n - drop > limit or bytes > budget or (KEYS[6] and others + bytes > store)) do
   bytes = bytes - tonumber(redis.call('LINDEX', KEYS[2], drop))
   drop = drop + 1
 end
@@ -59,13 +67,21 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[2], ttl)
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
+if KEYS[6] then
+  redis.call('HSET', KEYS[6], ARGV[7] .. ':j', string.format('%d', bytes), '!total', string.format('%d', others + bytes))
+end
 return id
 `)
 
-/** Empties the journal; the id sequence goes on. */
+/** Empties the journal; the id sequence goes on. With a store budget, KEYS[4] is the usage hash and ARGV[1] the tenant's id. */
 const CLEAR = redisScript(`
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
+if KEYS[4] then
+  local held = tonumber(redis.call('HGET', KEYS[4], ARGV[1] .. ':j') or '0')
+  redis.call('HDEL', KEYS[4], ARGV[1] .. ':j')
+  if held > 0 then redis.call('HINCRBY', KEYS[4], '!total', string.format('%d', -held)) end
+end
 return 1
 `)
 
@@ -77,11 +93,20 @@ export interface RedisJournalOptions {
   readonly bytes?: number | undefined
   /** The journal's keys expire this long after its last entry; 0: never. @default 0 */
   readonly ttlMs?: number | undefined
+  /** With a store budget: the usage hash that counts what every tenant holds. @default none */
+  readonly usage?: string | undefined
+  /** The tenant's id, its field in {@link usage}. */
+  readonly tenant?: string | undefined
+  /** The store budget (bytes), with {@link usage}. */
+  readonly storeBudget?: number | undefined
 }
 
 export class RedisJournal implements TenantJournal {
   readonly #link: RedisLink
-  readonly #keys: readonly [string, string, string, string, string]
+  readonly #keys: readonly string[]
+  /** The tenant's id and the store budget, for the usage hash (the last of {@link #keys}). */
+  readonly #usageArgs: readonly (string | number)[]
+  readonly #usage: string | undefined
   readonly #limit: number
   readonly #budget: number
   readonly #ttlMs: number
@@ -90,7 +115,9 @@ export class RedisJournal implements TenantJournal {
 
   constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
     this.#link = link
-    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories]
+    this.#usage = options.usage
+    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...(options.usage === undefined ? [] : [options.usage])]
+    this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '']
     this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
     this.#budget = options.bytes ?? DEFAULT_JOURNAL_BYTES
     this.#ttlMs = options.ttlMs ?? 0
@@ -105,19 +132,19 @@ export class RedisJournal implements TenantJournal {
     const entry = input instanceof JournalDraft ? input.fields() : input
     const rest = `,${JSON.stringify(entry).slice(1)}`
     const size = journalWeight(input)
-    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, Date.now()])
+    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, ...this.#usageArgs])
   }
 
   async all(filter: JournalFilter = {}): Promise<JournalEntry[]> {
-    const texts = (await this.#link.call(this.#keys[0], ['LRANGE', this.#keys[0], '0', '-1'])) as string[]
+    const texts = (await this.#link.call(this.#keys[0], ['LRANGE', this.#keys[0]!, '0', '-1'])) as string[]
     return texts.map((text) => JSON.parse(text) as JournalEntry).filter((entry) => journalMatches(entry, filter))
   }
 
   async clear(): Promise<void> {
-    await this.#link.script(CLEAR, this.#keys.slice(0, 3), [])
+    await this.#link.script(CLEAR, [...this.#keys.slice(0, 3), ...(this.#usage === undefined ? [] : [this.#usage])], [this.#usageArgs[1]!])
   }
 
   async count(): Promise<number> {
-    return (await this.#link.call(this.#keys[0], ['LLEN', this.#keys[0]])) as number
+    return (await this.#link.call(this.#keys[0], ['LLEN', this.#keys[0]!])) as number
   }
 }

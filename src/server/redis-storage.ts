@@ -16,6 +16,7 @@
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
  * next id and scenario at once. A write is answered once Redis has run it.
  */
+import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
 import {
@@ -23,14 +24,16 @@ import {
   IdSpaceExhaustedError,
   StorageUnavailableError,
   toCategory,
+  WriteOutcomeUnknownError,
   type StorageHealth,
   type TenantState,
   type TenantStorage,
   type TenantStore,
   type TenantSummary,
 } from '../core/storage.js'
-import { connectRedis, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
+import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisJournal } from './redis-journal.js'
+import { categoryStoredBytes, stateStoredBytes, storeFull } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -57,7 +60,23 @@ export interface RedisStorageOptions {
   readonly warn?: ((message: string) => void) | undefined
   /** When Redis does not answer at start: refuse to open, or open and answer 503 until it does (see `connectRedis`). @default 'refuse' */
   readonly unreachableAtStart?: 'refuse' | 'serve' | undefined
+  /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
+  readonly allowEviction?: boolean | undefined
+  /**
+   * What all tenants together may hold in Redis, in bytes: their categories' JSON and their
+   * journals' weight, counted in the `usage` hash by the scripts that write them. A create or a
+   * scenario switch past it is refused ({@link StoreBudgetError}); a journal past it keeps only
+   * its newest entry. Counted by the rule every durable store uses (`stored-bytes.ts`), plus the
+   * journal. Not enforced on a Redis Cluster (a script cannot count across slots; the operator is told).
+   * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
+   */
+  readonly storedBytesBudget?: number | undefined
 }
+
+/** How many command timeouts a create sent and never answered is settled within, outside a request. */
+const SETTLE_ROUNDS = 2
+/** The pause between two questions to a Redis that refuses them at once (down, reconnecting). */
+const SETTLE_PAUSE_MS = 100
 
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
 const PUSH_CHUNK = 1000
@@ -70,46 +89,162 @@ if ttl > 0 then
 end`
 
 /**
- * Writes a tenant's whole state. ARGV: mode (`init`: only when the tenant has none yet;
- * `replace`; `default`: back on the default seed, so its keys go), scenario, next id, now,
- * ttl ms, then the categories as JSON.
+ * Lua: counts a change of what tenant ARGV[`id`] holds in the usage hash KEYS[`usage`] (only
+ * given with a store budget): field `field` becomes `bytes`, `!total` follows; refuses with BUDGET
+ * when that grows the total past ARGV[`budget`] (a write that stores no more than the tenant holds
+ * is never refused, so room can always be made). Runs before the script's first write.
+ */
+const charge = (usage: number, id: number, field: string, bytes: string, budget: number) => `if KEYS[${usage}] then
+  local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}] .. '${field}') or '0')
+  local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
+  if ${bytes} > old and total - old + ${bytes} > tonumber(ARGV[${budget}]) then return redis.error_reply('BUDGET') end
+  redis.call('HINCRBY', KEYS[${usage}], '!total', string.format('%d', ${bytes} - old))
+  if ${bytes} > 0 then redis.call('HSET', KEYS[${usage}], ARGV[${id}] .. '${field}', string.format('%d', ${bytes})) else redis.call('HDEL', KEYS[${usage}], ARGV[${id}] .. '${field}') end
+end`
+
+/**
+ * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
+ * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
+ * default seed, so its keys go), scenario, next id, the store budget (bytes), what the state
+ * counts against it (`stored-bytes.ts`), ttl ms, the tenant's id, then the categories as JSON.
+ * Refuses with BUDGET past the budget.
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local bytes = 0
+if ARGV[1] ~= 'default' then bytes = tonumber(ARGV[5]) end
+${charge(3, 7, '', 'bytes', 4)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
-for i = 6, #ARGV, ${PUSH_CHUNK} do
+${NOW}
+for i = 8, #ARGV, ${PUSH_CHUNK} do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
 end
-redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', ARGV[4])
-${renewTtl(5)}
+redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', string.format('%d', now))
+${renewTtl(6)}
 return 1
 `)
 
 /**
- * Creates a category under the tenant's next id. ARGV: the category's JSON after its `{`,
- * prefixed with a comma; now; ttl ms; the most categories the tenant may hold (-1: no limit).
+ * How long a create's outcome stays on record under its operation id (`ops`, `opt`), at least:
+ * longer than any request waits for Redis, so that a request whose create went unanswered can ask.
+ */
+export const OUTCOME_RECORD_MS = 120_000
+/** The most create outcomes one tenant keeps on record (the oldest go first). */
+export const OUTCOME_RECORD_ENTRIES = 1024
+
+/**
+ * Lua: records the outcome `value` (the id created, or `void`: never to be applied) of operation
+ * ARGV[`op`] in `ops` (hash, operation id → outcome) and `opt` (sorted set, operation id → when),
+ * for ARGV[`keep`] ms and at most {@link OUTCOME_RECORD_ENTRIES} entries; `!trimmed` in `ops` says
+ * when an entry last went before its time.
+ */
+const recordOutcome = (ops: string, opt: string, op: number, keep: number, value: string) => `local keep = tonumber(ARGV[${keep}])
+redis.call('HSET', ${ops}, ARGV[${op}], ${value})
+redis.call('ZADD', ${opt}, now, ARGV[${op}])
+local old = redis.call('ZRANGEBYSCORE', ${opt}, '-inf', now - keep, 'LIMIT', 0, 16)
+if redis.call('ZCARD', ${opt}) - #old > ${OUTCOME_RECORD_ENTRIES} then
+  local first = redis.call('ZRANGE', ${opt}, 0, 0)
+  if first[1] then table.insert(old, first[1]) redis.call('HSET', ${ops}, '!trimmed', string.format('%d', now)) end
+end
+if #old > 0 then
+  redis.call('HDEL', ${ops}, unpack(old))
+  redis.call('ZREM', ${opt}, unpack(old))
+end
+redis.call('PEXPIRE', ${ops}, keep)
+redis.call('PEXPIRE', ${opt}, keep)`
+
+/**
+ * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
+ * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
+ * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
+ * the outcome on record (ms); the store budget (bytes); what the category counts against it
+ * (`stored-bytes.ts`); the tenant's id. Refuses with BUDGET when the category would take the
+ * store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
- * then retries), IDSPACE past the safe integers and LIMIT at the category limit.
+ * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
+ * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
+ * the operation id, so that a caller that got no answer can ask whether it was applied.
  */
 const CREATE = redisScript(`
+local done = redis.call('HGET', KEYS[3], ARGV[2])
+if done == 'void' then return redis.error_reply('VOID') end
+if done then return done end
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSEED') end
 local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
 if id > 9007199254740991 then return redis.error_reply('IDSPACE') end
 local max = tonumber(ARGV[4])
 if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply('LIMIT') end
-redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', ARGV[2])
-redis.call('RPUSH', KEYS[2], '{"id":' .. string.format('%d', id) .. ARGV[1])
+local created = string.format('%d', id)
+local entry = '{"id":' .. created .. ARGV[1]
+if KEYS[5] then
+  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7])
+  ${charge(5, 8, '', 'held', 6).replaceAll('\n', '\n  ')}
+end
+${NOW}
+redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', string.format('%d', now))
+redis.call('RPUSH', KEYS[2], entry)
+${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 'created')}
 ${renewTtl(3)}
-return string.format('%d', id)
+return created
 `)
 
-/** Records a use of a tenant that has state (its last use, and its keys' TTL renewed). ARGV: now; ttl ms. */
+/**
+ * Settles a create that got no answer. KEYS: ops, opt. ARGV: the operation id; how long to keep
+ * the outcome on record (ms). Returns the id it created; or `void` when it was not applied, and
+ * records that it never will be (the create, should it still arrive, refuses with VOID); or
+ * `unknown` when its record may have been trimmed (more than {@link OUTCOME_RECORD_ENTRIES}
+ * creates since).
+ */
+const SETTLE = redisScript(`
+local done = redis.call('HGET', KEYS[1], ARGV[1])
+if done then return done end
+${NOW}
+local trimmed = redis.call('HGET', KEYS[1], '!trimmed')
+if trimmed and now - tonumber(trimmed) < tonumber(ARGV[2]) then return 'unknown' end
+${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, "'void'")}
+return 'void'
+`)
+
+/** Records a use of a tenant that has state (its last use, and its keys' TTL renewed). ARGV: ttl ms. */
 const TOUCH = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'used', ARGV[1])
-${renewTtl(2)}
+${NOW}
+redis.call('HSET', KEYS[1], 'used', string.format('%d', now))
+${renewTtl(1)}
 return 1
+`)
+
+/**
+ * Stamps a tenant in the registry (KEYS[1]) with Redis's time: ARGV[1] the tenant id, ARGV[2]
+ * `XX` to only update one already there (a use), or `any` (a write).
+ */
+const INDEX = redisScript(`
+${NOW}
+if ARGV[2] == 'XX' then return redis.call('ZADD', KEYS[1], 'XX', now, ARGV[1]) end
+return redis.call('ZADD', KEYS[1], now, ARGV[1])
+`)
+
+/**
+ * Gives back the share of a tenant (ARGV[1]) whose keys Redis expired by their TTL. KEYS: its
+ * meta, its jmeta, the usage hash. Returns the bytes given back.
+ */
+const RECONCILE = redisScript(`
+local freed = 0
+for i, field in ipairs({ARGV[1], ARGV[1] .. ':j'}) do
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    freed = freed + tonumber(redis.call('HGET', KEYS[3], field) or '0')
+    redis.call('HDEL', KEYS[3], field)
+  end
+end
+if freed > 0 then redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -freed)) end
+return freed
+`)
+
+/** The registry's tenants (KEYS[1]) not stamped for ARGV[1] ms by Redis's time. */
+const IDLE = redisScript(`
+${NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[1])))
 `)
 
 /** Reads a tenant: nil when it has no state (default seed), else its scenario and categories (ARGV[1] `list`) or their count. */
@@ -120,14 +255,22 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 `)
 
 /**
- * Deletes a tenant's keys (ARGV[1]: only when its last write and last use are older than this, or
- * `any`); 1 when it had state.
+ * Deletes a tenant's keys (KEYS 1 to 7; ARGV[1]: only when its last write and last use are older
+ * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[8]
+ * is the usage hash and ARGV[2] the tenant's id: its share is given back.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
 local used = redis.call('HGET', KEYS[1], 'used')
-if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= tonumber(ARGV[1]) then return 0 end
-redis.call('DEL', unpack(KEYS))
+${NOW}
+if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+if KEYS[8] then
+  local freed = 0
+  for _, field in ipairs({ARGV[2], ARGV[2] .. ':j'}) do freed = freed + tonumber(redis.call('HGET', KEYS[8], field) or '0') end
+  redis.call('HDEL', KEYS[8], ARGV[2], ARGV[2] .. ':j')
+  if freed > 0 then redis.call('HINCRBY', KEYS[8], '!total', string.format('%d', -freed)) end
+end
 if updated then return 1 end
 return 0
 `)
@@ -139,6 +282,9 @@ export interface TenantKeys {
   readonly journal: string
   readonly journalSizes: string
   readonly journalMeta: string
+  /** Create outcomes by operation id (hash) and when each was recorded (sorted set). */
+  readonly outcomes: string
+  readonly outcomeTimes: string
 }
 
 /**
@@ -146,8 +292,14 @@ export interface TenantKeys {
  * installed, the URL is bad, or Redis does not answer.
  */
 export async function openRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, unreachableAtStart: options.unreachableAtStart })
-  return new RedisStorage(link, options)
+  let budget = options.storedBytesBudget
+  if (budget !== undefined && parseRedisUrl(options.url).mode === 'cluster') {
+    // @note A tenant's script may only touch its own slot: it cannot read what the other tenants hold.
+    options.warn?.('the store budget is not enforced on a Redis Cluster: the script writing a tenant cannot count what the other tenants hold (other slots); bound Redis with maxmemory and noeviction')
+    budget = undefined
+  }
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, unreachableAtStart: options.unreachableAtStart })
+  return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 
 export class RedisStorage implements TenantStorage {
@@ -161,6 +313,9 @@ export class RedisStorage implements TenantStorage {
   readonly #journalBytes: number
   readonly #registry: string
   readonly #seedJson: string[]
+  /** The usage hash (`Pusage`: tenant id → bytes held, `<id>:j` → its journal's, `!total`), with a budget. */
+  readonly #usage: string | undefined
+  readonly #budget: number
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -170,12 +325,33 @@ export class RedisStorage implements TenantStorage {
     this.#journalBytes = options.journalBytes ?? DEFAULT_JOURNAL_BYTES
     this.#registry = `${this.prefix}tenants`
     this.#seedJson = options.seed.categories.map((category) => JSON.stringify(toCategory(category)))
+    this.#budget = options.storedBytesBudget ?? -1
+    this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
+  }
+
+  /** The usage hash as the last key of a script, when there is a budget. */
+  #usageKeys(): string[] {
+    return this.#usage === undefined ? [] : [this.#usage]
+  }
+
+  /** What all tenants hold in Redis by the budget's count (bytes), or undefined without a budget. */
+  async storedBytes(): Promise<number | undefined> {
+    if (this.#usage === undefined) return undefined
+    return Number((await this.link.call(this.#usage, ['HGET', this.#usage, '!total'])) ?? 0)
   }
 
   /** The keys of a tenant. */
   keys(id: string): TenantKeys {
     const base = `${this.prefix}{${id}}:`
-    return { meta: `${base}meta`, categories: `${base}cats`, journal: `${base}journal`, journalSizes: `${base}jsizes`, journalMeta: `${base}jmeta` }
+    return {
+      meta: `${base}meta`,
+      categories: `${base}cats`,
+      journal: `${base}journal`,
+      journalSizes: `${base}jsizes`,
+      journalMeta: `${base}jmeta`,
+      outcomes: `${base}ops`,
+      outcomeTimes: `${base}opt`,
+    }
   }
 
   open(id: string): TenantStore {
@@ -183,7 +359,7 @@ export class RedisStorage implements TenantStorage {
   }
 
   journal(id: string, limit: number | undefined): TenantJournal {
-    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs })
+    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, tenant: id, storeBudget: this.#budget })
   }
 
   /** Nothing to let go of: every tenant lives in Redis, none in this process. */
@@ -191,10 +367,9 @@ export class RedisStorage implements TenantStorage {
 
   async touch(id: string): Promise<void> {
     const keys = this.keys(id)
-    const now = Date.now()
     // The registry (its own slot: a separate command) orders tenants by last use for expire().
-    if ((await this.link.script(TOUCH, [keys.meta, keys.categories], [now, this.ttlMs])) === 1) {
-      await this.link.call(this.#registry, ['ZADD', this.#registry, 'XX', String(now), id])
+    if ((await this.link.script(TOUCH, [keys.meta, keys.categories], [this.ttlMs])) === 1) {
+      await this.link.script(INDEX, [this.#registry], [id, 'XX'])
     }
   }
 
@@ -227,18 +402,20 @@ export class RedisStorage implements TenantStorage {
     return deleted
   }
 
-  async expire(before: number): Promise<string[]> {
-    const ids = (await this.link.call(this.#registry, ['ZRANGEBYSCORE', this.#registry, '-inf', `(${before}`])) as string[]
+  /** @note Idle by Redis's clock (`TIME`), never this replica's (issue 20 F11). */
+  async expire(idleMs: number): Promise<string[]> {
+    const ids = (await this.link.script(IDLE, [this.#registry], [Math.round(idleMs)])) as string[]
     const expired: string[] = []
     for (const id of ids) {
       // @note The script checks the last write again: a replica may have written since the index was read.
-      if (await this.#delete(id, String(before))) {
+      if (await this.#delete(id, String(Math.round(idleMs)))) {
         expired.push(id)
         await this.link.call(this.#registry, ['ZREM', this.#registry, id])
       } else if (!(await this.has(id))) {
         await this.link.call(this.#registry, ['ZREM', this.#registry, id])
       }
     }
+    await this.#reconcile()
     return expired
   }
 
@@ -252,8 +429,28 @@ export class RedisStorage implements TenantStorage {
 
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta]
-    return (await this.link.script(DELETE, all, [before])) === 1
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
+    return (await this.link.script(DELETE, all, [before, id])) === 1
+  }
+
+  /**
+   * Gives back the shares of tenants whose keys Redis expired by their TTL (nothing tells a
+   * replica when it does): part of every sweep, at start and hourly.
+   */
+  async #reconcile(): Promise<void> {
+    const usage = this.#usage
+    if (usage === undefined) return
+    let cursor = '0'
+    do {
+      const [next, flat] = (await this.link.call(usage, ['HSCAN', usage, cursor, 'COUNT', '500'])) as [string, string[]]
+      cursor = next
+      const ids = new Set<string>()
+      for (let i = 0; i < flat.length; i += 2) if (flat[i] !== '!total') ids.add(flat[i]!.replace(/:j$/, ''))
+      for (const id of ids) {
+        const keys = this.keys(id)
+        await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage], [id])
+      }
+    } while (cursor !== '0')
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */
@@ -275,21 +472,36 @@ export class RedisStorage implements TenantStorage {
     await this.#writeState(id, 'init', this.seed)
   }
 
-  /** @internal Creates a category; writes the default seed first when the tenant has none. */
+  /**
+   * @internal Creates a category; writes the default seed first when the tenant has none.
+   * A create sent and never answered (a timeout, a connection dropped after sending) is settled
+   * before answering: see {@link settle}.
+   */
   async create(id: string, input: NewCategory, maxCategories: number): Promise<Category> {
     const keys = this.keys(id)
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
+    const op = randomBytes(12).toString('base64url')
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
-        const reply = await this.link.script(CREATE, [keys.meta, keys.categories], [rest, Date.now(), this.ttlMs, limit])
-        await this.#index(id)
+        let reply: unknown
+        try {
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, categoryStoredBytes(category), id])
+        } catch (error) {
+          if (!(error instanceof RedisOutcomeUnknown)) throw error
+          reply = await this.#settle(keys, op, error)
+        }
+        // @note Once applied, the create is answered 201 even when the registry's stamp fails:
+        // the registry is an index (the sweep and listings read the tenant's own keys).
+        await this.#index(id).catch(() => undefined)
         return { id: Number(reply), ...category }
       } catch (error) {
         if (!(error instanceof RedisScriptRefusal)) throw error
         if (error.message === 'IDSPACE') throw new IdSpaceExhaustedError('the next category id is not a safe integer')
         if (error.message === 'LIMIT') throw new CategoryLimitError(maxCategories)
+        if (error.message === 'BUDGET') throw storeFull()
+        if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
         await this.#writeState(id, 'init', this.seed)
@@ -309,12 +521,52 @@ export class RedisStorage implements TenantStorage {
   async #writeState(id: string, mode: 'init' | 'replace' | 'default', state: TenantState): Promise<void> {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
-    await this.link.script(WRITE_STATE, [keys.meta, keys.categories], [mode, state.scenario, state.nextCategoryId, Date.now(), this.ttlMs, ...categories])
+    try {
+      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : stateStoredBytes(id, state), this.ttlMs, id, ...categories])
+    } catch (error) {
+      if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
+      throw error
+    }
   }
 
-  /** Records the tenant's last write in the registry (its own slot: a separate command). */
+  /** Records the tenant's last write in the registry (its own slot: a separate command), by Redis's clock. */
   async #index(id: string): Promise<void> {
-    await this.link.call(this.#registry, ['ZADD', this.#registry, String(Date.now()), id])
+    await this.link.script(INDEX, [this.#registry], [id, 'any'])
+  }
+
+  /** How long a create's outcome stays on record: {@link OUTCOME_RECORD_MS}, or longer than the request may still wait. */
+  #recordMs(): number {
+    return Math.max(OUTCOME_RECORD_MS, (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS) + OUTCOME_RECORD_MS)
+  }
+
+  /**
+   * Finds out what became of create `op`, sent and never answered, within the request's time (or
+   * {@link SETTLE_ROUNDS} command timeouts outside a request): asks Redis, again while it does not
+   * answer. The id it created (answered 201), or a {@link StorageUnavailableError} when it was not
+   * applied (and now never will be: {@link SETTLE} voids it), or a {@link WriteOutcomeUnknownError}
+   * when Redis could not tell in time.
+   * @note On the same connection, Redis answers commands in order: an answer to the question
+   * means the create was run, or never will be, before it (issue 20 F03).
+   */
+  async #settle(keys: TenantKeys, op: string, failure: StorageUnavailableError): Promise<string> {
+    const until = Date.now() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
+    let last: unknown = failure
+    while (Date.now() < until && this.link.requestTimeLeft() !== 0) {
+      let reply: string
+      try {
+        reply = String(await this.link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, this.#recordMs()]))
+      } catch (error) {
+        if (!(error instanceof StorageUnavailableError)) throw error
+        last = error
+        // A question never answered has taken its time already; one refused at once waits a little.
+        if (!(error instanceof RedisOutcomeUnknown)) await new Promise((resolve) => setTimeout(resolve, SETTLE_PAUSE_MS))
+        continue
+      }
+      if (reply === 'void') throw new StorageUnavailableError(`${failure.message} (the create was not applied)`, { cause: failure })
+      if (reply === 'unknown') break
+      return reply
+    }
+    throw new WriteOutcomeUnknownError(`${failure.message}; whether the create was applied is unknown`, { cause: last })
   }
 }
 

@@ -333,7 +333,8 @@ export class SqliteStorage implements TenantStorage {
     return this.#run(() => void this.#sql.touch.run(Date.now(), id), PAGE)
   }
 
-  expire(before: number): Promise<string[]> {
+  expire(idleMs: number): Promise<string[]> {
+    const before = Date.now() - idleMs
     this.#flush()
     return this.#write(() => this.#transact(() => {
       const ids = this.#sql.idle.all(before).map((row) => row.id)

@@ -314,7 +314,7 @@ export class TenantRegistry implements TenantResolver {
 
   /** Forgets every tenant that has not been used (read or written) for `ttlMs`; returns how many. */
   async expireIdle(ttlMs: number): Promise<number> {
-    const expired = await this.#options.storage.expire(Date.now() - ttlMs)
+    const expired = await this.#options.storage.expire(ttlMs)
     for (const id of expired) this.#remove(id)
     this.#serveWaiters()
     return expired.length

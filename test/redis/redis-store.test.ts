@@ -133,7 +133,7 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await create(sandbox, 'x')).status).toBe(201)
     const keys = (await redis.cli('--scan')).trim().split('\n').sort()
     const tag = `{${tenantId('partner')}}`
-    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants').sort())
+    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta', 'ops', 'opt'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants').sort())
   })
 
   it('serves over TLS with a rediss:// URL', async () => {

@@ -18,6 +18,15 @@ export interface FlakyProxy {
   crash(count: number, afterMs?: number): void
   /** How many connections were reset without reaching Redis so far. */
   readonly resets: number
+  /**
+   * Arms one cut of the connection that next sends a command containing `marker`: `after` passes
+   * the command to Redis and resets the connection in place of its reply (a Redis that applied a
+   * write and died before answering), then runs `onCut`; `before` resets it without passing the
+   * command on.
+   */
+  cut(marker: string, when: 'before' | 'after', onCut?: () => void): void
+  /** Runs `hook` once, just before passing on the next command containing `marker` (to freeze Redis as it arrives). */
+  onCommand(marker: string, hook: () => void): void
 }
 
 export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy> {
@@ -25,6 +34,7 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
   let doomed = 0
   let resetAfterMs = 20
   let resets = 0
+  let armed: { marker: string; when: 'before' | 'after' | (() => void); onCut?: (() => void) | undefined } | undefined
   const server: Server = createServer((client) => {
     open.add(client)
     client.once('close', () => open.delete(client))
@@ -47,8 +57,23 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     })
     upstream.on('error', () => undefined)
     client.once('close', () => upstream.destroy())
-    client.pipe(upstream)
-    upstream.pipe(client)
+    let cutting: { onCut?: (() => void) | undefined } | undefined
+    client.on('data', (chunk: Buffer) => {
+      if (armed !== undefined && chunk.includes(armed.marker)) {
+        const { when, onCut } = armed
+        armed = undefined
+        if (when === 'before') return void client.resetAndDestroy()
+        if (when === 'after') cutting = { onCut }
+        else when()
+      }
+      upstream.write(chunk)
+    })
+    upstream.on('data', (chunk: Buffer) => {
+      if (cutting === undefined) return void client.write(chunk)
+      client.resetAndDestroy()
+      cutting.onCut?.()
+      cutting = undefined
+    })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const port = (server.address() as { port: number }).port
@@ -66,6 +91,12 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     },
     get resets() {
       return resets
+    },
+    cut(marker, when, onCut) {
+      armed = { marker, when, onCut }
+    },
+    onCommand(marker, hook) {
+      armed = { marker, when: hook }
     },
   }
 }

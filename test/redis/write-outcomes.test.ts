@@ -1,0 +1,253 @@
+/**
+ * Issue 20 on Redis: an answer states the write's true outcome (F03), shared state trusts Redis's
+ * clock (F11), and a Redis that may evict tenant keys is refused unless the operator accepts it
+ * (F02). Each against a real redis-server.
+ */
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { createSandboxApp, tenantId } from '../../src/server.js'
+import { startFlakyProxy } from '../support/flaky-proxy.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
+import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
+import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+const DAY_MS = 86_400_000
+
+const create = (sandbox: RunningSandbox, name: string, key = 'partner') =>
+  sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }), signal: AbortSignal.timeout(15_000) })
+
+async function names(sandbox: RunningSandbox, key = 'partner'): Promise<string[]> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await sandbox.fetch('/v1/categories', { headers: auth(key) })
+    if (response.status === 200 || attempt > 50) return ((await jsonOf(response)) as { name: string }[]).map((category) => category.name)
+    await response.body?.cancel()
+    await sleep(100)
+  }
+}
+
+describe.runIf(REQUIRE_REDIS)('a create Redis applied but did not confirm in time', () => {
+  it('is answered 201 with its id when Redis hangs (SIGSTOP) past the command timeout and thaws within the request timeout, stored once (issue 20 F03)', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    onTestFinished(() => redis.signal('SIGCONT'))
+    // Redis freezes as the create reaches it (the request's reads before it were answered).
+    proxy.onCommand('during the pause', () => redis.signal('SIGSTOP'))
+    const answer = create(sandbox, 'during the pause')
+    // Past the command timeout (2 s), within the request's deadline (9.5 s).
+    await sleep(3000)
+    redis.signal('SIGCONT')
+    const response = await answer
+    expect(response.status).toBe(201)
+    expect(await jsonOf(response)).toEqual({ id: 2, name: 'during the pause' })
+    expect(await names(sandbox)).toEqual(['before', 'during the pause'])
+  })
+
+  it('is answered 201 when the connection drops after Redis applied it (kill -9 before the reply), stored once (issue 20 F03)', async () => {
+    const redis = await startRedis({ aof: true })
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    proxy.cut('applied-then-cut', 'after')
+    const response = await create(sandbox, 'applied-then-cut')
+    expect(response.status).toBe(201)
+    expect(await jsonOf(response)).toEqual({ id: 2, name: 'applied-then-cut' })
+    expect(await names(sandbox)).toEqual(['before', 'applied-then-cut'])
+  })
+
+  it('is answered 201 when an appendfsync-always Redis applied it and was killed -9 before its reply left, once it restarts within the request timeout (issue 20 F03)', async () => {
+    const redis = await startRedis({ aof: true })
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    let restarted: Promise<void> | undefined
+    // The reply is on its way (the write is in the AOF, fsynced): Redis dies, and comes back.
+    proxy.cut('applied-then-killed', 'after', () => {
+      restarted = redis.stop('SIGKILL').then(() => redis.start())
+    })
+    const response = await create(sandbox, 'applied-then-killed')
+    await restarted
+    expect(response.status).toBe(201)
+    expect(await jsonOf(response)).toEqual({ id: 2, name: 'applied-then-killed' })
+    expect(await names(sandbox)).toEqual(['before', 'applied-then-killed'])
+  })
+
+  it('is answered 503 storage_unavailable only when Redis never got it, and is not stored (issue 20 F03)', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    proxy.cut('never-sent', 'before')
+    const response = await create(sandbox, 'never-sent')
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('5')
+    expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    expect(await names(sandbox)).toEqual(['before'])
+    // The retry the 503 invites stores it once.
+    expect((await create(sandbox, 'never-sent')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'never-sent'])
+  })
+
+  it('is answered 503 write_outcome_unknown, saying so, when Redis stays silent past the request’s time (issue 20 F03)', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 4000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    onTestFinished(() => redis.signal('SIGCONT'))
+    proxy.onCommand('during a long pause', () => redis.signal('SIGSTOP'))
+    const response = await create(sandbox, 'during a long pause')
+    redis.signal('SIGCONT')
+    expect(response.status).toBe(503)
+    expect(response.headers.get('retry-after')).toBe('5')
+    const body = await jsonOf(response)
+    expectErrorBody(body, 503, 'write_outcome_unknown')
+    expect((body as { message: string }).message).toContain('may or may not have been applied')
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
+  it('a replica whose clock runs 40 days ahead, past the 30-day TTL, sweeps no tenant of the shared Redis (issue 20 F11)', async () => {
+    const redis = await startRedis()
+    const options = { redisUrl: redis.url, scenario: 'empty', anyKey: true, tenantTtlDays: 30 } as const
+    const honest = await startSandbox(options)
+    for (const key of ['partner-a', 'partner-b']) expect((await create(honest, `kept for ${key}`, key)).status).toBe(201)
+
+    const realNow = Date.now
+    Date.now = () => realNow() + 40 * DAY_MS
+    onTestFinished(() => {
+      Date.now = realNow
+    })
+    const ahead = await startSandbox(options)
+    // The start's sweep runs unawaited; this one is awaited, as the hourly sweep is.
+    expect(await ahead.sandbox.tenants.expireIdle(30 * DAY_MS)).toBe(0)
+    expect((await create(ahead, 'written from ahead', 'partner-c')).status).toBe(201)
+    Date.now = realNow
+
+    for (const key of ['partner-a', 'partner-b']) expect(await names(honest, key)).toEqual([`kept for ${key}`])
+    // What the replica ahead wrote carries Redis's time: an honest sweep does not keep it forever.
+    const stamp = Number((await redis.cli('HGET', `petstore-sandbox:{${tenantId('partner-c')}}:meta`, 'updated')).trim())
+    expect(Math.abs(stamp - Date.now())).toBeLessThan(DAY_MS)
+    expect(await honest.sandbox.tenants.expireIdle(30 * DAY_MS)).toBe(0)
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
+  it.each(['volatile-lru', 'allkeys-lru', 'allkeys-random', 'volatile-ttl'])('is refused at start when its maxmemory-policy is %s, with the reason and the flag that accepts it (issue 20 F02)', async (policy) => {
+    const redis = await startRedis()
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', policy)
+    await expect(createSandboxApp({ redisUrl: redis.url, demoDir: false })).rejects.toThrow(`its maxmemory-policy is ${policy}`)
+    const refused = await runCliToEnd(['serve', '--port', '0', '--redis-url', redis.url])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1)
+    expect(refused.stderr).toContain(`maxmemory-policy is ${policy}`)
+    expect(refused.stderr).toContain('--redis-allow-eviction')
+    const accepted = await createSandboxApp({ redisUrl: redis.url, demoDir: false, redisAllowEviction: true })
+    await accepted.close()
+  })
+
+  it('reads the policy from INFO where CONFIG is disabled, as on managed Redis (issue 20 F02)', async () => {
+    const redis = await startRedis()
+    await redis.stop()
+    await redis.start({ extraArgs: ['--maxmemory-policy', 'volatile-lru', '--rename-command', 'CONFIG', ''] })
+    await expect(createSandboxApp({ redisUrl: redis.url, demoDir: false })).rejects.toThrow('its maxmemory-policy is volatile-lru')
+  })
+
+  it.each([
+    ['--redis-allow-eviction', ['--redis-allow-eviction'], {}],
+    ['PETSTORE_SANDBOX_REDIS_ALLOW_EVICTION=1', [], { PETSTORE_SANDBOX_REDIS_ALLOW_EVICTION: '1' }],
+  ])('serves a Redis that may evict with %s', async (_name, flag, env) => {
+    const redis = await startRedis()
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
+    const port = await freePort()
+    const run = runCli(['serve', '--port', String(port), '--api-key', 'partner', '--scenario', 'empty', '--quiet', '--redis-url', redis.url, ...flag], env)
+    await run.waitFor('is running')
+    expect((await fetch(`http://127.0.0.1:${port}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'x' }) })).status).toBe(201)
+  })
+
+  it('answers 503 and says degraded once Redis comes back with an evicting policy (issue 20 F02)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.stop()
+    await redis.start({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] })
+    let health: { status?: string; storage?: { ok?: boolean } } = {}
+    for (let attempt = 0; attempt < 50 && health.status !== 'degraded'; attempt++) {
+      await sandbox.fetch('/v1/categories', { headers: auth('partner') }).then((response) => response.body?.cancel())
+      health = (await jsonOf(await sandbox.fetch('/__sandbox/health'))) as typeof health
+      if (health.status !== 'degraded') await sleep(100)
+    }
+    expect(health).toMatchObject({ status: 'degraded', storage: { ok: false } })
+    const refused = await create(sandbox, 'while evicting')
+    expect(refused.status).toBe(503)
+    expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    for (let attempt = 0; attempt < 50 && health.status !== 'ok'; attempt++) {
+      health = (await jsonOf(await sandbox.fetch('/__sandbox/health'))) as typeof health
+      if (health.status !== 'ok') await sleep(100)
+    }
+    expect((await create(sandbox, 'after')).status).toBe(201)
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
+  it('is bounded by the store budget, counted and refused in the write’s own script: keys flooding a Redis with maxmemory get 503 over_capacity, Redis never fills nor evicts, another partner’s data stays, a reset makes room (issue 20 F02)', async () => {
+    const redis = await startRedis()
+    await redis.cli('CONFIG', 'SET', 'maxmemory', '16mb')
+    const budget = 512 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, maxCategories: 50, journalBytes: 32 * 1024, storeBudgetBytes: budget })
+    const acknowledged: string[] = []
+    for (let i = 0; i < 10; i++) {
+      expect((await create(sandbox, `victim ${i}`)).status).toBe(201)
+      acknowledged.push(`victim ${i}`)
+    }
+    const description = 'd'.repeat(2000)
+    // Keys of 50 categories of 2 KB each (the category limit) until the store refuses.
+    let refusal: { code: string; message: string } | undefined
+    let keys = 0
+    for (; keys < 20 && refusal === undefined; keys++) {
+      for (let i = 0; i < 50 && refusal === undefined; i++) {
+        const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(`flood-${keys}`, true), body: JSON.stringify({ name: `flood ${i}`, description }) })
+        if (response.status === 201) {
+          await response.body?.cancel()
+          continue
+        }
+        expect(response.status).toBe(503)
+        expect(response.headers.get('retry-after')).toBe('30')
+        refusal = (await jsonOf(response)) as { code: string; message: string }
+      }
+    }
+    expect(refusal, 'refused before 20 keys of 100 KB').toBeDefined()
+    expectErrorBody(refusal, 503, 'over_capacity')
+    expect(keys).toBeGreaterThan(2)
+    const counted = Number((await redis.cli('HGET', 'petstore-sandbox:usage', '!total')).trim())
+    expect(counted).toBeLessThanOrEqual(budget)
+    expect(await redis.cli('INFO', 'stats')).toMatch(/evicted_keys:0\r?\n/)
+    expect(await names(sandbox)).toEqual(acknowledged)
+    // A reset gives a flood key's bytes back: the victim writes again.
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('flood-0') })
+    expect(reset.status).toBe(200)
+    expect((await create(sandbox, 'after the reset')).status).toBe(201)
+    expect(Number((await redis.cli('HGET', 'petstore-sandbox:usage', '!total')).trim())).toBeLessThan(counted)
+  })
+
+  it('refuses a scenario switch past the store budget, writing nothing (issue 20 F02)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: 256 * 1024 })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    const response = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: JSON.stringify({ name: 'large-catalog' }) })
+    expect(response.status).toBe(503)
+    expectErrorBody(await jsonOf(response), 503, 'over_capacity')
+    expect(await names(sandbox)).toEqual(['kept'])
+  })
+
+  it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
+    expect((await create(sandbox, 'né')).status).toBe(201)
+    const id = tenantId('partner')
+    // A tenant: 256 + its id + its scenario name; a category: 96 + its name in UTF-8.
+    expect(Number((await redis.cli('HGET', 'petstore-sandbox:usage', id)).trim())).toBe(256 + id.length + 'empty'.length + 96 + 3)
+  })
+})
