@@ -28,22 +28,36 @@ import { FULL_TESTS, size } from '../support/test-scale.js'
 const KINDS = ['create', 'list', 'reset', 'switch', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9'] as const
 type Kind = (typeof KINDS)[number]
 
-/**
- * Command kinds that find bugs still open on this branch, left out of the generated sequences so
- * that the suite stays green until their fixes land (remove a kind from here with its fix):
- * - `pipelined-order`, `slow-reader`: requests pipelined on one connection are answered out of
- *   order, a POST then a GET lists without the new category (issue 20 F07);
- * - `half-close`: a client that half-closes after a complete POST gets no answer on SQLite and
- *   Redis, though its category is stored (issue 20 F04).
- */
-const KNOWN_OPEN: readonly Kind[] = knownOpen(process.env['PETSTORE_MODEL_KNOWN_OPEN'], ['pipelined-order', 'slow-reader', 'half-close'])
+/** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
+const OPEN_BUGS = [...KINDS, 'ambiguous-503'] as const
+type OpenBug = (typeof OPEN_BUGS)[number]
 
-function knownOpen(text: string | undefined, fallback: readonly Kind[]): readonly Kind[] {
-  if (text === undefined) return fallback
-  const kinds = text.split(',').map((kind) => kind.trim()).filter(Boolean)
-  for (const kind of kinds) if (!(KINDS as readonly string[]).includes(kind)) throw new Error(`PETSTORE_MODEL_KNOWN_OPEN: no command kind ${kind}. Known: ${KINDS.join(', ')}`)
-  return kinds as Kind[]
+/**
+ * What the suite leaves alone for now, so that it stays green until the fixes land (remove an
+ * entry with its fix; `PETSTORE_MODEL_KNOWN_OPEN=` with an empty value runs everything):
+ * - `pipelined-order`, `slow-reader`: requests pipelined on one connection are answered out of
+ *   order: a POST then a GET lists without the new category (issue 20 F07);
+ * - `half-close`: a client that half-closes after a complete POST gets no answer on SQLite and
+ *   Redis, though its category is stored (issue 20 F04);
+ * - `ambiguous-503`: on Redis, a create answered `503 storage_unavailable` while Redis was
+ *   frozen may be stored once it thaws (issue 20 F03); meanwhile such a 503 counts as an unknown outcome.
+ */
+const KNOWN_OPEN: readonly OpenBug[] = names('PETSTORE_MODEL_KNOWN_OPEN') ?? ['pipelined-order', 'slow-reader', 'half-close', 'ambiguous-503']
+
+/** `PETSTORE_MODEL_ONLY=stall,list`: only these command kinds, to chase one kind of bug. */
+const ONLY = names('PETSTORE_MODEL_ONLY')
+
+/** The comma-separated names in the variable `variable`, or undefined when it is unset. */
+function names(variable: string): readonly OpenBug[] | undefined {
+  const text = process.env[variable]
+  if (text === undefined) return undefined
+  const list = text.split(',').map((name) => name.trim()).filter(Boolean)
+  for (const name of list) if (!(OPEN_BUGS as readonly string[]).includes(name)) throw new Error(`${variable}: no command kind or open bug ${name}. Known: ${OPEN_BUGS.join(', ')}`)
+  return list as OpenBug[]
 }
+
+/** `PETSTORE_MODEL_VERBOSE=1`: print every run's trace. */
+const VERBOSE = Boolean(process.env['PETSTORE_MODEL_VERBOSE'])
 
 const SEED = Number(process.env['PETSTORE_MODEL_SEED'] ?? 20_261_126)
 const PATH = process.env['PETSTORE_MODEL_PATH'] || undefined
@@ -224,7 +238,7 @@ function prepareOp(world: World, op: Op): Prepared {
     if (!(allow.refuse && answer.status === 503)) return undefined
     const error = errorOf(answer)
     if (answer.headers['retry-after'] === undefined) throw new Error(`${label}: 503 ${error.code} without Retry-After`)
-    return saysUnknown(error.message)
+    return saysUnknown(error.message) || (world.sandbox.store === 'redis' && KNOWN_OPEN.includes('ambiguous-503'))
   }
   switch (op.kind) {
     case 'create': {
@@ -490,13 +504,16 @@ async function untilJournaled(world: World, tenant: number, requestId: string): 
 }
 
 /**
- * Freezes the store (redis-server, or the sandbox process for memory and SQLite) for a while
- * with requests in flight, then thaws it: each answer is a normal one or a 503 with
- * `Retry-After` (a refused write is not written unless the answer says its outcome is unknown).
+ * Freezes the store (redis-server, or the sandbox process for memory and SQLite) for a while,
+ * with requests sent one every `gapMs` from before the freeze (`leadMs`), so that some are in the
+ * store's hands when it stops; then thaws it. Each answer is a normal one or a 503 with
+ * `Retry-After`; a refused write must not be written, unless the answer says its outcome is unknown.
  */
 class Stall extends Command {
   readonly kind = 'stall'
   constructor(
+    readonly leadMs: number,
+    readonly gapMs: number,
     readonly ms: number,
     readonly ops: readonly Op[],
   ) {
@@ -505,23 +522,31 @@ class Stall extends Command {
   async execute(world: World): Promise<void> {
     world.trace.push(`${this}`)
     const prepared = this.ops.map((op) => prepare(world, op))
-    world.sandbox.freeze(true)
-    let answers: { conversation: Conversation; answeredAt: number }[]
-    const sentAt = world.clock.tick()
+    const sends: Promise<{ conversation: Conversation; sentAt: number; answeredAt: number }>[] = []
     try {
-      const pending = Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
+      const sending = (async () => {
+        for (const item of prepared) {
+          const sentAt = world.clock.tick()
+          sends.push(converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, sentAt, answeredAt: world.clock.tick() })))
+          await sleep(this.gapMs)
+        }
+      })()
+      await sleep(this.leadMs)
+      world.sandbox.freeze(true)
+      await sending
       await sleep(this.ms)
       world.sandbox.freeze(false)
-      answers = await pending
+      await Promise.all(sends)
     } finally {
       world.sandbox.freeze(false)
     }
+    const answers = await Promise.all(sends)
     world.trace.push(`  answers: ${answers.map(({ conversation }) => conversation.answers[0]?.status ?? 'none').join(' ')}`)
-    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt, { refuse: true })
+    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], answers[i]!.sentAt, answers[i]!.answeredAt, { refuse: true })
     await untilServing(world)
   }
   toString(): string {
-    return `stall(${this.ms} ms: ${this.ops.map(showOp).join(', ')})`
+    return `stall(${this.ms} ms, from ${this.leadMs} ms into sending one request every ${this.gapMs} ms: ${this.ops.map(showOp).join(', ')})`
   }
 }
 
@@ -595,11 +620,11 @@ function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
     ['half-close', fc.oneof(validCreateArb, listArb).map((op) => new HalfClose(op)), 1],
     ['slow-reader', fc.tuple(tenantArb, fc.integer({ min: 5, max: 40 }), fc.integer({ min: 50, max: 400 }), fc.oneof(validCreateArb, listArb)).map(([tenant, lists, pauseMs, other]) => new SlowReader(tenant, lists, pauseMs, other.tenant === tenant ? { ...other, tenant: (tenant + 1) % TENANTS } : other)), 1],
     ['leave', tenantArb.map((tenant) => new Leave(tenant)), 1],
-    ['stall', fc.tuple(fc.integer({ min: 100, max: store === 'redis' ? 2500 : 600 }), fc.array(concurrentOpArb, { minLength: 1, maxLength: 4 })).map(([ms, ops]) => new Stall(ms, ops)), 1],
+    ['stall', fc.tuple(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 100, max: store === 'redis' ? 3500 : 600 }), fc.array(concurrentOpArb, { minLength: 1, maxLength: 10 })).map(([leadMs, gapMs, ms, ops]) => new Stall(leadMs, gapMs, ms, ops)), 1],
     ['restart', fc.constant(new Restart('SIGTERM', [], 0)), 1],
     ['kill-9', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 5 }), fc.integer({ min: 0, max: 30 })).map(([ops, ms]) => new Restart('SIGKILL', ops, ms)), 1],
   ]
-  return arbs.filter(([kind]) => !KNOWN_OPEN.includes(kind)).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb))
+  return arbs.filter(([kind]) => !KNOWN_OPEN.includes(kind) && (ONLY === undefined || ONLY.includes(kind))).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb))
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -621,6 +646,7 @@ describe.each(STORES)('model-based: random conversations checked against a seque
         }, commands)
         // Every tenant's list, once more at the end.
         for (let tenant = 0; tenant < TENANTS; tenant++) await perform(world!, { kind: 'list', tenant })
+        if (VERBOSE) console.log(world!.trace.join('\n'))
       } catch (error) {
         const trace = world ? `\nWhat happened:\n  ${world.trace.join('\n  ')}\nWhat the model allows:\n  ${world.tenants.map((tenant, i) => `${'abc'[i]}: ${tenant.describe()}`).join('\n  ')}` : ''
         throw new Error(`${(error as Error).message}${trace}`, { cause: error })
