@@ -30,6 +30,8 @@ export interface Conversation {
   readonly closedEarly: boolean
   /** Whether `waitMs` passed before every request had its answer. */
   readonly timedOut: boolean
+  /** Whether the connection was refused: nothing was sent. */
+  readonly refused?: boolean
 }
 
 export interface ConversationOptions {
@@ -112,7 +114,13 @@ export class ResponseParser {
  * until each request has one, the server closes, or `waitMs` passes.
  */
 export async function converse(origin: string, requests: readonly HttpRequest[], options: ConversationOptions = {}): Promise<Conversation> {
-  const socket = await openSocket(origin)
+  let socket: Socket
+  try {
+    socket = await openSocket(origin)
+  } catch {
+    // Refused (the server is down): no request was sent.
+    return { answers: [], closedEarly: true, timedOut: false, refused: true }
+  }
   return talk(socket, new URL(origin).host, requests, options)
 }
 
