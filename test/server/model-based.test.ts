@@ -224,7 +224,7 @@ function prepare(world: World, op: Op): Prepared {
     ...prepared,
     judge(answer, sentAt, answeredAt, allow) {
       prepared.judge(answer, sentAt, answeredAt, allow)
-      if (answer && answer.status < 500 && !(op.kind === 'reset' && op.admin)) tenant.mustBeKnown = true
+      if (answer && answer.status < 500 && !(op.kind === 'reset' && op.admin)) tenant.answered = true
     },
   }
 }
@@ -298,7 +298,7 @@ function prepareOp(world: World, op: Op): Prepared {
         request,
         judge(answer, _sentAt, _answeredAt, allow) {
           // A key's first request admits its tenant: before it, the admin token may not find it.
-          if (op.kind === 'reset' && op.admin && answer?.status === 404 && !tenant.mustBeKnown && errorOf(answer).code === 'unknown_tenant') return
+          if (op.kind === 'reset' && op.admin && answer?.status === 404 && !tenant.mustBeKnown(world.sandbox.durable, START_SCENARIO) && errorOf(answer).code === 'unknown_tenant') return
           if (!answer) {
             if (!allow.drop) throw unexpected(answer, allow)
             return tenant.reseeded(scenario, false)

@@ -104,11 +104,8 @@ function settle(state: TenantState, listed: readonly Category[], answeredAt: num
 /** One tenant: the states it may be in. */
 export class TenantModel {
   #candidates: TenantState[]
-  /**
-   * Whether the server must know the tenant (for the admin token's `?tenant=`): it answered one
-   * of its key's requests since it started, or the tenant holds state on disk (a durable store).
-   */
-  mustBeKnown = false
+  /** Whether the server answered one of its key's requests since it started. */
+  answered = false
 
   constructor(scenario: string) {
     this.#candidates = [stateOf(scenario)]
@@ -117,6 +114,16 @@ export class TenantModel {
   /** The scenarios it may be on. */
   get scenarios(): string[] {
     return [...new Set(this.#candidates.map((state) => state.scenario))]
+  }
+
+  /**
+   * Whether the server must know the tenant, for the admin token's `?tenant=`: in memory, once it
+   * answered one of its key's requests; in a durable store (where any tenant may be evicted from
+   * memory) only while it holds writes, as a tenant back on the start scenario's seed is not stored.
+   */
+  mustBeKnown(durable: boolean, startScenario: string): boolean {
+    if (!durable) return this.answered
+    return this.#candidates.every((state) => state.scenario !== startScenario || state.entries.some((entry) => entry.state === 'acked'))
   }
 
   /** A create answered 201 with `category`: throws when no possible state would give that id. */
@@ -172,13 +179,12 @@ export class TenantModel {
 
   /** The server restarted: nothing in flight can still apply; in memory, the tenant is back on `startScenario`'s seed. */
   restarted(durable: boolean, startScenario: string): void {
+    this.answered = false
     if (!durable) {
       this.#candidates = [stateOf(startScenario)]
-      this.mustBeKnown = false
       return
     }
     this.#candidates = this.#candidates.map(copy)
-    this.mustBeKnown = this.#candidates.every((state) => state.scenario !== startScenario || state.entries.some((entry) => entry.state === 'acked'))
     for (const state of this.#candidates) for (const entry of state.entries) entry.final = true
   }
 
