@@ -25,7 +25,7 @@ import { dataDir, STORES, type StoreKind } from '../support/stores.js'
 import { FULL_TESTS, size } from '../support/test-scale.js'
 
 /** Every kind of command the suite generates. */
-const KINDS = ['create', 'list', 'reset', 'switch', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9'] as const
+const KINDS = ['create', 'list', 'reset', 'switch', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
 type Kind = (typeof KINDS)[number]
 
 /** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
@@ -133,8 +133,9 @@ async function openSandbox(kind: StoreKind): Promise<Sandbox> {
   // Fewer tenants in memory than a run uses: tenants of a durable store are evicted and reloaded all the time.
   if (kind.name !== 'memory') args.push('--max-tenants', String(TENANTS - 1))
   if (kind.name === 'redis') {
-    // Its own redis-server, which a stall may freeze without touching other tests.
-    redis = await startRedis()
+    // Its own redis-server, which a stall may freeze and a crash kill without touching other
+    // tests; every write on disk before Redis answers it, so a crash keeps what it acknowledged.
+    redis = await startRedis({ aof: true })
     args.push('--redis-url', redis.url)
   }
   const sandbox = new Sandbox(kind.name, args, redis)
@@ -598,6 +599,38 @@ class Restart extends Command {
   }
 }
 
+/**
+ * Redis only: `kill -9` of redis-server (append-only file, `appendfsync always`) with creates in
+ * flight, then the same server restarted on its file. The sandbox stays up: what it acknowledged
+ * must still be listed; what it refused with 503 must not be, unless the answer said unknown.
+ */
+class StoreCrash extends Command {
+  readonly kind = 'store-crash'
+  constructor(
+    readonly inFlight: readonly Op[],
+    readonly afterMs: number,
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const redis = world.sandbox.redis!
+    const prepared = this.inFlight.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    const pending = Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
+    await sleep(this.afterMs)
+    await redis.stop('SIGKILL')
+    await redis.start()
+    const answers = await pending
+    world.trace.push(`  answers: ${answers.map(({ conversation }) => conversation.answers[0]?.status ?? 'none').join(' ')}`)
+    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt, { refuse: true })
+    await untilServing(world)
+  }
+  toString(): string {
+    return `store-crash(kill -9 of redis-server after ${this.afterMs} ms, in flight: ${this.inFlight.map(showOp).join(', ')})`
+  }
+}
+
 // ---- generators ------------------------------------------------------------------------------
 
 const tenantArb = fc.integer({ min: 0, max: TENANTS - 1 })
@@ -631,6 +664,7 @@ function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
     ['restart', fc.constant(new Restart('SIGTERM', [], 0)), 1],
     ['kill-9', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 5 }), fc.integer({ min: 0, max: 30 })).map(([ops, ms]) => new Restart('SIGKILL', ops, ms)), 1],
   ]
+  if (store === 'redis') arbs.push(['store-crash', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 20 })).map(([ops, ms]) => new StoreCrash(ops, ms)), 1])
   return arbs.filter(([kind]) => !KNOWN_OPEN.includes(kind) && (ONLY === undefined || ONLY.includes(kind))).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb))
 }
 
