@@ -63,6 +63,8 @@ function mismatch(state: TenantState, listed: readonly Category[], sentAt: numbe
   const matched: Entry[] = []
   for (const [i, category] of created.entries()) {
     const entry = state.entries.find((candidate) => candidate.name === category.name)
+    const sameId = state.entries.find((candidate) => candidate.id === category.id)
+    if (!entry && sameId) return `lists ${show(category)}, acknowledged as ${JSON.stringify({ id: sameId.id, name: sameId.name, description: sameId.description })}`
     if (!entry) return `lists ${show(category)}, which no create of this tenant since its last reset was acknowledged or left unknown (a ghost, or another tenant's)`
     if (seen.has(entry.name)) return `lists ${JSON.stringify(entry.name)} twice`
     seen.add(entry.name)
