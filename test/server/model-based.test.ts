@@ -1,0 +1,728 @@
+/**
+ * Model-based tests of the standalone server (issue 20): fast-check drives random sequences of
+ * creates (valid and invalid bodies), lists, resets (API key or admin token) and scenario switches
+ * from three tenants of a spawned `petstore-sandbox serve`, on plain connections and on raw ones:
+ * pipelined requests (several tenants on one connection), a half-close after a complete request, a
+ * slow reader, a client that leaves before its answer, bursts of concurrent requests, store stalls
+ * (SIGSTOP of redis-server; of the sandbox process for the memory and SQLite stores, whose
+ * database lock is exclusive), restarts (SIGTERM) and `kill -9` of the sandbox, and `kill -9` of
+ * redis-server (AOF, `appendfsync always`). Durable stores run with `--max-tenants` below the
+ * run's tenants, so tenants are evicted and reloaded throughout. Every answer is checked against a
+ * sequential model (test/support/sandbox-model.ts).
+ *
+ * Small and seeded in `npm test`; larger in the full run (`PETSTORE_FULL_TESTS=1`). A failure
+ * prints the command that replays it (`PETSTORE_MODEL_SEED=… PETSTORE_MODEL_PATH=…
+ * PETSTORE_MODEL_REPLAY_PATH=… npx vitest run test/server/model-based.test.ts -t <store>`).
+ * `PETSTORE_MODEL_KNOWN_OPEN` (comma-separated, empty for none) overrides {@link KNOWN_OPEN}.
+ */
+import fc from 'fast-check'
+import { describe, it } from 'vitest'
+import type { Category } from '../../src/index.js'
+import { tenantId } from '../../src/server.js'
+import { converse, sendAndLeave, type Conversation, type HttpAnswer, type HttpRequest } from '../support/http-conversation.js'
+import { startRedis, type RedisServer } from '../support/redis-server.js'
+import { runCli, type CliRun } from '../support/sandbox-cli.js'
+import { Clock, TenantModel } from '../support/sandbox-model.js'
+import { dataDir, STORES, type StoreKind } from '../support/stores.js'
+import { FULL_TESTS, size } from '../support/test-scale.js'
+
+/** Every kind of command the suite generates. */
+const KINDS = ['create', 'list', 'reset', 'switch', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
+type Kind = (typeof KINDS)[number]
+
+/** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
+const OPEN_BUGS = [...KINDS, 'ambiguous-503', 'tenant-capacity', 'lone-surrogate'] as const
+type OpenBug = (typeof OPEN_BUGS)[number]
+
+/**
+ * What the suite leaves alone for now, so that it stays green until the fixes land (remove an
+ * entry with its fix; `PETSTORE_MODEL_KNOWN_OPEN=` with an empty value runs everything):
+ * - `pipelined-order`, `slow-reader`: requests pipelined on one connection are answered out of
+ *   order: a POST then a GET lists without the new category (issue 20 F07);
+ * - `half-close`: a client that half-closes after a complete POST gets no answer on SQLite and
+ *   Redis, though its category is stored (issue 20 F04);
+ * - `ambiguous-503`: on Redis, a create answered `503 storage_unavailable` while Redis was
+ *   frozen may be stored once it thaws (issue 20 F03); meanwhile such a 503 counts as an unknown outcome;
+ * - `tenant-capacity`: on Redis at `--max-tenants`, new keys arriving together get `503
+ *   tenant_capacity` though every tenant could leave memory (issue 20 F12); meanwhile it counts as a refusal;
+ * - `lone-surrogate`: names holding a lone surrogate (`"a\ud800b"`) are left out of the creates:
+ *   SQLite answers 201 and then lists the name changed (issue 20 F08).
+ */
+const KNOWN_OPEN: readonly OpenBug[] = names('PETSTORE_MODEL_KNOWN_OPEN') ?? ['pipelined-order', 'slow-reader', 'half-close', 'ambiguous-503', 'tenant-capacity', 'lone-surrogate']
+
+/** `PETSTORE_MODEL_ONLY=stall,list`: only these command kinds, to chase one kind of bug. */
+const ONLY = names('PETSTORE_MODEL_ONLY')
+
+/** The comma-separated names in the variable `variable`, or undefined when it is unset. */
+function names(variable: string): readonly OpenBug[] | undefined {
+  const text = process.env[variable]
+  if (text === undefined) return undefined
+  const list = text.split(',').map((name) => name.trim()).filter(Boolean)
+  for (const name of list) if (!(OPEN_BUGS as readonly string[]).includes(name)) throw new Error(`${variable}: no command kind or open bug ${name}. Known: ${OPEN_BUGS.join(', ')}`)
+  return list as OpenBug[]
+}
+
+/** `PETSTORE_MODEL_VERBOSE=1`: print every run's trace. */
+const VERBOSE = Boolean(process.env['PETSTORE_MODEL_VERBOSE'])
+
+const SEED = Number(process.env['PETSTORE_MODEL_SEED'] ?? 20_261_126)
+const PATH = process.env['PETSTORE_MODEL_PATH'] || undefined
+/** The commands' own replay path (fast-check prints it as `replayPath` in the counterexample): with SEED and PATH, replays the shrunk sequence exactly. */
+const REPLAY_PATH = process.env['PETSTORE_MODEL_REPLAY_PATH'] || undefined
+const RUNS = size('PETSTORE_MODEL_RUNS', 5, 12)
+const MAX_COMMANDS = size('PETSTORE_MODEL_COMMANDS', 12, 30)
+/** Stop starting new runs (and shrinking) after this long: seconds, not minutes. */
+const TIME_LIMIT_MS = FULL_TESTS ? 60_000 : 15_000
+
+const ADMIN_TOKEN = 'model-admin-token'
+const START_SCENARIO = 'default'
+const SCENARIOS = ['default', 'empty', 'after-sunset'] as const
+const TENANTS = 3
+
+// ---- the system under test ----------------------------------------------------------------
+
+/** `petstore-sandbox serve` in a child process, restarted on the same data. */
+class Sandbox {
+  origin = ''
+  #run: CliRun | undefined
+
+  constructor(
+    readonly store: StoreKind['name'],
+    readonly args: readonly string[],
+    readonly redis: RedisServer | undefined,
+  ) {}
+
+  get running(): boolean {
+    return this.#run !== undefined
+  }
+
+  get durable(): boolean {
+    return this.store !== 'memory'
+  }
+
+  async start(): Promise<void> {
+    const run = runCli(['serve', '--port', '0', '--quiet', '--any-key', '--admin-token', ADMIN_TOKEN, '--scenario', START_SCENARIO, ...this.args])
+    await run.waitFor('Ctrl+C stops it')
+    this.origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(run.stdout())![1]!
+    this.#run = run
+  }
+
+  /** Stops the process (SIGTERM: it finishes what is in flight; SIGKILL: a crash) and starts another on the same data. */
+  async restart(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    await this.stop(signal)
+    await this.start()
+  }
+
+  async stop(signal: 'SIGTERM' | 'SIGKILL'): Promise<void> {
+    const run = this.#run
+    if (!run) return
+    this.#run = undefined
+    run.child.kill('SIGCONT')
+    run.child.kill(signal)
+    await run.exited
+  }
+
+  /** Freezes the store: redis-server when there is one, else the sandbox process itself. */
+  freeze(frozen: boolean): void {
+    const signal = frozen ? 'SIGSTOP' : 'SIGCONT'
+    if (this.redis) this.redis.signal(signal)
+    else this.#run?.child.kill(signal)
+  }
+}
+
+async function openSandbox(kind: StoreKind): Promise<Sandbox> {
+  let redis: RedisServer | undefined
+  let args: string[] = []
+  if (kind.name === 'sqlite') args = ['--data-dir', dataDir()]
+  // Fewer tenants in memory than a run uses: tenants of a durable store are evicted and reloaded all the time.
+  if (kind.name !== 'memory') args.push('--max-tenants', String(TENANTS - 1))
+  if (kind.name === 'redis') {
+    // Its own redis-server, which a stall may freeze and a crash kill without touching other
+    // tests; every write on disk before Redis answers it, so a crash keeps what it acknowledged.
+    redis = await startRedis({ aof: true })
+    args.push('--redis-url', redis.url)
+  }
+  const sandbox = new Sandbox(kind.name, args, redis)
+  await sandbox.start()
+  return sandbox
+}
+
+// ---- one run's world: the sandbox, its tenants and their model ------------------------------
+
+interface World {
+  readonly sandbox: Sandbox
+  /** This run's keys: fresh tenants for every run (and every shrink). */
+  readonly keys: readonly string[]
+  readonly tenants: readonly TenantModel[]
+  readonly clock: Clock
+  /** What happened so far, for the failure message. */
+  readonly trace: string[]
+  counter: number
+}
+
+let runs = 0
+/** Commands run, by kind, for the figures a run prints. */
+const ran = new Map<Kind, number>()
+
+function newWorld(sandbox: Sandbox): World {
+  const run = ++runs
+  const keys = Array.from({ length: TENANTS }, (_, i) => `model-${process.pid}-${run}-${'abc'[i]}`)
+  return { sandbox, keys, tenants: keys.map(() => new TenantModel(START_SCENARIO)), clock: new Clock(), trace: [], counter: 0 }
+}
+
+// ---- operations: one request and how to judge its answer -----------------------------------
+
+type Body = { readonly valid: true; readonly suffix: string; readonly description: string | undefined } | { readonly valid: false; readonly text: string }
+
+type Op =
+  | { readonly kind: 'create'; readonly tenant: number; readonly body: Body }
+  | { readonly kind: 'list'; readonly tenant: number }
+  | { readonly kind: 'reset'; readonly tenant: number; readonly admin: boolean }
+  | { readonly kind: 'switch'; readonly tenant: number; readonly scenario: string }
+
+const showOp = (op: Op): string => {
+  const who = 'abc'[op.tenant]
+  switch (op.kind) {
+    case 'create':
+      return op.body.valid ? `create(${who}${op.body.suffix ? ` +${JSON.stringify(op.body.suffix)}` : ''}${op.body.description === undefined ? '' : ` desc ${JSON.stringify(op.body.description)}`})` : `create(${who} invalid ${op.body.text.slice(0, 30)})`
+    case 'list':
+      return `list(${who})`
+    case 'reset':
+      return `reset(${who}${op.admin ? ' by admin' : ''})`
+    case 'switch':
+      return `switch(${who} → ${op.scenario})`
+  }
+}
+
+/** What the circumstances allow besides a plain answer. */
+interface Allowance {
+  /** No answer at all (the server was killed, the client left). */
+  readonly drop?: boolean
+  /** 503 with `Retry-After` (the store was frozen). */
+  readonly refuse?: boolean
+}
+
+interface Prepared {
+  readonly request: HttpRequest
+  readonly label: string
+  /** Checks the answer (undefined: none came) against the model and updates it. */
+  judge(answer: HttpAnswer | undefined, sentAt: number, answeredAt: number, allow: Allowance): void
+}
+
+const INVALID_BODIES = ['{}', '{"name":""}', '{"name":5}', 'not json', '{"name":"x","description":7}', `{"name":"${'n'.repeat(201)}"}`, '[]', 'null']
+
+/** A 503 whose message says the write may or may not have happened. */
+const saysUnknown = (message: string) => /unknown|may have|might have|may or may not/i.test(message)
+
+function errorOf(answer: HttpAnswer): { code: string; message: string } {
+  const body = JSON.parse(answer.body) as { code?: unknown; message?: unknown; status?: unknown }
+  if (typeof body.code !== 'string' || typeof body.message !== 'string' || body.status !== answer.status) {
+    throw new Error(`${answer.status} without the Error body: ${answer.body.slice(0, 200)}`)
+  }
+  return { code: body.code, message: body.message }
+}
+
+function prepare(world: World, op: Op): Prepared {
+  const prepared = prepareOp(world, op)
+  const tenant = world.tenants[op.tenant]!
+  return {
+    ...prepared,
+    judge(answer, sentAt, answeredAt, allow) {
+      prepared.judge(answer, sentAt, answeredAt, allow)
+      if (answer && answer.status < 500 && !(op.kind === 'reset' && op.admin)) tenant.answered = true
+    },
+  }
+}
+
+function prepareOp(world: World, op: Op): Prepared {
+  const key = world.keys[op.tenant]!
+  const tenant = world.tenants[op.tenant]!
+  const requestId = `model-${++world.counter}`
+  const headers = { authorization: `Bearer ${key}`, 'x-request-id': requestId }
+  const label = `${showOp(op)} [${requestId}]`
+  const unexpected = (answer: HttpAnswer | undefined, allow: Allowance): Error =>
+    new Error(`${label}: ${answer ? `${answer.status} ${answer.body.slice(0, 300)}` : 'no answer'}${allow.refuse ? ' (store frozen)' : ''}${allow.drop ? ' (dropping allowed)' : ''}`)
+  /** A 503 allowed while the store is frozen: whether its message says the outcome is unknown. */
+  const refused = (answer: HttpAnswer, allow: Allowance): boolean | undefined => {
+    if (answer.status !== 503) return undefined
+    const error = errorOf(answer)
+    // Every tenant of a durable store may leave memory: a new key is never refused for room.
+    const openCapacity = error.code === 'tenant_capacity' && world.sandbox.store === 'redis' && KNOWN_OPEN.includes('tenant-capacity')
+    if (!(allow.refuse || openCapacity)) return undefined
+    if (answer.headers['retry-after'] === undefined) throw new Error(`${label}: 503 ${error.code} without Retry-After`)
+    return saysUnknown(error.message) || (world.sandbox.store === 'redis' && KNOWN_OPEN.includes('ambiguous-503'))
+  }
+  switch (op.kind) {
+    case 'create': {
+      const { body } = op
+      const name = body.valid ? `${'abc'[op.tenant]}${world.counter}${body.suffix}` : ''
+      const input = body.valid ? (body.description === undefined ? { name } : { name, description: body.description }) : undefined
+      const text = input ? JSON.stringify(input) : (body as { text: string }).text
+      return {
+        label,
+        request: { method: 'POST', path: '/v1/categories', headers: { ...headers, 'content-type': 'application/json' }, body: text },
+        judge(answer, sentAt, answeredAt, allow) {
+          if (!answer) {
+            if (!allow.drop) throw unexpected(answer, allow)
+            if (input) tenant.maybeCreated(input, sentAt)
+            return
+          }
+          const unknown = refused(answer, allow)
+          if (unknown !== undefined) {
+            if (unknown && input) tenant.maybeCreated(input, sentAt)
+            return
+          }
+          if (input && answer.status === 201) return tenant.created(JSON.parse(answer.body) as Category, input, sentAt, answeredAt)
+          if (!input && answer.status === 400) return void errorOf(answer)
+          // A lone surrogate may be refused, or stored exactly: never stored as something else.
+          if (input && LONE_SURROGATE.test(input.name) && answer.status === 400) return void errorOf(answer)
+          throw unexpected(answer, allow)
+        },
+      }
+    }
+    case 'list':
+      return {
+        label,
+        request: { method: 'GET', path: '/v1/categories', headers },
+        judge(answer, sentAt, answeredAt, allow) {
+          if (!answer && allow.drop) return
+          if (answer && refused(answer, allow) !== undefined) return
+          if (answer?.status !== 200) throw unexpected(answer, allow)
+          tenant.listed(JSON.parse(answer.body) as Category[], sentAt, answeredAt)
+        },
+      }
+    case 'reset':
+    case 'switch': {
+      const request: HttpRequest =
+        op.kind === 'switch'
+          ? { method: 'PUT', path: '/__sandbox/scenario', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: op.scenario }) }
+          : op.admin
+            ? { method: 'POST', path: `/__sandbox/reset?tenant=${tenantId(key)}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'x-request-id': requestId } }
+            : { method: 'POST', path: '/__sandbox/reset', headers }
+      const scenario = op.kind === 'switch' ? op.scenario : undefined
+      return {
+        label,
+        request,
+        judge(answer, _sentAt, _answeredAt, allow) {
+          // A key's first request admits its tenant: before it, the admin token may not find it.
+          if (op.kind === 'reset' && op.admin && answer?.status === 404 && !tenant.mustBeKnown(world.sandbox.durable, START_SCENARIO) && errorOf(answer).code === 'unknown_tenant') return
+          if (!answer) {
+            if (!allow.drop) throw unexpected(answer, allow)
+            return tenant.reseeded(scenario, false)
+          }
+          const unknown = refused(answer, allow)
+          if (unknown !== undefined) {
+            if (unknown) tenant.reseeded(scenario, false)
+            return
+          }
+          if (answer.status !== 200) throw unexpected(answer, allow)
+          const reply = JSON.parse(answer.body) as { scenario?: { name?: unknown } }
+          const expected = scenario ?? tenant.scenarios
+          if (!(typeof reply.scenario?.name === 'string' && [expected].flat().includes(reply.scenario.name))) {
+            throw new Error(`${label}: 200 ${answer.body.slice(0, 200)}, expected the scenario ${JSON.stringify(expected)}`)
+          }
+          tenant.reseeded(scenario ?? reply.scenario.name)
+        },
+      }
+    }
+  }
+}
+
+/** Sends `op` on its own connection and judges the answer. */
+async function perform(world: World, op: Op, allow: Allowance = {}, options: { halfClose?: boolean } = {}): Promise<void> {
+  const prepared = prepare(world, op)
+  const sentAt = world.clock.tick()
+  const conversation = await converse(world.sandbox.origin, [prepared.request], { halfClose: options.halfClose ?? false })
+  const answeredAt = world.clock.tick()
+  const answer = conversation.answers[0]
+  world.trace.push(`${prepared.label}${options.halfClose ? ' half-closed' : ''} → ${answer ? answer.status : `no answer${conversation.timedOut ? ' (timed out)' : ''}`}`)
+  prepared.judge(answer, sentAt, answeredAt, allow)
+}
+
+/**
+ * Judges the answers of one pipelined conversation in order: request i counts as sent once
+ * answer i-1 came, since one connection is one ordered conversation.
+ */
+function judgeConversation(world: World, prepared: readonly Prepared[], conversation: Conversation, sentAt: number, allow: Allowance): void {
+  let previous = sentAt
+  world.trace.push(`  answers: ${conversation.answers.map((answer) => answer.status).join(' ') || 'none'}${conversation.closedEarly ? ' (closed early)' : ''}${conversation.timedOut ? ' (timed out)' : ''}`)
+  for (const [i, item] of prepared.entries()) {
+    const answer = conversation.answers[i]
+    const answeredAt = world.clock.tick()
+    try {
+      item.judge(answer, previous, answeredAt, allow)
+    } catch (error) {
+      throw new Error(`pipelined request ${i + 1} of ${prepared.length}: ${(error as Error).message}`, { cause: error })
+    }
+    previous = answeredAt
+  }
+}
+
+// ---- commands --------------------------------------------------------------------------------
+
+abstract class Command implements fc.AsyncCommand<World, World> {
+  abstract readonly kind: Kind
+  check(): boolean {
+    return true
+  }
+  run(world: World): Promise<void> {
+    ran.set(this.kind, (ran.get(this.kind) ?? 0) + 1)
+    return this.execute(world)
+  }
+  abstract execute(world: World): Promise<void>
+  abstract toString(): string
+}
+
+class Single extends Command {
+  readonly kind: Kind
+  constructor(readonly op: Op) {
+    super()
+    this.kind = op.kind
+  }
+  async execute(world: World): Promise<void> {
+    await perform(world, this.op)
+  }
+  toString(): string {
+    return showOp(this.op)
+  }
+}
+
+/** Several requests at once, each on its own connection. */
+class Burst extends Command {
+  readonly kind = 'burst'
+  constructor(readonly ops: readonly Op[]) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const prepared = this.ops.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    const answers = await Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
+    world.trace.push(`  answers: ${answers.map(({ conversation }) => conversation.answers[0]?.status ?? 'none').join(' ')}`)
+    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt, {})
+  }
+  toString(): string {
+    return `burst[${this.ops.map(showOp).join(', ')}]`
+  }
+}
+
+/** Several requests, of any tenants, written at once on one connection. */
+class Pipelined extends Command {
+  readonly kind = 'pipelined-order'
+  constructor(readonly ops: readonly Op[]) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const prepared = this.ops.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    const conversation = await converse(world.sandbox.origin, prepared.map((item) => item.request))
+    judgeConversation(world, prepared, conversation, sentAt, {})
+  }
+  toString(): string {
+    return `pipelined[${this.ops.map(showOp).join(', ')}]`
+  }
+}
+
+/** One request, then the client ends its writing side (a half-close): the answer must still come. */
+class HalfClose extends Command {
+  readonly kind = 'half-close'
+  constructor(readonly op: Op) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    try {
+      await perform(world, this.op, {}, { halfClose: true })
+    } catch (error) {
+      if (!/: no answer/.test((error as Error).message) || this.op.kind !== 'create') throw error
+      // Say whether the silence hid a write: the model takes it as unknown, and a list tells.
+      const name = `${'abc'[this.op.tenant]}${world.counter}`
+      const conversation = await converse(world.sandbox.origin, [{ method: 'GET', path: '/v1/categories', headers: { authorization: `Bearer ${world.keys[this.op.tenant]!}` } }])
+      const listed = JSON.parse(conversation.answers[0]?.body ?? '[]') as Category[]
+      const stored = listed.find((category) => category.name.startsWith(name))
+      throw new Error(`${(error as Error).message} to a complete POST on a half-closed connection; the category is ${stored ? `stored: ${JSON.stringify(stored)}` : 'not listed'}`, { cause: error })
+    }
+  }
+  toString(): string {
+    return `half-close[${showOp(this.op)}]`
+  }
+}
+
+/**
+ * Lists pipelined around a create on one connection that stops reading for a while; meanwhile
+ * another tenant is served. Then it reads on, and every answer must be in order.
+ */
+class SlowReader extends Command {
+  readonly kind = 'slow-reader'
+  constructor(
+    readonly tenant: number,
+    readonly lists: number,
+    readonly pauseMs: number,
+    readonly other: Op,
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const ops: Op[] = [
+      ...Array.from({ length: this.lists }, (): Op => ({ kind: 'list', tenant: this.tenant })),
+      { kind: 'create', tenant: this.tenant, body: { valid: true, suffix: ' slow', description: undefined } },
+      ...Array.from({ length: this.lists }, (): Op => ({ kind: 'list', tenant: this.tenant })),
+    ]
+    const prepared = ops.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    let sent!: () => void
+    const written = new Promise<void>((resolve) => (sent = resolve))
+    const slow = converse(world.sandbox.origin, prepared.map((item) => item.request), { pauseMs: this.pauseMs, onSent: sent })
+    await written
+    // While the slow reader does not read, the other tenant is served (its own ordering applies).
+    await perform(world, this.other)
+    judgeConversation(world, prepared, await slow, sentAt, {})
+  }
+  toString(): string {
+    return `slow-reader(${'abc'[this.tenant]}: ${this.lists} lists, create, ${this.lists} lists; not reading for ${this.pauseMs} ms; meanwhile ${showOp(this.other)})`
+  }
+}
+
+/** A complete create, then the client leaves without its answer: the create may or may not be written. */
+class Leave extends Command {
+  readonly kind = 'leave'
+  constructor(readonly tenant: number) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    const prepared = prepare(world, { kind: 'create', tenant: this.tenant, body: { valid: true, suffix: ' left', description: undefined } })
+    const sentAt = world.clock.tick()
+    await sendAndLeave(world.sandbox.origin, prepared.request)
+    world.trace.push(`${prepared.label}, client left`)
+    prepared.judge(undefined, sentAt, world.clock.tick(), { drop: true })
+    await untilJournaled(world, this.tenant, prepared.request.headers!['x-request-id']!)
+  }
+  toString(): string {
+    return `leave(${'abc'[this.tenant]})`
+  }
+}
+
+/**
+ * Waits (up to 3 s) until the tenant's journal holds the request: the server has finished it, so
+ * it cannot write later than the commands that follow (a reset would otherwise race it).
+ */
+async function untilJournaled(world: World, tenant: number, requestId: string): Promise<void> {
+  const deadline = Date.now() + 3000
+  while (Date.now() < deadline) {
+    const conversation = await converse(world.sandbox.origin, [{ method: 'GET', path: '/__sandbox/requests', headers: { authorization: `Bearer ${world.keys[tenant]!}` } }])
+    const answer = conversation.answers[0]
+    if (answer?.status === 200 && (JSON.parse(answer.body) as { requestId?: string }[]).some((entry) => entry.requestId === requestId)) return
+    await sleep(50)
+  }
+}
+
+/**
+ * Freezes the store (redis-server, or the sandbox process for memory and SQLite) for a while,
+ * with requests sent one every `gapMs` from before the freeze (`leadMs`), so that some are in the
+ * store's hands when it stops; then thaws it. Each answer is a normal one or a 503 with
+ * `Retry-After`; a refused write must not be written, unless the answer says its outcome is unknown.
+ */
+class Stall extends Command {
+  readonly kind = 'stall'
+  constructor(
+    readonly leadMs: number,
+    readonly gapMs: number,
+    readonly ms: number,
+    readonly ops: readonly Op[],
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const prepared = this.ops.map((op) => prepare(world, op))
+    const sends: Promise<{ conversation: Conversation; sentAt: number; answeredAt: number }>[] = []
+    try {
+      const sending = (async () => {
+        for (const item of prepared) {
+          const sentAt = world.clock.tick()
+          sends.push(converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, sentAt, answeredAt: world.clock.tick() })))
+          await sleep(this.gapMs)
+        }
+      })()
+      await sleep(this.leadMs)
+      world.sandbox.freeze(true)
+      await sending
+      await sleep(this.ms)
+      world.sandbox.freeze(false)
+      await Promise.all(sends)
+    } finally {
+      world.sandbox.freeze(false)
+    }
+    const answers = await Promise.all(sends)
+    world.trace.push(`  answers: ${answers.map(({ conversation }) => conversation.answers[0]?.status ?? 'none').join(' ')}`)
+    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], answers[i]!.sentAt, answers[i]!.answeredAt, { refuse: true })
+    await untilServing(world)
+  }
+  toString(): string {
+    return `stall(${this.ms} ms, from ${this.leadMs} ms into sending one request every ${this.gapMs} ms: ${this.ops.map(showOp).join(', ')})`
+  }
+}
+
+/** Waits (up to 15 s) until the store answers again after a stall: health 200. */
+async function untilServing(world: World): Promise<void> {
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    const conversation = await converse(world.sandbox.origin, [{ method: 'GET', path: '/__sandbox/health' }])
+    if (conversation.answers[0]?.status === 200) return
+    await sleep(100)
+  }
+  throw new Error('the sandbox did not answer health 200 within 15 s of the stall')
+}
+
+/** Restarts the server on the same data: SIGTERM, or `kill -9` with creates in flight. */
+class Restart extends Command {
+  readonly kind: Kind
+  constructor(
+    readonly signal: 'SIGTERM' | 'SIGKILL',
+    readonly inFlight: readonly Op[],
+    readonly afterMs: number,
+  ) {
+    super()
+    this.kind = signal === 'SIGKILL' ? 'kill-9' : 'restart'
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const prepared = this.inFlight.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    const pending = Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
+    if (this.signal === 'SIGKILL') await sleep(this.afterMs)
+    else await pending
+    await world.sandbox.stop(this.signal)
+    const answers = await pending
+    world.trace.push(`  answers: ${answers.map(({ conversation }) => conversation.answers[0]?.status ?? 'none').join(' ')}`)
+    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt, { drop: this.signal === 'SIGKILL' })
+    await world.sandbox.start()
+    for (const tenant of world.tenants) tenant.restarted(world.sandbox.durable, START_SCENARIO)
+  }
+  toString(): string {
+    return this.signal === 'SIGKILL' ? `kill-9(after ${this.afterMs} ms, in flight: ${this.inFlight.map(showOp).join(', ')})` : 'restart(SIGTERM)'
+  }
+}
+
+/**
+ * Redis only: `kill -9` of redis-server (append-only file, `appendfsync always`) with creates in
+ * flight, then the same server restarted on its file. The sandbox stays up: what it acknowledged
+ * must still be listed; what it refused with 503 must not be, unless the answer said unknown.
+ */
+class StoreCrash extends Command {
+  readonly kind = 'store-crash'
+  constructor(
+    readonly inFlight: readonly Op[],
+    readonly afterMs: number,
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const redis = world.sandbox.redis!
+    const prepared = this.inFlight.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    const pending = Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
+    await sleep(this.afterMs)
+    await redis.stop('SIGKILL')
+    await redis.start()
+    const answers = await pending
+    world.trace.push(`  answers: ${answers.map(({ conversation }) => conversation.answers[0]?.status ?? 'none').join(' ')}`)
+    for (const [i, item] of prepared.entries()) item.judge(answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt, { refuse: true })
+    await untilServing(world)
+  }
+  toString(): string {
+    return `store-crash(kill -9 of redis-server after ${this.afterMs} ms, in flight: ${this.inFlight.map(showOp).join(', ')})`
+  }
+}
+
+// ---- generators ------------------------------------------------------------------------------
+
+const tenantArb = fc.integer({ min: 0, max: TENANTS - 1 })
+/** Names at the length limit (200), and (unless left open) names holding a lone surrogate. */
+const SUFFIXES = ['', '', ' é', ' 🐈', ' "q"', ' \\ b', ' <i>', ` ${'x'.repeat(180)}`, ...(KNOWN_OPEN.includes('lone-surrogate') ? [] : [' a\ud800b', ' \udfff'])]
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+const validBody: fc.Arbitrary<Body> = fc.record({
+  valid: fc.constant(true as const),
+  suffix: fc.constantFrom(...SUFFIXES),
+  description: fc.constantFrom(undefined, undefined, 'd', 'ü and "quotes"'),
+})
+const invalidBody: fc.Arbitrary<Body> = fc.constantFrom(...INVALID_BODIES).map((text) => ({ valid: false as const, text }))
+const createArb = fc.record({ kind: fc.constant('create' as const), tenant: tenantArb, body: fc.oneof({ arbitrary: validBody, weight: 4 }, { arbitrary: invalidBody, weight: 1 }) })
+const validCreateArb = fc.record({ kind: fc.constant('create' as const), tenant: tenantArb, body: validBody })
+const listArb = fc.record({ kind: fc.constant('list' as const), tenant: tenantArb })
+const resetArb = fc.record({ kind: fc.constant('reset' as const), tenant: tenantArb, admin: fc.boolean() })
+const switchArb = fc.record({ kind: fc.constant('switch' as const), tenant: tenantArb, scenario: fc.constantFrom(...SCENARIOS) })
+const opArb: fc.Arbitrary<Op> = fc.oneof({ arbitrary: createArb, weight: 4 }, { arbitrary: listArb, weight: 3 }, { arbitrary: resetArb, weight: 1 }, { arbitrary: switchArb, weight: 1 })
+/** Requests for one connection: most of them of one tenant (whose writes and reads must keep their order), some of others. */
+const pipelineArb: fc.Arbitrary<Op[]> = fc
+  .tuple(tenantArb, fc.array(fc.tuple(opArb, fc.integer({ min: 0, max: 3 })), { minLength: 2, maxLength: 6 }))
+  .map(([main, items]) => items.map(([op, dice]) => (dice < 3 ? { ...op, tenant: main } : op)))
+/** What may run concurrently: creates and lists (a reset racing a create has no single expected outcome). */
+const concurrentOpArb: fc.Arbitrary<Op> = fc.oneof(createArb, listArb)
+
+function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
+  const arbs: [Kind, fc.Arbitrary<Command>, number][] = [
+    ['create', createArb.map((op) => new Single(op)), 4],
+    ['list', listArb.map((op) => new Single(op)), 3],
+    ['reset', resetArb.map((op) => new Single(op)), 1],
+    ['switch', switchArb.map((op) => new Single(op)), 1],
+    ['burst', fc.array(concurrentOpArb, { minLength: 2, maxLength: 6 }).map((ops) => new Burst(ops)), 2],
+    ['pipelined-order', pipelineArb.map((ops) => new Pipelined(ops)), 3],
+    ['half-close', fc.oneof(validCreateArb, listArb).map((op) => new HalfClose(op)), 1],
+    ['slow-reader', fc.tuple(tenantArb, fc.integer({ min: 5, max: 40 }), fc.integer({ min: 50, max: 400 }), fc.oneof(validCreateArb, listArb)).map(([tenant, lists, pauseMs, other]) => new SlowReader(tenant, lists, pauseMs, other.tenant === tenant ? { ...other, tenant: (tenant + 1) % TENANTS } : other)), 1],
+    ['leave', tenantArb.map((tenant) => new Leave(tenant)), 1],
+    ['stall', fc.tuple(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 100, max: store === 'redis' ? 3500 : 600 }), fc.array(concurrentOpArb, { minLength: 1, maxLength: 10 })).map(([leadMs, gapMs, ms, ops]) => new Stall(leadMs, gapMs, ms, ops)), 1],
+    ['restart', fc.constant(new Restart('SIGTERM', [], 0)), 1],
+    ['kill-9', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 5 }), fc.integer({ min: 0, max: 30 })).map(([ops, ms]) => new Restart('SIGKILL', ops, ms)), 1],
+  ]
+  if (store === 'redis') arbs.push(['store-crash', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 20 })).map(([ops, ms]) => new StoreCrash(ops, ms)), 1])
+  return arbs.filter(([kind]) => !KNOWN_OPEN.includes(kind) && (ONLY === undefined || ONLY.includes(kind))).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb))
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+// ---- the suite -------------------------------------------------------------------------------
+
+describe.each(STORES)('model-based: random conversations checked against a sequential model ($name store, issue 20)', (kind) => {
+  it('acknowledged writes stay visible in order, nothing unacknowledged appears, ids count up, resets reseed, tenants stay apart', { timeout: TIME_LIMIT_MS + 90_000 }, async () => {
+    const sandbox = await openSandbox(kind)
+    const property = fc.asyncProperty(fc.commands(commandArbs(kind.name), { maxCommands: MAX_COMMANDS, size: 'max', replayPath: REPLAY_PATH }), async (commands) => {
+      let world: World | undefined
+      try {
+        await fc.asyncModelRun(async () => {
+          // A failed run may have left the server stopped or frozen: every run starts on a serving one.
+          sandbox.freeze(false)
+          if (!sandbox.running) await sandbox.start()
+          world = newWorld(sandbox)
+          return { model: world, real: world }
+        }, commands)
+        // Every tenant's list, once more at the end.
+        for (let tenant = 0; tenant < TENANTS; tenant++) await perform(world!, { kind: 'list', tenant })
+        if (VERBOSE) console.log(world!.trace.join('\n'))
+      } catch (error) {
+        const trace = world ? `\nWhat happened:\n  ${world.trace.join('\n  ')}\nWhat the model allows:\n  ${world.tenants.map((tenant, i) => `${'abc'[i]}: ${tenant.describe()}`).join('\n  ')}` : ''
+        throw new Error(`${(error as Error).message}${trace}`, { cause: error })
+      }
+    })
+    const details = await fc.check(property, { seed: SEED, path: PATH, numRuns: RUNS, interruptAfterTimeLimit: TIME_LIMIT_MS, markInterruptAsFailure: false })
+    console.log(`model-based (${kind.name} store): ${details.numRuns} runs, seed ${details.seed}; commands: ${[...ran].map(([name, count]) => `${name} ${count}`).join(', ')}${KNOWN_OPEN.length > 0 ? `; left out as known open: ${KNOWN_OPEN.join(', ')}` : ''}`)
+    ran.clear()
+    if (details.failed) {
+      const replayPath = /replayPath="([^"]*)"/.exec(String(details.counterexample?.[0]))?.[1]
+      const settings = [
+        ...(FULL_TESTS ? ['PETSTORE_FULL_TESTS=1'] : []),
+        `PETSTORE_MODEL_COMMANDS=${MAX_COMMANDS}`,
+        ...(process.env['PETSTORE_MODEL_KNOWN_OPEN'] === undefined ? [] : [`PETSTORE_MODEL_KNOWN_OPEN=${KNOWN_OPEN.join(',')}`]),
+        ...(ONLY === undefined ? [] : [`PETSTORE_MODEL_ONLY=${ONLY.join(',')}`]),
+        `PETSTORE_MODEL_SEED=${details.seed}`,
+        `PETSTORE_MODEL_PATH=${details.counterexamplePath ?? ''}`,
+        ...(replayPath ? [`PETSTORE_MODEL_REPLAY_PATH=${replayPath}`] : []),
+      ]
+      const replay = `${settings.join(' ')} npx vitest run test/server/model-based.test.ts -t ${kind.name}`
+      const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
+      throw new Error(`Model-based run failed (${kind.name} store). Replay: ${replay}\n\n${error}\n\n${fc.defaultReportMessage(details)}`)
+    }
+  })
+})
