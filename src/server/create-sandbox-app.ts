@@ -31,6 +31,7 @@ import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
+import { inOrder } from './conversation.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
@@ -420,9 +421,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
   )
-  /** What every request goes through first; true when it was answered (or is being answered). */
+  /** What every request goes through first (once stamped); true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
-    context.stamp(req, res)
     // CORS headers go on every answer; a preflight is answered at once.
     if (preflight(req, res)) {
       context.logWritten(req, res, undefined)
@@ -436,20 +436,39 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // of them meet a failing Redis (redis-connection.ts).
   const within: <T>(task: () => T) => T =
     settings.redisUrl === undefined ? (task) => task() : (task) => withRedisDeadline(redisDeadlineFor(limits.requestTimeoutMs), task)
-  const listener: RequestListener = (req, res) =>
-    within(() => {
-      if (!front(req, res)) adminApp()(req, res)
-    })
+  // @note A request is stamped as it arrives (its log line times its wait too), then waits for
+  // the requests ahead of it on its connection (conversation.ts); one whose connection is gone
+  // first is logged as dropped.
+  const dropped = (req: IncomingMessage, res: ServerResponse) => context.logWritten(req, res, undefined)
+  const listener: RequestListener = (req, res) => {
+    context.stamp(req, res)
+    inOrder(
+      req,
+      res,
+      () =>
+        within(() => {
+          if (!front(req, res)) adminApp()(req, res)
+        }),
+      () => dropped(req, res),
+    )
+  }
   let app: Express | undefined
   const embeddable = (): Express => {
     if (app !== undefined) return app
     app = loadExpress()()
     app.disable('x-powered-by')
-    app.use((req, res, next) =>
-      within(() => {
-        if (!front(req, res)) next()
-      }),
-    )
+    app.use((req, res, next) => {
+      context.stamp(req, res)
+      inOrder(
+        req,
+        res,
+        () =>
+          within(() => {
+            if (!front(req, res)) next()
+          }),
+        () => dropped(req, res),
+      )
+    })
     app.use(adminApp())
     return app
   }
