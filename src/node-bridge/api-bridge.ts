@@ -6,20 +6,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { UNEXPECTED, type Pipeline } from '../pipeline/pipeline.js'
 import type { ApiAnswer } from '../pipeline/api-request.js'
-import { sendError, writeJson } from './http-errors.js'
+import { sendError, writeJson, type AnswerMeter } from './http-errors.js'
 import { fromNodeRequest, requestUrl } from './node-request.js'
 
 /**
  * Answers requests whose path is under `basePath` (`/v1`) and returns true for them; returns
  * false, having done nothing, for every other request. `written` is told of each request once
  * its answer is written (or dropped), with that answer (undefined when an exception took its
- * place): the server logs it then.
+ * place): the server logs it then. `meter` counts a long answer made for its request (not one
+ * the store keeps ready) while it is sent.
  */
 export function apiBridge(
   pipeline: Pipeline,
   basePath: string,
   report: (error: unknown, req: IncomingMessage) => void = () => undefined,
   written?: (req: IncomingMessage, res: ServerResponse, answer: ApiAnswer | undefined) => void,
+  meter?: AnswerMeter,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const prefix = `${basePath}/`
   return (req, res) => {
@@ -38,7 +40,7 @@ export function apiBridge(
     }
     pipeline.handle(request, url.pathname.slice(basePath.length) || '/').then((answer) => {
       try {
-        write(res, answer)
+        write(res, answer, meter)
       } catch (error) {
         failed(error)
         return
@@ -49,7 +51,7 @@ export function apiBridge(
   }
 }
 
-function write(res: ServerResponse, answer: ApiAnswer): void {
+function write(res: ServerResponse, answer: ApiAnswer, meter: AnswerMeter | undefined): void {
   // @note A simulated network failure drops the connection, which is what the fault means.
   if (answer.kind === 'network') {
     res.destroy()
@@ -58,5 +60,5 @@ function write(res: ServerResponse, answer: ApiAnswer): void {
   // @note An answer already sent in this one's place (a 408 at the request timeout, while the
   // body was still arriving) stands.
   if (res.destroyed || res.headersSent) return
-  writeJson(res, answer.status, answer.headers, answer.body)
+  writeJson(res, answer.status, answer.headers, answer.body, answer.shared === true ? undefined : meter)
 }

@@ -188,7 +188,7 @@ export class Pipeline {
         headers = { ...extraHeaders, 'content-type': 'application/json' }
         if (status === 401) headers['www-authenticate'] = wwwAuthenticate(outcome.kind === 'error' ? outcome.code : '')
       }
-      answer = { kind: 'http', status, headers, body, tenant }
+      answer = { kind: 'http', status, headers, body, shared: outcome.kind === 'json' && outcome.text !== undefined, tenant }
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
     if (journal) {

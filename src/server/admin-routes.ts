@@ -10,7 +10,7 @@ import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
-import { sendError } from '../node-bridge/http-errors.js'
+import { sendError, writeJson, type AnswerMeter } from '../node-bridge/http-errors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
@@ -33,6 +33,8 @@ export interface AdminRoutesOptions {
   readonly scenarioAllowed: (name: string) => boolean
   /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
   readonly admit: (work: Work) => void
+  /** Counts a long answer (a tenant's state, its journal) while it is sent. @default not counted */
+  readonly meter?: AnswerMeter | undefined
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
   readonly warn?: ((message: string) => void) | undefined
 }
@@ -56,6 +58,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   const { tenants, catalog } = options
   const router = loadExpress().Router({ strict: true })
   const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
+  /** `res.json(value)`, a long answer sent in pieces and counted while it is (`writeJson`). */
+  const sendCounted = (res: Response, value: unknown) =>
+    writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.meter)
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
@@ -205,7 +210,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         return sendError(res, 'invalid_query', { name: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(status.slice(0, 50))}` })
       }
       const filter = { method: text('method'), path: text('path'), operation: text('operation'), status: status === undefined ? undefined : Number(status) }
-      res.json(await tenant.journal.all(filter))
+      sendCounted(res, await tenant.journal.all(filter))
     }),
     delete: onTenant(async ({ tenant }, _req, res) => {
       await tenant.journal.clear()
@@ -216,7 +221,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   route('/state', {
     get: onTenant(async ({ id, tenant }, _req, res) => {
       await tenant.ready
-      res.json({
+      // @note The state holds the tenant's whole list: read only while answers being sent leave room.
+      options.admit('read')
+      sendCounted(res, {
         tenant: id,
         scenario: summarize(tenant.scenario),
         categories: await tenant.store.listCategories(),

@@ -37,7 +37,7 @@ import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from './redis-storage.js'
 import { openSqliteStorage } from './sqlite-storage.js'
-import { sendError } from '../node-bridge/http-errors.js'
+import { sendError, type AnswerMeter } from '../node-bridge/http-errors.js'
 import {
   createSandboxServer,
   DEFAULT_HEADERS_TIMEOUT_MS,
@@ -339,6 +339,9 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     relieve: () => tenants.relieve(limits.memoryBudgetBytes),
   })
   const admit = (work: 'grow' | 'read') => budget.admit(work)
+  // Long answers made per request (a list read from SQLite or Redis, the admin state) count
+  // against the budget while they are sent (issue 20 F01).
+  const meter: AnswerMeter = (bytes) => budget.holdAnswer(bytes)
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
@@ -393,6 +396,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         limits,
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
+        meter,
         warn,
       }),
     )
@@ -420,6 +424,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
+    meter,
   )
   /** What every request goes through first (once stamped); true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {

@@ -1,7 +1,8 @@
 /**
  * One memory budget across all tenants: what the tenants hold (their data and journals, as
- * estimated by the core) against a byte budget, and V8's heap against its limit as a backstop.
- * Over either, the server refuses new tenants and new state (503 `over_capacity`, `Retry-After`);
+ * estimated by the core) and the large answers being sent, against a byte budget, and V8's heap
+ * against its limit as a backstop. Over either, the server refuses new tenants and new state
+ * (503 `over_capacity`, `Retry-After`), and, while answers being sent take it over, reads too;
  * near the heap limit it refuses all API work, so that it answers instead of dying.
  */
 import { getHeapStatistics } from 'node:v8'
@@ -30,6 +31,8 @@ export interface MemoryBudgetOptions {
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
 
+/** Why a read (or a write) is refused while answers being sent hold the budget. */
+const ANSWERS_REASON = 'answers being sent hold all the memory the operator allowed'
 /** Above this share of the heap limit in use, even reads are refused. */
 export const CRITICAL_HEAP_SHARE = 0.9
 /** What `Retry-After` says when the budget is spent, in seconds. */
@@ -61,6 +64,8 @@ export class MemoryBudget {
   #refusals = 0
   /** When a relief last dropped nothing. */
   #fruitlessAt = Number.NEGATIVE_INFINITY
+  /** Bytes of the answers being sent ({@link holdAnswer}). */
+  #answerBytes = 0
 
   constructor(options: MemoryBudgetOptions) {
     this.#options = options
@@ -75,23 +80,50 @@ export class MemoryBudget {
     throw new OverCapacityError(reason, RETRY_AFTER_SECONDS)
   }
 
-  /** Why `work` would be refused now, or undefined when there is room. */
+  /**
+   * Why `work` would be refused now, or undefined when there is room. A read is refused only
+   * while answers being sent take the tenants over the budget (each such read would add one).
+   */
   refusal(work: Work): string | undefined {
     const share = this.#usedHeapShare()
     if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
-    if (work === 'read') return undefined
-    if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
-    if (this.#options.heldBytes() > this.#options.budgetBytes && !this.#relieved()) return 'the tenants hold all the memory the operator allowed'
+    if (work === 'read' && this.#answerBytes === 0) return undefined
+    if (work === 'grow' && share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
+    if (this.#options.heldBytes() + this.#answerBytes > this.#options.budgetBytes && !this.#relieved()) {
+      return work === 'grow' && this.#options.heldBytes() > this.#options.budgetBytes ? 'the tenants hold all the memory the operator allowed' : ANSWERS_REASON
+    }
     return undefined
   }
 
-  /** Whether dropping what can go without loss brought the tenants within the budget. */
+  /**
+   * Counts `bytes` of an answer being sent against the budget until the function returned is
+   * called (once it is written out, or its connection is gone); calling it again does nothing.
+   * @note Answers are counted once made, not refused: the request's outcome (a create's) is
+   * already decided and journaled. Reads arriving while answers take the budget are refused instead.
+   * @example const release = budget.holdAnswer(Buffer.byteLength(body)); res.once('close', release)
+   */
+  holdAnswer(bytes: number): () => void {
+    this.#answerBytes += bytes
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      this.#answerBytes -= bytes
+    }
+  }
+
+  /** Bytes of the answers being sent now, as counted by {@link holdAnswer}. */
+  get answerBytes(): number {
+    return this.#answerBytes
+  }
+
+  /** Whether dropping what can go without loss brought the tenants and answers within the budget. */
   #relieved(): boolean {
     const relieve = this.#options.relieve
     const now = Date.now()
     if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
     if (relieve() === 0) this.#fruitlessAt = now
-    return this.#options.heldBytes() <= this.#options.budgetBytes
+    return this.#options.heldBytes() + this.#answerBytes <= this.#options.budgetBytes
   }
 
   /** How many requests were refused since start. */
