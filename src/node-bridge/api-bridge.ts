@@ -44,6 +44,10 @@ export function apiBridge(
       } catch (error) {
         failed(error)
         return
+      } finally {
+        // @note Only now, the answer counted as it is sent (`meter`): let go earlier, the read's
+        // reservation left a gap in which other reads were let through uncounted.
+        if (answer.kind === 'http') answer.release?.()
       }
       written?.(req, res, answer)
     }, failed)

@@ -42,6 +42,8 @@ export type ApiAnswer =
        * tenant's data), not a copy made for this answer: sending it holds nothing more.
        */
       readonly shared?: boolean | undefined
+      /** Lets go of what the read behind `body` reserved: the runtime calls it once the answer is counted as it is sent, or dropped. */
+      readonly release?: (() => void) | undefined
       readonly tenant?: Tenant | undefined
     }
   | { readonly kind: 'network'; readonly tenant?: Tenant | undefined }

@@ -10,6 +10,7 @@ import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
+import { listReadBytes } from '../pipeline/categories.js'
 import { sendError, writeJson, type AnswerMeter } from '../node-bridge/http-errors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
@@ -35,6 +36,8 @@ export interface AdminRoutesOptions {
   readonly admit: (work: Work) => void
   /** Counts a long answer (a tenant's state, its journal) while it is sent. @default not counted */
   readonly meter?: AnswerMeter | undefined
+  /** Reserves what reading a tenant's whole list may take, before it is read (see `PipelineOptions.reserve`). @default not counted */
+  readonly reserve?: ((bytes: number) => () => void) | undefined
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
   readonly warn?: ((message: string) => void) | undefined
 }
@@ -221,16 +224,18 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   route('/state', {
     get: onTenant(async ({ id, tenant }, _req, res) => {
       await tenant.ready
-      // @note The state holds the tenant's whole list: read only while answers being sent leave room.
+      // @note The state holds the tenant's whole list, read per request: as the API's list, its
+      // worst case is reserved before it is read (issue 20 F01).
       options.admit('read')
-      sendCounted(res, {
-        tenant: id,
-        scenario: summarize(tenant.scenario),
-        categories: await tenant.store.listCategories(),
-        pets: tenant.listPets(),
-        orders: tenant.listOrders(),
-        journalSize: await tenant.journal.count(),
-      })
+      const journalSize = await tenant.journal.count()
+      const release = options.reserve?.(listReadBytes(await tenant.store.countCategories(), options.limits))
+      try {
+        const categories = await tenant.store.listCategories()
+        // Made and counted as it is sent (`meter`) before the reservation goes: no uncounted gap.
+        sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize })
+      } finally {
+        release?.()
+      }
     }),
   })
 

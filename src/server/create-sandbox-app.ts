@@ -368,6 +368,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     limits,
     maxDelayMs: limits.requestTimeoutMs,
     admit,
+    reserve: (bytes) => budget.reserveRead(bytes),
     mayGrow: () => budget.refusal('grow') === undefined,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
   })
@@ -397,6 +398,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
         meter,
+        reserve: (bytes) => budget.reserveRead(bytes),
         warn,
       }),
     )

@@ -64,7 +64,7 @@ export class MemoryBudget {
   #refusals = 0
   /** When a relief last dropped nothing. */
   #fruitlessAt = Number.NEGATIVE_INFINITY
-  /** Bytes of the answers being sent ({@link holdAnswer}). */
+  /** Bytes of the answers being sent and the reads under way ({@link holdAnswer}, {@link reserveRead}). */
   #answerBytes = 0
 
   constructor(options: MemoryBudgetOptions) {
@@ -112,18 +112,32 @@ export class MemoryBudget {
     }
   }
 
+  /**
+   * Reserves `bytes` a read is about to take (a list made per request) until the function
+   * returned is called; throws {@link OverCapacityError} when they do not fit beside what the
+   * tenants hold and the answers and reads under way. With nothing under way a read is always
+   * let through, so that a list larger than the whole budget can still be read, one at a time.
+   */
+  reserveRead(bytes: number): () => void {
+    if (this.#answerBytes > 0 && this.#options.heldBytes() + this.#answerBytes + bytes > this.#options.budgetBytes && !this.#relieved(bytes)) {
+      this.#refusals++
+      throw new OverCapacityError(ANSWERS_REASON, RETRY_AFTER_SECONDS)
+    }
+    return this.holdAnswer(bytes)
+  }
+
   /** Bytes of the answers being sent now, as counted by {@link holdAnswer}. */
   get answerBytes(): number {
     return this.#answerBytes
   }
 
-  /** Whether dropping what can go without loss brought the tenants and answers within the budget. */
-  #relieved(): boolean {
+  /** Whether dropping what can go without loss brought the tenants and answers (and `more`) within the budget. */
+  #relieved(more = 0): boolean {
     const relieve = this.#options.relieve
     const now = Date.now()
     if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
     if (relieve() === 0) this.#fruitlessAt = now
-    return this.#options.heldBytes() + this.#answerBytes <= this.#options.budgetBytes
+    return this.#options.heldBytes() + this.#answerBytes + more <= this.#options.budgetBytes
   }
 
   /** How many requests were refused since start. */
