@@ -18,14 +18,15 @@ export const PIPELINE_DEPTH = 16
 
 /** A request waiting for its turn: handled, or given up when its connection is gone first. */
 interface Turn {
+  readonly res: ServerResponse
   readonly handle: () => void
   readonly abandon: () => void
 }
 
 /** One connection's conversation. */
 interface Conversation {
-  /** Whether a request of this connection is being handled (its answer not out yet). */
-  busy: boolean
+  /** The answer of the request handled last, until it is out. */
+  current: ServerResponse | undefined
   readonly waiting: Turn[]
 }
 
@@ -33,50 +34,70 @@ const conversations = new WeakMap<Socket, Conversation>()
 /** Connections read no further while their waiting line is full. */
 const held = new WeakSet<Socket>()
 
+/** Whether an answer is out: handed to the operating system in full, or its connection gone. */
+const isOut = (res: ServerResponse | undefined) => res === undefined || res.writableFinished || res.destroyed
+
 /**
  * Runs `handle` for the request `req` once every request ahead of it on its connection has its
  * answer written out (or its connection closed), and calls `abandon` instead when the connection
  * is gone before its turn: a request its client can no longer get the answer of is not handled.
- * @note Waiting for `finish` (the answer handed to the operating system) rather than for the
- * handler also keeps a client that does not read from making the server build the answers of
- * every request it pipelines: one is held at a time, not one per request.
+ * @note Waiting for the answer to be out (handed to the operating system), not only made, also
+ * keeps a client that does not read from making the server build the answers of every request
+ * it pipelines: one is held at a time, not one per request.
+ * @note A request that finds the answer ahead of it out (every request of a client that waits
+ * for its answers) is handled at once: no listener, no allocation beyond the first per connection.
  * @example inOrder(req, res, () => listener(req, res), () => logDropped(req, res))
  */
 export function inOrder(req: IncomingMessage, res: ServerResponse, handle: () => void, abandon: () => void = () => undefined): void {
   const socket = req.socket
   let conversation = conversations.get(socket)
   if (conversation === undefined) {
-    conversation = { busy: false, waiting: [] }
+    conversation = { current: undefined, waiting: [] }
     conversations.set(socket, conversation)
   }
-  const turn: Turn = { handle: () => take(socket, conversation, res, handle), abandon }
-  if (!conversation.busy) {
-    turn.handle()
+  if (conversation.waiting.length === 0 && isOut(conversation.current)) {
+    conversation.current = res
+    handle()
     return
   }
-  conversation.waiting.push(turn)
+  conversation.waiting.push({ res, handle, abandon })
+  if (conversation.waiting.length === 1) whenOut(socket, conversation)
   if (conversation.waiting.length >= PIPELINE_DEPTH) stopReading(socket)
 }
 
-/** Handles one request, and the next waiting one once its answer is out. */
-function take(socket: Socket, conversation: Conversation, res: ServerResponse, handle: () => void): void {
-  conversation.busy = true
-  const done = () => {
-    res.off('finish', done).off('close', done)
-    conversation.busy = false
-    // @note A connection gone: the requests still waiting are given up, not handled for nobody
-    // (a create would be stored that no client was told of).
-    if (socket.destroyed) {
-      for (const turn of conversation.waiting.splice(0)) turn.abandon()
-      resumeReading(socket)
-      return
-    }
-    const next = conversation.waiting.shift()
-    if (conversation.waiting.length < PIPELINE_DEPTH) resumeReading(socket)
-    next?.handle()
+/** Hands the turn to the next waiting request once the current answer is out (or its connection gone). */
+function whenOut(socket: Socket, conversation: Conversation): void {
+  const current = conversation.current
+  const next = () => {
+    current?.off('finish', next).off('close', next)
+    socket.off('close', next)
+    advance(socket, conversation)
   }
-  res.once('finish', done).once('close', done)
-  handle()
+  if (isOut(current)) {
+    queueMicrotask(() => advance(socket, conversation))
+    return
+  }
+  // @note The socket's own `close` too: an answer still queued behind another (never given the
+  // socket) gets no `close` of its own when the connection goes.
+  current?.once('finish', next).once('close', next)
+  socket.once('close', next)
+}
+
+function advance(socket: Socket, conversation: Conversation): void {
+  // @note A connection gone: the requests still waiting are given up, not handled for nobody
+  // (a create would be stored that no client was told of).
+  if (socket.destroyed) {
+    conversation.current = undefined
+    for (const turn of conversation.waiting.splice(0)) turn.abandon()
+    resumeReading(socket)
+    return
+  }
+  const turn = conversation.waiting.shift()
+  if (turn === undefined) return
+  if (conversation.waiting.length < PIPELINE_DEPTH) resumeReading(socket)
+  conversation.current = turn.res
+  if (conversation.waiting.length > 0) whenOut(socket, conversation)
+  turn.handle()
 }
 
 /**
