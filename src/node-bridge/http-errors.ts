@@ -18,11 +18,20 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
   writeJson(res, body.status, all, JSON.stringify(body))
 }
 
-/**
- * Counts the bytes of an answer being sent (against the server's memory budget) until the
- * function it returns is called.
- */
-export type AnswerMeter = (bytes: number) => () => void
+/** How a long answer is sent (see {@link writeJson}). */
+export interface AnswerSending {
+  /**
+   * Counts the bytes of an answer made for its request (against the server's memory budget)
+   * until the function it returns is called. @default not counted (a text the store keeps ready)
+   */
+  readonly count?: ((bytes: number) => () => void) | undefined
+  /**
+   * A client that takes nothing of a long answer for this long, in ms, is disconnected, so that
+   * a client that never reads cannot hold an answer (and the budget it counts in) for good.
+   * @default no limit
+   */
+  readonly stallMs?: number | undefined
+}
 
 /**
  * Answers longer than this many characters are sent in pieces of this size, each once the
@@ -35,11 +44,11 @@ export const ANSWER_CHUNK_CHARS = 64 * 1024
 /**
  * Writes a JSON answer: the one place the server's answers (API and admin alike) are written.
  * A HEAD request gets the headers and the Content-Length of its GET, and no body. A long body
- * goes out in pieces ({@link ANSWER_CHUNK_CHARS}), counted by `meter` until it is out.
+ * goes out in pieces ({@link ANSWER_CHUNK_CHARS}), counted and timed as `sending` says until it is out.
  */
-export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string, meter?: AnswerMeter): void {
+export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string, sending?: AnswerSending): void {
   // A connection that closes after this answer waits for the rest of the body to be dropped.
-  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body, meter))) return
+  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body, sending))) return
   // @note Answered before the body was read in full (a 413) and not dropping the rest: the
   // unread rest would stall a keep-alive connection, so it is closed after this answer.
   if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
@@ -57,20 +66,26 @@ export function writeJson(res: ServerResponse, status: number, headers: Readonly
     res.end(body)
     return
   }
-  res.setHeader('Content-Length', Buffer.byteLength(body))
-  sendInPieces(res, body, meter?.(Buffer.byteLength(body)))
+  const bytes = Buffer.byteLength(body)
+  res.setHeader('Content-Length', bytes)
+  sendInPieces(res, body, sending?.count?.(bytes), sending?.stallMs)
 }
 
 /**
  * Writes `body` a piece at a time, the next once the connection has taken the last ('drain'),
- * and calls `release` once it is all out or the connection is gone.
+ * and calls `release` once it is all out or the connection is gone; a connection that takes
+ * nothing for `stallMs` is closed.
  * @note `res.end(body)` with a 44 MB list made Node copy all of it for a client that did not
  * read: 30 such clients took 2.7 GB (issue 20 F01).
  */
-function sendInPieces(res: ServerResponse, body: string, release: (() => void) | undefined): void {
+function sendInPieces(res: ServerResponse, body: string, release: (() => void) | undefined, stallMs: number | undefined): void {
   let at = 0
+  // @note The socket's idle timer: any byte the client takes restarts it; Node sets its own
+  // keep-alive timer on the socket once the answer is out.
+  const stalled = () => res.destroy()
+  if (stallMs !== undefined) res.setTimeout(stallMs, stalled)
   const done = () => {
-    res.off('drain', next).off('finish', done).off('close', done)
+    res.off('drain', next).off('finish', done).off('close', done).off('timeout', stalled)
     release?.()
   }
   function next(): void {

@@ -11,7 +11,7 @@ import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
 import { listReadBytes } from '../pipeline/categories.js'
-import { sendError, writeJson, type AnswerMeter } from '../node-bridge/http-errors.js'
+import { sendError, writeJson, type AnswerSending } from '../node-bridge/http-errors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
@@ -34,8 +34,8 @@ export interface AdminRoutesOptions {
   readonly scenarioAllowed: (name: string) => boolean
   /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
   readonly admit: (work: Work) => void
-  /** Counts a long answer (a tenant's state, its journal) while it is sent. @default not counted */
-  readonly meter?: AnswerMeter | undefined
+  /** How a long answer (a tenant's state, its journal) is sent: counted, and for how long a client may take nothing of it. @default not counted, no limit */
+  readonly sending?: AnswerSending | undefined
   /** Reserves what reading a tenant's whole list may take, before it is read (see `PipelineOptions.reserve`). @default not counted */
   readonly reserve?: ((bytes: number) => () => void) | undefined
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
@@ -63,7 +63,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
   /** `res.json(value)`, a long answer sent in pieces and counted while it is (`writeJson`). */
   const sendCounted = (res: Response, value: unknown) =>
-    writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.meter)
+    writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending)
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
@@ -231,7 +231,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       const release = options.reserve?.(listReadBytes(await tenant.store.countCategories(), options.limits))
       try {
         const categories = await tenant.store.listCategories()
-        // Made and counted as it is sent (`meter`) before the reservation goes: no uncounted gap.
+        // Made and counted as it is sent before the reservation goes: no uncounted gap.
         sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize })
       } finally {
         release?.()

@@ -37,7 +37,7 @@ import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from './redis-storage.js'
 import { openSqliteStorage } from './sqlite-storage.js'
-import { sendError, type AnswerMeter } from '../node-bridge/http-errors.js'
+import { sendError, type AnswerSending } from '../node-bridge/http-errors.js'
 import {
   createSandboxServer,
   DEFAULT_HEADERS_TIMEOUT_MS,
@@ -340,8 +340,9 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   })
   const admit = (work: 'grow' | 'read') => budget.admit(work)
   // Long answers made per request (a list read from SQLite or Redis, the admin state) count
-  // against the budget while they are sent (issue 20 F01).
-  const meter: AnswerMeter = (bytes) => budget.holdAnswer(bytes)
+  // against the budget while they are sent, and a client that takes nothing of one for the
+  // request timeout is let go (issue 20 F01).
+  const sending: AnswerSending = { count: (bytes) => budget.holdAnswer(bytes), stallMs: limits.requestTimeoutMs }
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
@@ -397,7 +398,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         limits,
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
-        meter,
+        sending,
         reserve: (bytes) => budget.reserveRead(bytes),
         warn,
       }),
@@ -426,7 +427,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     (error, req) => reportUnexpected(error, `${req.method} ${req.url}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
-    meter,
+    sending,
   )
   /** What every request goes through first (once stamped); true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {

@@ -2,7 +2,7 @@
  * One memory budget across all tenants: what the tenants hold (their data and journals, as
  * estimated by the core) and the large answers being sent, against a byte budget, and V8's heap
  * against its limit as a backstop. Over either, the server refuses new tenants and new state
- * (503 `over_capacity`, `Retry-After`), and, while answers being sent take it over, reads too;
+ * (503 `over_capacity`, `Retry-After`), and long reads whose answers would not fit beside them;
  * near the heap limit it refuses all API work, so that it answers instead of dying.
  */
 import { getHeapStatistics } from 'node:v8'
@@ -31,8 +31,14 @@ export interface MemoryBudgetOptions {
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
 
-/** Why a read (or a write) is refused while answers being sent hold the budget. */
+/** Why a long read (or new state) is refused while answers being sent hold the budget. */
 const ANSWERS_REASON = 'answers being sent hold all the memory the operator allowed'
+/**
+ * Reads that may take at most this many bytes are not reserved ({@link MemoryBudget.reserveRead}).
+ * @default 65536
+ */
+export const SMALL_READ_BYTES = 64 * 1024
+const NOTHING_HELD = () => undefined
 /** Above this share of the heap limit in use, even reads are refused. */
 export const CRITICAL_HEAP_SHARE = 0.9
 /** What `Retry-After` says when the budget is spent, in seconds. */
@@ -81,16 +87,17 @@ export class MemoryBudget {
   }
 
   /**
-   * Why `work` would be refused now, or undefined when there is room. A read is refused only
-   * while answers being sent take the tenants over the budget (each such read would add one).
+   * Why `work` would be refused now, or undefined when there is room. New state is refused while
+   * the tenants and the answers being sent take the budget; reads only near the heap limit (a
+   * long read made per request reserves its room itself: {@link reserveRead}).
    */
   refusal(work: Work): string | undefined {
     const share = this.#usedHeapShare()
     if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
-    if (work === 'read' && this.#answerBytes === 0) return undefined
-    if (work === 'grow' && share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
+    if (work === 'read') return undefined
+    if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
     if (this.#options.heldBytes() + this.#answerBytes > this.#options.budgetBytes && !this.#relieved()) {
-      return work === 'grow' && this.#options.heldBytes() > this.#options.budgetBytes ? 'the tenants hold all the memory the operator allowed' : ANSWERS_REASON
+      return this.#options.heldBytes() > this.#options.budgetBytes ? 'the tenants hold all the memory the operator allowed' : ANSWERS_REASON
     }
     return undefined
   }
@@ -116,9 +123,12 @@ export class MemoryBudget {
    * Reserves `bytes` a read is about to take (a list made per request) until the function
    * returned is called; throws {@link OverCapacityError} when they do not fit beside what the
    * tenants hold and the answers and reads under way. With nothing under way a read is always
-   * let through, so that a list larger than the whole budget can still be read, one at a time.
+   * let through, so that a list larger than the whole budget can still be read, one at a time;
+   * a read of at most {@link SMALL_READ_BYTES} is neither counted nor refused (as small answers
+   * are not), so that partners with short lists are never refused for another's long ones.
    */
   reserveRead(bytes: number): () => void {
+    if (bytes <= SMALL_READ_BYTES) return NOTHING_HELD
     if (this.#answerBytes > 0 && this.#options.heldBytes() + this.#answerBytes + bytes > this.#options.budgetBytes && !this.#relieved(bytes)) {
       this.#refusals++
       throw new OverCapacityError(ANSWERS_REASON, RETRY_AFTER_SECONDS)

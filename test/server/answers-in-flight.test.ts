@@ -124,6 +124,40 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
     },
   )
 
+  it.runIf(kind.name !== 'memory')('lets go of a client that takes nothing of a long list for the request timeout, and of what its answer held (issue 20 F01)', async () => {
+    const { origin, logs, fetch } = await startSandbox({
+      apiKeys: [KEY],
+      scenario: BIG,
+      memoryBudgetBytes: Math.round(2.5 * LIST_BYTES),
+      headersTimeoutMs: 1000,
+      requestTimeoutMs: 1000,
+    })
+    const stalled = await nonReading(origin)
+    stalled.socket.write(listRequest('stalled'))
+    await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(1)
+    const refused = await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })
+    expect(refused.status).toBe(503)
+    await refused.arrayBuffer()
+    await expect.poll(async () => (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).status, { timeout: 8000, interval: 500 }).toBe(200)
+    stalled.socket.destroy()
+  })
+
+  it.runIf(kind.name !== 'memory')('answers a partner’s short list while another’s long lists take the whole budget (issue 20 F01)', async () => {
+    const partner = 'short-list-key'
+    const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY, partner], scenario: BIG, memoryBudgetBytes: Math.round(0.5 * LIST_BYTES) })
+    const headers = { authorization: `Bearer ${partner}`, 'content-type': 'application/json' }
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers, body: '{"name":"empty"}' })).status).toBe(200)
+    expect((await fetch('/v1/categories', { method: 'POST', headers, body: '{"name":"Mine"}' })).status).toBe(201)
+    const before = logs.length
+    const reader = await nonReading(origin)
+    reader.socket.write(listRequest('long'))
+    await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(before + 1)
+    const listed = await fetch('/v1/categories', { headers })
+    reader.socket.destroy()
+    expect(listed.status).toBe(200)
+    expect(await listed.json()).toEqual([{ id: 1, name: 'Mine' }])
+  })
+
   it.runIf(kind.name !== 'memory')('reserves a list before reading it, so that lists asked for at once are not all read (issue 20 F01)', async () => {
     const { origin, logs } = await startSandbox({ apiKeys: [KEY], scenario: BIG, memoryBudgetBytes: Math.round(2.5 * LIST_BYTES) })
     const clients = await Promise.all(Array.from({ length: 5 }, () => nonReading(origin)))
