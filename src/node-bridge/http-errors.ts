@@ -80,15 +80,17 @@ export function writeJson(res: ServerResponse, status: number, headers: Readonly
  */
 function sendInPieces(res: ServerResponse, body: string, release: (() => void) | undefined, stallMs: number | undefined): void {
   let at = 0
-  // @note The socket's idle timer: any byte the client takes restarts it; Node sets its own
-  // keep-alive timer on the socket once the answer is out.
-  const stalled = () => res.destroy()
-  if (stallMs !== undefined) res.setTimeout(stallMs, stalled)
+  // @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
+  // idle timeout: that one would stay on the socket after this answer (Node sets it again only
+  // when no pipelined answer follows) and cut a later, slow answer.
+  const stall = stallMs === undefined ? undefined : setTimeout(() => res.destroy(), stallMs).unref()
   const done = () => {
-    res.off('drain', next).off('finish', done).off('close', done).off('timeout', stalled)
+    clearTimeout(stall)
+    res.off('drain', next).off('finish', done).off('close', done)
     release?.()
   }
   function next(): void {
+    stall?.refresh()
     while (!res.destroyed) {
       let end = Math.min(at + ANSWER_CHUNK_CHARS, body.length)
       // @note Never between the two halves of a surrogate pair: each half alone would go out as U+FFFD.
