@@ -1,9 +1,10 @@
 /**
  * One memory budget across all tenants: what the tenants hold (their data and journals, as
- * estimated by the core) and the large answers being sent, against a byte budget, and V8's heap
- * against its limit as a backstop. Over either, the server refuses new tenants and new state
- * (503 `over_capacity`, `Retry-After`), and long reads whose answers would not fit beside them;
- * near the heap limit it refuses all API work, so that it answers instead of dying.
+ * estimated by the core) against a byte budget, and V8's heap against its limit as a backstop.
+ * Over either, the server refuses new tenants and new state (503 `over_capacity`,
+ * `Retry-After`); long answers being sent count beside the tenants, and a long read that would
+ * not fit beside them is refused; near the heap limit it refuses all API work, so that it
+ * answers instead of dying.
  */
 import { getHeapStatistics } from 'node:v8'
 import { OverCapacityError, type Work } from '../core/capacity.js'
@@ -31,7 +32,7 @@ export interface MemoryBudgetOptions {
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
 
-/** Why a long read (or new state) is refused while answers being sent hold the budget. */
+/** Why a long read is refused while answers being sent hold the budget. */
 const ANSWERS_REASON = 'answers being sent hold all the memory the operator allowed'
 /**
  * Reads that may take at most this many bytes are not reserved ({@link MemoryBudget.reserveRead}).
@@ -87,18 +88,18 @@ export class MemoryBudget {
   }
 
   /**
-   * Why `work` would be refused now, or undefined when there is room. New state is refused while
-   * the tenants and the answers being sent take the budget; reads only near the heap limit (a
-   * long read made per request reserves its room itself: {@link reserveRead}).
+   * Why `work` would be refused now, or undefined when there is room. New state is judged by what
+   * the tenants hold; reads only near the heap limit (a long read made per request reserves its
+   * room itself: {@link reserveRead}).
+   * @note Answers being sent do not refuse new state: they are let go within the request timeout,
+   * and counting them here let one partner's downloads lock every partner's creates out.
    */
   refusal(work: Work): string | undefined {
     const share = this.#usedHeapShare()
     if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
     if (work === 'read') return undefined
     if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
-    if (this.#options.heldBytes() + this.#answerBytes > this.#options.budgetBytes && !this.#relieved()) {
-      return this.#options.heldBytes() > this.#options.budgetBytes ? 'the tenants hold all the memory the operator allowed' : ANSWERS_REASON
-    }
+    if (this.#options.heldBytes() > this.#options.budgetBytes && !this.#relieved()) return 'the tenants hold all the memory the operator allowed'
     return undefined
   }
 
@@ -129,7 +130,7 @@ export class MemoryBudget {
    */
   reserveRead(bytes: number): () => void {
     if (bytes <= SMALL_READ_BYTES) return NOTHING_HELD
-    if (this.#answerBytes > 0 && this.#options.heldBytes() + this.#answerBytes + bytes > this.#options.budgetBytes && !this.#relieved(bytes)) {
+    if (this.#answerBytes > 0 && this.#options.heldBytes() + this.#answerBytes + bytes > this.#options.budgetBytes && !this.#relieved(this.#answerBytes + bytes)) {
       this.#refusals++
       throw new OverCapacityError(ANSWERS_REASON, RETRY_AFTER_SECONDS)
     }
@@ -141,13 +142,13 @@ export class MemoryBudget {
     return this.#answerBytes
   }
 
-  /** Whether dropping what can go without loss brought the tenants and answers (and `more`) within the budget. */
+  /** Whether dropping what can go without loss brought the tenants (with `more` beside them) within the budget. */
   #relieved(more = 0): boolean {
     const relieve = this.#options.relieve
     const now = Date.now()
     if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
     if (relieve() === 0) this.#fruitlessAt = now
-    return this.#options.heldBytes() + this.#answerBytes + more <= this.#options.budgetBytes
+    return this.#options.heldBytes() + more <= this.#options.budgetBytes
   }
 
   /** How many requests were refused since start. */
