@@ -107,7 +107,7 @@ describe.each(STORES)('one connection, one ordered conversation ($name store)', 
       if (statusesOf(received).length >= 1 + sent) socket.destroy()
     })
     const answer = collect(socket, 15_000)
-    socket.write(request('GET', '/v1/categories', ['Prefer: delay=1500']))
+    socket.write(request('GET', '/v1/categories', ['Prefer: delay=3000']))
     // One request per write, a little apart, so that they arrive in reads of their own.
     for (let i = 0; i < sent; i++) {
       await new Promise((resolve) => setTimeout(resolve, 5))
