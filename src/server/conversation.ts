@@ -18,10 +18,15 @@ export const PIPELINE_DEPTH = 16
 
 /** A request waiting for its turn: handled, or given up when its connection is gone first. */
 interface Turn {
+  readonly req: IncomingMessage
   readonly res: ServerResponse
-  readonly handle: () => void
-  readonly abandon: () => void
+  readonly handle: Handler
+  readonly abandon: Handler
 }
+
+/** What runs a request (or gives it up), given its request and response. */
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void
+const nothing: Handler = () => undefined
 
 /** One connection's conversation. */
 interface Conversation {
@@ -46,9 +51,10 @@ const isOut = (res: ServerResponse | undefined) => res === undefined || res.writ
  * it pipelines: one is held at a time, not one per request.
  * @note A request that finds the answer ahead of it out (every request of a client that waits
  * for its answers) is handled at once: no listener, no allocation beyond the first per connection.
- * @example inOrder(req, res, () => listener(req, res), () => logDropped(req, res))
+ * @note The handlers take the request and response rather than closing over them: no closure per request.
+ * @example inOrder(req, res, listener, logDropped)
  */
-export function inOrder(req: IncomingMessage, res: ServerResponse, handle: () => void, abandon: () => void = () => undefined): void {
+export function inOrder(req: IncomingMessage, res: ServerResponse, handle: Handler, abandon: Handler = nothing): void {
   const socket = req.socket
   let conversation = conversations.get(socket)
   if (conversation === undefined) {
@@ -57,10 +63,10 @@ export function inOrder(req: IncomingMessage, res: ServerResponse, handle: () =>
   }
   if (conversation.waiting.length === 0 && isOut(conversation.current)) {
     conversation.current = res
-    handle()
+    handle(req, res)
     return
   }
-  conversation.waiting.push({ res, handle, abandon })
+  conversation.waiting.push({ req, res, handle, abandon })
   if (conversation.waiting.length === 1) whenOut(socket, conversation)
   if (conversation.waiting.length >= PIPELINE_DEPTH) stopReading(socket)
 }
@@ -88,7 +94,7 @@ function advance(socket: Socket, conversation: Conversation): void {
   // (a create would be stored that no client was told of).
   if (socket.destroyed) {
     conversation.current = undefined
-    for (const turn of conversation.waiting.splice(0)) turn.abandon()
+    for (const turn of conversation.waiting.splice(0)) turn.abandon(turn.req, turn.res)
     resumeReading(socket)
     return
   }
@@ -97,7 +103,7 @@ function advance(socket: Socket, conversation: Conversation): void {
   if (conversation.waiting.length < PIPELINE_DEPTH) resumeReading(socket)
   conversation.current = turn.res
   if (conversation.waiting.length > 0) whenOut(socket, conversation)
-  turn.handle()
+  turn.handle(turn.req, turn.res)
 }
 
 /**

@@ -448,17 +448,13 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // the requests ahead of it on its connection (conversation.ts); one whose connection is gone
   // first is logged as dropped.
   const dropped = (req: IncomingMessage, res: ServerResponse) => context.logWritten(req, res, undefined)
+  const serve = (req: IncomingMessage, res: ServerResponse) =>
+    within(() => {
+      if (!front(req, res)) adminApp()(req, res)
+    })
   const listener: RequestListener = (req, res) => {
     context.stamp(req, res)
-    inOrder(
-      req,
-      res,
-      () =>
-        within(() => {
-          if (!front(req, res)) adminApp()(req, res)
-        }),
-      () => dropped(req, res),
-    )
+    inOrder(req, res, serve, dropped)
   }
   let app: Express | undefined
   const embeddable = (): Express => {
@@ -474,7 +470,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
           within(() => {
             if (!front(req, res)) next()
           }),
-        () => dropped(req, res),
+        dropped,
       )
     })
     app.use(adminApp())
