@@ -123,6 +123,19 @@ describe.each(STORES)('one connection, one ordered conversation ($name store)', 
     expect(statuses).toEqual(Array.from({ length: 1 + sent }, () => 200))
   })
 
+  it('does not store a create still waiting its turn when its client resets the connection, and logs it as dropped (issue 20 F07)', async () => {
+    const { origin, fetch, logs } = await startSandbox({ apiKeys: [KEY] })
+    const socket = await openSocket(origin)
+    socket.on('error', () => undefined)
+    socket.write(request('GET', '/v1/categories', ['Prefer: delay=400']) + request('POST', '/v1/categories', ['X-Request-Id: never'], '{"name":"Never"}'))
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    socket.resetAndDestroy()
+    await expect.poll(() => logs.find((entry) => entry.requestId === 'never')?.status, { timeout: 3000 }).toBe(0)
+    // The slow one ahead has had its turn: the create would have been handled by now.
+    await new Promise((resolve) => setTimeout(resolve, 600))
+    expect(names(await (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).text())).not.toContain('Never')
+  })
+
   it('answers a client that half-closes after its create, and logs and journals what it got (issue 20 F04)', async () => {
     const { origin, fetch, logs } = await startSandbox({ apiKeys: [KEY] })
     const answer = await exchange(origin, [request('POST', '/v1/categories', ['Prefer: delay=50', 'X-Request-Id: half-closed'], '{"name":"Half closed"}')], {
