@@ -6,22 +6,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { UNEXPECTED, type Pipeline } from '../pipeline/pipeline.js'
 import type { ApiAnswer } from '../pipeline/api-request.js'
-import { sendError, writeJson } from './http-errors.js'
+import { sendError, writeJson, type AnswerSending } from './http-errors.js'
 import { fromNodeRequest, requestUrl } from './node-request.js'
 
 /**
  * Answers requests whose path is under `basePath` (`/v1`) and returns true for them; returns
  * false, having done nothing, for every other request. `written` is told of each request once
  * its answer is written (or dropped), with that answer (undefined when an exception took its
- * place): the server logs it then.
+ * place): the server logs it then. `sending` says how long answers are sent: counted while they
+ * are (an answer made for its request, not a text the store keeps ready) and for how long a
+ * client may take nothing of one.
  */
 export function apiBridge(
   pipeline: Pipeline,
   basePath: string,
   report: (error: unknown, req: IncomingMessage) => void = () => undefined,
   written?: (req: IncomingMessage, res: ServerResponse, answer: ApiAnswer | undefined) => void,
+  sending: AnswerSending = {},
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   const prefix = `${basePath}/`
+  const uncounted: AnswerSending = { stallMs: sending.stallMs }
   return (req, res) => {
     const url = requestUrl(req)
     if (url === undefined || !(url.pathname === basePath || url.pathname.startsWith(prefix))) return false
@@ -38,10 +42,14 @@ export function apiBridge(
     }
     pipeline.handle(request, url.pathname.slice(basePath.length) || '/').then((answer) => {
       try {
-        write(res, answer)
+        write(res, answer, answer.kind === 'http' && answer.shared === true ? uncounted : sending)
       } catch (error) {
         failed(error)
         return
+      } finally {
+        // @note Only now, the answer counted as it is sent (`sending`): let go earlier, the read's
+        // reservation left a gap in which other reads were let through uncounted.
+        if (answer.kind === 'http') answer.release?.()
       }
       written?.(req, res, answer)
     }, failed)
@@ -49,7 +57,7 @@ export function apiBridge(
   }
 }
 
-function write(res: ServerResponse, answer: ApiAnswer): void {
+function write(res: ServerResponse, answer: ApiAnswer, sending: AnswerSending): void {
   // @note A simulated network failure drops the connection, which is what the fault means.
   if (answer.kind === 'network') {
     res.destroy()
@@ -58,5 +66,5 @@ function write(res: ServerResponse, answer: ApiAnswer): void {
   // @note An answer already sent in this one's place (a 408 at the request timeout, while the
   // body was still arriving) stands.
   if (res.destroyed || res.headersSent) return
-  writeJson(res, answer.status, answer.headers, answer.body)
+  writeJson(res, answer.status, answer.headers, answer.body, sending)
 }

@@ -18,13 +18,37 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
   writeJson(res, body.status, all, JSON.stringify(body))
 }
 
+/** How a long answer is sent (see {@link writeJson}). */
+export interface AnswerSending {
+  /**
+   * Counts the bytes of an answer made for its request (against the server's memory budget)
+   * until the function it returns is called. @default not counted (a text the store keeps ready)
+   */
+  readonly count?: ((bytes: number) => () => void) | undefined
+  /**
+   * A client that takes nothing of a long answer for this long, in ms, is disconnected, so that
+   * a client that never reads cannot hold an answer (and the budget it counts in) for good.
+   * @default no limit
+   */
+  readonly stallMs?: number | undefined
+}
+
+/**
+ * Answers longer than this many characters are sent in pieces of this size, each once the
+ * connection has taken the one before: a client that does not read holds about one piece and
+ * its socket's buffers, not a copy of the whole answer.
+ * @default 65536
+ */
+export const ANSWER_CHUNK_CHARS = 64 * 1024
+
 /**
  * Writes a JSON answer: the one place the server's answers (API and admin alike) are written.
- * A HEAD request gets the headers and the Content-Length of its GET, and no body.
+ * A HEAD request gets the headers and the Content-Length of its GET, and no body. A long body
+ * goes out in pieces ({@link ANSWER_CHUNK_CHARS}), counted and timed as `sending` says until it is out.
  */
-export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string): void {
+export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string, sending?: AnswerSending): void {
   // A connection that closes after this answer waits for the rest of the body to be dropped.
-  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body))) return
+  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body, sending))) return
   // @note Answered before the body was read in full (a 413) and not dropping the rest: the
   // unread rest would stall a keep-alive connection, so it is closed after this answer.
   if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
@@ -38,5 +62,50 @@ export function writeJson(res: ServerResponse, status: number, headers: Readonly
     res.end()
     return
   }
-  res.end(body)
+  if (body.length <= ANSWER_CHUNK_CHARS) {
+    res.end(body)
+    return
+  }
+  const bytes = Buffer.byteLength(body)
+  res.setHeader('Content-Length', bytes)
+  sendInPieces(res, body, sending?.count?.(bytes), sending?.stallMs)
+}
+
+/**
+ * Writes `body` a piece at a time, the next once the connection has taken the last ('drain'),
+ * and calls `release` once it is all out or the connection is gone; a connection that takes
+ * nothing for `stallMs` is closed.
+ * @note `res.end(body)` with a 44 MB list made Node copy all of it for a client that did not
+ * read: 30 such clients took 2.7 GB (issue 20 F01).
+ */
+function sendInPieces(res: ServerResponse, body: string, release: (() => void) | undefined, stallMs: number | undefined): void {
+  let at = 0
+  // @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
+  // idle timeout: that one would stay on the socket after this answer (Node sets it again only
+  // when no pipelined answer follows) and cut a later, slow answer.
+  const stall = stallMs === undefined ? undefined : setTimeout(() => res.destroy(), stallMs).unref()
+  const done = () => {
+    clearTimeout(stall)
+    res.off('drain', next).off('finish', done).off('close', done)
+    release?.()
+  }
+  function next(): void {
+    stall?.refresh()
+    while (!res.destroyed) {
+      let end = Math.min(at + ANSWER_CHUNK_CHARS, body.length)
+      // @note Never between the two halves of a surrogate pair: each half alone would go out as U+FFFD.
+      const last = body.charCodeAt(end - 1)
+      if (end < body.length && last >= 0xd800 && last <= 0xdbff) end--
+      const piece = body.slice(at, end)
+      at = end
+      if (at === body.length) {
+        res.end(piece)
+        return
+      }
+      if (!res.write(piece)) return
+    }
+    done()
+  }
+  res.on('drain', next).once('finish', done).once('close', done)
+  next()
 }

@@ -37,6 +37,13 @@ export type ApiAnswer =
       readonly status: number
       readonly headers: Readonly<Record<string, string>>
       readonly body: string
+      /**
+       * True when `body` is the text the store keeps ready between writes (counted with the
+       * tenant's data), not a copy made for this answer: sending it holds nothing more.
+       */
+      readonly shared?: boolean | undefined
+      /** Lets go of what the read behind `body` reserved: the runtime calls it once the answer is counted as it is sent, or dropped. */
+      readonly release?: (() => void) | undefined
       readonly tenant?: Tenant | undefined
     }
   | { readonly kind: 'network'; readonly tenant?: Tenant | undefined }

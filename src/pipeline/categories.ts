@@ -8,11 +8,29 @@ import { failure, json, jsonText, type ErrorOutcome, type Operation } from './op
 
 export const listCategories: Operation = {
   ...contractOf('listCategories'),
-  async run({ tenant }) {
+  async run({ tenant, limits, reserve }) {
     // A store that keeps its list's text ready (in memory) answers it as it is.
     const text = await tenant.store.listCategoriesJson?.()
-    return text === undefined ? json(200, await tenant.store.listCategories()) : jsonText(200, text)
+    if (text !== undefined) return jsonText(200, text)
+    // @note A list made per request (SQLite, Redis) can take tens of MB while it is read: its
+    // worst case is reserved before the read, so that reads at once cannot together take more
+    // than the memory budget (issue 20 F01). It is let go once the answer is counted as it is sent.
+    const release = reserve?.(listReadBytes(await tenant.store.countCategories(), limits))
+    try {
+      return { kind: 'json', status: 200, body: await tenant.store.listCategories(), release }
+    } catch (error) {
+      release?.()
+      throw error
+    }
   },
+}
+
+/**
+ * What reading `count` categories and serialising them may take at most, in bytes: each name
+ * and description at its longest, in two-byte characters, once as read and once as JSON text.
+ */
+export function listReadBytes(count: number, limits: CategoryLimits): number {
+  return count * (4 * (limits.nameMaxLength + limits.descriptionMaxLength) + 160)
 }
 
 export const createCategory: Operation = {

@@ -15,6 +15,8 @@ export interface OperationContext {
   readonly strict: boolean
   /** Name and description lengths (the category count is the store's). */
   readonly limits: CategoryLimits
+  /** Reserves memory for a read before it is made (see `PipelineOptions.reserve`). @default not counted */
+  readonly reserve?: ((bytes: number) => () => void) | undefined
 }
 
 export type Outcome =
@@ -24,6 +26,11 @@ export type Outcome =
       readonly body: unknown
       /** The body already serialised (`JSON.stringify(body)`), when the store keeps it ready. */
       readonly text?: string | undefined
+      /**
+       * Lets go of the memory reserved for the read that made this body (`OperationContext.reserve`):
+       * called by the runtime once the answer is counted as it is sent, or dropped.
+       */
+      readonly release?: (() => void) | undefined
     }
   | {
       readonly kind: 'error'

@@ -42,6 +42,12 @@ export interface PipelineOptions {
   readonly maxDelayMs?: number | undefined
   /** Throws {@link OverCapacityError} when the runtime has no room for this work. @default always room */
   readonly admit?: ((work: Work) => void) | undefined
+  /**
+   * Counts bytes a read is about to take (a list made per request) against the runtime's memory
+   * budget until the function returned is called; throws {@link OverCapacityError} when there
+   * is no room. @default not counted
+   */
+  readonly reserve?: ((bytes: number) => () => void) | undefined
   /** Whether journals may grow (false over the memory budget: they keep their size). @default always */
   readonly mayGrow?: (() => boolean) | undefined
   /** What journal entries never show of a request's headers and URL. @default the default rule */
@@ -190,7 +196,15 @@ export class Pipeline {
         return failure(fault === '500' ? 'internal_error' : 'service_unavailable', { reason })
       }
     }
-    const context = { request, params, tenant, bodyText, strict: this.#options.strict, limits: this.#options.limits ?? DEFAULT_CATEGORY_LIMITS }
+    const context = {
+      request,
+      params,
+      tenant,
+      bodyText,
+      strict: this.#options.strict,
+      limits: this.#options.limits ?? DEFAULT_CATEGORY_LIMITS,
+      reserve: this.#options.reserve,
+    }
     return tenant.settled ? operation.run(context) : tenant.ready.then(() => operation.run(context))
   }
 
@@ -206,7 +220,8 @@ export class Pipeline {
         headers = { ...extraHeaders, 'content-type': 'application/json' }
         if (status === 401) headers['www-authenticate'] = wwwAuthenticate(outcome.kind === 'error' ? outcome.code : '')
       }
-      answer = { kind: 'http', status, headers, body, tenant }
+      const kept = outcome.kind === 'json' ? outcome : undefined
+      answer = { kind: 'http', status, headers, body, shared: kept?.text !== undefined, release: kept?.release, tenant }
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
     if (journal) {

@@ -10,7 +10,8 @@ import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
 import type { Tenant } from '../core/tenant.js'
 import { PetstoreError } from '../errors.js'
-import { sendError } from '../node-bridge/http-errors.js'
+import { listReadBytes } from '../pipeline/categories.js'
+import { sendError, writeJson, type AnswerSending } from '../node-bridge/http-errors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
@@ -33,6 +34,10 @@ export interface AdminRoutesOptions {
   readonly scenarioAllowed: (name: string) => boolean
   /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
   readonly admit: (work: Work) => void
+  /** How a long answer (a tenant's state, its journal) is sent: counted, and for how long a client may take nothing of it. @default not counted, no limit */
+  readonly sending?: AnswerSending | undefined
+  /** Reserves what reading a tenant's whole list may take, before it is read (see `PipelineOptions.reserve`). @default not counted */
+  readonly reserve?: ((bytes: number) => () => void) | undefined
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
   readonly warn?: ((message: string) => void) | undefined
   /** Where the served document says the sandbox is (`https://sandbox.example/petstore`, no trailing slash), whoever asks. */
@@ -60,6 +65,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   const { tenants, catalog } = options
   const router = loadExpress().Router({ strict: true })
   const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
+  /** `res.json(value)`, a long answer sent in pieces and counted while it is (`writeJson`). */
+  const sendCounted = (res: Response, value: unknown) =>
+    writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending)
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
@@ -213,7 +221,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         return sendError(res, 'invalid_query', { name: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(status.slice(0, 50))}` })
       }
       const filter = { method: text('method'), path: text('path'), operation: text('operation'), status: status === undefined ? undefined : Number(status) }
-      res.json(await tenant.journal.all(filter))
+      sendCounted(res, await tenant.journal.all(filter))
     }),
     delete: onTenant(async ({ tenant }, _req, res) => {
       await tenant.journal.clear()
@@ -224,14 +232,18 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   route('/state', {
     get: onTenant(async ({ id, tenant }, _req, res) => {
       await tenant.ready
-      res.json({
-        tenant: id,
-        scenario: summarize(tenant.scenario),
-        categories: await tenant.store.listCategories(),
-        pets: tenant.listPets(),
-        orders: tenant.listOrders(),
-        journalSize: await tenant.journal.count(),
-      })
+      // @note The state holds the tenant's whole list, read per request: as the API's list, its
+      // worst case is reserved before it is read (issue 20 F01).
+      options.admit('read')
+      const journalSize = await tenant.journal.count()
+      const release = options.reserve?.(listReadBytes(await tenant.store.countCategories(), options.limits))
+      try {
+        const categories = await tenant.store.listCategories()
+        // Made and counted as it is sent before the reservation goes: no uncounted gap.
+        sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize })
+      } finally {
+        release?.()
+      }
     }),
   })
 

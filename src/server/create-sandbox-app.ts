@@ -32,12 +32,13 @@ import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
+import { inOrder } from './conversation.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from './redis-storage.js'
 import { openSqliteStorage } from './sqlite-storage.js'
-import { sendError } from '../node-bridge/http-errors.js'
+import { sendError, type AnswerSending } from '../node-bridge/http-errors.js'
 import {
   createSandboxServer,
   DEFAULT_HEADERS_TIMEOUT_MS,
@@ -436,6 +437,10 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     relieve: () => tenants.relieve(limits.memoryBudgetBytes),
   })
   const admit = (work: 'grow' | 'read') => budget.admit(work)
+  // Long answers made per request (a list read from SQLite or Redis, the admin state) count
+  // against the budget while they are sent, and a client that takes nothing of one for the
+  // request timeout is let go (issue 20 F01).
+  const sending: AnswerSending = { count: (bytes) => budget.holdAnswer(bytes), stallMs: limits.requestTimeoutMs }
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
@@ -464,6 +469,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     limits,
     maxDelayMs: limits.requestTimeoutMs,
     admit,
+    reserve: (bytes) => budget.reserveRead(bytes),
     mayGrow: () => budget.refusal('grow') === undefined,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
   })
@@ -492,6 +498,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         limits,
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
+        sending,
+        reserve: (bytes) => budget.reserveRead(bytes),
         warn,
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,
@@ -521,10 +529,10 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     (error, req) => reportUnexpected(error, `${req.method} ${redaction.url(req.url ?? '')}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
+    sending,
   )
-  /** What every request goes through first; true when it was answered (or is being answered). */
+  /** What every request goes through first (once stamped); true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
-    context.stamp(req, res)
     // CORS headers go on every answer; a preflight is answered at once.
     if (preflight(req, res)) {
       context.logWritten(req, res, undefined)
@@ -538,20 +546,35 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // of them meet a failing Redis (redis-connection.ts).
   const within: <T>(task: () => T) => T =
     settings.redisUrl === undefined ? (task) => task() : (task) => withRedisDeadline(redisDeadlineFor(limits.requestTimeoutMs), task)
-  const listener: RequestListener = (req, res) =>
+  // @note A request is stamped as it arrives (its log line times its wait too), then waits for
+  // the requests ahead of it on its connection (conversation.ts); one whose connection is gone
+  // first is logged as dropped.
+  const dropped = (req: IncomingMessage, res: ServerResponse) => context.logWritten(req, res, undefined)
+  const serve = (req: IncomingMessage, res: ServerResponse) =>
     within(() => {
       if (!front(req, res)) adminApp()(req, res)
     })
+  const listener: RequestListener = (req, res) => {
+    context.stamp(req, res)
+    inOrder(req, res, serve, dropped)
+  }
   let app: Express | undefined
   const embeddable = (): Express => {
     if (app !== undefined) return app
     app = loadExpress()()
     app.disable('x-powered-by')
-    app.use((req, res, next) =>
-      within(() => {
-        if (!front(req, res)) next()
-      }),
-    )
+    app.use((req, res, next) => {
+      context.stamp(req, res)
+      inOrder(
+        req,
+        res,
+        () =>
+          within(() => {
+            if (!front(req, res)) next()
+          }),
+        dropped,
+      )
+    })
     app.use(adminApp())
     return app
   }

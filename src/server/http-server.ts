@@ -57,6 +57,11 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       listener(req, res)
     },
   )
+  // @note A client that half-closes its connection (sends FIN) after a complete request still
+  // gets its answer: by default Node ends the connection at the FIN, and an answer not yet written
+  // (a create being committed to SQLite or Redis) never left, though the write was applied.
+  // Allowed half open, Node ends the connection after the last answer instead.
+  ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
   server.on('connection', (socket: Socket) => {
     open++
     socket.once('close', () => open--)

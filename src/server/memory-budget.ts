@@ -1,8 +1,10 @@
 /**
  * One memory budget across all tenants: what the tenants hold (their data and journals, as
  * estimated by the core) against a byte budget, and V8's heap against its limit as a backstop.
- * Over either, the server refuses new tenants and new state (503 `over_capacity`, `Retry-After`);
- * near the heap limit it refuses all API work, so that it answers instead of dying.
+ * Over either, the server refuses new tenants and new state (503 `over_capacity`,
+ * `Retry-After`); long answers being sent count beside the tenants, and a long read that would
+ * not fit beside them is refused; near the heap limit it refuses all API work, so that it
+ * answers instead of dying.
  */
 import { getHeapStatistics } from 'node:v8'
 import { OverCapacityError, type Work } from '../core/capacity.js'
@@ -30,6 +32,14 @@ export interface MemoryBudgetOptions {
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
 
+/** Why a long read is refused while answers being sent hold the budget. */
+const ANSWERS_REASON = 'answers being sent hold all the memory the operator allowed'
+/**
+ * Reads that may take at most this many bytes are not reserved ({@link MemoryBudget.reserveRead}).
+ * @default 65536
+ */
+export const SMALL_READ_BYTES = 64 * 1024
+const NOTHING_HELD = () => undefined
 /** Above this share of the heap limit in use, even reads are refused. */
 export const CRITICAL_HEAP_SHARE = 0.9
 /** What `Retry-After` says when the budget is spent, in seconds. */
@@ -61,6 +71,8 @@ export class MemoryBudget {
   #refusals = 0
   /** When a relief last dropped nothing. */
   #fruitlessAt = Number.NEGATIVE_INFINITY
+  /** Bytes of the answers being sent and the reads under way ({@link holdAnswer}, {@link reserveRead}). */
+  #answerBytes = 0
 
   constructor(options: MemoryBudgetOptions) {
     this.#options = options
@@ -75,7 +87,13 @@ export class MemoryBudget {
     throw new OverCapacityError(reason, RETRY_AFTER_SECONDS)
   }
 
-  /** Why `work` would be refused now, or undefined when there is room. */
+  /**
+   * Why `work` would be refused now, or undefined when there is room. New state is judged by what
+   * the tenants hold; reads only near the heap limit (a long read made per request reserves its
+   * room itself: {@link reserveRead}).
+   * @note Answers being sent do not refuse new state: they are let go within the request timeout,
+   * and counting them here let one partner's downloads lock every partner's creates out.
+   */
   refusal(work: Work): string | undefined {
     const share = this.#usedHeapShare()
     if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
@@ -85,13 +103,52 @@ export class MemoryBudget {
     return undefined
   }
 
-  /** Whether dropping what can go without loss brought the tenants within the budget. */
-  #relieved(): boolean {
+  /**
+   * Counts `bytes` of an answer being sent against the budget until the function returned is
+   * called (once it is written out, or its connection is gone); calling it again does nothing.
+   * @note Answers are counted once made, not refused: the request's outcome (a create's) is
+   * already decided and journaled. Reads arriving while answers take the budget are refused instead.
+   * @example const release = budget.holdAnswer(Buffer.byteLength(body)); res.once('close', release)
+   */
+  holdAnswer(bytes: number): () => void {
+    this.#answerBytes += bytes
+    let held = true
+    return () => {
+      if (!held) return
+      held = false
+      this.#answerBytes -= bytes
+    }
+  }
+
+  /**
+   * Reserves `bytes` a read is about to take (a list made per request) until the function
+   * returned is called; throws {@link OverCapacityError} when they do not fit beside what the
+   * tenants hold and the answers and reads under way. With nothing under way a read is always
+   * let through, so that a list larger than the whole budget can still be read, one at a time;
+   * a read of at most {@link SMALL_READ_BYTES} is neither counted nor refused (as small answers
+   * are not), so that partners with short lists are never refused for another's long ones.
+   */
+  reserveRead(bytes: number): () => void {
+    if (bytes <= SMALL_READ_BYTES) return NOTHING_HELD
+    if (this.#answerBytes > 0 && this.#options.heldBytes() + this.#answerBytes + bytes > this.#options.budgetBytes && !this.#relieved(this.#answerBytes + bytes)) {
+      this.#refusals++
+      throw new OverCapacityError(ANSWERS_REASON, RETRY_AFTER_SECONDS)
+    }
+    return this.holdAnswer(bytes)
+  }
+
+  /** Bytes of the answers being sent now, as counted by {@link holdAnswer}. */
+  get answerBytes(): number {
+    return this.#answerBytes
+  }
+
+  /** Whether dropping what can go without loss brought the tenants (with `more` beside them) within the budget. */
+  #relieved(more = 0): boolean {
     const relieve = this.#options.relieve
     const now = Date.now()
     if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
     if (relieve() === 0) this.#fruitlessAt = now
-    return this.#options.heldBytes() <= this.#options.budgetBytes
+    return this.#options.heldBytes() + more <= this.#options.budgetBytes
   }
 
   /** How many requests were refused since start. */

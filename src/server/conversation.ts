@@ -1,0 +1,129 @@
+/**
+ * One connection is one ordered conversation: the requests a client pipelines on one connection
+ * are handled one after the other, each once the answer ahead of it has gone out, so that a GET
+ * sent after a POST sees the POST's category and a create sent after a scenario switch lands in
+ * the new scenario. Node parses pipelined requests as they arrive and hands each to the listener
+ * at once; this module makes them wait their turn.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+
+/**
+ * Requests that may wait behind the one being answered on one connection; with this many
+ * waiting, the connection is read no further (the requests of one read, up to 64 KiB, still
+ * wait) until the client takes its answers.
+ * @default 16
+ */
+export const PIPELINE_DEPTH = 16
+
+/** A request waiting for its turn: handled, or given up when its connection is gone first. */
+interface Turn {
+  readonly req: IncomingMessage
+  readonly res: ServerResponse
+  readonly handle: Handler
+  readonly abandon: Handler
+}
+
+/** What runs a request (or gives it up), given its request and response. */
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void
+const nothing: Handler = () => undefined
+
+/** One connection's conversation. */
+interface Conversation {
+  /** The answer of the request handled last, until it is out. */
+  current: ServerResponse | undefined
+  readonly waiting: Turn[]
+}
+
+const conversations = new WeakMap<Socket, Conversation>()
+/** Connections read no further while their waiting line is full. */
+const held = new WeakSet<Socket>()
+
+/** Whether an answer is out: handed to the operating system in full, or its connection gone. */
+const isOut = (res: ServerResponse | undefined) => res === undefined || res.writableFinished || res.destroyed
+
+/**
+ * Runs `handle` for the request `req` once every request ahead of it on its connection has its
+ * answer written out (or its connection closed), and calls `abandon` instead when the connection
+ * is gone before its turn: a request its client can no longer get the answer of is not handled.
+ * @note Waiting for the answer to be out (handed to the operating system), not only made, also
+ * keeps a client that does not read from making the server build the answers of every request
+ * it pipelines: one is held at a time, not one per request.
+ * @note A request that finds the answer ahead of it out (every request of a client that waits
+ * for its answers) is handled at once: no listener, no allocation beyond the first per connection.
+ * @note The handlers take the request and response rather than closing over them: no closure per request.
+ * @example inOrder(req, res, listener, logDropped)
+ */
+export function inOrder(req: IncomingMessage, res: ServerResponse, handle: Handler, abandon: Handler = nothing): void {
+  const socket = req.socket
+  let conversation = conversations.get(socket)
+  if (conversation === undefined) {
+    conversation = { current: undefined, waiting: [] }
+    conversations.set(socket, conversation)
+  }
+  if (conversation.waiting.length === 0 && isOut(conversation.current)) {
+    conversation.current = res
+    handle(req, res)
+    return
+  }
+  conversation.waiting.push({ req, res, handle, abandon })
+  if (conversation.waiting.length === 1) whenOut(socket, conversation)
+  if (conversation.waiting.length >= PIPELINE_DEPTH) stopReading(socket)
+}
+
+/** Hands the turn to the next waiting request once the current answer is out (or its connection gone). */
+function whenOut(socket: Socket, conversation: Conversation): void {
+  const current = conversation.current
+  const next = () => {
+    current?.off('finish', next).off('close', next)
+    socket.off('close', next)
+    advance(socket, conversation)
+  }
+  if (isOut(current)) {
+    queueMicrotask(() => advance(socket, conversation))
+    return
+  }
+  // @note The socket's own `close` too: an answer still queued behind another (never given the
+  // socket) gets no `close` of its own when the connection goes.
+  current?.once('finish', next).once('close', next)
+  socket.once('close', next)
+}
+
+function advance(socket: Socket, conversation: Conversation): void {
+  // @note A connection gone: the requests still waiting are given up, not handled for nobody
+  // (a create would be stored that no client was told of).
+  if (socket.destroyed) {
+    conversation.current = undefined
+    for (const turn of conversation.waiting.splice(0)) turn.abandon(turn.req, turn.res)
+    resumeReading(socket)
+    return
+  }
+  const turn = conversation.waiting.shift()
+  if (turn === undefined) return
+  if (conversation.waiting.length < PIPELINE_DEPTH) resumeReading(socket)
+  conversation.current = turn.res
+  if (conversation.waiting.length > 0) whenOut(socket, conversation)
+  turn.handle(turn.req, turn.res)
+}
+
+/**
+ * Stops reading `socket` until {@link resumeReading}.
+ * @note Node resumes a socket itself (reading a request's body, dropping an unread one): a
+ * connection held here is paused again whenever that happens, before any data flows.
+ */
+function stopReading(socket: Socket): void {
+  if (held.has(socket)) return
+  held.add(socket)
+  socket.on('resume', pauseAgain)
+  socket.pause()
+}
+
+function resumeReading(socket: Socket): void {
+  if (!held.delete(socket)) return
+  socket.off('resume', pauseAgain)
+  socket.resume()
+}
+
+function pauseAgain(this: Socket): void {
+  this.pause()
+}

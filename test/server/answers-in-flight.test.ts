@@ -1,0 +1,172 @@
+/**
+ * Every byte an answer holds is counted (issue 20 F01): a long list answer is sent in pieces, so
+ * that a client that does not read holds about one piece, and one made per request (SQLite,
+ * Redis) counts against the memory budget while it is sent: over it, reads get 503
+ * `over_capacity`. Raw sockets that never read, against a real server on every store.
+ */
+import type { Socket } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { describe, expect, it } from 'vitest'
+import type { ScenarioInput } from '../../src/scenario/scenario-loader.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
+import { openSocket } from '../support/raw-http.js'
+import { startSandbox, useStore } from '../support/sandbox-server.js'
+import { STORES } from '../support/stores.js'
+
+const KEY = 'reader-key'
+const COUNT = 8000
+/** A scenario whose list answer is about 16 MB: more than loopback's socket buffers take from a client that does not read. */
+const BIG: ScenarioInput = {
+  name: 'big-list',
+  version: '1.0.0',
+  description: 'Categories with the longest descriptions allowed.',
+  seed: { categories: { generate: { count: COUNT, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
+}
+const LIST_BYTES = COUNT * 2030
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+/** What this process holds now (heap and memory outside it, such as socket write buffers), after a collection. */
+function heldNow(): number {
+  gc()
+  gc()
+  const usage = process.memoryUsage()
+  return usage.heapUsed + usage.external
+}
+
+const listRequest = (id: string) => `GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nX-Request-Id: ${id}\r\n\r\n`
+
+/** A connection that reads nothing until `firstBytes()` is called, which reads a little of what came. */
+async function nonReading(origin: string): Promise<{ socket: Socket; firstBytes: () => Promise<string> }> {
+  const socket = await openSocket(origin)
+  socket.pause()
+  socket.on('error', () => undefined)
+  const firstBytes = () =>
+    new Promise<string>((resolve) => {
+      let text = ''
+      const timer = setTimeout(() => resolve(text), 5000)
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString('latin1')
+        if (text.includes('\r\n\r\n') && (!/ 503 /.test(text.slice(0, 20)) || text.endsWith('}'))) {
+          clearTimeout(timer)
+          resolve(text)
+        }
+      })
+      socket.resume()
+    })
+  return { socket, firstBytes }
+}
+
+/** Opens the tenant and reads its list once, so that what the tenant itself holds (its data, the ready text of its list) is in the baseline. */
+async function warmUp(fetch: (path: string, init?: RequestInit) => Promise<Response>): Promise<void> {
+  const response = await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })
+  expect(response.status).toBe(200)
+  await response.arrayBuffer()
+}
+
+describe.each(STORES)('answers in flight ($name store)', (kind) => {
+  useStore(kind)
+
+  it('holds about one piece per client that does not read a long list, not a copy of the list each (issue 20 F01)', async () => {
+    const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG, memoryBudgetBytes: 12 * LIST_BYTES })
+    const clients = kind.name === 'memory' ? 10 : 4
+    await warmUp(fetch)
+    logs.length = 0
+    const before = heldNow()
+    const sockets: Socket[] = []
+    for (let i = 0; i < clients; i++) {
+      const { socket } = await nonReading(origin)
+      sockets.push(socket)
+      socket.write(listRequest(`reader-${i}`))
+      await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(i + 1)
+    }
+    // The answers made per request (SQLite, Redis) are held, one each; the store's own ready text (memory) is not copied.
+    const made = kind.name === 'memory' ? 0 : clients
+    const grown = heldNow() - before
+    for (const socket of sockets) socket.destroy()
+    expect(logs.map((entry) => entry.status)).toEqual(Array.from({ length: clients }, () => 200))
+    expect(grown).toBeLessThan((made + 1.5) * LIST_BYTES)
+  })
+
+  it('makes one list at a time for a client that pipelines lists and does not read (issue 20 F01)', async () => {
+    const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG })
+    await warmUp(fetch)
+    logs.length = 0
+    const before = heldNow()
+    const { socket } = await nonReading(origin)
+    socket.write(Array.from({ length: 8 }, (_, i) => listRequest(`piped-${i}`)).join(''))
+    await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const grown = heldNow() - before
+    socket.destroy()
+    expect(grown).toBeLessThan(2.5 * LIST_BYTES)
+  })
+
+  it.runIf(kind.name !== 'memory')(
+    'answers 503 over_capacity with Retry-After once the lists being sent to clients that do not read hold the budget (issue 20 F01)',
+    async () => {
+      const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG, memoryBudgetBytes: Math.round(2.5 * LIST_BYTES) })
+      const clients = await Promise.all(Array.from({ length: 5 }, () => nonReading(origin)))
+      for (const [i, client] of clients.entries()) {
+        client.socket.write(listRequest(`reader-${i}`))
+        await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(i + 1)
+      }
+      // The first list is being sent (16 MB); the next would read up to the worst case of 8,000 categories beside it.
+      expect(logs.map((entry) => entry.status)).toEqual([200, 503, 503, 503, 503])
+      const refused = await clients[4]!.firstBytes()
+      expect(refused).toMatch(/^HTTP\/1\.1 503 /)
+      expect(refused).toMatch(/\r\nRetry-After: \d+\r\n/i)
+      expectErrorBody(JSON.parse(refused.slice(refused.indexOf('\r\n\r\n') + 4)), 503, 'over_capacity')
+      // Once those clients are gone, what their answers held is counted no more.
+      for (const client of clients) client.socket.destroy()
+      await expect.poll(async () => (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).status, { timeout: 5000 }).toBe(200)
+    },
+  )
+
+  it.runIf(kind.name !== 'memory')('lets go of a client that takes nothing of a long list for the request timeout, and of what its answer held (issue 20 F01)', async () => {
+    const { origin, logs, fetch } = await startSandbox({
+      apiKeys: [KEY],
+      scenario: BIG,
+      memoryBudgetBytes: Math.round(2.5 * LIST_BYTES),
+      headersTimeoutMs: 1000,
+      requestTimeoutMs: 1000,
+    })
+    const stalled = await nonReading(origin)
+    stalled.socket.write(listRequest('stalled'))
+    await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(1)
+    const refused = await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })
+    expect(refused.status).toBe(503)
+    await refused.arrayBuffer()
+    await expect.poll(async () => (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).status, { timeout: 8000, interval: 500 }).toBe(200)
+    stalled.socket.destroy()
+  })
+
+  it.runIf(kind.name !== 'memory')('answers a partner’s short list and create while another’s long lists take the whole budget (issue 20 F01)', async () => {
+    const partner = 'short-list-key'
+    const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY, partner], scenario: BIG, memoryBudgetBytes: Math.round(0.5 * LIST_BYTES) })
+    const headers = { authorization: `Bearer ${partner}`, 'content-type': 'application/json' }
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers, body: '{"name":"empty"}' })).status).toBe(200)
+    expect((await fetch('/v1/categories', { method: 'POST', headers, body: '{"name":"Mine"}' })).status).toBe(201)
+    const before = logs.length
+    const reader = await nonReading(origin)
+    reader.socket.write(listRequest('long'))
+    await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(before + 1)
+    const listed = await fetch('/v1/categories', { headers })
+    const created = await fetch('/v1/categories', { method: 'POST', headers, body: '{"name":"Mine too"}' })
+    reader.socket.destroy()
+    expect(listed.status).toBe(200)
+    expect(await listed.json()).toEqual([{ id: 1, name: 'Mine' }])
+    expect(created.status).toBe(201)
+  })
+
+  it.runIf(kind.name !== 'memory')('reserves a list before reading it, so that lists asked for at once are not all read (issue 20 F01)', async () => {
+    const { origin, logs } = await startSandbox({ apiKeys: [KEY], scenario: BIG, memoryBudgetBytes: Math.round(2.5 * LIST_BYTES) })
+    const clients = await Promise.all(Array.from({ length: 5 }, () => nonReading(origin)))
+    for (const [i, client] of clients.entries()) client.socket.write(listRequest(`at-once-${i}`))
+    await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(clients.length)
+    const statuses = logs.map((entry) => entry.status).sort()
+    for (const client of clients) client.socket.destroy()
+    expect(statuses).toEqual([200, 503, 503, 503, 503])
+  })
+})
