@@ -131,6 +131,17 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     expect(Math.abs(stamp - Date.now())).toBeLessThan(DAY_MS)
     expect(await honest.sandbox.tenants.expireIdle(30 * DAY_MS)).toBe(0)
   })
+
+  it('gives a request its whole time for Redis after the delay its client asked for: Prefer: delay up to the request timeout, then 201 and 200 (attack finding: 503 storage_unavailable from a healthy Redis)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 2_000, headersTimeoutMs: 1_000 })
+    const delayed = { ...auth('partner', true), prefer: 'delay=1990' }
+    const created = await sandbox.fetch('/v1/categories', { method: 'POST', headers: delayed, body: JSON.stringify({ name: 'after a delay' }), signal: AbortSignal.timeout(15_000) })
+    expect(created.status, JSON.stringify(await created.clone().json())).toBe(201)
+    const listed = await sandbox.fetch('/v1/categories', { headers: delayed, signal: AbortSignal.timeout(15_000) })
+    expect(listed.status).toBe(200)
+    expect(await listed.json()).toEqual([{ id: 1, name: 'after a delay' }])
+  })
 })
 
 describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
