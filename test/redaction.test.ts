@@ -16,6 +16,8 @@ describe('journal redaction', () => {
     'apikey', 'x-goog-api-key', 'x-amz-security-token', 'ocp-apim-subscription-key', 'private-token', 'x-vault-token', 'x-forwarded-authorization', 'x-csrf-token',
     // the pattern's words, in names no list holds
     'X-Session-Id', 'stripe-signature', 'x-hub-signature-256', 'x-hasura-admin-secret', 'x-user-password', 'x-shopify-hmac-sha256', 'x-client-credential',
+    // what issue 20's attack found the rule missed
+    'x-bearer', 'x-passcode', 'x-client-cert', 'x-sig', 'ssl-client-cert',
   ])('redacts the credential header %s (issue 20 F13)', (name) => {
     expect(DEFAULT_REDACTION.headerValue(name, 'SECRET')).toBe('[redacted]')
   })

@@ -67,7 +67,7 @@ export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = [
  * `x-request-id` or `traceparent` stay readable; only an exemption keeps a harmless name that
  * holds one of the words readable.
  */
-export const CREDENTIAL_NAME_PATTERN = /token|secret|key|passw|pwd|auth|session|signature|credential|cookie|jwt|hmac/i
+export const CREDENTIAL_NAME_PATTERN = /token|secret|key|passw|passcode|pwd|auth|bearer|session|signature|credential|cookie|jwt|hmac|cert|(?:^|[-_.])sig(?:$|[-_.])/i
 
 /**
  * Names the pattern would catch that are not credentials, which someone reading the journal
