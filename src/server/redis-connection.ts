@@ -88,6 +88,13 @@ export function redisScript(source: string): RedisScript {
 export const NOW = `local clock = redis.call('TIME')
 local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
 
+/**
+ * While an evicting policy refuses scripts, requests read it again at most this often (ms), one
+ * read shared by every request waiting on it: service returns within about this long of the fix,
+ * on every replica and worker, without a health probe.
+ */
+export const EVICTION_RECHECK_MS = 1000
+
 /** A command not sent: the request it serves has no time left (not a failure of Redis). */
 class RequestTimeUp extends StorageUnavailableError {}
 
@@ -360,6 +367,12 @@ export class RedisLink {
   #failing: string | undefined
   /** Why scripts are refused: the Redis met on reconnecting may evict keys (see {@link checkEviction}). */
   #evicting: string | undefined
+  /** The policy must be read before the next command: Redis failed (it may come back another, or reconfigured). */
+  #checkDue = false
+  /** The policy read in flight, which every command waits for. */
+  #checking: Promise<void> | undefined
+  /** When the policy was last read (ms). */
+  #checkedAt = 0
   #failingSince = 0
   #renewedAt = 0
 
@@ -395,10 +408,10 @@ export class RedisLink {
 
   /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
   async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
-    const ms = this.#timeLeft()
     let reply: Reply
     try {
-      reply = await this.#connection.send(firstKey, args, ms)
+      await this.#policyRead()
+      reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
       throw this.#failure(error)
     }
@@ -411,6 +424,12 @@ export class RedisLink {
    * purpose comes back as a {@link RedisScriptRefusal} carrying its message.
    */
   async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    try {
+      await this.#policyRead()
+    } catch (error) {
+      // Not sent: a plain failure, never an unknown outcome.
+      throw this.#failure(error)
+    }
     if (this.#evicting !== undefined) throw new StorageUnavailableError(`Redis at ${this.target.display}: ${this.#evicting}`)
     const tail = [String(keys.length), ...keys, ...args.map(String)]
     let reply: Reply
@@ -442,7 +461,7 @@ export class RedisLink {
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     try {
       await this.#connection.each(['PING'], this.#timeLeft())
-      if (this.#evicting !== undefined) await this.#recheck()
+      if (this.#evicting !== undefined || this.#checkDue) await this.#sharedRecheck()
     } catch (error) {
       return { ok: false, detail: this.#failure(error).message }
     }
@@ -458,7 +477,7 @@ export class RedisLink {
    */
   async checkEviction(): Promise<string | undefined> {
     if (this.#allowEviction) return undefined
-    const ms = this.#commandTimeoutMs
+    const ms = this.#timeLeft()
     let policies: string[]
     try {
       const replies = await this.#connection.each(['CONFIG', 'GET', 'maxmemory-policy'], ms)
@@ -472,9 +491,37 @@ export class RedisLink {
     return evicting === undefined ? undefined : `its maxmemory-policy is ${evicting}, which may evict tenant keys (acknowledged writes lost)`
   }
 
+  /**
+   * What every command waits for first: the policy read after Redis failed (so that no read or
+   * write is served by a Redis that came back evicting before it is known), and, while the policy
+   * refuses, a read again at most every {@link EVICTION_RECHECK_MS} (so that requests themselves
+   * find it fixed). One read at a time, shared by every command that waits.
+   */
+  async #policyRead(): Promise<void> {
+    if (this.#allowEviction) return
+    if (this.#checking !== undefined) return this.#checking
+    if (this.#checkDue || (this.#evicting !== undefined && Date.now() - this.#checkedAt >= EVICTION_RECHECK_MS)) return this.#sharedRecheck()
+  }
+
+  /** The policy read in flight, or a new one. */
+  #sharedRecheck(): Promise<void> {
+    this.#checking ??= this.#recheck().finally(() => {
+      this.#checking = undefined
+    })
+    return this.#checking
+  }
+
   /** Reads the eviction policy again (a Redis met on reconnecting, or one refused until fixed). */
   async #recheck(): Promise<void> {
-    const evicting = await this.checkEviction()
+    this.#checkDue = false
+    this.#checkedAt = Date.now()
+    let evicting: string | undefined
+    try {
+      evicting = await this.checkEviction()
+    } catch (error) {
+      this.#checkDue = true
+      throw error
+    }
     if (evicting !== undefined && this.#evicting === undefined) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to requests that use Redis until it is set to noeviction (or start with --redis-allow-eviction)`)
     else if (evicting === undefined && this.#evicting !== undefined) this.#warn(`storage accepted: Redis at ${this.target.display} no longer evicts keys`)
     this.#evicting = evicting
@@ -490,8 +537,9 @@ export class RedisLink {
     if (this.#failing === undefined) return
     this.#failing = undefined
     this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
-    // It may be another Redis, or the same one restarted with another configuration.
-    this.#recheck().catch(() => undefined)
+    // It may be another Redis, or the same one restarted with another configuration: read its
+    // policy now (commands wait for it; #failure marked it due).
+    if (!this.#allowEviction) this.#sharedRecheck().catch(() => undefined)
   }
 
   /**
@@ -524,6 +572,8 @@ export class RedisLink {
     if (error instanceof RequestTimeUp) return error
     const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
     const now = Date.now()
+    // Whatever answers next may be another Redis, or this one restarted with another policy.
+    this.#checkDue = true
     if (this.#failing === undefined) {
       this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
       this.#failingSince = now

@@ -25,8 +25,13 @@ import type { TenantKeys } from './redis-storage.js'
 /**
  * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories, then the usage hash with a
  * store budget. ARGV: the entry's JSON after its `{`, prefixed with a comma; its weight; the entry
- * limit; the byte budget; ttl ms; the store budget; the tenant's id. Past the store budget, the
- * journal keeps only its newest entry; its weight is counted in the usage hash (`<id>:j`).
+ * limit; the byte budget; ttl ms; the journals' budget (the store budget); the tenant's id.
+ * With a store budget, journals are counted apart from data (so a request never takes room from
+ * any tenant's categories): the journal's weight in the usage hash as `<id>:j`, all journals'
+ * as `!journals`, how many tenants hold one as `!jtenants`. When the journals together pass their
+ * budget, this journal drops its oldest entries down to its share (the budget over the tenants
+ * holding one; the newest always stays): a tenant whose journal is within its share keeps it,
+ * whatever other keys' requests left in theirs.
  * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
  * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
@@ -47,13 +52,19 @@ local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
 redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])
 local n = redis.call('RPUSH', KEYS[2], ARGV[2])
 local budget = tonumber(ARGV[4])
+local old = 0
 local others = 0
+local holders = 1
 if KEYS[6] then
-  others = tonumber(redis.call('HGET', KEYS[6], '!total') or '0') - tonumber(redis.call('HGET', KEYS[6], ARGV[7] .. ':j') or '0')
+  old = tonumber(redis.call('HGET', KEYS[6], ARGV[7] .. ':j') or '0')
+  others = tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') - old
+  holders = tonumber(redis.call('HGET', KEYS[6], '!jtenants') or '0')
+  if old == 0 then holders = holders + 1 end
 end
-local store = tonumber(ARGV[6])
+local over = KEYS[6] and others + bytes > tonumber(ARGV[6])
+local share = math.floor(tonumber(ARGV[6]) / math.max(holders, 1))
 local drop = 0
-while n - drop > 1 and (n - drop > limit or bytes > budget or (KEYS[6] and others + bytes > store)) do
+while n - drop > 1 and (n - drop > limit or bytes > budget or (over and bytes > share)) do
   bytes = bytes - tonumber(redis.call('LINDEX', KEYS[2], drop))
   drop = drop + 1
 end
@@ -68,7 +79,10 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[3], ttl)
 end
 if KEYS[6] then
-  redis.call('HSET', KEYS[6], ARGV[7] .. ':j', string.format('%d', bytes), '!total', string.format('%d', others + bytes))
+  redis.call('HSET', KEYS[6], '!journals', string.format('%d', others + bytes))
+  if bytes > 0 then redis.call('HSET', KEYS[6], ARGV[7] .. ':j', string.format('%d', bytes)) else redis.call('HDEL', KEYS[6], ARGV[7] .. ':j') end
+  if old == 0 and bytes > 0 then redis.call('HINCRBY', KEYS[6], '!jtenants', 1) end
+  if old > 0 and bytes == 0 then redis.call('HINCRBY', KEYS[6], '!jtenants', -1) end
 end
 return id
 `)
@@ -80,7 +94,10 @@ if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', 
 if KEYS[4] then
   local held = tonumber(redis.call('HGET', KEYS[4], ARGV[1] .. ':j') or '0')
   redis.call('HDEL', KEYS[4], ARGV[1] .. ':j')
-  if held > 0 then redis.call('HINCRBY', KEYS[4], '!total', string.format('%d', -held)) end
+  if held > 0 then
+    redis.call('HINCRBY', KEYS[4], '!journals', string.format('%d', -held))
+    redis.call('HINCRBY', KEYS[4], '!jtenants', -1)
+  end
 end
 return 1
 `)
@@ -97,7 +114,7 @@ export interface RedisJournalOptions {
   readonly usage?: string | undefined
   /** The tenant's id, its field in {@link usage}. */
   readonly tenant?: string | undefined
-  /** The store budget (bytes), with {@link usage}. */
+  /** What all journals together may weigh (bytes), with {@link usage}: the store budget. */
   readonly storeBudget?: number | undefined
 }
 

@@ -63,11 +63,14 @@ export interface RedisStorageOptions {
   /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
   readonly allowEviction?: boolean | undefined
   /**
-   * What all tenants together may hold in Redis, in bytes: their categories' JSON and their
-   * journals' weight, counted in the `usage` hash by the scripts that write them. A create or a
-   * scenario switch past it is refused ({@link StoreBudgetError}); a journal past it keeps only
-   * its newest entry. Counted by the rule every durable store uses (`stored-bytes.ts`), plus the
-   * journal. Not enforced on a Redis Cluster (a script cannot count across slots; the operator is told).
+   * What all tenants' data together may hold in Redis, in bytes (categories and saved state, by
+   * the rule every durable store uses, `stored-bytes.ts`), counted in the `usage` hash by the
+   * scripts that write them: a create or a scenario switch past it is refused ({@link storeFull}).
+   * Journals are counted apart, against a budget of their own of the same size (so Redis holds
+   * about twice this): past it, a journal above its share (that budget over the tenants holding a
+   * journal) drops its oldest entries down to it. So no request, refused or not, takes room from
+   * any tenant's data. Not enforced on a Redis Cluster (a script cannot count across slots; the
+   * operator is told).
    * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
    */
   readonly storedBytesBudget?: number | undefined
@@ -231,14 +234,46 @@ return redis.call('ZADD', KEYS[1], now, ARGV[1])
  */
 const RECONCILE = redisScript(`
 local freed = 0
-for i, field in ipairs({ARGV[1], ARGV[1] .. ':j'}) do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    freed = freed + tonumber(redis.call('HGET', KEYS[3], field) or '0')
-    redis.call('HDEL', KEYS[3], field)
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+  redis.call('HDEL', KEYS[3], ARGV[1])
+  if held > 0 then redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -held)) end
+  freed = freed + held
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1] .. ':j') or '0')
+  redis.call('HDEL', KEYS[3], ARGV[1] .. ':j')
+  if held > 0 then
+    redis.call('HINCRBY', KEYS[3], '!journals', string.format('%d', -held))
+    redis.call('HINCRBY', KEYS[3], '!jtenants', -1)
+  end
+  freed = freed + held
+end
+return freed
+`)
+
+/**
+ * Sets the usage hash's totals (KEYS[1]: `!total` of data, `!journals`, `!jtenants`) from its
+ * tenants' fields, in one step: heals a count that drifted, and counts a hash written before
+ * journals were counted apart (when `!total` held both).
+ */
+const RETOTAL = redisScript(`
+local flat = redis.call('HGETALL', KEYS[1])
+local data, journals, holders = 0, 0, 0
+for i = 1, #flat, 2 do
+  local field = flat[i]
+  if string.sub(field, 1, 1) ~= '!' then
+    local bytes = tonumber(flat[i + 1]) or 0
+    if string.sub(field, -2) == ':j' then
+      journals = journals + bytes
+      if bytes > 0 then holders = holders + 1 end
+    else
+      data = data + bytes
+    end
   end
 end
-if freed > 0 then redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -freed)) end
-return freed
+redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!journals', string.format('%d', journals), '!jtenants', string.format('%d', holders))
+return data
 `)
 
 /** The registry's tenants (KEYS[1]) not stamped for ARGV[1] ms by Redis's time. */
@@ -266,10 +301,14 @@ ${NOW}
 if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 if KEYS[8] then
-  local freed = 0
-  for _, field in ipairs({ARGV[2], ARGV[2] .. ':j'}) do freed = freed + tonumber(redis.call('HGET', KEYS[8], field) or '0') end
+  local data = tonumber(redis.call('HGET', KEYS[8], ARGV[2]) or '0')
+  local journal = tonumber(redis.call('HGET', KEYS[8], ARGV[2] .. ':j') or '0')
   redis.call('HDEL', KEYS[8], ARGV[2], ARGV[2] .. ':j')
-  if freed > 0 then redis.call('HINCRBY', KEYS[8], '!total', string.format('%d', -freed)) end
+  if data > 0 then redis.call('HINCRBY', KEYS[8], '!total', string.format('%d', -data)) end
+  if journal > 0 then
+    redis.call('HINCRBY', KEYS[8], '!journals', string.format('%d', -journal))
+    redis.call('HINCRBY', KEYS[8], '!jtenants', -1)
+  end
 end
 if updated then return 1 end
 return 0
@@ -313,7 +352,7 @@ export class RedisStorage implements TenantStorage {
   readonly #journalBytes: number
   readonly #registry: string
   readonly #seedJson: string[]
-  /** The usage hash (`Pusage`: tenant id → bytes held, `<id>:j` → its journal's, `!total`), with a budget. */
+  /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data; `<id>:j` → its journal's weight, `!journals`, `!jtenants`), with a budget. */
   readonly #usage: string | undefined
   readonly #budget: number
 
@@ -334,7 +373,7 @@ export class RedisStorage implements TenantStorage {
     return this.#usage === undefined ? [] : [this.#usage]
   }
 
-  /** What all tenants hold in Redis by the budget's count (bytes), or undefined without a budget. */
+  /** What all tenants' data (categories and state, journals apart) holds in Redis by the budget's count (bytes), or undefined without a budget. */
   async storedBytes(): Promise<number | undefined> {
     if (this.#usage === undefined) return undefined
     return Number((await this.link.call(this.#usage, ['HGET', this.#usage, '!total'])) ?? 0)
@@ -445,12 +484,13 @@ export class RedisStorage implements TenantStorage {
       const [next, flat] = (await this.link.call(usage, ['HSCAN', usage, cursor, 'COUNT', '500'])) as [string, string[]]
       cursor = next
       const ids = new Set<string>()
-      for (let i = 0; i < flat.length; i += 2) if (flat[i] !== '!total') ids.add(flat[i]!.replace(/:j$/, ''))
+      for (let i = 0; i < flat.length; i += 2) if (!flat[i]!.startsWith('!')) ids.add(flat[i]!.replace(/:j$/, ''))
       for (const id of ids) {
         const keys = this.keys(id)
         await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage], [id])
       }
     } while (cursor !== '0')
+    await this.link.script(RETOTAL, [usage], [])
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */

@@ -148,6 +148,25 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(run.child.exitCode).toBeNull()
   })
 
+  it('serves again on every worker once a Redis that came back evicting is set to noeviction, on API requests alone, no health probe (issue 20 redis2: eviction refusal re-checked by requests)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect((await post(origin, 'k', 'before')).status).toBe(201)
+    await redis.stop()
+    await redis.start({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] })
+    // Both workers refuse (connections go to each in turn), once each has reconnected.
+    const signal = AbortSignal.timeout(30_000)
+    for (let row = 0; row < 4; ) {
+      if (signal.aborted) throw new Error(`the workers did not refuse the evicting Redis\n${run.stderr()}`)
+      const response = await post(origin, 'k', 'while evicting')
+      const body = (await response.json()) as { code?: string; message?: string }
+      row = response.status === 503 && body.code === 'storage_unavailable' && /maxmemory-policy/.test(run.stderr()) ? row + 1 : 0
+      if (row === 0) await sleep(200)
+    }
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    await untilServing(origin, run)
+  })
+
   it('starts with Redis down, answering 503 until it comes up (issue 20 F06)', async () => {
     const redis = await startRedis()
     await redis.stop()

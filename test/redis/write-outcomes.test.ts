@@ -5,6 +5,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
+import { connectRedis, redisScript } from '../../src/server/redis-connection.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
@@ -200,6 +201,59 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     }
     expect((await create(sandbox, 'after')).status).toBe(201)
   })
+
+  it('serves no command from a Redis that came back evicting before its policy is read: the first after the reconnection waits for the read (issue 20 redis2: eviction refusal re-checked by requests)', async () => {
+    const redis = await startRedis()
+    const link = await connectRedis({ url: redis.url, warn: () => undefined })
+    onTestFinished(() => link.close())
+    await redis.stop()
+    await redis.start({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] })
+    // The first command answered after the restart…
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await link.call(undefined, ['PING'])
+        break
+      } catch (error) {
+        if (attempt > 100) throw error
+        await sleep(50)
+      }
+    }
+    // …and the script right behind it: refused, never run on the evicting Redis.
+    await expect(link.script(redisScript("return redis.call('SET', KEYS[1], '1')"), ['written-while-evicting'], [])).rejects.toThrow('maxmemory-policy is allkeys-lru')
+    expect((await redis.cli('EXISTS', 'written-while-evicting')).trim()).toBe('0')
+  })
+
+  it('recovers from an evicting policy on API requests alone, within about a second of the fix, without a health probe (issue 20 redis2: eviction refusal re-checked by requests)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.stop()
+    await redis.start({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] })
+    // Reads from the restart on, through the client's reconnection (its backoff is at most 1 s):
+    // none is served before the policy is read, so every one is refused.
+    const statuses = new Set<number>()
+    for (const until = Date.now() + 2500; Date.now() < until; ) {
+      const read = await sandbox.fetch('/v1/categories', { headers: auth('partner') })
+      statuses.add(read.status)
+      if (read.status === 503) expectErrorBody(await jsonOf(read), 503, 'storage_unavailable')
+      else await read.body?.cancel()
+      await sleep(50)
+    }
+    expect([...statuses]).toEqual([503])
+    expect((await create(sandbox, 'while evicting')).status).toBe(503)
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    // Only API requests from here on: no GET /__sandbox/health.
+    let status = 0
+    for (let attempt = 0; attempt < 40 && status !== 201; attempt++) {
+      const response = await create(sandbox, 'after')
+      status = response.status
+      await response.body?.cancel()
+      if (status !== 201) await sleep(250)
+    }
+    expect(status).toBe(201)
+    // (Redis restarted without persistence: only what was written since is there.)
+    expect(await names(sandbox)).toEqual(['after'])
+  })
 })
 
 describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
@@ -260,5 +314,59 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     const id = tenantId('partner')
     // A tenant: 256 + its id + its scenario name; a category: 96 + its name in UTF-8.
     expect(Number((await redis.cli('HGET', 'petstore-sandbox:usage', id)).trim())).toBe(256 + id.length + 'empty'.length + 96 + 3)
+  })
+
+  it('never refuses a partner’s create because of what other keys’ rejected requests left in their journals: journals are counted apart from data (issue 20 redis2: journal lockout)', async () => {
+    const redis = await startRedis()
+    const budget = 512 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    const junk = JSON.stringify({ name: '', pad: 'x'.repeat(60_000) })
+    for (let key = 0; key < 6; key++) {
+      for (let i = 0; i < 4; i++) {
+        const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(`junk-${key}`, true), body: junk })
+        expect(response.status).toBe(400)
+        await response.body?.cancel()
+      }
+    }
+    // The junk keys' journals hold more than half the store budget, and no data.
+    const usage = (await redis.cli('HGETALL', 'petstore-sandbox:usage')).trim().split('\n')
+    let journals = 0
+    for (let i = 0; i + 1 < usage.length; i += 2) if (usage[i]!.endsWith(':j')) journals += Number(usage[i + 1])
+    expect(journals).toBeGreaterThan(budget / 2)
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect((await create(sandbox, 'first', 'newcomer')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'after'])
+    // Journals have their own bound, the store budget: past it, a journal above its share (the
+    // budget over the tenants holding one) drops its oldest entries; the junk keys keep their newest.
+    const junk0 = await sandbox.fetch('/__sandbox/requests', { headers: auth('junk-5') })
+    expect(((await jsonOf(junk0)) as unknown[]).length).toBe(1)
+    const mine = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
+    expect(((await jsonOf(mine)) as unknown[]).length).toBe(2)
+  })
+
+  it('never cuts a partner’s journal because of what other tenants’ data holds (issue 20 redis2: journal lockout)', async () => {
+    const redis = await startRedis()
+    const budget = 256 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, maxCategories: 50, storeBudgetBytes: budget })
+    for (let i = 0; i < 3; i++) expect((await create(sandbox, `mine ${i}`)).status).toBe(201)
+    const description = 'd'.repeat(2000)
+    let full = false
+    for (let key = 0; key < 10 && !full; key++) {
+      for (let i = 0; i < 50 && !full; i++) {
+        const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(`flood-${key}`, true), body: JSON.stringify({ name: `flood ${i}`, description }) })
+        full = response.status === 503
+        await response.body?.cancel()
+      }
+    }
+    expect(full, 'the data reached the store budget').toBe(true)
+    expect(await names(sandbox)).toEqual(['mine 0', 'mine 1', 'mine 2'])
+    // The partner's own request with a large (invalid) body: its journal, small, keeps every entry.
+    const rejected = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: '', pad: 'x'.repeat(20_000) }) })
+    expect(rejected.status).toBe(400)
+    await rejected.body?.cancel()
+    const journal = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
+    expect(journal.status).toBe(200)
+    expect(((await jsonOf(journal)) as unknown[]).length).toBe(4)
   })
 })
