@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { z } from 'zod'
 import { ERROR_TABLE } from '../src/contract/errors.js'
 import {
-  CREDENTIAL_NAME_PATTERN,
+  CREDENTIAL_WHOLE_WORDS,
+  CREDENTIAL_WORDS,
   DEFAULT_READABLE_NAMES,
   DEFAULT_REDACTED_HEADERS,
   DEFAULT_REDACTED_QUERY_PARAMS,
@@ -90,7 +91,6 @@ function errorTableSection(): string {
 /** The README's redaction defaults, from `src/core/redaction.ts` itself. */
 function redactionSection(): string {
   const names = (list: readonly string[]) => list.map((name) => `\`${name}\``).join(', ')
-  const words = CREDENTIAL_NAME_PATTERN.source.split('|').map((word) => `\`${word}\``).join(', ')
   return [
     '### Journal redaction',
     '',
@@ -104,7 +104,7 @@ function redactionSection(): string {
     '| --- | --- |',
     `| Request headers | ${names(DEFAULT_REDACTED_HEADERS)} |`,
     `| Query parameters of the journaled \`url\` (names compared ignoring case, once decoded) | ${names(DEFAULT_REDACTED_QUERY_PARAMS)} |`,
-    `| Any header or query parameter whose name holds one of these words (ignoring case) | ${words} |`,
+    `| Any header or query parameter whose name holds one of these words (ignoring case) | ${names(CREDENTIAL_WORDS)}; and, standing whole between \`-\`, \`_\`, \`.\` or the name's ends, ${names(CREDENTIAL_WHOLE_WORDS)} |`,
     `| Kept readable although the pattern matches them (unless listed above) | ${names(DEFAULT_READABLE_NAMES)} |`,
     '| Also | the query of a `Referer` header, and a password in the URL (`http://user:pw@…`) |',
     '',

@@ -6,7 +6,7 @@ describe('journal redaction', () => {
   it.each([
     'content-type', 'content-length', 'accept', 'accept-encoding', 'accept-language', 'user-agent', 'host', 'origin', 'prefer',
     'x-request-id', 'x-correlation-id', 'traceparent', 'tracestate', 'idempotency-key', 'cache-control', 'connection', 'keep-alive',
-    'if-none-match', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'sec-fetch-mode', 'expect', 'range',
+    'if-none-match', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'sec-fetch-mode', 'expect', 'range', 'x-signal', 'accept-patch',
   ])('keeps the harmless header %s readable', (name) => {
     expect(DEFAULT_REDACTION.headerValue(name, 'value')).toBe('value')
   })

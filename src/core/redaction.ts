@@ -67,7 +67,13 @@ export const DEFAULT_REDACTED_QUERY_PARAMS: readonly string[] = [
  * `x-request-id` or `traceparent` stay readable; only an exemption keeps a harmless name that
  * holds one of the words readable.
  */
-export const CREDENTIAL_NAME_PATTERN = /token|secret|key|passw|passcode|pwd|auth|bearer|session|signature|credential|cookie|jwt|hmac|cert|(?:^|[-_.])sig(?:$|[-_.])/i
+export const CREDENTIAL_WORDS: readonly string[] = ['token', 'secret', 'key', 'passw', 'passcode', 'pwd', 'auth', 'bearer', 'session', 'signature', 'credential', 'cookie', 'jwt', 'hmac', 'cert']
+
+/** Words that redact a name only standing whole, between `-`, `_`, `.` or its ends (`x-sig`, not `x-signal`). */
+export const CREDENTIAL_WHOLE_WORDS: readonly string[] = ['sig']
+
+/** {@link CREDENTIAL_WORDS} and {@link CREDENTIAL_WHOLE_WORDS} as one test of a name (ignoring case). */
+export const CREDENTIAL_NAME_PATTERN = new RegExp(`${CREDENTIAL_WORDS.join('|')}|(?:^|[-_.])(?:${CREDENTIAL_WHOLE_WORDS.join('|')})(?:$|[-_.])`, 'i')
 
 /**
  * Names the pattern would catch that are not credentials, which someone reading the journal
