@@ -97,8 +97,8 @@ describe('petstore-sandbox serve', () => {
   })
 
   it('lists --public-url as the served document’s first server, and X-Forwarded-Host only with --trust-proxy (issue 20 F14)', async () => {
-    const documentUrl = async (args: string[], headers: Record<string, string>) => {
-      const run = await runCliHere(['serve', '--port', '0', '--quiet', ...args])
+    const documentUrl = async (args: string[], headers: Record<string, string>, env: Record<string, string> = {}) => {
+      const run = await runCliHere(['serve', '--port', '0', '--quiet', ...args], env)
       const origin = apiUrl(run.stdout()).replace(/\/v1$/, '')
       const response = await fetch(`${origin}/__sandbox/openapi.json`, { headers })
       return { origin, url: ((await response.json()) as { servers: { url: string }[] }).servers[0]!.url }
@@ -108,6 +108,8 @@ describe('petstore-sandbox serve', () => {
     const plain = await documentUrl([], forwarded)
     expect(plain.url).toBe(`${plain.origin}/v1`)
     expect((await documentUrl(['--trust-proxy'], forwarded)).url).toBe('https://attacker.test/v1')
+    // As containers write booleans (new-user trial: `1` was read as false).
+    expect((await documentUrl([], forwarded, { PETSTORE_SANDBOX_TRUST_PROXY: '1' })).url).toBe('https://attacker.test/v1')
     const refused = await runCliHere(['serve', '--port', '0', '--public-url', 'ftp://x'])
     expect(refused.code).toBe(1)
     expect(refused.stderr()).toContain('publicUrl')
