@@ -45,7 +45,7 @@ export function serveOptions(cli: Argv) {
     .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
     .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
     .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
-    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir or --redis-url: data all tenants may store together (1GiB); beyond, 503 over_capacity' })
+    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir or --redis-url: data all tenants may store together (1GiB; 0: no limit); beyond, 503 over_capacity' })
     .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
     .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
@@ -100,10 +100,15 @@ function displayOrigin(host: string, port: number): string {
   return `http://${shown}:${port}`
 }
 
+/** The store budget as the banner says it (0: none, as 0 means "never" for the other limits). */
+function storeBudgetText(bytes: number): string {
+  return bytes === 0 ? 'no limit on tenant data' : `at most ${showBytes(bytes)} of tenant data`
+}
+
 /** Where tenants live, for the start banner (a Redis URL without its password). */
 function dataLine(argv: ServeArgs): string {
-  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it, at most ${showBytes(argv['store-budget'])} of tenant data)`
-  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, at most ${showBytes(argv['store-budget'])} of tenant data)`
+  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it, ${storeBudgetText(argv['store-budget'])})`
+  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, ${storeBudgetText(argv['store-budget'])})`
   return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
 }
 

@@ -173,7 +173,7 @@ export interface SandboxAppOptions {
    * plus a fixed 96 bytes a category and 256 a tenant: `stored-bytes.ts`); past it, creates,
    * scenario switches and new tenants' first writes get 503 `over_capacity` with `Retry-After`,
    * while reads, resets and deletes still work. Counted again from the store at start. In
-   * memory, the memory budget bounds tenants' data instead.
+   * memory, the memory budget bounds tenants' data instead. 0: no budget.
    * @note `stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
    * store bounded by it means the same figure.
    * @default 1073741824 (1 GiB)
@@ -407,11 +407,11 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
           journalBytes: settings.journalBytes,
           unreachableAtStart: settings.redisUnreachableAtStart,
           allowEviction: settings.redisAllowEviction,
-          storedBytesBudget: settings.storeBudgetBytes,
+          storedBytesBudget: settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes,
         })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
-        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: settings.storeBudgetBytes })
+        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes })
   // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])

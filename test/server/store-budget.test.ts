@@ -117,6 +117,11 @@ describe('the store budget on SQLite (--data-dir)', () => {
     await expectStoreFull(await put('second'))
     const fromEnv = await runCliHere(['serve', '--port', '0', '--quiet', '--data-dir', dataDir()], { PETSTORE_SANDBOX_STORE_BUDGET: '3GiB' })
     expect(fromEnv.stdout()).toContain('at most 3 GiB of tenant data')
+    // 0 is no budget, as 0 is "never" for the other limits (new-user trial: it refused every create).
+    const unbounded = await runCliHere(['serve', '--port', '0', '--quiet', '--any-key', '--scenario', 'empty', '--data-dir', dataDir(), '--store-budget', '0'])
+    expect(unbounded.stdout()).toContain('(SQLite, kept across restarts, no limit on tenant data)')
+    const created = await fetch(`${unbounded.server!.origin}/v1/categories`, { method: 'POST', headers: auth('first', true), body: JSON.stringify({ name: 'kept' }) })
+    expect(created.status).toBe(201)
     const refused = await runCliHere(['serve', '--port', '0', '--data-dir', dataDir(), '--store-budget', 'lots'])
     expect(refused.code).toBe(1)
     expect(refused.stderr()).toContain('--store-budget must be a size in bytes')
