@@ -373,6 +373,8 @@ export class RedisLink {
   #checking: Promise<void> | undefined
   /** When the policy was last read (ms). */
   #checkedAt = 0
+  /** Redis answers again after failing, and its policy has not been read since (the log says which it is). */
+  #recoveredUnchecked = false
   #failingSince = 0
   #renewedAt = 0
 
@@ -522,9 +524,12 @@ export class RedisLink {
       this.#checkDue = true
       throw error
     }
-    if (evicting !== undefined && this.#evicting === undefined) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to requests that use Redis until it is set to noeviction (or start with --redis-allow-eviction)`)
+    // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
+    // before it would otherwise read as service back (new-user trial).
+    if (evicting !== undefined && (this.#evicting === undefined || this.#recoveredUnchecked)) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to requests that use Redis until it is set to noeviction (or start with --redis-allow-eviction)`)
     else if (evicting === undefined && this.#evicting !== undefined) this.#warn(`storage accepted: Redis at ${this.target.display} no longer evicts keys`)
     this.#evicting = evicting
+    this.#recoveredUnchecked = false
   }
 
   /** @internal the client's error events and failed commands */
@@ -536,7 +541,13 @@ export class RedisLink {
   recovered(): void {
     if (this.#failing === undefined) return
     this.#failing = undefined
-    this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
+    if (this.#allowEviction) this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
+    else if (this.#checkDue || this.#checking !== undefined) {
+      // The policy read to come says whether it serves (refused again, or accepted).
+      this.#recoveredUnchecked = true
+      this.#warn(`storage recovered: Redis at ${this.target.display} answers again (its eviction policy is read before it serves)`)
+    } else if (this.#evicting !== undefined) this.#warn(`storage recovered: Redis at ${this.target.display} answers again, but is still refused: ${this.#evicting}`)
+    else this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
     // It may be another Redis, or the same one restarted with another configuration: read its
     // policy now (commands wait for it; #failure marked it due).
     if (!this.#allowEviction) this.#sharedRecheck().catch(() => undefined)

@@ -202,6 +202,36 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect((await create(sandbox, 'after')).status).toBe(201)
   })
 
+  it('says storage refused again when a Redis met after a failure still evicts, rather than leave recovered as the last word (new-user trial)', async () => {
+    const redis = await startRedis()
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000, warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    const restartEvicting = async () => {
+      await redis.stop()
+      await redis.start({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] })
+      const seen = lines.length
+      for (let attempt = 0; attempt < 100 && !lines.slice(seen).some((line) => line.startsWith('storage refused')); attempt++) {
+        await sandbox.fetch('/v1/categories', { headers: auth('partner') }).then((response) => response.body?.cancel())
+        await sleep(100)
+      }
+      return lines.slice(seen)
+    }
+    // The operator's last word on Redis, each time it comes back evicting, says it is refused.
+    const saysRefused = (lines: string[]) => {
+      const last = lines.filter((line) => /^storage (refused|recovered|accepted)/.test(line)).at(-1) ?? ''
+      return last.startsWith('storage refused') || last.includes('still refused')
+    }
+    const first = await restartEvicting()
+    expect(saysRefused(first), first.join('\n')).toBe(true)
+    // Refused already; Redis fails again and comes back evicting still.
+    const again = await restartEvicting()
+    expect(again.some((line) => line.startsWith('storage recovered')), again.join('\n')).toBe(true)
+    expect(saysRefused(again), again.join('\n')).toBe(true)
+    const refused = await create(sandbox, 'while evicting')
+    expect(refused.status).toBe(503)
+  })
+
   it('serves no command from a Redis that came back evicting before its policy is read: the first after the reconnection waits for the read (issue 20 redis2: eviction refusal re-checked by requests)', async () => {
     const redis = await startRedis()
     const link = await connectRedis({ url: redis.url, warn: () => undefined })
