@@ -40,11 +40,6 @@ export interface PipelineOptions {
   readonly limits?: CategoryLimits | undefined
   /** The longest delay (`Prefer: delay`, latency) before an answer, in ms. @default 60000 */
   readonly maxDelayMs?: number | undefined
-  /**
-   * Told of a simulated delay (`Prefer: delay`, latency) just before the request waits it out, so
-   * that a runtime bounding a request's storage time (Redis) does not count it. @default none
-   */
-  readonly delaying?: ((ms: number) => void) | undefined
   /** Throws {@link OverCapacityError} when the runtime has no room for this work. @default always room */
   readonly admit?: ((work: Work) => void) | undefined
   /**
@@ -184,10 +179,7 @@ export class Pipeline {
     if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
     const delay = Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay)
     const forced = prefer.value.code
-    if (delay > 0) {
-      this.#options.delaying?.(delay)
-      return sleep(delay).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
-    }
+    if (delay > 0) return sleep(delay).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
     return this.#perform(operation, request, params, tenant, bodyText, forced)
   }
 

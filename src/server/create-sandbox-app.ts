@@ -30,7 +30,7 @@ import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '
 import { Redaction } from '../core/redaction.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
-import { postponeRedisDeadline, redisDeadlineFor, withRedisDeadline } from './redis-connection.js'
+import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { inOrder } from './conversation.js'
 import { cors, type CorsOrigins } from './cors.js'
@@ -467,8 +467,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     strict: settings.strict,
     maxBodyBytes: limits.maxBodyBytes,
     limits,
-    maxDelayMs: limits.requestTimeoutMs,
-    delaying: settings.redisUrl === undefined ? undefined : postponeRedisDeadline,
+    // On Redis, a delay leaves the request's Redis work one command timeout of its deadline.
+    maxDelayMs: settings.redisUrl === undefined ? limits.requestTimeoutMs : redisDelayLimit(limits.requestTimeoutMs),
     admit,
     reserve: (bytes) => budget.reserveRead(bytes),
     mayGrow: () => budget.refusal('grow') === undefined,

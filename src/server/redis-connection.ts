@@ -124,7 +124,7 @@ type Send = (firstKey: string | undefined, args: string[], ms: number) => Promis
 type Each = (args: string[], ms: number) => Promise<Reply[]>
 
 /** When the Redis work of the request being served must be over (ms since the epoch). */
-const requestDeadline = new AsyncLocalStorage<{ at: number }>()
+const requestDeadline = new AsyncLocalStorage<number>()
 
 /**
  * Runs `task` (the handling of one HTTP request) so that every Redis command it leads to, up to
@@ -135,25 +135,29 @@ const requestDeadline = new AsyncLocalStorage<{ at: number }>()
  * Outside such a task, commands have the command timeout each.
  */
 export function withRedisDeadline<T>(deadline: number, task: () => T): T {
-  return requestDeadline.run({ at: deadline }, task)
+  return requestDeadline.run(deadline, task)
 }
 
-/**
- * Moves the deadline of the request being served (if any) `ms` later: a simulated delay
- * (`Prefer: delay`, a scenario's latency) is time the client asked to wait, not Redis's (issue
- * 20: a delay near the request timeout left the create no time and answered 503).
- */
-export function postponeRedisDeadline(ms: number): void {
-  const deadline = requestDeadline.getStore()
-  if (deadline !== undefined) deadline.at += ms
-}
 
 /**
  * The deadline {@link withRedisDeadline} gives a request's Redis work: the request timeout less
  * a margin (a tenth, at most 500 ms) for answering.
  */
 export function redisDeadlineFor(requestTimeoutMs: number, now = Date.now()): number {
-  return now + requestTimeoutMs - Math.min(500, requestTimeoutMs / 10)
+  return now + requestTimeoutMs - answerMargin(requestTimeoutMs)
+}
+
+/** The time {@link redisDeadlineFor} keeps for answering: a tenth of the request timeout, at most 500 ms. */
+const answerMargin = (requestTimeoutMs: number) => Math.min(500, requestTimeoutMs / 10)
+
+/**
+ * The longest simulated delay (`Prefer: delay`, a scenario's latency) a request on Redis may ask
+ * for: its Redis work shares the request's deadline, so a delay is given what leaves Redis one
+ * command timeout (at most a quarter of the request timeout). A longer `Prefer: delay` is refused
+ * at once (400 `invalid_prefer`, naming this limit), where it was answered 503 from a healthy Redis.
+ */
+export function redisDelayLimit(requestTimeoutMs: number, commandTimeoutMs = DEFAULT_REDIS_COMMAND_TIMEOUT_MS): number {
+  return Math.max(0, Math.floor(requestTimeoutMs - answerMargin(requestTimeoutMs) - Math.min(commandTimeoutMs, requestTimeoutMs / 4)))
 }
 
 /** One client (standalone or cluster) of a {@link RedisLink}. */
@@ -559,7 +563,7 @@ export class RedisLink {
    */
   requestTimeLeft(): number | undefined {
     const deadline = requestDeadline.getStore()
-    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline.at - Date.now()))
+    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline - Date.now()))
   }
 
   close(): Promise<void> {
@@ -574,7 +578,7 @@ export class RedisLink {
   #timeLeft(): number {
     const deadline = requestDeadline.getStore()
     if (deadline === undefined) return this.#commandTimeoutMs
-    const left = Math.floor(deadline.at - Date.now())
+    const left = Math.floor(deadline - Date.now())
     if (left <= 0) throw new RequestTimeUp(`Redis at ${this.target.display}: the request's time for Redis is up`)
     return Math.min(this.#commandTimeoutMs, left)
   }

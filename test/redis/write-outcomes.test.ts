@@ -5,6 +5,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
+import { redisDelayLimit } from '../../src/server/redis-connection.js'
 import { connectRedis, redisScript } from '../../src/server/redis-connection.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -133,15 +134,22 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     expect(await honest.sandbox.tenants.expireIdle(30 * DAY_MS)).toBe(0)
   })
 
-  it('gives a request its whole time for Redis after the delay its client asked for: Prefer: delay up to the request timeout, then 201 and 200 (attack finding: 503 storage_unavailable from a healthy Redis)', async () => {
+  it('refuses at once a Prefer: delay that would leave Redis no time, and answers 201 after the longest it allows, all within the request timeout (attack finding: 503 storage_unavailable from a healthy Redis)', async () => {
     const redis = await startRedis()
-    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 2_000, headersTimeoutMs: 1_000 })
-    const delayed = { ...auth('partner', true), prefer: 'delay=1990' }
-    const created = await sandbox.fetch('/v1/categories', { method: 'POST', headers: delayed, body: JSON.stringify({ name: 'after a delay' }), signal: AbortSignal.timeout(15_000) })
+    const requestTimeoutMs = 2_000
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs, headersTimeoutMs: 1_000 })
+    const post = (delay: number) =>
+      sandbox.fetch('/v1/categories', { method: 'POST', headers: { ...auth('partner', true), prefer: `delay=${delay}` }, body: JSON.stringify({ name: `after ${delay} ms` }), signal: AbortSignal.timeout(15_000) })
+    const limit = redisDelayLimit(requestTimeoutMs)
+    const tooLong = await post(1_990)
+    const body = (await jsonOf(tooLong)) as { message: string }
+    expectErrorBody(body, 400, 'invalid_prefer')
+    expect(body.message).toContain(`from 0 to ${limit}`)
+    const started = Date.now()
+    const created = await post(limit)
     expect(created.status, JSON.stringify(await created.clone().json())).toBe(201)
-    const listed = await sandbox.fetch('/v1/categories', { headers: delayed, signal: AbortSignal.timeout(15_000) })
-    expect(listed.status).toBe(200)
-    expect(await listed.json()).toEqual([{ id: 1, name: 'after a delay' }])
+    expect(Date.now() - started).toBeLessThan(requestTimeoutMs + 1_000)
+    expect(await names(sandbox)).toEqual([`after ${limit} ms`])
   })
 })
 
