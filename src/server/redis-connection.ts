@@ -91,7 +91,8 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
 /**
  * While an evicting policy refuses scripts, requests read it again at most this often (ms), one
  * read shared by every request waiting on it: service returns within about this long of the fix,
- * on every replica and worker, without a health probe.
+ * on every replica and worker, without a health probe. While it is accepted, requests read it in
+ * the background as often, so a policy changed on a running Redis is refused within about as long.
  */
 export const EVICTION_RECHECK_MS = 1000
 
@@ -507,6 +508,10 @@ export class RedisLink {
     if (this.#allowEviction) return
     if (this.#checking !== undefined) return this.#checking
     if (this.#checkDue || (this.#evicting !== undefined && Date.now() - this.#checkedAt >= EVICTION_RECHECK_MS)) return this.#sharedRecheck()
+    // @note A policy changed on a Redis that never failed (`CONFIG SET maxmemory-policy`) is found
+    // by a read in the background at most every EVICTION_RECHECK_MS, which no command waits for:
+    // writes are refused within about a second of the change (re-attack: never, before).
+    if (Date.now() - this.#checkedAt >= EVICTION_RECHECK_MS) this.#sharedRecheck().catch(() => undefined)
   }
 
   /** The policy read in flight, or a new one. */

@@ -210,6 +210,33 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect((await create(sandbox, 'after')).status).toBe(201)
   })
 
+  it('refuses writes within about a second of an evicting policy set on a running Redis that never failed, and serves again once it is fixed (re-attack finding: never noticed, creates kept getting 201)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
+    const statuses: number[] = []
+    for (let attempt = 0; attempt < 40 && statuses.at(-1) !== 503; attempt++) {
+      const response = await create(sandbox, `while evicting ${attempt}`)
+      statuses.push(response.status)
+      if (response.status === 503) expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+      else await response.body?.cancel()
+      await sleep(100)
+    }
+    // Within about a second (10 creates 100 ms apart), then refused.
+    expect(statuses.at(-1), statuses.join(' ')).toBe(503)
+    expect(statuses.length, statuses.join(' ')).toBeLessThanOrEqual(20)
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    let after = 503
+    for (let attempt = 0; attempt < 40 && after !== 201; attempt++) {
+      const response = await create(sandbox, 'after the fix')
+      after = response.status
+      await response.body?.cancel()
+      if (after !== 201) await sleep(100)
+    }
+    expect(after).toBe(201)
+  })
+
   it('says storage refused again when a Redis met after a failure still evicts, rather than leave recovered as the last word (new-user trial)', async () => {
     const redis = await startRedis()
     const lines: string[] = []
