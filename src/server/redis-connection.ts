@@ -377,7 +377,8 @@ export class RedisLink {
   /** The policy read in flight, which every command waits for. */
   #checking: Promise<void> | undefined
   /** When the policy was last read (ms). */
-  #checkedAt = 0
+  // The start reads the policy right after connecting (connectRedis).
+  #checkedAt = Date.now()
   /** Redis answers again after failing, and its policy has not been read since (the log says which it is). */
   #recoveredUnchecked = false
   #failingSince = 0

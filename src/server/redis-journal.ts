@@ -31,7 +31,9 @@ import type { TenantKeys } from './redis-storage.js'
  * as `!journals`, how many tenants hold one as `!jtenants`. When the journals together pass their
  * budget, this journal drops its oldest entries down to its share (the budget over the tenants
  * holding one; the newest always stays): a tenant whose journal is within its share keeps it,
- * whatever other keys' requests left in theirs.
+ * whatever other keys' requests left in theirs. A tenant holding no journal records nothing while
+ * the journals are past their budget, so that new keys cannot grow Redis by a newest entry each
+ * (re-attack: 1,200 new keys' GETs took Redis to maxmemory).
  * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
  * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
@@ -47,6 +49,9 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   end
 end
 if limit == 0 then return 0 end
+if KEYS[6] and not redis.call('HGET', KEYS[6], ARGV[7] .. ':j') and tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') + tonumber(ARGV[2]) > tonumber(ARGV[6]) then
+  return 0
+end
 local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
 local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
 redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])

@@ -403,11 +403,30 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect((await create(sandbox, 'first', 'newcomer')).status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
     // Journals have their own bound, the store budget: past it, a journal above its share (the
-    // budget over the tenants holding one) drops its oldest entries; the junk keys keep their newest.
-    const junk0 = await sandbox.fetch('/__sandbox/requests', { headers: auth('junk-5') })
-    expect(((await jsonOf(junk0)) as unknown[]).length).toBe(1)
+    // budget over the tenants holding one) drops its oldest entries, and a key holding no journal
+    // records nothing (the last junk keys came after the first filled it).
+    const junk5 = await sandbox.fetch('/__sandbox/requests', { headers: auth('junk-5') })
+    expect(((await jsonOf(junk5)) as unknown[]).length).toBe(0)
     const mine = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
     expect(((await jsonOf(mine)) as unknown[]).length).toBe(2)
+  })
+
+  it('keeps what journals hold within their budget however many new keys send requests with large headers: past it, a key holding no journal records nothing (re-attack finding: a newest entry per key took Redis to maxmemory)', async () => {
+    const redis = await startRedis()
+    const budget = 256 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    const pad = Object.fromEntries(Array.from({ length: 14 }, (_, i) => [`x-pad-${i}`, 'p'.repeat(1000)]))
+    for (let key = 0; key < 60; key++) {
+      const response = await sandbox.fetch('/v1/categories', { headers: { ...auth(`flood-${key}`), ...pad } })
+      expect(response.status).toBe(200)
+      await response.body?.cancel()
+    }
+    const journals = Number((await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim())
+    // 60 newest entries of ~15 KB would be ~900 KB; the budget, plus at most the entry that passed it.
+    expect(journals).toBeLessThanOrEqual(budget + 20 * 1024)
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'after'])
   })
 
   it('never cuts a partner’s journal because of what other tenants’ data holds (issue 20 redis2: journal lockout)', async () => {
