@@ -92,17 +92,23 @@ end
 return id
 `)
 
+/**
+ * Lua: gives back what the journal of tenant ARGV[`arg`] counts in the usage hash `usage` (its
+ * `<id>:j` entry, `!journals`, `!jtenants`), leaving the bytes in a local `held`.
+ */
+export const releaseJournal = (usage: string, arg: number) => `local held = tonumber(redis.call('HGET', ${usage}, ARGV[${arg}] .. ':j') or '0')
+  redis.call('HDEL', ${usage}, ARGV[${arg}] .. ':j')
+  if held > 0 then
+    redis.call('HINCRBY', ${usage}, '!journals', string.format('%d', -held))
+    redis.call('HINCRBY', ${usage}, '!jtenants', -1)
+  end`
+
 /** Empties the journal; the id sequence goes on. With a store budget, KEYS[4] is the usage hash and ARGV[1] the tenant's id. */
 const CLEAR = redisScript(`
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
 if KEYS[4] then
-  local held = tonumber(redis.call('HGET', KEYS[4], ARGV[1] .. ':j') or '0')
-  redis.call('HDEL', KEYS[4], ARGV[1] .. ':j')
-  if held > 0 then
-    redis.call('HINCRBY', KEYS[4], '!journals', string.format('%d', -held))
-    redis.call('HINCRBY', KEYS[4], '!jtenants', -1)
-  end
+  ${releaseJournal('KEYS[4]', 1)}
 end
 return 1
 `)

@@ -32,7 +32,7 @@ import {
   type TenantSummary,
 } from '../core/storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
-import { RedisJournal } from './redis-journal.js'
+import { RedisJournal, releaseJournal } from './redis-journal.js'
 import { categoryStoredBytes, stateStoredBytes, storeFull } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
@@ -241,12 +241,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   freed = freed + held
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
-  local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1] .. ':j') or '0')
-  redis.call('HDEL', KEYS[3], ARGV[1] .. ':j')
-  if held > 0 then
-    redis.call('HINCRBY', KEYS[3], '!journals', string.format('%d', -held))
-    redis.call('HINCRBY', KEYS[3], '!jtenants', -1)
-  end
+  ${releaseJournal('KEYS[3]', 1)}
   freed = freed + held
 end
 return freed
