@@ -54,7 +54,7 @@ import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry
 /** @default 30 days without a write before a tenant is forgotten */
 export const DEFAULT_TENANT_TTL_DAYS = 30
 /**
- * What the tenants of a durable store (`dataDir`) may store together: 1 GiB of tenant
+ * What the tenants of a durable store (`dataDir`, `redisUrl`) may store together: 1 GiB of tenant
  * data as `stored-bytes.ts` counts it, about 760 tenants switched to `large-catalog` or 7 million
  * small categories.
  * @default 1073741824 (1 GiB)
@@ -167,13 +167,13 @@ export interface SandboxAppOptions {
    */
   memoryBudgetBytes?: number
   /**
-   * With `dataDir` or `redisUrl`: what all tenants may store together, in bytes, counted in the
-   * same step as each write (in one script on Redis, where tenants' journals count too; not
-   * enforced on a Redis Cluster, the operator is told) (names and descriptions in UTF-8, tenant ids and scenario names,
-   * plus a fixed 96 bytes a category and 256 a tenant: `stored-bytes.ts`); past it, creates,
-   * scenario switches and new tenants' first writes get 503 `over_capacity` with `Retry-After`,
-   * while reads, resets and deletes still work. Counted again from the store at start. In
-   * memory, the memory budget bounds tenants' data instead. 0: no budget.
+   * With `dataDir` or `redisUrl`: what all tenants may store together, in bytes (names and
+   * descriptions in UTF-8, tenant ids and scenario names, plus a fixed 96 bytes a category and 256
+   * a tenant: `stored-bytes.ts`), counted in the same step as each write (one script on Redis; not
+   * enforced on a Redis Cluster, the operator is told); past it, creates, scenario switches and
+   * new tenants' first writes get 503 `over_capacity` with `Retry-After`, while reads, resets and
+   * deletes still work. Counted again from the store at start. On Redis, journals have a budget of
+   * their own of the same size. In memory, the memory budget bounds tenants' data instead. 0: no budget.
    * @note `stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
    * store bounded by it means the same figure.
    * @default 1073741824 (1 GiB)
@@ -396,6 +396,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const warn = settings.warn as SandboxAppOptions['warn']
   const seed = seedState(scenario)
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
+  // 0 is no budget, as 0 means never for the other limits.
+  const storeBudget = settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes
   const storage: TenantStorage =
     settings.redisUrl !== undefined
       ? await openRedisStorage({
@@ -407,11 +409,11 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
           journalBytes: settings.journalBytes,
           unreachableAtStart: settings.redisUnreachableAtStart,
           allowEviction: settings.redisAllowEviction,
-          storedBytesBudget: settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes,
+          storedBytesBudget: storeBudget,
         })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
-        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes })
+        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget })
   // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])

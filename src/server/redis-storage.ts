@@ -68,7 +68,8 @@ export interface RedisStorageOptions {
    * scripts that write them: a create or a scenario switch past it is refused ({@link storeFull}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
    * about twice this): past it, a journal above its share (that budget over the tenants holding a
-   * journal) drops its oldest entries down to it. So no request, refused or not, takes room from
+   * journal) drops its oldest entries down to it, and a tenant holding none records nothing. So
+   * no request, refused or not, takes room from
    * any tenant's data. Not enforced on a Redis Cluster (a script cannot count across slots; the
    * operator is told).
    * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
