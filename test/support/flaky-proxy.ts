@@ -18,6 +18,8 @@ export interface FlakyProxy {
   crash(count: number, afterMs?: number): void
   /** How many connections were reset without reaching Redis so far. */
   readonly resets: number
+  /** How many connections were passed on to Redis so far. */
+  readonly passed: number
   /**
    * Arms one cut of the connection that next sends a command containing `marker`: `after` passes
    * the command to Redis and resets the connection in place of its reply (a Redis that applied a
@@ -34,6 +36,7 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
   let doomed = 0
   let resetAfterMs = 20
   let resets = 0
+  let passed = 0
   let armed: { marker: string; when: 'before' | 'after' | (() => void); onCut?: (() => void) | undefined } | undefined
   const server: Server = createServer((client) => {
     open.add(client)
@@ -49,6 +52,7 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
       }, resetAfterMs)
       return
     }
+    passed++
     const upstream = connect(upstreamPort, '127.0.0.1')
     open.add(upstream)
     upstream.once('close', () => {
@@ -91,6 +95,9 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     },
     get resets() {
       return resets
+    },
+    get passed() {
+      return passed
     },
     cut(marker, when, onCut) {
       armed = { marker, when, onCut }
