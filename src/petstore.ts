@@ -209,11 +209,11 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     return attempt
   }
 
-  /** Rejects rather than throws on misuse, so `.catch()` sees it too. */
-  function checked(next: ScenarioInput): Promise<void> {
+  /** The misuse `checkScenarioInput` finds, as a rejection (so `.catch()` sees it too), or undefined. */
+  function misuse(next: ScenarioInput): Promise<never> | undefined {
     try {
       checkScenarioInput(next, loadOptions)
-      return Promise.resolve()
+      return undefined
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)))
     }
@@ -267,11 +267,14 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     get scenario() {
       return tenant.scenario
     },
+    // @note Queued at once, not after a check's tick: a request or read sent without awaiting
+    // the switch still waits for it.
     useScenario(next) {
-      return checked(next).then(() => queue(() => switchTo(next).then(() => undefined)))
+      return misuse(next) ?? queue(async () => void (await switchTo(next)))
     },
     useBaseline(next) {
-      return checked(next).then(() =>
+      return (
+        misuse(next) ??
         queue(async () => {
           const previous = baseline
           baseline = await switchTo(next)
@@ -279,7 +282,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
             baseline = previous
             await resetTo(false)
           }
-        }),
+        })
       )
     },
     seed(data) {

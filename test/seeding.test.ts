@@ -84,6 +84,16 @@ describe('petstore.seed()', () => {
     expect(await petstore.categories.list()).toHaveLength(5)
   })
 
+  it('is waited for by a request and a read sent without awaiting it, as useScenario() and useBaseline() are', async () => {
+    const petstore = await harness.use()
+    const seeded = petstore.seed({ categories: [{ name: 'Ferrets' }] })
+    expect((await call('/categories')).body).toEqual([{ id: 1, name: 'Ferrets' }])
+    await seeded
+    const switched = petstore.useBaseline('empty')
+    expect(await petstore.categories.list()).toEqual([])
+    await switched
+  })
+
   it('generates categories as a scenario does', async () => {
     const petstore = await harness.use()
     await petstore.seed({ categories: { generate: { count: 3, name: 'Category {n}' } } })
