@@ -1,7 +1,8 @@
 /**
  * The types a test author meets: built-in scenario names that autocomplete while any name still
  * compiles, and a scenario JSON imported as a module passed as it is. `tsc` (npm test) checks
- * this file; the completions are asked of TypeScript's language service, as an editor does.
+ * this file; the completions are asked of TypeScript's language service, as an editor does (in
+ * the full run).
  */
 import { fileURLToPath } from 'node:url'
 import ts from 'typescript'
@@ -16,6 +17,7 @@ import {
   type ScenarioInput,
   type SeedData,
 } from '../src/index.js'
+import { FULL_TESTS } from './support/test-scale.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 
@@ -34,7 +36,8 @@ describe('scenario names', () => {
     expect(() => createPetstore({ scenario: 42 })).toThrow('received 42')
   })
 
-  it('offers the built-in names as completions in an editor', () => {
+  // A language service parses the whole program, zod's types included (2-6 s): in the full run only.
+  it.runIf(FULL_TESTS)('offers the built-in names as completions in an editor', () => {
     const file = `${ROOT}test/.completions.ts`
     const text = "import { createPetstore } from '../src/index.js'\ncreatePetstore({ scenario: '' })\n"
     const { options } = ts.parseJsonConfigFileContent(ts.readConfigFile(`${ROOT}tsconfig.json`, (path) => ts.sys.readFile(path)).config, ts.sys, ROOT)
