@@ -20,8 +20,9 @@ export default defineConfig({
         test: {
           name: 'tests',
           include: ['test/**/*.test.ts'],
-          // The packed-package consumers run in their own projects (npm run check:package).
-          exclude: ['test/package-consumer/**', 'test/consumers/**', 'node_modules/**', ...ALONE],
+          // The packed-package consumers run in their own projects (npm run check:package), and
+          // test/shared-setup/ in a vitest of its own (test/shared-setup.test.ts).
+          exclude: ['test/package-consumer/**', 'test/consumers/**', 'test/shared-setup/**', 'node_modules/**', ...ALONE],
           // @note Most test files wait on sockets, timers and child processes rather than on the
           // CPU: two files a core (vitest's default, one less than the cores, runs one at a time on 2 cores).
           maxWorkers: Math.max(2, availableParallelism() * 2),

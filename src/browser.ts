@@ -97,6 +97,8 @@ function lazyPetstore(loading: Promise<Petstore>, loaded: () => Petstore | undef
       return now('scenario').scenario
     },
     useScenario: async (scenario) => (await later()).useScenario(scenario),
+    useBaseline: async (scenario) => (await later()).useBaseline(scenario),
+    seed: async (data) => (await later()).seed(data),
     reset: async (resetOptions) => (await later()).reset(resetOptions),
     categories: {
       list: async () => (await later()).categories.list(),
@@ -133,5 +135,6 @@ export { BUILTIN_SCENARIO_NAMES } from './scenario/builtin-names.js'
 export { PetstoreError } from './errors.js'
 
 export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
-export type { ScenarioFile, Scenario } from './scenario/scenario-format.js'
+export type { ScenarioFile, Scenario, SeedData } from './scenario/scenario-format.js'
+export type { BuiltinScenarioName } from './scenario/builtin-names.js'
 export type { JournalEntry, JournalFilter } from './core/journal.js'

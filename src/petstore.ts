@@ -13,8 +13,8 @@ import { PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './pipeline/categories.js'
 import { createHandlers } from './msw/create-handlers.js'
 import { Pipeline } from './pipeline/pipeline.js'
-import { describeIssues, type Faults, type Latency, type Scenario } from './scenario/scenario-format.js'
-import { checkScenarioInput, checkScenariosDir, loadScenario, type ScenarioInput } from './scenario/scenario-loader.js'
+import { describeIssues, type Faults, type Latency, type Scenario, type SeedData } from './scenario/scenario-format.js'
+import { checkScenarioInput, checkScenariosDir, loadScenario, seedScenario, type ScenarioInput } from './scenario/scenario-loader.js'
 import { parseOptions } from './petstore-options.js'
 import { Redaction } from './core/redaction.js'
 
@@ -96,13 +96,33 @@ export interface Petstore {
   readonly ready: Promise<void>
   /** The scenario in use. */
   readonly scenario: Scenario
-  /** Switches scenario and reseeds from it (the journal is kept). */
+  /** Switches scenario and reseeds from it (the journal is kept); `reset()` still returns to the baseline. */
   useScenario(scenario: ScenarioInput): Promise<void>
   /**
-   * Back to where the petstore started, as msw's `resetHandlers()` returns to the initial
-   * handlers: the scenario it was created with, its seed, ids from the start, the fault sequence
-   * from its seed, and an empty journal. `reset({ keepScenario: true })` reseeds the scenario in
-   * use instead.
+   * Switches scenario, as `useScenario` does, and makes it the baseline: what `reset()` returns
+   * to, for the tests of one file. Resolves to a function that puts the previous baseline back
+   * and resets to it; Vitest calls it after the file when `beforeAll` returns it (Jest gives each
+   * file its own modules, so its files need no way back).
+   *
+   * @example
+   * beforeAll(() => petstore.useBaseline('empty')) // the shared setup's afterEach(reset) keeps it
+   */
+  useBaseline(scenario: ScenarioInput): Promise<() => Promise<void>>
+  /**
+   * Replaces the collections named (categories, pets, orders) for this test, on the scenario in
+   * use: the others stay, as do its keys, latency and faults. Records are judged as a scenario's
+   * seed (ids kept or numbered from 1, a create gets the next); `reset()` undoes it. To add a
+   * category to the scenario's, use `categories.create()` instead.
+   *
+   * @example
+   * await petstore.seed({ categories: [{ name: 'Ferrets' }] }) // the list now holds only Ferrets, id 1
+   */
+  seed(data: SeedData): Promise<void>
+  /**
+   * Back to the baseline, as msw's `resetHandlers()` returns to the initial handlers: the
+   * scenario the petstore was created with (or the one `useBaseline` set), its seed, ids from the
+   * start, the fault sequence from its seed, and an empty journal. `reset({ keepScenario: true })`
+   * reseeds the scenario in use instead. Either undoes `seed()`.
    */
   reset(options?: ResetOptions): Promise<void>
   /** The categories of the store, read and written directly. */
@@ -167,14 +187,49 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
   const initial = checkScenarioInput(input, loadOptions)
   const tenant = Tenant.inMemory(initial ?? EMPTY_SCENARIO, overrides)
   let keys = keyRing(settings.apiKeys, tenant.scenario)
-  // What `reset()` returns to: the scenario of creation, once loaded (a file loads later).
-  let created: Scenario | undefined = initial
-  let ready: Promise<void> = initial ? tenant.ready : switchTo(input).then(() => void (created = tenant.scenario))
+  // What `reset()` returns to: the scenario of creation (once loaded: a file loads later) or the
+  // one `useBaseline` set. `inUse` is the one switched to last, under any `seed()`.
+  let baseline: Scenario | undefined = initial
+  let inUse: Scenario | undefined = initial
+  let ready: Promise<void> = initial ? tenant.ready : switchTo(input).then(() => void (baseline = inUse))
   // The handlers report a failed load too, so a caller who never awaits `ready` still sees it.
   ready.catch(() => undefined)
 
-  async function switchTo(next: ScenarioInput): Promise<void> {
-    await apply(await loadScenario(next, loadOptions))
+  async function switchTo(next: ScenarioInput): Promise<Scenario> {
+    const scenario = await loadScenario(next, loadOptions)
+    await apply(scenario)
+    inUse = scenario
+    return scenario
+  }
+
+  /** Runs `step` after what is under way; a step that fails leaves the scenario and its data in place. */
+  function queue<T>(step: () => Promise<T>): Promise<T> {
+    const attempt = ready.catch(() => undefined).then(step)
+    ready = attempt.then(() => undefined, () => undefined)
+    return attempt
+  }
+
+  /** The misuse `checkScenarioInput` finds, as a rejection (so `.catch()` sees it too), or undefined. */
+  function misuse(next: ScenarioInput): Promise<never> | undefined {
+    try {
+      checkScenarioInput(next, loadOptions)
+      return undefined
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+    }
+  }
+
+  async function resetTo(keepScenario: boolean): Promise<void> {
+    await ready
+    const target = (keepScenario ? inUse : baseline) ?? tenant.scenario
+    // @note Reseeding the scenario in use was the old default, and a `useScenario('empty')` in
+    // one test then leaked into the next through the usual `afterEach(() => petstore.reset())`.
+    if (target === tenant.scenario) {
+      await tenant.reset()
+      return
+    }
+    tenant.journal.clear()
+    await queue(() => apply(target))
   }
 
   async function apply(scenario: Scenario): Promise<void> {
@@ -212,34 +267,33 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     get scenario() {
       return tenant.scenario
     },
+    // @note Queued at once, not after a check's tick: a request or read sent without awaiting
+    // the switch still waits for it.
     useScenario(next) {
-      // @note A misuse rejects the promise rather than throwing, so `.catch()` sees it too.
-      try {
-        checkScenarioInput(next, loadOptions)
-      } catch (error) {
-        return Promise.reject(error instanceof Error ? error : new Error(String(error)))
-      }
-      const attempt = ready.catch(() => undefined).then(() => switchTo(next))
-      // A scenario that fails to load leaves the current one, and its data, in place.
-      ready = attempt.catch(() => undefined)
-      return attempt
+      return misuse(next) ?? queue(async () => void (await switchTo(next)))
+    },
+    useBaseline(next) {
+      return (
+        misuse(next) ??
+        queue(async () => {
+          const previous = baseline
+          baseline = await switchTo(next)
+          return async () => {
+            baseline = previous
+            await resetTo(false)
+          }
+        })
+      )
+    },
+    seed(data) {
+      return queue(async () => tenant.useScenario(await seedScenario(tenant.scenario, data)))
     },
     async reset(options = {}) {
       const keep: unknown = typeof options === 'object' && options !== null ? options.keepScenario : options
       if (keep !== undefined && typeof keep !== 'boolean') {
         throw new PetstoreError('invalid_option', `Invalid reset option keepScenario: expected true or false, received ${JSON.stringify(keep) ?? typeof keep}`)
       }
-      await ready
-      // @note Reseeding the scenario in use was the old default, and a `useScenario('empty')` in
-      // one test then leaked into the next through the usual `afterEach(() => petstore.reset())`.
-      if (keep === true || created === undefined || created === tenant.scenario) {
-        await tenant.reset()
-        return
-      }
-      tenant.journal.clear()
-      const back = apply(created)
-      ready = back.catch(() => undefined)
-      await back
+      await resetTo(keep === true)
     },
     categories: {
       list: () => afterReady(() => tenant.store.listCategories()),

@@ -95,6 +95,17 @@ describe('setupPetstoreWorker()', () => {
     expect(petstore.scenario.name).toBe('default')
   })
 
+  it('seeds one test and sets a baseline through the petstore it stands for', async () => {
+    const { petstore } = setupPetstoreWorker({ apiKeys: ['k1'] })
+    await petstore.seed({ categories: [{ name: 'Ferrets' }] })
+    expect(await petstore.categories.list()).toEqual([{ id: 1, name: 'Ferrets' }])
+    const restore = await petstore.useBaseline('empty')
+    await petstore.reset()
+    expect(await petstore.categories.list()).toEqual([])
+    await restore()
+    expect(petstore.scenario.name).toBe('default')
+  })
+
   it('names the embedded scenarios and the persist key without loading the petstore', () => {
     expect(BUILTIN_SCENARIO_NAMES).toEqual(LOADER_NAMES)
     expect(BUILTIN_SCENARIO_NAMES).toContain('default')

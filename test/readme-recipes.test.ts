@@ -3,22 +3,28 @@
  * runs (scripts/check-package.sh): a block marked `<!-- tested: path -->` must appear verbatim
  * in that file, so the README cannot drift from what is tested.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, it } from 'vitest'
+import { ScenarioFileSchema } from '../src/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
 const BLOCKS = [...README.matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ file: file!, code: code! }))
 
-it('marks the Vitest snippet, a recipe for each stack and the browser worker as tested', () => {
+it('marks the Vitest snippet, seeding, the per-file baseline, a recipe for each stack, the browser worker and a scenario JSON import as tested', () => {
   expect(BLOCKS.map((block) => block.file)).toEqual([
     'test/package-consumer/readme.test.ts',
+    'test/package-consumer/readme.test.ts',
+    'test/shared-setup/setup.ts',
+    'test/shared-setup/1-empty-shop.test.ts',
     'test/consumers/react/src/categories.test.tsx',
     'test/consumers/jest/jest.config.js',
     'test/consumers/browser/tests/fixtures.ts',
     'test/consumers/storybook/src/categories.stories.tsx',
     'test/consumers/browser/src/mocks.ts',
+    'test/package-consumer/scenario-file.test.ts',
   ])
 })
 
@@ -29,4 +35,22 @@ it.each(BLOCKS)('shows $file word for word', ({ file, code }) => {
 it('imports what the Vitest snippet uses from vitest, so it runs in a default Vitest project', () => {
   const snippet = BLOCKS[0]!.code
   expect(snippet).toContain("import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'")
+})
+
+it("points the scenario example's $schema into the installed package, at a file the package ships", () => {
+  const example = /## Scenarios[\s\S]*?```json\n([\s\S]*?)```/.exec(README)?.[1]
+  const scenario = ScenarioFileSchema.parse(JSON.parse(example ?? 'null'))
+  const inPackage = scenario.$schema?.replace(/^\.\/node_modules\/petstore-sandbox\//, '') ?? ''
+  expect(scenario.$schema).toBe(`./node_modules/petstore-sandbox/${inPackage}`)
+  expect(existsSync(join(ROOT, inPackage))).toBe(true)
+  const shipped = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files
+  expect(shipped).toContain(inPackage.split('/')[0])
+})
+
+it("keeps the repository's own scenarios pointing at the schema beside them", () => {
+  for (const file of readdirSync(join(ROOT, 'scenarios'))) {
+    const { $schema } = JSON.parse(readFileSync(join(ROOT, 'scenarios', file), 'utf8')) as { $schema: string }
+    expect(existsSync(join(ROOT, 'scenarios', $schema)), file).toBe(true)
+    expect(join(dirname(join(ROOT, 'scenarios', file)), $schema)).toBe(join(ROOT, 'schema/scenario.schema.json'))
+  }
 })

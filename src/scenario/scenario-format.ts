@@ -98,6 +98,18 @@ export const CategorySeeds = z.array(CategorySeed).superRefine(uniqueIds).meta(U
 export const PetSeeds = z.array(Pet).superRefine(uniqueIds).meta(UNIQUE_IDS)
 export const OrderSeeds = z.array(Order).superRefine(uniqueIds).meta(UNIQUE_IDS)
 
+const SeedCategories = z.union([CategorySeeds, FixtureRef, CategoryGenerator])
+const SeedPets = z.union([PetSeeds, FixtureRef])
+const SeedOrders = z.union([OrderSeeds, FixtureRef])
+
+/**
+ * The data of one test (`petstore.seed()`): a scenario's `seed` with every collection optional,
+ * judged by the same rules. A collection named replaces the scenario's; one left out stays.
+ */
+export const SeedData = z
+  .object({ categories: SeedCategories.optional(), pets: SeedPets.optional(), orders: SeedOrders.optional() })
+  .strict()
+
 /** What a scenario file holds. */
 export const ScenarioFile = z
   .object({
@@ -115,9 +127,9 @@ export const ScenarioFile = z
       }),
     seed: z
       .object({
-        categories: z.union([CategorySeeds, FixtureRef, CategoryGenerator]).default([]),
-        pets: z.union([PetSeeds, FixtureRef]).default([]),
-        orders: z.union([OrderSeeds, FixtureRef]).default([]),
+        categories: SeedCategories.default([]),
+        pets: SeedPets.default([]),
+        orders: SeedOrders.default([]),
       })
       .strict()
       .default({ categories: [], pets: [], orders: [] }),
@@ -129,6 +141,8 @@ export const ScenarioFile = z
   .meta({ title: 'petstore-sandbox scenario' })
 
 export type ScenarioFile = z.input<typeof ScenarioFile>
+/** The data of one test, as `petstore.seed()` takes it. */
+export type SeedData = z.input<typeof SeedData>
 export type Latency = z.infer<typeof Latency>
 export type Faults = z.input<typeof Faults>
 export type CategorySeed = z.infer<typeof CategorySeed>
@@ -161,6 +175,7 @@ export interface Scenario {
 /** Formats zod issues as `path: problem` lines, paths written as `seed.categories[3].name`. */
 export function describeIssues(error: z.ZodError, prefix = ''): string {
   return error.issues
+    .flatMap((issue) => unionBranch(issue))
     .map((issue) => {
       const path = formatPath(prefix, issue.path)
       // A field left out reads as such, not as zod's "Invalid input: expected string, received undefined".
@@ -170,6 +185,23 @@ export function describeIssues(error: z.ZodError, prefix = ''): string {
       return `${path || '(root)'}: ${issue.message}`
     })
     .join('; ')
+}
+
+/**
+ * The issues of the one union branch the value was meant for, so that `[{ "description": "x" }]`
+ * reads `categories[0].name: …` rather than `categories: Invalid input`: branches of another
+ * shape (an object where an array was given) or with other keys are set aside. The union's own
+ * issue when no single branch is left.
+ */
+function unionBranch(issue: z.core.$ZodIssue): z.core.$ZodIssue[] {
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) return [issue]
+  const wrongShape = (branch: readonly z.core.$ZodIssue[], code: string) =>
+    branch.some((inner) => inner.code === code && inner.path.length === 0)
+  let branches = issue.errors.filter((branch) => !wrongShape(branch, 'invalid_type'))
+  if (branches.length > 1) branches = branches.filter((branch) => !wrongShape(branch, 'unrecognized_keys'))
+  const [only] = branches
+  if (branches.length !== 1 || !only) return [issue]
+  return only.flatMap((inner) => unionBranch({ ...inner, path: [...issue.path, ...inner.path] }))
 }
 
 /** `a string`, `an object`, `an array`. */

@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod'
 import { describeValue, PetstoreError } from '../errors.js'
-import { BUILTIN_SCENARIO_NAMES } from './builtin-names.js'
+import { BUILTIN_SCENARIO_NAMES, type BuiltinScenarioName } from './builtin-names.js'
 import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
 import { scenarioFiles as fs } from './scenario-files.js'
 import {
@@ -15,11 +15,32 @@ import {
   PetSeeds,
   ScenarioFile,
   ScenarioName,
+  SeedData,
   type Scenario,
 } from './scenario-format.js'
 
-/** A scenario: a built-in or directory name, a path to a `.json` file, or the object itself. */
-export type ScenarioInput = string | ScenarioFile
+/**
+ * A scenario: a built-in name (autocompleted), a name in `scenariosDir`, a path to a `.json` file,
+ * or the object itself, also as a `.json` module imported with `resolveJsonModule` (whose
+ * `"500"` reads as `string`: the value is judged when used).
+ */
+export type ScenarioInput = BuiltinScenarioName | (string & {}) | ScenarioFile | Widened<ScenarioFile>
+
+/**
+ * A type as TypeScript reads a JSON module of it: literal unions widened to their primitive
+ * (`"500" | "503"` to `string`), arrays possibly `readonly` (an object written `as const`).
+ */
+export type Widened<T> = T extends string
+  ? string
+  : T extends number
+    ? number
+    : T extends boolean
+      ? boolean
+      : T extends readonly (infer E)[]
+        ? readonly Widened<E>[]
+        : T extends object
+          ? { [K in keyof T]: Widened<T[K]> }
+          : T
 
 /** Where {@link loadScenario} looks for scenarios by name. */
 export interface LoadScenarioOptions {
@@ -28,7 +49,7 @@ export interface LoadScenarioOptions {
 }
 
 /** Names of the scenarios embedded in the package. */
-export { BUILTIN_SCENARIO_NAMES }
+export { BUILTIN_SCENARIO_NAMES, type BuiltinScenarioName }
 
 /**
  * What can be judged without reading files: a built-in scenario (returned), an unknown name or
@@ -122,36 +143,64 @@ export async function resolveScenarioFile(value: unknown, origin: string, baseDi
     throw new PetstoreError('invalid_scenario', `Invalid scenario ${origin}: ${describeIssues(parsed.error)}`)
   }
   const file = parsed.data
-  const fixture = async <T>(
-    source: T | { fixture: string },
-    schema: z.ZodType<T>,
-    field: string,
-  ): Promise<T> => {
-    if (!isFixtureRef(source)) return source
-    const path = baseDir === undefined ? source.fixture : fs.resolve(baseDir, source.fixture)
-    const records = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
-    if (!records.success) {
-      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path}: ${describeIssues(records.error)}`)
-    }
-    return records.data
-  }
-  const categories =
-    'generate' in file.seed.categories
-      ? file.seed.categories
-      : await fixture(file.seed.categories, CategorySeeds, 'categories')
   return {
     name: file.name,
     version: file.version,
     description: file.description,
     apiKeys: file.apiKeys,
-    seed: {
-      categories,
-      pets: await fixture(file.seed.pets, PetSeeds, 'pets'),
-      orders: await fixture(file.seed.orders, OrderSeeds, 'orders'),
-    },
+    seed: await readSeed(file.seed, origin, baseDir),
     latency: file.latency,
     faults: file.faults,
     deprecation: file.deprecation,
+  }
+}
+
+/**
+ * `scenario` with the collections `data` names replaced (`petstore.seed()`), judged as a
+ * scenario's seed is; fixture paths start at the working directory. Throws {@link PetstoreError}
+ * `invalid_scenario` naming the field.
+ */
+export async function seedScenario(scenario: Scenario, data: unknown): Promise<Scenario> {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    throw new PetstoreError('invalid_scenario', `Invalid seed: expected an object such as { categories: [{ name: "Ferrets" }] }, received ${describeValue(data)}`)
+  }
+  const parsed = SeedData.safeParse(data)
+  if (!parsed.success) {
+    throw new PetstoreError('invalid_scenario', `Invalid seed: ${describeIssues(parsed.error)}`)
+  }
+  const given = await readSeed(parsed.data, 'petstore.seed()', undefined)
+  const seed = {
+    categories: parsed.data.categories === undefined ? scenario.seed.categories : given.categories,
+    pets: parsed.data.pets === undefined ? scenario.seed.pets : given.pets,
+    orders: parsed.data.orders === undefined ? scenario.seed.orders : given.orders,
+  }
+  return { ...scenario, seed }
+}
+
+type SeedSources = z.output<typeof SeedData>
+
+/** A seed's collections with the fixtures it names read in (an absent collection is empty). */
+async function readSeed(source: SeedSources, origin: string, baseDir: string | undefined): Promise<Scenario['seed']> {
+  const fixture = async <T>(
+    records: T | { fixture: string } | undefined,
+    schema: z.ZodType<T>,
+    field: string,
+  ): Promise<T | []> => {
+    if (records === undefined) return []
+    if (!isFixtureRef(records)) return records
+    const path = baseDir === undefined ? records.fixture : fs.resolve(baseDir, records.fixture)
+    const read = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
+    if (!read.success) {
+      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path}: ${describeIssues(read.error)}`)
+    }
+    return read.data
+  }
+  const categories = source.categories
+  return {
+    categories:
+      categories !== undefined && 'generate' in categories ? categories : await fixture(categories, CategorySeeds, 'categories'),
+    pets: await fixture(source.pets, PetSeeds, 'pets'),
+    orders: await fixture(source.orders, OrderSeeds, 'orders'),
   }
 }
 

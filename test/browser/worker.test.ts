@@ -67,6 +67,17 @@ describeWithChromium('setupPetstoreWorker in Chromium', () => {
     await page.close()
   })
 
+  it("seeds one test's categories through the worker's petstore, and reset() undoes it", async () => {
+    const page = await openApp()
+    await page.evaluate(() => window.petstoreApp.seed(['Ferrets', 'Owls']))
+    await page.evaluate(() => window.petstoreApp.render())
+    expect(await listed(page)).toEqual(['1 Ferrets', '2 Owls'])
+    await page.evaluate(() => window.petstoreApp.reset())
+    await page.evaluate(() => window.petstoreApp.render())
+    expect(await listed(page)).toEqual(['1 Dogs', '2 Cats', '3 Rabbits', '4 Birds', '5 Fish'])
+    await page.close()
+  })
+
   it('starts a new tab from the seed: persistence is per tab', async () => {
     const page = await openApp()
     await call(page, 'POST', '/v1/categories', { key: 't0ken', body: JSON.stringify({ name: 'Geckos' }) })

@@ -19,3 +19,9 @@ it('shows a new category', async () => {
   expect(await response.json()).toEqual([{ id: 1, name: 'Ferret' }]) // …or through your app's own fetch calls
   expect(petstore.requests.all({ method: 'GET' })).toHaveLength(1)
 })
+
+it('shows the categories seeded for this test', async () => {
+  await petstore.seed({ categories: [{ name: 'Ferrets' }] }) // this test's data: the list holds only Ferrets
+  const response = await fetch('https://api.shop.test/v1/categories', { headers: { authorization: 'Bearer t0ken' } })
+  expect(await response.json()).toEqual([{ id: 1, name: 'Ferrets' }]) // reset() in afterEach undoes it
+})
