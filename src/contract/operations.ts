@@ -81,6 +81,14 @@ export function declaredErrorStatuses(operation: OperationContract): number[] {
   return [...(body ? [400] : []), 401, ...(operation.errorStatuses ?? []), ...(body ? [413] : []), 500, 503]
 }
 
+/**
+ * The statuses an operation may be made to answer, by `Prefer: code=` or a planned answer: its
+ * success and every error status it declares ({@link declaredErrorStatuses}).
+ */
+export function answerableStatuses(operation: OperationContract): number[] {
+  return [operation.success.status, ...declaredErrorStatuses(operation)]
+}
+
 /** The methods a path answers: its operations' and, where one is GET, HEAD (RFC 9110 §9.3.2). */
 export function allowedMethods(operations: readonly OperationContract[]): string[] {
   const methods: string[] = operations.map((operation) => operation.method)

@@ -19,6 +19,7 @@ import type { HeldBytesMeter } from '../core/heap-weight.js'
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { RequestJournal } from '../core/journal.js'
+import { AnswerQueue } from '../core/planned-answers.js'
 import type { TenantStorage, TenantStore } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../pipeline/pipeline.js'
@@ -483,7 +484,8 @@ export class TenantRegistry implements TenantResolver {
       draining: false,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
-        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal)
+        const answers = storage.answers?.(id) ?? new AnswerQueue()
+        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal, Promise.resolve(), answers)
         this.#idOfTenant.set(tenant, id)
         // Every request routed to it meanwhile is in use from now on, until it leaves.
         for (; entry.claims > 0; entry.claims--) tenant.enter()
@@ -521,7 +523,7 @@ export class TenantRegistry implements TenantResolver {
 
   /** Whether a busy tenant may leave without loss once its requests end (in memory, if they write nothing). */
   #couldLeave(entry: Entry): boolean {
-    return this.#options.storage.durable || !entry.store.modified
+    return (this.#options.storage.durable || !entry.store.modified) && !(entry.tenant && entry.tenant.answers.held > 0)
   }
 
   /** The scenario a stored scenario name means: that one, or the server's when it is not known (the operator is told). */
@@ -577,7 +579,8 @@ export class TenantRegistry implements TenantResolver {
    */
   #leavesWithoutLoss(entry: Entry): entry is Entry & { tenant: Tenant } {
     const tenant = entry.tenant
-    return tenant !== undefined && (this.#options.storage.durable || !tenant.store.modified)
+    // @note Planned answers kept in this process go with it: a tenant holding some stays, as one holding writes does in memory.
+    return tenant !== undefined && (this.#options.storage.durable || !tenant.store.modified) && tenant.answers.held === 0
   }
 
   /** Drops a tenant from memory; with `forget`, an in-memory storage forgets its writes too. */
@@ -603,11 +606,13 @@ export class TenantRegistry implements TenantResolver {
     this.#heldBytes += tenant.heldBytes
     tenant.store.meter = this.#meter
     tenant.journal.meter = this.#meter
+    tenant.answers.meter = this.#meter
   }
 
   #uncount(tenant: Tenant): void {
     if (tenant.store.meter === this.#meter) tenant.store.meter = undefined
     if (tenant.journal.meter === this.#meter) tenant.journal.meter = undefined
+    if (tenant.answers.meter === this.#meter) tenant.answers.meter = undefined
     this.#heldBytes -= tenant.heldBytes
   }
 
