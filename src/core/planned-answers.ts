@@ -38,7 +38,10 @@ export interface PlannedAnswer {
   readonly delayMs?: number
 }
 
-/** A planned answer not used up yet: `times` is how many requests it still answers. */
+/**
+ * A planned answer not used up yet: `times` is how many requests it still answers.
+ * @example petstore.answers.pending() // [{ operation: 'listCategories', status: 401, code: 'invalid_api_key', times: 1 }]
+ */
 export interface PendingAnswer extends PlannedAnswer {
   readonly times: number
 }
