@@ -158,23 +158,19 @@ export interface TenantAnswers {
   pending(): PendingAnswer[] | Promise<PendingAnswer[]>
   /** Drops every pending plan. */
   clear(): void | Promise<void>
-  /** How many plans it holds in this process (0 when they live in a shared store): a tenant holding some does not leave memory without loss. */
-  readonly held: number
-  /** What it holds on this process's heap, estimated in bytes. */
-  readonly bytes: number
-  /** Told of every change to {@link bytes}. */
-  meter?: HeldBytesMeter | undefined
 }
 
-/** Planned answers kept in this process: the library's, the browser's, and the server's without Redis. */
+/** Planned answers kept in this process: the library's and the browser's (and, through {@link AnswerBook}, the server's without Redis). */
 export class AnswerQueue implements TenantAnswers {
   #plans: { readonly answer: PlannedAnswer; left: number }[] = []
   meter: HeldBytesMeter | undefined
 
+  /** How many plans it holds. */
   get held(): number {
     return this.#plans.length
   }
 
+  /** What it holds on the heap, estimated (told to {@link meter} as it changes). */
   get bytes(): number {
     return this.#plans.length * PLAN_BYTES
   }
@@ -206,5 +202,52 @@ export class AnswerQueue implements TenantAnswers {
   clear(): void {
     this.meter?.add(-this.bytes)
     this.#plans = []
+  }
+}
+
+/**
+ * The server's planned answers by tenant id, kept apart from the tenants so that a tenant leaving
+ * memory (evicted to make room) keeps its plans. Holds a queue only while it has plans: a flood of
+ * keys that plan nothing costs nothing. Everything it holds is told to {@link meter}.
+ */
+export class AnswerBook {
+  readonly #queues = new Map<string, AnswerQueue>()
+  meter: HeldBytesMeter | undefined
+
+  /** The plans of tenant `id`, as its {@link TenantAnswers}. */
+  of(id: string): TenantAnswers {
+    const queues = this.#queues
+    const emptied = (queue: AnswerQueue) => {
+      if (queue.held === 0 && queues.get(id) === queue) queues.delete(id)
+    }
+    return {
+      plan: (answer) => {
+        let queue = queues.get(id)
+        if (queue === undefined) {
+          queue = new AnswerQueue()
+          queue.meter = this.meter
+          queues.set(id, queue)
+        }
+        queue.plan(answer)
+      },
+      take: (operation) => {
+        const queue = queues.get(id)
+        if (queue === undefined) return undefined
+        const taken = queue.take(operation)
+        emptied(queue)
+        return taken
+      },
+      pending: () => queues.get(id)?.pending() ?? [],
+      clear: () => void this.drop(id),
+    }
+  }
+
+  /** Drops the plans of tenant `id` (deleted, or gone with its writes); true when it had some. */
+  drop(id: string): boolean {
+    const queue = this.#queues.get(id)
+    if (queue === undefined) return false
+    queue.clear()
+    this.#queues.delete(id)
+    return true
   }
 }

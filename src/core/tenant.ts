@@ -100,9 +100,9 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
     return this.#scenario
   }
 
-  /** What the tenant holds on the heap, estimated: its data, its journal and its planned answers. */
+  /** What the tenant holds on the heap, estimated: its data and its journal (the server counts planned answers apart: they outlive a tenant leaving memory). */
   get heldBytes(): number {
-    return this.store.heldBytes + this.journal.bytes + this.answers.bytes
+    return this.store.heldBytes + this.journal.bytes
   }
 
   /**

@@ -268,6 +268,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!body.ok) return sendError(res, body.code, body.params)
       const judged = judgeAnswerPlan(body.value, options.maxDelayMs)
       if (!judged.ok) return sendError(res, 'invalid_field', { reason: judged.reason })
+      // Plans are held (in this process without Redis) until used: refused over the memory budget, as other growth.
+      options.admit('grow')
       try {
         await tenant.answers.plan(judged.value)
       } catch (error) {

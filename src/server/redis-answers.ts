@@ -56,10 +56,6 @@ export class RedisAnswers implements TenantAnswers {
   readonly #link: RedisLink
   readonly #key: string
   readonly #ttlMs: number
-  /** Nothing held in this process: the plans are in Redis. */
-  readonly held = 0
-  readonly bytes = 0
-
   /** @param key the tenant's `answers` list; @param ttlMs its keys' TTL (0: none) */
   constructor(link: RedisLink, key: string, ttlMs: number) {
     this.#link = link

@@ -19,7 +19,7 @@ import type { HeldBytesMeter } from '../core/heap-weight.js'
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { RequestJournal } from '../core/journal.js'
-import { AnswerQueue } from '../core/planned-answers.js'
+import { AnswerBook } from '../core/planned-answers.js'
 import type { TenantStorage, TenantStore } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../pipeline/pipeline.js'
@@ -161,6 +161,12 @@ export class TenantRegistry implements TenantResolver {
   #ids = new Map<string, string>()
   /** The id of each live tenant, for the request log. */
   readonly #idOfTenant = new WeakMap<Tenant, string>()
+  /**
+   * Planned answers of tenants whose storage does not keep them (memory, SQLite), by tenant id:
+   * kept here, not with the tenant, so that a tenant leaving memory keeps its plans. Counted in
+   * {@link heldBytes} while they are pending.
+   */
+  readonly #answers = new AnswerBook()
 
   constructor(options: TenantRegistryOptions) {
     this.#options = options
@@ -169,6 +175,7 @@ export class TenantRegistry implements TenantResolver {
     const configured = options.keys === 'any' ? [] : options.keys.map((key) => [key, tenantId(key)] as const)
     this.#configuredIds = new Set(configured.map(([, id]) => id))
     this.#ids = new Map(configured)
+    this.#answers.meter = this.#meter
   }
 
   /**
@@ -308,15 +315,19 @@ export class TenantRegistry implements TenantResolver {
   /** Forgets a tenant: out of memory and out of storage. True when it existed anywhere. */
   async delete(id: string): Promise<boolean> {
     const live = this.#remove(id)
+    const planned = this.#answers.drop(id)
     this.#serveWaiters()
     const stored = await this.#options.storage.delete(id)
-    return live || stored
+    return live || stored || planned
   }
 
   /** Forgets every tenant that has not been used (read or written) for `ttlMs`; returns how many. */
   async expireIdle(ttlMs: number): Promise<number> {
     const expired = await this.#options.storage.expire(ttlMs)
-    for (const id of expired) this.#remove(id)
+    for (const id of expired) {
+      this.#remove(id)
+      this.#answers.drop(id)
+    }
     this.#serveWaiters()
     return expired.length
   }
@@ -484,7 +495,7 @@ export class TenantRegistry implements TenantResolver {
       draining: false,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
-        const answers = storage.answers?.(id) ?? new AnswerQueue()
+        const answers = storage.answers?.(id) ?? this.#answers.of(id)
         const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal, Promise.resolve(), answers)
         this.#idOfTenant.set(tenant, id)
         // Every request routed to it meanwhile is in use from now on, until it leaves.
@@ -523,7 +534,7 @@ export class TenantRegistry implements TenantResolver {
 
   /** Whether a busy tenant may leave without loss once its requests end (in memory, if they write nothing). */
   #couldLeave(entry: Entry): boolean {
-    return (this.#options.storage.durable || !entry.store.modified) && !(entry.tenant && entry.tenant.answers.held > 0)
+    return this.#options.storage.durable || !entry.store.modified
   }
 
   /** The scenario a stored scenario name means: that one, or the server's when it is not known (the operator is told). */
@@ -579,14 +590,15 @@ export class TenantRegistry implements TenantResolver {
    */
   #leavesWithoutLoss(entry: Entry): entry is Entry & { tenant: Tenant } {
     const tenant = entry.tenant
-    // @note Planned answers kept in this process go with it: a tenant holding some stays, as one holding writes does in memory.
-    return tenant !== undefined && (this.#options.storage.durable || !tenant.store.modified) && tenant.answers.held === 0
+    return tenant !== undefined && (this.#options.storage.durable || !tenant.store.modified)
   }
 
   /** Drops a tenant from memory; with `forget`, an in-memory storage forgets its writes too. */
   #evict(id: string, forget: boolean): void {
     const { storage } = this.#options
     this.#remove(id)
+    // Its plans go with its writes (in memory, unused for the idle time), and stay when it only leaves memory.
+    if (forget && !storage.durable) this.#answers.drop(id)
     if (forget && !storage.durable) void storage.delete(id).catch(() => undefined)
     else storage.release(id)
     this.#evictions++
@@ -606,13 +618,11 @@ export class TenantRegistry implements TenantResolver {
     this.#heldBytes += tenant.heldBytes
     tenant.store.meter = this.#meter
     tenant.journal.meter = this.#meter
-    tenant.answers.meter = this.#meter
   }
 
   #uncount(tenant: Tenant): void {
     if (tenant.store.meter === this.#meter) tenant.store.meter = undefined
     if (tenant.journal.meter === this.#meter) tenant.journal.meter = undefined
-    if (tenant.answers.meter === this.#meter) tenant.answers.meter = undefined
     this.#heldBytes -= tenant.heldBytes
   }
 

@@ -59,6 +59,15 @@ describe.each(STORES)('planned answers over the admin API ($name store)', (kind)
     expect(await statusOf(sandbox, '/v1/categories', 'k1')).toBe(503)
   })
 
+  it('keeps a tenant’s plans when it leaves memory to make room for another key', async () => {
+    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], maxTenants: 1 })
+    await plan(sandbox, { operation: 'listCategories', status: 503 }, 'k1')
+    expect(await statusOf(sandbox, '/v1/categories', 'k2')).toBe(200)
+    expect(sandbox.sandbox.tenants.size).toBe(1)
+    expect(await statusOf(sandbox, '/v1/categories', 'k1')).toBe(503)
+    expect(await statusOf(sandbox, '/v1/categories', 'k1')).toBe(200)
+  })
+
   it('drops pending plans on DELETE /__sandbox/answers and on POST /__sandbox/reset', async () => {
     const sandbox = await startSandbox()
     await plan(sandbox, { operation: 'listCategories', status: 500 })
