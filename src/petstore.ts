@@ -294,7 +294,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
           tenant.answers.plan(judged.value)
         } catch (error) {
           if (!(error instanceof AnswerLimitError)) throw error
-          throw new PetstoreError('invalid_option', `Cannot plan answer: ${apiError('answer_limit', { max: error.limit }).message.replace('DELETE /__sandbox/answers', 'petstore.answers.clear()')}`)
+          throw new PetstoreError('invalid_option', `Cannot plan answer: the petstore has ${error.limit} planned answers pending, the most it may hold; let them be used, or drop them with petstore.answers.clear()`)
         }
       },
       pending: () => tenant.answers.pending(),
