@@ -10,7 +10,7 @@ import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
 import { AnswerLimitError, judgeAnswerPlan } from '../core/planned-answers.js'
 import type { Tenant } from '../core/tenant.js'
-import { describeIssues, type Scenario } from '../scenario/scenario-format.js'
+import type { Scenario } from '../scenario/scenario-format.js'
 import { PetstoreError } from '../errors.js'
 import { listReadBytes } from '../pipeline/categories.js'
 import { sendError, writeJson, type AnswerSending } from '../node-bridge/http-errors.js'
@@ -243,7 +243,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         const body = await readJsonObject(req, options.maxBodyBytes)
         if (!body.ok) return sendError(res, body.code, body.params)
         const parsed = ResetBody.safeParse(body.value)
-        if (!parsed.success) return sendError(res, 'invalid_field', { reason: describeIssues(parsed.error) })
+        // Each message names its field.
+        if (!parsed.success) return sendError(res, 'invalid_field', { reason: parsed.error.issues.map((issue) => issue.message).join('; ') })
         const { scenario: name, initial } = parsed.data
         if (name !== undefined && initial === true) return sendError(res, 'invalid_field', { reason: 'give scenario or initial, not both' })
         if (initial === true) scenario = tenants.scenario

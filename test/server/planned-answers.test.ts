@@ -148,6 +148,7 @@ describe.each(STORES)('POST /__sandbox/reset onto a scenario ($name store)', (ki
     const error = await jsonOf(response)
     expectErrorBody(error, status, code)
     expect((error as { message: string }).message).toContain(says)
+    expect((error as { message: string }).message).not.toContain('(root)')
     expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth() }))).toHaveLength(6)
   })
 
