@@ -1,7 +1,7 @@
 /**
  * The request pipeline every runtime shares: authenticate, read the body, take a planned answer
- * or honour `Prefer`, simulate latency and faults, run the operation, answer, journal. Order matters and is the
- * interface's: 401 comes before any validation.
+ * or honour `Prefer`, simulate latency and faults, run the operation, answer, journal. Order
+ * matters and is the interface's: 401 comes before any validation.
  */
 import { apiError, codeForStatus, type ErrorCode } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
