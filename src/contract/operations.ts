@@ -5,7 +5,10 @@
  * `pipeline/` holds only what runs.
  */
 
-/** The operation names of the published interface. */
+/**
+ * The operation names of the published interface.
+ * @example petstore.answers.next({ operation: 'listCategories' satisfies OperationId, status: 401 })
+ */
 export type OperationId = 'listCategories' | 'createCategory' | 'getPetById' | 'listOrders'
 
 /** A component schema of the OpenAPI document, or an array of one. */
