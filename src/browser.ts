@@ -111,6 +111,11 @@ function lazyPetstore(loading: Promise<Petstore>, loaded: () => Petstore | undef
     orders: {
       list: async () => (await later()).orders.list(),
     },
+    answers: {
+      next: (answer) => now('answers').answers.next(answer),
+      pending: () => now('answers').answers.pending(),
+      clear: () => now('answers').answers.clear(),
+    },
     requests: {
       all: (filter) => now('requests').requests.all(filter),
       clear: () => now('requests').requests.clear(),
@@ -138,3 +143,5 @@ export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
 export type { ScenarioFile, Scenario, SeedData } from './scenario/scenario-format.js'
 export type { BuiltinScenarioName } from './scenario/builtin-names.js'
 export type { JournalEntry, JournalFilter } from './core/journal.js'
+export type { AnswerPlan, PendingAnswer } from './core/planned-answers.js'
+export type { OperationId } from './contract/operations.js'

@@ -8,11 +8,13 @@ import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
 import { CategoryLimitError } from './core/store.js'
 import type { PetstoreStore } from './core/store.js'
+import { AnswerLimitError, type AnswerQueue, judgeAnswerPlan, type AnswerPlan, type PendingAnswer } from './core/planned-answers.js'
 import { Tenant } from './core/tenant.js'
 import { PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './pipeline/categories.js'
 import { createHandlers } from './msw/create-handlers.js'
 import { Pipeline } from './pipeline/pipeline.js'
+import { DEFAULT_MAX_DELAY_MS } from './pipeline/prefer.js'
 import { describeIssues, type Faults, type Latency, type Scenario, type SeedData } from './scenario/scenario-format.js'
 import { checkScenarioInput, checkScenariosDir, loadScenario, seedScenario, type ScenarioInput } from './scenario/scenario-loader.js'
 import { parseOptions } from './petstore-options.js'
@@ -144,6 +146,25 @@ export interface Petstore {
     /** All orders of the scenario. */
     list(): Promise<Order[]>
   }
+  /**
+   * Answers planned for the next requests of an operation: an error status (the contract's Error
+   * body), a dropped connection, a delay. A request with an accepted key takes the oldest plan of
+   * its operation before `Prefer` and faults; `reset()` drops what is left.
+   * @example petstore.answers.next({ operation: 'listCategories', status: 401, times: 2 })
+   */
+  readonly answers: {
+    /**
+     * Plans the answer of the next request (or the next `times`) of `answer.operation`. Throws
+     * {@link PetstoreError} `invalid_option`, naming what is allowed, for an unknown operation, a
+     * status the operation cannot answer, a bad `times` or `delayMs`, an unknown field, or past
+     * 100 plans pending.
+     */
+    next(answer: AnswerPlan): void
+    /** The plans not used up yet, oldest first, each with the `times` it has left. */
+    pending(): PendingAnswer[]
+    /** Drops every plan not used up. */
+    clear(): void
+  }
   /** The journal of requests that reached the handlers (the Authorization value is never kept). */
   readonly requests: {
     /**
@@ -229,6 +250,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       return
     }
     tenant.journal.clear()
+    tenant.answers.clear()
     await queue(() => apply(target))
   }
 
@@ -318,6 +340,20 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       get: (id) => afterReady(() => Promise.resolve(tenant.findPet(id))),
     },
     orders: { list: () => afterReady(() => Promise.resolve(tenant.listOrders())) },
+    answers: {
+      next(answer) {
+        const judged = judgeAnswerPlan(answer, DEFAULT_MAX_DELAY_MS)
+        if (!judged.ok) throw new PetstoreError('invalid_option', `Cannot plan answer: ${judged.reason}`)
+        try {
+          tenant.answers.plan(judged.value)
+        } catch (error) {
+          if (!(error instanceof AnswerLimitError)) throw error
+          throw new PetstoreError('invalid_option', `Cannot plan answer: the petstore has ${error.limit} planned answers pending, the most it may hold; let them be used, or drop them with petstore.answers.clear()`)
+        }
+      },
+      pending: () => tenant.answers.pending(),
+      clear: () => tenant.answers.clear(),
+    },
     requests: {
       all: (filter) => tenant.journal.all(parseFilter(filter)),
       clear: () => tenant.journal.clear(),
@@ -357,13 +393,13 @@ function parseFilter(filter: JournalFilter | undefined): JournalFilter | undefin
   return parsed.data
 }
 
-const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal>>()
+const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal, AnswerQueue>>()
 
 /**
  * The tenant behind a petstore, for this package's runtimes (the browser's persistence); not
  * part of the public API, so the index does not export it.
  */
-export function tenantOf(petstore: Petstore): Tenant<PetstoreStore, RequestJournal> {
+export function tenantOf(petstore: Petstore): Tenant<PetstoreStore, RequestJournal, AnswerQueue> {
   const tenant = TENANTS.get(petstore)
   if (!tenant) throw new PetstoreError('invalid_option', 'Expected a petstore made by createPetstore().')
   return tenant

@@ -155,6 +155,12 @@ export const ERROR_TABLE = {
     when: 'Admin API: a filter of `GET /__sandbox/requests` that cannot match (`?status=abc`)',
     admin: true,
   },
+  answer_limit: {
+    status: 409,
+    message: 'The tenant has {max} planned answers pending, the most it may hold; let them be used, or drop them with DELETE /__sandbox/answers',
+    when: 'Admin API: `POST /__sandbox/answers` when the tenant already holds 100 planned answers',
+    admin: true,
+  },
   tenant_required: {
     status: 400,
     message: 'The admin token acts on one tenant at a time: add ?tenant=<id> (see GET /__sandbox/tenants)',
@@ -233,5 +239,13 @@ export const API_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_TABLE) a
  * status first.
  */
 export function codeForStatus(status: number): ErrorCode | undefined {
-  return API_ERROR_CODES.find((code) => ERROR_TABLE[code].status === status && !isHttpCode(code))
+  return codesForStatus(status)[0]
+}
+
+/**
+ * Every code of the table with this status that an operation answers, the most general first:
+ * the codes a planned answer may name for it (`{ "status": 401, "code": "missing_api_key" }`).
+ */
+export function codesForStatus(status: number): ErrorCode[] {
+  return API_ERROR_CODES.filter((code) => ERROR_TABLE[code].status === status && !isHttpCode(code))
 }

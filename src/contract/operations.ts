@@ -5,7 +5,10 @@
  * `pipeline/` holds only what runs.
  */
 
-/** The operation names of the published interface. */
+/**
+ * The operation names of the published interface.
+ * @example petstore.answers.next({ operation: 'listCategories' satisfies OperationId, status: 401 })
+ */
 export type OperationId = 'listCategories' | 'createCategory' | 'getPetById' | 'listOrders'
 
 /** A component schema of the OpenAPI document, or an array of one. */
@@ -79,6 +82,14 @@ export function contractOf(id: OperationId): OperationContract {
 export function declaredErrorStatuses(operation: OperationContract): number[] {
   const body = operation.body !== undefined
   return [...(body ? [400] : []), 401, ...(operation.errorStatuses ?? []), ...(body ? [413] : []), 500, 503]
+}
+
+/**
+ * The statuses an operation may be made to answer, by `Prefer: code=` or a planned answer: its
+ * success and every error status it declares ({@link declaredErrorStatuses}).
+ */
+export function answerableStatuses(operation: OperationContract): number[] {
+  return [operation.success.status, ...declaredErrorStatuses(operation)]
 }
 
 /** The methods a path answers: its operations' and, where one is GET, HEAD (RFC 9110 §9.3.2). */

@@ -20,6 +20,7 @@ import type { HeldBytesMeter } from './heap-weight.js'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
 import type { TenantJournal } from './journal.js'
+import type { TenantAnswers } from './planned-answers.js'
 
 /** A tenant's whole writable state: pets and orders are read-only and come from the scenario. */
 export interface TenantState {
@@ -103,6 +104,11 @@ export interface TenantStorage {
    * sees every request); without it, each tenant journals in memory. `limit` is the entry cap.
    */
   journal?(id: string, limit: number | undefined): TenantJournal
+  /**
+   * The planned answers of a tenant, when the storage keeps them itself (Redis: replicas serving
+   * one tenant take from one queue); without it, each tenant keeps its plans in memory.
+   */
+  answers?(id: string): TenantAnswers
   /** The store of one tenant, created empty (on the default seed) when it has none. No I/O until used. */
   open(id: string): TenantStore
   /**

@@ -6,6 +6,7 @@ import type { Category, NewCategory, Order, Pet } from '../contract/schemas.js'
 import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
 import { faultSettings, FaultInjector } from './faults.js'
 import { RequestJournal, type TenantJournal } from './journal.js'
+import { AnswerQueue, type TenantAnswers } from './planned-answers.js'
 import { seedState, type TenantStore } from './storage.js'
 import { PetstoreStore } from './store.js'
 
@@ -21,11 +22,13 @@ export interface TenantOverrides {
   readonly maxCategories?: number | undefined
 }
 
-export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal = TenantJournal> {
+export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal = TenantJournal, A extends TenantAnswers = TenantAnswers> {
   /** Its writable state (categories, ids, scenario name). */
   readonly store: S
   /** What reached it and what it answered: in memory by default, or the storage's (Redis). */
   readonly journal: J
+  /** Answers planned for its next requests (`petstore.answers`, `POST /__sandbox/answers`): in memory by default, or the storage's (Redis). */
+  readonly answers: A
   readonly #overrides: TenantOverrides
   #scenario: Scenario
   #faults: FaultInjector
@@ -35,12 +38,13 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
 
   /**
    * A tenant on `scenario` whose `store` holds that scenario's state (or will, once `ready`
-   * settles), journaling to `journal`. {@link Tenant.inMemory} makes one with a fresh in-memory
-   * store and journal.
+   * settles), journaling to `journal`, its planned answers in `answers`. {@link Tenant.inMemory}
+   * makes one with a fresh in-memory store and journal.
    */
-  constructor(scenario: Scenario, overrides: TenantOverrides, store: S, journal: J, ready: Promise<void> = Promise.resolve()) {
+  constructor(scenario: Scenario, overrides: TenantOverrides, store: S, journal: J, ready: Promise<void>, answers: A) {
     this.#overrides = overrides
     this.journal = journal
+    this.answers = answers
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, overrides))
     this.store = store
@@ -87,16 +91,16 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
   }
 
   /** A tenant with its own in-memory store, seeded from `scenario`: the library's. */
-  static inMemory(scenario: Scenario, overrides: TenantOverrides = {}): Tenant<PetstoreStore, RequestJournal> {
+  static inMemory(scenario: Scenario, overrides: TenantOverrides = {}): Tenant<PetstoreStore, RequestJournal, AnswerQueue> {
     const store = new PetstoreStore(seedState(scenario))
-    return new Tenant(scenario, overrides, store, new RequestJournal(overrides.journalLimit, overrides.journalBytes), store.seeded)
+    return new Tenant(scenario, overrides, store, new RequestJournal(overrides.journalLimit, overrides.journalBytes), store.seeded, new AnswerQueue())
   }
 
   get scenario(): Scenario {
     return this.#scenario
   }
 
-  /** What the tenant holds on the heap, estimated: its data and its journal. */
+  /** What the tenant holds on the heap, estimated: its data and its journal (the server counts planned answers apart: they outlive a tenant leaving memory). */
   get heldBytes(): number {
     return this.store.heldBytes + this.journal.bytes
   }
@@ -150,10 +154,16 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
     return write
   }
 
-  /** Back to the current scenario's seed: data, ids, fault sequence, and an empty journal. */
-  async reset(): Promise<void> {
-    await this.useScenario(this.#scenario)
+  /** Back to the current scenario's seed: data, ids, fault sequence, an empty journal and no planned answers. */
+  reset(): Promise<void> {
+    return this.resetTo(this.#scenario)
+  }
+
+  /** Onto `scenario`'s seed (switching to it), with an empty journal and no planned answers: one call for a partner's test isolation. */
+  async resetTo(scenario: Scenario): Promise<void> {
+    await this.useScenario(scenario)
     await this.journal.clear()
+    await this.answers.clear()
   }
 
   /** The scenario's pets (read-only), as copies. */

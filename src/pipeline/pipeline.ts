@@ -1,15 +1,16 @@
 /**
- * The request pipeline every runtime shares: authenticate, read the body, honour `Prefer`,
- * simulate latency and faults, run the operation, answer, journal. Order matters and is the
- * interface's: 401 comes before any validation.
+ * The request pipeline every runtime shares: authenticate, read the body, take a planned answer
+ * or honour `Prefer`, simulate latency and faults, run the operation, answer, journal. Order
+ * matters and is the interface's: 401 comes before any validation.
  */
-import { apiError, codeForStatus } from '../contract/errors.js'
+import { apiError, codeForStatus, type ErrorCode } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
 import { PetstoreError } from '../errors.js'
 import { JournalDraft, type TenantJournal } from '../core/journal.js'
 import type { Redaction } from '../core/redaction.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import type { PlannedAnswer } from '../core/planned-answers.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from '../core/storage.js'
 import { TenantRefusedError, type Tenant } from '../core/tenant.js'
 import type { ApiAnswer, ApiRequest } from './api-request.js'
@@ -152,7 +153,10 @@ export class Pipeline {
         headers = operation.headers?.(tenant)
         if (!outcome) {
           this.#options.admit?.(operation.body !== undefined ? 'grow' : 'read')
-          const ran = this.#run(operation, request, params, tenant, bodyText)
+          // @note A planned answer comes before `Prefer` and faults: the test asked for this request's answer.
+          const taken = tenant.answers.take(operation.id)
+          const planned = taken instanceof Promise ? await taken : taken
+          const ran = planned ? this.#planned(planned, operation, request, params, tenant, bodyText) : this.#run(operation, request, params, tenant, bodyText)
           outcome = ran instanceof Promise ? await ran : ran
         }
       }
@@ -183,6 +187,17 @@ export class Pipeline {
     return this.#perform(operation, request, params, tenant, bodyText, forced)
   }
 
+  /** A planned answer: after its delay, the connection dropped, its status's Error body, or the operation run as usual (no `Prefer`, latency or fault). */
+  #planned(planned: PlannedAnswer, operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {
+    const answer = (): Outcome | Promise<Outcome> => {
+      if (planned.network) return { kind: 'network' }
+      if (planned.code !== undefined) return simulatedError(planned.code, 'planned answer', request, operation, tenant, this.#options.maxBodyBytes)
+      return this.#operate(operation, request, params, tenant, bodyText)
+    }
+    const delay = planned.delayMs ?? 0
+    return delay > 0 ? sleep(delay).then(answer) : answer()
+  }
+
   /** After the delay: a forced or simulated failure, or the operation once the tenant's scenario is in. */
   #perform(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string, forced: number | undefined): Outcome | Promise<Outcome> {
     if (forced !== undefined && forced !== operation.success.status) {
@@ -196,6 +211,11 @@ export class Pipeline {
         return failure(fault === '500' ? 'internal_error' : 'service_unavailable', { reason })
       }
     }
+    return this.#operate(operation, request, params, tenant, bodyText)
+  }
+
+  /** The operation itself, once the tenant's scenario is in. */
+  #operate(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {
     const context = {
       request,
       params,
@@ -311,12 +331,16 @@ export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<
 
 /** The outcome `Prefer: code=<status>` asks for: that status's first error code, state untouched. */
 function forcedOutcome(status: number, request: ApiRequest, operation: Operation, tenant: Tenant, limit: number): Outcome {
-  const code = codeForStatus(status) ?? 'internal_error'
+  return simulatedError(codeForStatus(status) ?? 'internal_error', `forced by "Prefer: code=${status}"`, request, operation, tenant, limit)
+}
+
+/** The Error body of `code` for a request, every placeholder of its message filled, state untouched; `note` says how it came about. */
+function simulatedError(code: ErrorCode, note: string, request: ApiRequest, operation: Operation, tenant: Tenant, limit: number): Outcome {
   const path = request.path
   return {
     kind: 'error',
     code,
-    note: `forced by "Prefer: code=${status}"`,
+    note,
     params: {
       reason: 'simulated',
       what: `Resource ${path}`,

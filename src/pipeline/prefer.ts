@@ -3,7 +3,8 @@
  * outcome, `delay=<ms>` delays it. Prism's `example=` and `dynamic=` (and `return=`) are
  * ignored: answers come from the store, not from examples (the README says so).
  */
-import { declaredErrorStatuses, type Operation } from './operation.js'
+import { answerableStatuses } from '../contract/operations.js'
+import type { Operation } from './operation.js'
 
 export interface Preferences {
   readonly code?: number
@@ -18,7 +19,7 @@ export const DEFAULT_MAX_DELAY_MS = 60_000
 /** Reads the preferences `operation` honours: a status it declares, a delay from 0 to `maxDelay` ms. */
 export function readPrefer(header: string | null, operation: Operation, maxDelay = DEFAULT_MAX_DELAY_MS): PreferResult {
   if (header === null) return { ok: true, value: {} }
-  const outcomes = [operation.success.status, ...declaredErrorStatuses(operation)]
+  const outcomes = answerableStatuses(operation)
   const value: { code?: number; delay?: number } = {}
   for (const part of header.split(/[,;]/)) {
     const [rawName, rawValue] = part.split('=', 2).map((piece) => piece.trim())

@@ -8,7 +8,9 @@ import { buildOpenApiDocument } from '../contract/openapi.js'
 import { authError, NOT_ACCEPTED, readBearer } from '../core/auth.js'
 import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
+import { AnswerLimitError, judgeAnswerPlan } from '../core/planned-answers.js'
 import type { Tenant } from '../core/tenant.js'
+import type { Scenario } from '../scenario/scenario-format.js'
 import { PetstoreError } from '../errors.js'
 import { listReadBytes } from '../pipeline/categories.js'
 import { sendError, writeJson, type AnswerSending } from '../node-bridge/http-errors.js'
@@ -30,6 +32,8 @@ export interface AdminRoutesOptions {
   readonly strict: boolean
   /** The lengths and counts the served OpenAPI document states. */
   readonly limits: CategoryLimits
+  /** The longest delay a planned answer may ask for (ms): the API's longest `Prefer: delay`. */
+  readonly maxDelayMs: number
   /** Whether tenants may switch to the scenario with this name. */
   readonly scenarioAllowed: (name: string) => boolean
   /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
@@ -55,6 +59,25 @@ type Handler = (req: Request, res: Response) => Promise<void> | void
 const ScenarioSwitch = z.object({
   name: z.string({ error: 'name must be a non-empty string' }).regex(/\S/, { error: 'name must be a non-empty string' }),
 })
+
+/**
+ * The body of `POST /__sandbox/reset`, when one is sent: `{ "scenario": "empty" }` resets onto
+ * that scenario, `{ "initial": true }` onto the one the sandbox started with; `{}` reseeds the
+ * scenario in use, as no body does.
+ */
+const ResetBody = z.strictObject(
+  {
+    scenario: z.string({ error: 'scenario must be a scenario name' }).regex(/\S/, { error: 'scenario must be a non-empty string' }).optional(),
+    initial: z.literal(true, { error: 'initial must be true (back to the scenario the sandbox started with)' }).optional(),
+  },
+  { error: (issue) => (issue.code === 'unrecognized_keys' ? `${issue.keys.map((key) => JSON.stringify(key)).join(', ')} is not a field of the reset body; fields: scenario, initial` : undefined) },
+)
+
+/** Whether a request carries a body (a length above 0, or a chunked one). */
+function hasBody(req: Request): boolean {
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+}
 
 /** The methods the admin routes answer (CORS preflights allow them). */
 export const ADMIN_METHODS = ['GET', 'PUT', 'POST', 'DELETE'] as const
@@ -175,6 +198,28 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     },
   })
 
+  /** The scenario named `name`, when tenants may switch to it; answers the error itself when not. */
+  async function switchable(name: string, where: string, res: Response): Promise<Scenario | undefined> {
+    const allowed = async () => (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none'
+    if (!options.scenarioAllowed(name)) {
+      sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowed() })
+      return undefined
+    }
+    let scenario
+    try {
+      scenario = await catalog.load(name)
+    } catch (error) {
+      if (!(error instanceof PetstoreError)) throw error
+      // @note The loader's message names the file by its path: the operator gets it, the client
+      // gets the file's name alone.
+      options.warn?.(`${where}: ${error.message}`)
+      sendError(res, 'internal_error', { reason: error.message.replace(/\S*[\\/]([^\s\\/]+\.json)\b/g, '$1') })
+      return undefined
+    }
+    if (!scenario) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
+    return scenario
+  }
+
   route('/scenario', {
     put: onTenant(async ({ tenant }, req, res) => {
       const body = await readJsonObject(req, options.maxBodyBytes)
@@ -182,24 +227,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!Object.hasOwn(body.value, 'name')) return sendError(res, 'missing_field', { field: 'name' })
       const parsed = ScenarioSwitch.safeParse(body.value)
       if (!parsed.success) return sendError(res, 'invalid_field', { reason: parsed.error.issues[0]?.message ?? 'name must be a non-empty string' })
-      const { name } = parsed.data
-      const allowed = async () => (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none'
-      if (!options.scenarioAllowed(name)) {
-        return sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowed() })
-      }
-      let scenario
-      try {
-        scenario = await catalog.load(name)
-      } catch (error) {
-        if (!(error instanceof PetstoreError)) throw error
-        // @note The loader's message names the file by its path: the operator gets it, the client
-        // gets the file's name alone.
-        options.warn?.(`PUT /__sandbox/scenario: ${error.message}`)
-        return sendError(res, 'internal_error', { reason: error.message.replace(/\S*[\\/]([^\s\\/]+\.json)\b/g, '$1') })
-      }
-      if (!scenario) {
-        return sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
-      }
+      const scenario = await switchable(parsed.data.name, 'PUT /__sandbox/scenario', res)
+      if (!scenario) return
       options.admit('grow')
       await tenant.useScenario(scenario)
       res.json({ scenario: summarize(scenario) })
@@ -207,9 +236,52 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   route('/reset', {
-    post: onTenant(async ({ tenant }, _req, res) => {
-      await tenant.reset()
+    post: onTenant(async ({ tenant }, req, res) => {
+      // @note No body (as before): the scenario in use, reseeded. A body may name another, or the initial one.
+      let scenario = tenant.scenario
+      if (hasBody(req)) {
+        const body = await readJsonObject(req, options.maxBodyBytes)
+        if (!body.ok) return sendError(res, body.code, body.params)
+        const parsed = ResetBody.safeParse(body.value)
+        // Each message names its field.
+        if (!parsed.success) return sendError(res, 'invalid_field', { reason: parsed.error.issues.map((issue) => issue.message).join('; ') })
+        const { scenario: name, initial } = parsed.data
+        if (name !== undefined && initial === true) return sendError(res, 'invalid_field', { reason: 'give scenario or initial, not both' })
+        if (initial === true) scenario = tenants.scenario
+        if (name !== undefined) {
+          const named = await switchable(name, 'POST /__sandbox/reset', res)
+          if (!named) return
+          scenario = named
+        }
+        if (scenario !== tenant.scenario) options.admit('grow')
+      }
+      await tenant.resetTo(scenario)
       res.json({ scenario: summarize(tenant.scenario), categories: await tenant.store.countCategories() })
+    }),
+  })
+
+  route('/answers', {
+    get: onTenant(async ({ tenant }, _req, res) => {
+      res.json(await tenant.answers.pending())
+    }),
+    post: onTenant(async ({ tenant }, req, res) => {
+      const body = await readJsonObject(req, options.maxBodyBytes)
+      if (!body.ok) return sendError(res, body.code, body.params)
+      const judged = judgeAnswerPlan(body.value, options.maxDelayMs)
+      if (!judged.ok) return sendError(res, 'invalid_field', { reason: judged.reason })
+      // Plans are held (in this process without Redis) until used: refused over the memory budget, as other growth.
+      options.admit('grow')
+      try {
+        await tenant.answers.plan(judged.value)
+      } catch (error) {
+        if (!(error instanceof AnswerLimitError)) throw error
+        return sendError(res, 'answer_limit', { max: error.limit })
+      }
+      res.status(201).json(judged.value)
+    }),
+    delete: onTenant(async ({ tenant }, _req, res) => {
+      await tenant.answers.clear()
+      res.status(204).end()
     }),
   })
 

@@ -463,14 +463,15 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const reportUnexpected = (error: unknown, where: string) =>
     warn?.(`unexpected error on ${where}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
   const redaction = new Redaction({ headers: settings.redactHeaders, queryParams: settings.redactQueryParams })
+  // On Redis, a delay leaves the request's Redis work one command timeout of its deadline.
+  const maxDelayMs = settings.redisUrl === undefined ? limits.requestTimeoutMs : redisDelayLimit(limits.requestTimeoutMs)
   const pipeline = new Pipeline({
     tenants,
     redaction,
     strict: settings.strict,
     maxBodyBytes: limits.maxBodyBytes,
     limits,
-    // On Redis, a delay leaves the request's Redis work one command timeout of its deadline.
-    maxDelayMs: settings.redisUrl === undefined ? limits.requestTimeoutMs : redisDelayLimit(limits.requestTimeoutMs),
+    maxDelayMs,
     admit,
     reserve: (bytes) => budget.reserveRead(bytes),
     mayGrow: () => budget.refusal('grow') === undefined,
@@ -499,6 +500,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         startedAt,
         strict: settings.strict,
         limits,
+        maxDelayMs,
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
         sending,

@@ -10,6 +10,7 @@
  *   on the default seed;
  * - `P{id}:cats` list: the categories as JSON, in creation order;
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
+ * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
  * - `Ptenants` sorted set: the tenant registry, id → last write (ms).
  *
  * Every write is one Lua script on one tenant's keys: Redis runs a script alone, so a create's id
@@ -19,6 +20,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
+import type { TenantAnswers } from '../core/planned-answers.js'
 import {
   CategoryLimitError,
   IdSpaceExhaustedError,
@@ -32,6 +34,7 @@ import {
   type TenantSummary,
 } from '../core/storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
+import { RedisAnswers } from './redis-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
 import { categoryStoredBytes, stateStoredBytes, storeFull } from './stored-bytes.js'
 
@@ -286,8 +289,8 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 `)
 
 /**
- * Deletes a tenant's keys (KEYS 1 to 7; ARGV[1]: only when its last write and last use are older
- * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[8]
+ * Deletes a tenant's keys (KEYS 1 to 8; ARGV[1]: only when its last write and last use are older
+ * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[9]
  * is the usage hash and ARGV[2] the tenant's id: its share is given back.
  */
 const DELETE = redisScript(`
@@ -295,15 +298,15 @@ local updated = redis.call('HGET', KEYS[1], 'updated')
 local used = redis.call('HGET', KEYS[1], 'used')
 ${NOW}
 if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
-if KEYS[8] then
-  local data = tonumber(redis.call('HGET', KEYS[8], ARGV[2]) or '0')
-  local journal = tonumber(redis.call('HGET', KEYS[8], ARGV[2] .. ':j') or '0')
-  redis.call('HDEL', KEYS[8], ARGV[2], ARGV[2] .. ':j')
-  if data > 0 then redis.call('HINCRBY', KEYS[8], '!total', string.format('%d', -data)) end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+if KEYS[9] then
+  local data = tonumber(redis.call('HGET', KEYS[9], ARGV[2]) or '0')
+  local journal = tonumber(redis.call('HGET', KEYS[9], ARGV[2] .. ':j') or '0')
+  redis.call('HDEL', KEYS[9], ARGV[2], ARGV[2] .. ':j')
+  if data > 0 then redis.call('HINCRBY', KEYS[9], '!total', string.format('%d', -data)) end
   if journal > 0 then
-    redis.call('HINCRBY', KEYS[8], '!journals', string.format('%d', -journal))
-    redis.call('HINCRBY', KEYS[8], '!jtenants', -1)
+    redis.call('HINCRBY', KEYS[9], '!journals', string.format('%d', -journal))
+    redis.call('HINCRBY', KEYS[9], '!jtenants', -1)
   end
 end
 if updated then return 1 end
@@ -320,6 +323,8 @@ export interface TenantKeys {
   /** Create outcomes by operation id (hash) and when each was recorded (sorted set). */
   readonly outcomes: string
   readonly outcomeTimes: string
+  /** Planned answers (`redis-answers.ts`). */
+  readonly answers: string
 }
 
 /**
@@ -386,6 +391,7 @@ export class RedisStorage implements TenantStorage {
       journalMeta: `${base}jmeta`,
       outcomes: `${base}ops`,
       outcomeTimes: `${base}opt`,
+      answers: `${base}answers`,
     }
   }
 
@@ -395,6 +401,10 @@ export class RedisStorage implements TenantStorage {
 
   journal(id: string, limit: number | undefined): TenantJournal {
     return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, tenant: id, storeBudget: this.#budget })
+  }
+
+  answers(id: string): TenantAnswers {
+    return new RedisAnswers(this.link, this.keys(id).answers, this.ttlMs)
   }
 
   /** Nothing to let go of: every tenant lives in Redis, none in this process. */
@@ -464,7 +474,7 @@ export class RedisStorage implements TenantStorage {
 
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...this.#usageKeys()]
     return (await this.link.script(DELETE, all, [before, id])) === 1
   }
 

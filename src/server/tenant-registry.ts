@@ -19,6 +19,7 @@ import type { HeldBytesMeter } from '../core/heap-weight.js'
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { RequestJournal } from '../core/journal.js'
+import { AnswerBook } from '../core/planned-answers.js'
 import type { TenantStorage, TenantStore } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../pipeline/pipeline.js'
@@ -160,6 +161,12 @@ export class TenantRegistry implements TenantResolver {
   #ids = new Map<string, string>()
   /** The id of each live tenant, for the request log. */
   readonly #idOfTenant = new WeakMap<Tenant, string>()
+  /**
+   * Planned answers of tenants whose storage does not keep them (memory, SQLite), by tenant id:
+   * kept here, not with the tenant, so that a tenant leaving memory keeps its plans. Counted in
+   * {@link heldBytes} while they are pending.
+   */
+  readonly #answers = new AnswerBook()
 
   constructor(options: TenantRegistryOptions) {
     this.#options = options
@@ -168,6 +175,7 @@ export class TenantRegistry implements TenantResolver {
     const configured = options.keys === 'any' ? [] : options.keys.map((key) => [key, tenantId(key)] as const)
     this.#configuredIds = new Set(configured.map(([, id]) => id))
     this.#ids = new Map(configured)
+    this.#answers.meter = this.#meter
   }
 
   /**
@@ -307,15 +315,19 @@ export class TenantRegistry implements TenantResolver {
   /** Forgets a tenant: out of memory and out of storage. True when it existed anywhere. */
   async delete(id: string): Promise<boolean> {
     const live = this.#remove(id)
+    const planned = this.#answers.drop(id)
     this.#serveWaiters()
     const stored = await this.#options.storage.delete(id)
-    return live || stored
+    return live || stored || planned
   }
 
   /** Forgets every tenant that has not been used (read or written) for `ttlMs`; returns how many. */
   async expireIdle(ttlMs: number): Promise<number> {
     const expired = await this.#options.storage.expire(ttlMs)
-    for (const id of expired) this.#remove(id)
+    for (const id of expired) {
+      this.#remove(id)
+      this.#answers.drop(id)
+    }
     this.#serveWaiters()
     return expired.length
   }
@@ -483,7 +495,8 @@ export class TenantRegistry implements TenantResolver {
       draining: false,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
-        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal)
+        const answers = storage.answers?.(id) ?? this.#answers.of(id)
+        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal, Promise.resolve(), answers)
         this.#idOfTenant.set(tenant, id)
         // Every request routed to it meanwhile is in use from now on, until it leaves.
         for (; entry.claims > 0; entry.claims--) tenant.enter()
@@ -584,6 +597,8 @@ export class TenantRegistry implements TenantResolver {
   #evict(id: string, forget: boolean): void {
     const { storage } = this.#options
     this.#remove(id)
+    // Its plans go with its writes (in memory, unused for the idle time), and stay when it only leaves memory.
+    if (forget && !storage.durable) this.#answers.drop(id)
     if (forget && !storage.durable) void storage.delete(id).catch(() => undefined)
     else storage.release(id)
     this.#evictions++

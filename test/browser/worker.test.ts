@@ -53,6 +53,15 @@ describeWithChromium('setupPetstoreWorker in Chromium', () => {
     await page.close()
   })
 
+  it('answers what a test planned through the worker: the next list 503, then the list', async () => {
+    const page = await openApp()
+    await page.evaluate(() => window.petstoreApp.plan({ operation: 'listCategories', status: 503 }))
+    const planned = await call(page, 'GET', '/v1/categories', { key: 't0ken' })
+    expect(planned).toEqual({ status: 503, body: { code: 'service_unavailable', status: 503, message: 'Service unavailable: simulated (planned answer)' } })
+    expect((await call(page, 'GET', '/v1/categories', { key: 't0ken' })).status).toBe(200)
+    await page.close()
+  })
+
   it('keeps created categories across a reload with persist: true, until reset', async () => {
     const page = await openApp()
     await call(page, 'POST', '/v1/categories', { key: 't0ken', body: JSON.stringify({ name: 'Owls' }) })

@@ -31,6 +31,8 @@ const TENANT_ROUTES = [
   { method: 'DELETE', path: '/__sandbox/requests' },
   { method: 'GET', path: '/__sandbox/state' },
   { method: 'GET', path: '/__sandbox/tenants' },
+  { method: 'GET', path: '/__sandbox/answers' },
+  { method: 'POST', path: '/__sandbox/answers', body: '{"operation":"listCategories","status":500}' },
 ]
 
 async function tempScenariosDir(files: Record<string, unknown>): Promise<string> {

@@ -470,7 +470,7 @@ describe('answers of 500 never show a server detail', () => {
     const { fetch, sandbox } = await startSandbox({ warn: () => undefined })
     expect((await fetch('/v1/categories', { headers: auth() })).status).toBe(200)
     const tenant = (await sandbox.tenants.resolve('sandbox-dev-key'))!
-    tenant.reset = () => Promise.reject(leaky())
+    tenant.resetTo = () => Promise.reject(leaky())
     const response = await fetch('/__sandbox/reset', { method: 'POST', headers: auth() })
     const body = (await jsonOf(response)) as { message: string }
     expectErrorBody(body, 500, 'internal_error')

@@ -1,6 +1,7 @@
 /**
  * Model-based tests of the standalone server (issue 20): fast-check drives random sequences of
- * creates (valid and invalid bodies), lists, resets (API key or admin token) and scenario switches
+ * creates (valid and invalid bodies), lists, resets (API key or admin token), scenario switches,
+ * planned answers (issue 21: each used once, by its own tenant and operation, dropped by a reset)
  * from three tenants of a spawned `petstore-sandbox serve`, on plain connections and on raw ones:
  * pipelined requests (several tenants on one connection), a half-close after a complete request, a
  * slow reader, a client that leaves before its answer, bursts of concurrent requests, store stalls
@@ -22,12 +23,12 @@ import { tenantId } from '../../src/server.js'
 import { converse, sendAndLeave, type Conversation, type HttpAnswer, type HttpRequest } from '../support/http-conversation.js'
 import { startRedis, type RedisServer } from '../support/redis-server.js'
 import { runCli, type CliRun } from '../support/sandbox-cli.js'
-import { Clock, TenantModel } from '../support/sandbox-model.js'
+import { Clock, TenantModel, type PlannedOperation } from '../support/sandbox-model.js'
 import { dataDir, STORES, type StoreKind } from '../support/stores.js'
 import { FULL_TESTS, size } from '../support/test-scale.js'
 
 /** Every kind of command the suite generates. */
-const KINDS = ['create', 'list', 'reset', 'switch', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
+const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
 type Kind = (typeof KINDS)[number]
 
 /** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
@@ -171,6 +172,7 @@ type Op =
   | { readonly kind: 'list'; readonly tenant: number }
   | { readonly kind: 'reset'; readonly tenant: number; readonly admin: boolean }
   | { readonly kind: 'switch'; readonly tenant: number; readonly scenario: string }
+  | { readonly kind: 'plan'; readonly tenant: number; readonly operation: PlannedOperation; readonly status: 500 | 503; readonly times: number }
 
 const showOp = (op: Op): string => {
   const who = 'abc'[op.tenant]
@@ -183,6 +185,8 @@ const showOp = (op: Op): string => {
       return `reset(${who}${op.admin ? ' by admin' : ''})`
     case 'switch':
       return `switch(${who} → ${op.scenario})`
+    case 'plan':
+      return `plan(${who}: ${op.operation} ${op.status} ×${op.times})`
   }
 }
 
@@ -192,6 +196,8 @@ interface Allowance {
   readonly drop?: boolean
   /** 503 with `Retry-After` (the store was frozen). */
   readonly refuse?: boolean
+  /** In flight with others: which of them took a planned answer is not known. */
+  readonly together?: boolean
 }
 
 interface Prepared {
@@ -280,14 +286,19 @@ function prepareOp(world: World, op: Op): Prepared {
         judge(answer, sentAt, answeredAt, allow) {
           if (!answer) {
             if (!allow.drop) throw unexpected(answer, allow)
+            tenant.mayHaveTaken('createCategory')
             if (input) tenant.maybeCreated(input, sentAt)
             return
           }
+          // A planned 500 or 503 stores nothing.
+          if (isPlanned(answer)) return tenant.tookPlan('createCategory')
           const unknown = refused(answer, allow)
           if (unknown !== undefined) {
+            tenant.mayHaveTaken('createCategory')
             if (unknown && input) tenant.maybeCreated(input, sentAt)
             return
           }
+          tenant.answeredUnplanned('createCategory', !allow.together)
           // A lone surrogate is refused (400 invalid_field) on every store, never stored (issue 20 F08).
           if (input && LONE_SURROGATE.test(input.name)) {
             if (answer.status === 400 && errorOf(answer).code === 'invalid_field') return
@@ -304,9 +315,10 @@ function prepareOp(world: World, op: Op): Prepared {
         label,
         request: { method: 'GET', path: '/v1/categories', headers },
         judge(answer, sentAt, answeredAt, allow) {
-          if (!answer && allow.drop) return
-          if (answer && refused(answer, allow) !== undefined) return
+          if (answer && isPlanned(answer)) return tenant.tookPlan('listCategories')
+          if ((!answer && allow.drop) || (answer && refused(answer, allow) !== undefined)) return tenant.mayHaveTaken('listCategories')
           if (answer?.status !== 200) throw unexpected(answer, allow)
+          tenant.answeredUnplanned('listCategories', !allow.together)
           tenant.listed(JSON.parse(answer.body) as Category[], sentAt, answeredAt)
         },
       }
@@ -327,10 +339,12 @@ function prepareOp(world: World, op: Op): Prepared {
           if (op.kind === 'reset' && op.admin && answer?.status === 404 && !tenant.mustBeKnown(world.sandbox.durable, START_SCENARIO) && errorOf(answer).code === 'unknown_tenant') return
           if (!answer) {
             if (!allow.drop) throw unexpected(answer, allow)
+            if (op.kind === 'reset') tenant.plansCleared(false)
             return tenant.reseeded(scenario, false)
           }
           const unknown = refused(answer, allow)
           if (unknown !== undefined) {
+            if (op.kind === 'reset') tenant.plansCleared(false)
             if (unknown) tenant.reseeded(scenario, false)
             return
           }
@@ -341,10 +355,27 @@ function prepareOp(world: World, op: Op): Prepared {
             throw new Error(`${label}: 200 ${answer.body.slice(0, 200)}, expected the scenario ${JSON.stringify(expected)}`)
           }
           tenant.reseeded(scenario ?? reply.scenario.name)
+          if (op.kind === 'reset') tenant.plansCleared(true)
         },
       }
     }
+    case 'plan':
+      return {
+        label,
+        request: { method: 'POST', path: '/__sandbox/answers', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ operation: op.operation, status: op.status, times: op.times }) },
+        judge(answer, _sentAt, _answeredAt, allow) {
+          if (answer?.status === 201) return tenant.planned(op.operation, op.times, true)
+          if ((!answer && allow.drop) || (answer && refused(answer, allow) !== undefined)) return tenant.planned(op.operation, op.times, false)
+          throw unexpected(answer, allow)
+        },
+      }
   }
+}
+
+/** An answer a plan made: the Error body of a planned 500 or 503. */
+function isPlanned(answer: HttpAnswer): boolean {
+  if (answer.status !== 500 && answer.status !== 503) return false
+  return errorOf(answer).message.endsWith('(planned answer)')
 }
 
 /** Sends `op` on its own connection and judges the answer. */
@@ -418,7 +449,7 @@ class Burst extends Command {
     const sentAt = world.clock.tick()
     const answers = await Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
     world.trace.push(`  answers: ${answers.map(({ conversation }) => (conversation.answers[0] ? shown(conversation.answers[0]) : 'none')).join(' ')}`)
-    judgeTogether(this.ops, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], {})
+    judgeTogether(this.ops, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], { together: true })
   }
   toString(): string {
     return `burst[${this.ops.map(showOp).join(', ')}]`
@@ -575,7 +606,7 @@ class Stall extends Command {
     }
     const answers = await Promise.all(sends)
     world.trace.push(`  answers: ${answers.map(({ conversation }) => (conversation.answers[0] ? shown(conversation.answers[0]) : 'none')).join(' ')}`)
-    judgeTogether(this.ops, prepared, (i) => [answers[i]!.conversation.answers[0], answers[i]!.sentAt, answers[i]!.answeredAt], { refuse: true })
+    judgeTogether(this.ops, prepared, (i) => [answers[i]!.conversation.answers[0], answers[i]!.sentAt, answers[i]!.answeredAt], { refuse: true, together: true })
     await untilServing(world)
   }
   toString(): string {
@@ -615,9 +646,10 @@ class Restart extends Command {
     await world.sandbox.stop(this.signal)
     const answers = await pending
     world.trace.push(`  answers: ${answers.map(({ conversation }) => (conversation.answers[0] ? shown(conversation.answers[0]) : 'none')).join(' ')}`)
-    judgeTogether(this.inFlight, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], { drop: this.signal === 'SIGKILL' })
+    judgeTogether(this.inFlight, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], { drop: this.signal === 'SIGKILL', together: true })
     await world.sandbox.start()
-    for (const tenant of world.tenants) tenant.restarted(world.sandbox.durable, START_SCENARIO)
+    // Planned answers are kept in Redis, and in the process otherwise.
+    for (const tenant of world.tenants) tenant.restarted(world.sandbox.durable, START_SCENARIO, world.sandbox.store === 'redis')
   }
   toString(): string {
     return this.signal === 'SIGKILL' ? `kill-9(after ${this.afterMs} ms, in flight: ${this.inFlight.map(showOp).join(', ')})` : 'restart(SIGTERM)'
@@ -648,7 +680,7 @@ class StoreCrash extends Command {
     await redis.start()
     const answers = await pending
     world.trace.push(`  answers: ${answers.map(({ conversation }) => (conversation.answers[0] ? shown(conversation.answers[0]) : 'none')).join(' ')}`)
-    judgeTogether(this.inFlight, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], { refuse: true })
+    judgeTogether(this.inFlight, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], { refuse: true, together: true })
     await untilServing(world)
   }
   toString(): string {
@@ -673,6 +705,13 @@ const validCreateArb = fc.record({ kind: fc.constant('create' as const), tenant:
 const listArb = fc.record({ kind: fc.constant('list' as const), tenant: tenantArb })
 const resetArb = fc.record({ kind: fc.constant('reset' as const), tenant: tenantArb, admin: fc.boolean() })
 const switchArb = fc.record({ kind: fc.constant('switch' as const), tenant: tenantArb, scenario: fc.constantFrom(...SCENARIOS) })
+const planArb = fc.record({
+  kind: fc.constant('plan' as const),
+  tenant: tenantArb,
+  operation: fc.constantFrom<PlannedOperation>('listCategories', 'createCategory'),
+  status: fc.constantFrom<500 | 503>(500, 503),
+  times: fc.integer({ min: 1, max: 3 }),
+})
 const opArb: fc.Arbitrary<Op> = fc.oneof({ arbitrary: createArb, weight: 4 }, { arbitrary: listArb, weight: 3 }, { arbitrary: resetArb, weight: 1 }, { arbitrary: switchArb, weight: 1 })
 /** Requests for one connection: most of them of one tenant (whose writes and reads must keep their order), some of others. */
 const pipelineArb: fc.Arbitrary<Op[]> = fc
@@ -687,6 +726,7 @@ function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
     ['list', listArb.map((op) => new Single(op)), 3],
     ['reset', resetArb.map((op) => new Single(op)), 1],
     ['switch', switchArb.map((op) => new Single(op)), 1],
+    ['plan', planArb.map((op) => new Single(op)), 1],
     ['burst', fc.array(concurrentOpArb, { minLength: 2, maxLength: 6 }).map((ops) => new Burst(ops)), 2],
     ['pipelined-order', pipelineArb.map((ops) => new Pipelined(ops)), 3],
     ['half-close', fc.oneof(validCreateArb, listArb).map((op) => new HalfClose(op)), 1],

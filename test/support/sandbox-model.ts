@@ -103,9 +103,14 @@ function settle(state: TenantState, listed: readonly Category[], answeredAt: num
   return { ...state, entries }
 }
 
+/** The operations a model run plans answers for. */
+export type PlannedOperation = 'listCategories' | 'createCategory'
+
 /** One tenant: the states it may be in. */
 export class TenantModel {
   #candidates: TenantState[]
+  /** Planned answers that may be pending, per operation: at least `min` (when every outcome is known), at most `max`. */
+  readonly #plans: Record<PlannedOperation, { min: number; max: number }> = { listCategories: { min: 0, max: 0 }, createCategory: { min: 0, max: 0 } }
   /** Whether the server answered one of its key's requests since it started. */
   answered = false
 
@@ -179,8 +184,42 @@ export class TenantModel {
     this.#candidates = known ? dedupe(next) : dedupe([...this.#candidates, ...next])
   }
 
-  /** The server restarted: nothing in flight can still apply; in memory, the tenant is back on `startScenario`'s seed. */
-  restarted(durable: boolean, startScenario: string): void {
+  /** A plan of `times` answers for `operation` was made (`known`: answered 201), or may have been. */
+  planned(operation: PlannedOperation, times: number, known: boolean): void {
+    this.#plans[operation].max += times
+    if (known) this.#plans[operation].min += times
+  }
+
+  /** A request of `operation` got a planned answer: throws when no plan may have been pending. */
+  tookPlan(operation: PlannedOperation): void {
+    const plans = this.#plans[operation]
+    if (plans.max < 1) throw new Error(`a planned answer for ${operation}, but no plan of this tenant for it may be pending (another tenant's, or one used up or cleared)`)
+    plans.max--
+    plans.min = Math.max(0, plans.min - 1)
+  }
+
+  /** A request of `operation` got no answer, or a refusal: it may have taken a plan. */
+  mayHaveTaken(operation: PlannedOperation): void {
+    this.#plans[operation].min = Math.max(0, this.#plans[operation].min - 1)
+  }
+
+  /** A request of `operation` answered as usual; alone (not among concurrent ones), no plan may have been pending. */
+  answeredUnplanned(operation: PlannedOperation, alone: boolean): void {
+    const { min } = this.#plans[operation]
+    if (alone && min > 0) throw new Error(`answered as usual, though ${min} planned answer(s) for ${operation} were pending`)
+  }
+
+  /** A reset answered 200 (`known`) dropped every plan, or may have. */
+  plansCleared(known: boolean): void {
+    for (const plans of Object.values(this.#plans)) {
+      plans.min = 0
+      if (known) plans.max = 0
+    }
+  }
+
+  /** The server restarted: nothing in flight can still apply; in memory, the tenant is back on `startScenario`'s seed; plans are kept only in a shared store (`plansKept`). */
+  restarted(durable: boolean, startScenario: string, plansKept = false): void {
+    if (!plansKept) this.plansCleared(true)
     this.answered = false
     if (!durable) {
       this.#candidates = [stateOf(startScenario)]
@@ -192,7 +231,10 @@ export class TenantModel {
 
   /** What it may hold, for failure messages. */
   describe(): string {
-    return this.#candidates
+    const plans = Object.entries(this.#plans)
+      .filter(([, { max }]) => max > 0)
+      .map(([operation, { min, max }]) => `${operation} ${min}..${max}`)
+    return (plans.length > 0 ? `plans pending: ${plans.join(', ')}; ` : '') + this.#candidates
       .map((state) => `${state.scenario} (next id ${state.nextId}): ${state.entries.map((entry) => `${entry.name}${entry.state === 'acked' ? `#${entry.id}` : '?'}`).join(', ') || 'seed only'}`)
       .join(' | ')
   }

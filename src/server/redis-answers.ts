@@ -1,0 +1,92 @@
+/**
+ * A tenant's planned answers in Redis, so that every replica serving the tenant takes from one
+ * queue and a plan answers exactly one request across them (docs/decisions/0013-planned-answers.md).
+ *
+ * Key (with the tenant's hash tag): `answers`, a list oldest first, each element
+ * `<operation>\t<times left>\t<answer as JSON>`. Taking is one script (find the operation's
+ * oldest plan, count one down, drop it at zero), so two replicas never take the same one.
+ */
+import {
+  MAX_PLANNED_ANSWERS,
+  AnswerLimitError,
+  type PendingAnswer,
+  type PlannedAnswer,
+  type TenantAnswers,
+} from '../core/planned-answers.js'
+import type { OperationId } from '../contract/operations.js'
+import { redisScript, RedisScriptRefusal, type RedisLink } from './redis-connection.js'
+
+/**
+ * Adds a plan. KEYS[1]: the list. ARGV: the most plans the list may hold; ttl ms (0: none); the
+ * element. Refuses with FULL when the list holds the most already.
+ */
+const PLAN = redisScript(`
+if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then return redis.error_reply('FULL') end
+redis.call('RPUSH', KEYS[1], ARGV[3])
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return 1
+`)
+
+/**
+ * Takes one answer of operation ARGV[1]: the oldest plan of that operation has one time less (and
+ * goes at zero). Returns the answer's JSON, or false when none is planned.
+ */
+const TAKE = redisScript(`
+local plans = redis.call('LRANGE', KEYS[1], 0, -1)
+for i, plan in ipairs(plans) do
+  local first = string.find(plan, '\\t', 1, true)
+  if string.sub(plan, 1, first - 1) == ARGV[1] then
+    local second = string.find(plan, '\\t', first + 1, true)
+    local left = tonumber(string.sub(plan, first + 1, second - 1)) - 1
+    local answer = string.sub(plan, second + 1)
+    if left > 0 then
+      redis.call('LSET', KEYS[1], i - 1, ARGV[1] .. '\\t' .. string.format('%d', left) .. '\\t' .. answer)
+    else
+      redis.call('LSET', KEYS[1], i - 1, '')
+      redis.call('LREM', KEYS[1], 1, '')
+    end
+    return answer
+  end
+end
+return false
+`)
+
+export class RedisAnswers implements TenantAnswers {
+  readonly #link: RedisLink
+  readonly #key: string
+  readonly #ttlMs: number
+  /** @param key the tenant's `answers` list; @param ttlMs its keys' TTL (0: none) */
+  constructor(link: RedisLink, key: string, ttlMs: number) {
+    this.#link = link
+    this.#key = key
+    this.#ttlMs = ttlMs
+  }
+
+  async plan(answer: PendingAnswer): Promise<void> {
+    const { times, ...planned } = answer
+    try {
+      await this.#link.script(PLAN, [this.#key], [MAX_PLANNED_ANSWERS, this.#ttlMs, `${answer.operation}\t${times}\t${JSON.stringify(planned)}`])
+    } catch (error) {
+      if (error instanceof RedisScriptRefusal && error.message === 'FULL') throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
+      throw error
+    }
+  }
+
+  async take(operation: OperationId): Promise<PlannedAnswer | undefined> {
+    const reply = await this.#link.script(TAKE, [this.#key], [operation])
+    return typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined
+  }
+
+  async pending(): Promise<PendingAnswer[]> {
+    const plans = (await this.#link.call(this.#key, ['LRANGE', this.#key, '0', '-1'])) as string[]
+    return plans.map((plan) => {
+      const [, times, answer] = /^[^\t]*\t(\d+)\t(.*)$/s.exec(plan) ?? []
+      return { ...(JSON.parse(answer ?? '{}') as PlannedAnswer), times: Number(times) }
+    })
+  }
+
+  async clear(): Promise<void> {
+    await this.#link.call(this.#key, ['DEL', this.#key])
+  }
+}
