@@ -30,6 +30,7 @@ import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
+import { type OverCapacityError } from '../core/capacity.js'
 import { PetstoreError } from '../errors.js'
 import {
   CategoryLimitError,
@@ -43,7 +44,7 @@ import {
   type TenantSummary,
 } from '../core/storage.js'
 import { monotonicNow } from '../core/clock.js'
-import { CATEGORY_OVERHEAD, categoryStoredBytes, stateStoredBytes, storeFull, TENANT_OVERHEAD } from './stored-bytes.js'
+import { CATEGORY_OVERHEAD, categoryStoredBytes, claimedBytes, stateStoredBytes, storeFull, storeKept, storeRefusal, TENANT_OVERHEAD, tenantFloorBytes } from './stored-bytes.js'
 
 /** The database's file name inside the data directory. */
 export const DATABASE_FILE = 'sandbox.db'
@@ -247,6 +248,12 @@ export class SqliteStorage implements TenantStorage {
   readonly #budget: number
   /** What the tenants store, counted against {@link #budget}. */
   #storedBytes: number
+  /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
+  readonly #floor: number
+  /** What the tenants claim of {@link #budget}: what each holds, at least its floor ({@link claimedBytes}). */
+  #claimedBytes = 0
+  /** What each tenant holds (`stored-bytes.ts`), read from the database when first needed, then kept by every write. */
+  readonly #held = new Map<string, number>()
   /** The store's clock when it was opened, and {@link monotonicNow} then (see {@link now}). */
   readonly #clockAtOpen: number
   readonly #openedAt: number
@@ -285,6 +292,9 @@ export class SqliteStorage implements TenantStorage {
       tenantBytes: db.prepare<[string, string], { n: number }>(
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
       ),
+      claimedBytes: db.prepare<[number], { n: number }>(
+        `SELECT COALESCE(SUM(MAX(${TENANT_BYTES_SQL} + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories c WHERE c.tenant = t.id), ?)), 0) AS n FROM tenants t`,
+      ),
       totalBytes: db.prepare<[], { n: number }>(
         `SELECT (SELECT COALESCE(SUM(${TENANT_BYTES_SQL}), 0) FROM tenants) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories) AS n`,
       ),
@@ -296,6 +306,8 @@ export class SqliteStorage implements TenantStorage {
     this.#openedAt = monotonicNow()
     // @note Counted once at open (one pass over the database), then kept by every write.
     this.#storedBytes = this.#sql.totalBytes.get()?.n ?? 0
+    this.#floor = tenantFloorBytes(this.#budget)
+    if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
   }
 
   /**
@@ -311,9 +323,33 @@ export class SqliteStorage implements TenantStorage {
     return this.#storedBytes
   }
 
+  /** What the tenants claim of the store budget: what each holds, at least its floor (`stored-bytes.ts`). */
+  get claimedBytes(): number {
+    return this.#claimedBytes
+  }
+
   /** What a tenant stores now (its row and categories), 0 when it has no row. */
   #tenantBytes(id: string): number {
-    return this.#sql.tenantBytes.get(id, id)?.n ?? 0
+    let held = this.#held.get(id)
+    if (held === undefined) {
+      held = this.#sql.tenantBytes.get(id, id)?.n ?? 0
+      this.#held.set(id, held)
+    }
+    return held
+  }
+
+  /**
+   * Counts a tenant going from holding `old` to `next` bytes, or returns the refusal to answer
+   * (`storeRefusal`: past the budget, or into room kept for other tenants), counting nothing.
+   */
+  #charge(id: string, old: number, next: number): OverCapacityError | undefined {
+    const refusal = storeRefusal(old, next, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
+    if (refusal !== undefined) return refusal === 'full' ? storeFull() : storeKept()
+    this.#storedBytes += next - old
+    this.#claimedBytes += claimedBytes(next, this.#floor) - claimedBytes(old, this.#floor)
+    if (next === 0) this.#held.delete(id)
+    else this.#held.set(id, next)
+    return undefined
   }
 
   /**
@@ -322,10 +358,13 @@ export class SqliteStorage implements TenantStorage {
    */
   #transact<T>(task: () => T): T {
     const counted = this.#storedBytes
+    const claimed = this.#claimedBytes
     try {
       return this.#db.transaction(task)()
     } catch (error) {
       this.#storedBytes = counted
+      this.#claimedBytes = claimed
+      this.#held.clear()
       throw error
     }
   }
@@ -335,8 +374,9 @@ export class SqliteStorage implements TenantStorage {
   }
 
   release(id: string): void {
-    // Only a count is held per tenant (every read goes to the database): it goes with the tenant.
+    // Only counts are held per tenant (every read goes to the database): they go with the tenant.
     this.#counts.delete(id)
+    this.#held.delete(id)
   }
 
   has(id: string): Promise<boolean> {
@@ -351,7 +391,7 @@ export class SqliteStorage implements TenantStorage {
     this.#flush()
     return this.#write(() => this.#transact(() => {
       this.#counts.delete(id)
-      this.#storedBytes -= this.#tenantBytes(id)
+      this.#charge(id, this.#tenantBytes(id), 0)
       this.#sql.deleteCategories.run(id)
       return this.#sql.deleteTenant.run(id).changes > 0
     }))
@@ -374,7 +414,7 @@ export class SqliteStorage implements TenantStorage {
       const ids = this.#sql.idle.all(before).map((row) => row.id)
       for (const id of ids) {
         this.#counts.delete(id)
-        this.#storedBytes -= this.#tenantBytes(id)
+        this.#charge(id, this.#tenantBytes(id), 0)
         this.#sql.deleteCategories.run(id)
         this.#sql.deleteTenant.run(id)
       }
@@ -468,10 +508,9 @@ export class SqliteStorage implements TenantStorage {
     return this.#write(
       () =>
         this.#transact(() => {
-          const held = this.#tenantBytes(id)
-          if (bytes > held && this.#storedBytes - held + bytes > this.#budget) throw storeFull()
+          const refusal = this.#charge(id, this.#tenantBytes(id), bytes)
+          if (refusal) throw refusal
           this.#counts.delete(id)
-          this.#storedBytes += bytes - held
           this.#sql.deleteCategories.run(id)
           if (state === this.#seed) {
             this.#sql.deleteTenant.run(id)
@@ -542,6 +581,9 @@ export class SqliteStorage implements TenantStorage {
           this.#sql.deleteSeq.run(result.seq)
           this.#storedBytes -= result.bytes
         }
+        // Rare (an fsync failed): what each tenant holds and claims is counted again.
+        this.#held.clear()
+        if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
       })
     } catch (error) {
       this.#warn(`storage: could not withdraw creates whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
@@ -596,7 +638,9 @@ export class SqliteStorage implements TenantStorage {
     let row = this.#sql.tenant.get(tenant)
     // The tenant's first write stores its seed too.
     const cost = bytes + (row ? 0 : stateStoredBytes(tenant, this.#seed))
-    if (this.#storedBytes + cost > this.#budget) return storeFull()
+    const held = row ? this.#tenantBytes(tenant) : 0
+    const refusal = storeRefusal(held, held + cost, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
+    if (refusal !== undefined) return refusal === 'full' ? storeFull() : storeKept()
     if (!row) {
       // The tenant's first write: its seed goes to disk with it, in the same transaction.
       this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now, used)
@@ -608,7 +652,7 @@ export class SqliteStorage implements TenantStorage {
     if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     // @note Counted inside the batch's transaction, after the creates before it in the batch.
     if (Number.isFinite(maxCategories) && this.#countOf(tenant) >= maxCategories) return new CategoryLimitError(maxCategories)
-    this.#storedBytes += cost
+    this.#charge(tenant, held, held + cost)
     this.#sql.advance.run(now, used, tenant)
     const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
     const counted = this.#counts.get(tenant)
