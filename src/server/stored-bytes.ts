@@ -67,7 +67,7 @@ export function claimedBytes(held: number, floor: number): number {
 /**
  * Whether a tenant going from holding `old` to `next` bytes must be refused, and why, given
  * what all tenants hold (`total`) and claim (`claimed`) now: the one rule SQLite applies in its
- * transactions and Redis in its scripts (`STORE_RULE_LUA`). A write that holds no more is never refused.
+ * transactions and Redis in its scripts (`charge` in `redis-storage.ts`). A write that holds no more is never refused.
  */
 export function storeRefusal(old: number, next: number, total: number, claimed: number, budget: number, floor: number): 'full' | 'kept' | undefined {
   if (next <= old) return undefined

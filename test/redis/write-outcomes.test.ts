@@ -372,6 +372,34 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await names(sandbox)).toEqual(['kept'])
   })
 
+  it('never locks a partner holding data out of its creates when new keys flood the store with large-catalog switches, then fill what is left with long creates (issue 20, store budget with --any-key)', async () => {
+    const redis = await startRedis()
+    const budget = 4 * 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    const switchTo = (key: string) => sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: 'large-catalog' }) })
+    const long = (key: string) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: 'n'.repeat(200), description: 'd'.repeat(2000) }) })
+    let keys = 0
+    for (const send of [switchTo, long]) {
+      let refused: Response | undefined
+      for (let i = 0; i < 1000 && refused === undefined; i++) {
+        const response = await send(`flood-${keys++}`)
+        if (response.status === 200 || response.status === 201) await response.body?.cancel()
+        else refused = response
+      }
+      expect(refused, 'the flood is refused at last').toBeDefined()
+      expect(refused!.headers.get('retry-after')).toBe('30')
+      expectErrorBody(await jsonOf(refused!), 503, 'over_capacity')
+    }
+    const statuses = []
+    for (let i = 0; i < 100; i++) statuses.push((await create(sandbox, `partner ${i}`)).status)
+    expect(statuses).toEqual(Array.from({ length: 100 }, () => 201))
+    expect(await names(sandbox)).toHaveLength(101)
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim())
+    expect(await usage('!total')).toBeLessThanOrEqual(budget)
+    expect(await usage('!claimed')).toBeLessThanOrEqual(budget)
+  })
+
   it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
