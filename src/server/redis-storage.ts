@@ -65,7 +65,8 @@ export interface RedisStorageOptions {
   /**
    * What all tenants' data together may hold in Redis, in bytes (categories and saved state, by
    * the rule every durable store uses, `stored-bytes.ts`), counted in the `usage` hash by the
-   * scripts that write them: a create or a scenario switch past it is refused ({@link storeFull}).
+   * scripts that write them: a create or a scenario switch past it, or into room kept for other
+   * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
    * about twice this): past it, a journal above its share (that budget over the tenants holding a
    * journal) drops its oldest entries down to it, and a tenant holding none records nothing. So
