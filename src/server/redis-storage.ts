@@ -69,7 +69,8 @@ export interface RedisStorageOptions {
    * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
    * about twice this): past it, a journal above its share (that budget over the tenants holding a
-   * journal) drops its oldest entries down to it, and a tenant holding none records nothing. So
+   * journal, never under the floor) drops its oldest entries down to it, and a tenant holding
+   * none records nothing (nor when one more journal would take the share under the floor). So
    * no request, refused or not, takes room from
    * any tenant's data. Not enforced on a Redis Cluster (a script cannot count across slots; the
    * operator is told).

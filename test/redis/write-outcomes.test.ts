@@ -457,6 +457,33 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await names(sandbox)).toEqual(['before', 'after'])
   })
 
+  it('never cuts a partner’s journal below its floor however many new keys each leave one short entry (issue 20: journal shares shrinking with new keys)', async () => {
+    const redis = await startRedis()
+    const budget = 512 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    for (let i = 0; i < 3; i++) expect((await create(sandbox, `mine ${i}`)).status).toBe(201)
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim() || '0')
+    // New keys, eight at a time, one GET each, until the journals pass their budget or no new key gets a journal for 5 rounds.
+    let keys = 0
+    let still = 0
+    while (keys < 2000 && still < 5 && (await usage('!journals')) <= budget) {
+      const holders = await usage('!jtenants')
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const response = await sandbox.fetch('/v1/categories', { headers: auth(`flood-${keys++}`) })
+          expect(response.status).toBe(200)
+          await response.body?.cancel()
+        }),
+      )
+      still = (await usage('!jtenants')) === holders ? still + 1 : 0
+    }
+    expect((await create(sandbox, 'mine 3')).status).toBe(201)
+    const journal = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
+    expect(((await jsonOf(journal)) as { response: { status: number } }[]).map((entry) => entry.response.status)).toEqual([201, 201, 201, 201])
+    // The journals' share (their budget over the tenants holding one) is never under the floor (8 KiB here).
+    expect(await usage('!jtenants')).toBeLessThanOrEqual(budget / (8 * 1024))
+  })
+
   it('never cuts a partner’s journal because of what other tenants’ data holds (issue 20 redis2: journal lockout)', async () => {
     const redis = await startRedis()
     const budget = 256 * 1024
