@@ -18,6 +18,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
+import { monotonicNow } from '../core/clock.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
 import {
   CategoryLimitError,
@@ -612,9 +613,9 @@ export class RedisStorage implements TenantStorage {
    * means the create was run, or never will be, before it (issue 20 F03).
    */
   async #settle(keys: TenantKeys, op: string, failure: StorageUnavailableError): Promise<string> {
-    const until = Date.now() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
+    const until = monotonicNow() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
     let last: unknown = failure
-    while (Date.now() < until && this.link.requestTimeLeft() !== 0) {
+    while (monotonicNow() < until && this.link.requestTimeLeft() !== 0) {
       let reply: string
       try {
         reply = String(await this.link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, this.#recordMs()]))

@@ -23,7 +23,7 @@
  * kept in `meta` at each sweep and at close, or the newest `used_at`, whichever is later) and
  * goes on at the rate of `performance.now()`. So no step of the machine's clock, forward or back,
  * while running or stopped, ages a tenant or keeps one young; time the server was stopped does
- * not count (see docs/decisions/0014-store-budget-reserve-and-clocks.md).
+ * not count (see docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
 import { lstatSync, mkdirSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
