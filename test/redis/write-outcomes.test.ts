@@ -400,6 +400,26 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await usage('!claimed')).toBeLessThanOrEqual(budget)
   })
 
+  it('counts what tenants claim again at the sweep, for a usage hash an older version wrote without !claimed', async () => {
+    const redis = await startRedis()
+    const budget = 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'small')).status).toBe(201)
+    const switched = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('big', true), body: JSON.stringify({ name: 'default' }) })
+    expect(switched.status).toBe(200)
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim() || '0')
+    const floor = budget / 64
+    // Two tenants holding less than their floor (16 KiB here): each claims its floor.
+    expect(await usage('!claimed')).toBe(2 * floor)
+    await redis.cli('HDEL', 'petstore-sandbox:usage', '!claimed')
+    await sandbox.sandbox.tenants.expireIdle(30 * DAY_MS)
+    expect(await usage('!claimed')).toBe(2 * floor)
+    // Back on the server's start scenario, a tenant holds nothing: its floor goes with its data.
+    const back = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('big', true), body: JSON.stringify({ name: 'empty' }) })
+    expect(back.status).toBe(200)
+    expect(await usage('!claimed')).toBe(floor)
+  })
+
   it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
