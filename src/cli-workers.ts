@@ -12,6 +12,7 @@
  * doubles with each death within a minute, up to {@link MAX_RESTART_DELAY_MS}.
  */
 import cluster, { type Worker } from 'node:cluster'
+import { monotonicNow } from './core/clock.js'
 
 /** Deaths within this window make the next restart wait longer; a minute without one starts over. */
 const CRASH_WINDOW_MS = 60_000
@@ -103,7 +104,7 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     }
     // @note Never gives up, and never stops the workers that serve: a worker that keeps dying
     // (its store away, a bug) is restarted less and less often, and the others go on serving.
-    const now = Date.now()
+    const now = monotonicNow()
     crashes.push(now)
     while (crashes[0]! < now - CRASH_WINDOW_MS) crashes.shift()
     const delay = restartDelay(crashes.length)

@@ -2,6 +2,7 @@
  * The in-memory {@link TenantStorage}: tenants live as long as the process. The server's
  * default without `--data-dir`.
  */
+import { monotonicNow } from './clock.js'
 import { PetstoreStore } from './store.js'
 import type { StorageHealth, TenantState, TenantStorage, TenantSummary } from './storage.js'
 
@@ -79,8 +80,9 @@ export class MemoryStorage implements TenantStorage {
   }
 
   expire(idleMs: number): Promise<string[]> {
-    const before = Date.now() - idleMs
-    const expired = [...this.#held].filter(([, store]) => store.updatedAt < before).map(([id]) => id)
+    // @note Monotonic: a clock stepped forward must not make every tenant look idle.
+    const before = monotonicNow() - idleMs
+    const expired = [...this.#held].filter(([, store]) => store.usedAt < before).map(([id]) => id)
     for (const id of expired) this.#held.delete(id)
     return Promise.resolve(expired)
   }

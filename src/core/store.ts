@@ -6,6 +6,7 @@
  */
 import { Collection } from '@msw/data'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
+import { monotonicNow } from './clock.js'
 import { heapWeight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { CategoryLimitError, IdSpaceExhaustedError, toCategory, type TenantState, type TenantStore } from './storage.js'
 
@@ -54,6 +55,8 @@ export class PetstoreStore implements TenantStore {
   #modified = false
   #heldBytes = 0
   #updatedAt = Date.now()
+  /** {@link updatedAt} on the monotonic clock: what idle expiry measures. */
+  #usedAt = monotonicNow()
   #tail: Promise<unknown> = Promise.resolve()
   /**
    * The list's JSON text, serialised on the first read after a write and kept until the next
@@ -149,6 +152,7 @@ export class PetstoreStore implements TenantStore {
   #wrote(): void {
     this.#forgetListText()
     this.#updatedAt = Date.now()
+    this.#usedAt = monotonicNow()
     this.onWrite?.(this.#snapshot())
   }
 
@@ -180,9 +184,15 @@ export class PetstoreStore implements TenantStore {
     return this.#updatedAt
   }
 
+  /** When it last wrote or was touched, on the {@link monotonicNow | monotonic clock} (idle expiry measures from it). */
+  get usedAt(): number {
+    return this.#usedAt
+  }
+
   /** Marks it used now (idle expiry counts from its last use). */
   touch(): void {
     this.#updatedAt = Date.now()
+    this.#usedAt = monotonicNow()
   }
 
   /** The scenario it was on after its last completed write, without waiting for the queue. */

@@ -172,7 +172,9 @@ export interface SandboxAppOptions {
    * a tenant: `stored-bytes.ts`), counted in the same step as each write (one script on Redis; not
    * enforced on a Redis Cluster, the operator is told); past it, creates, scenario switches and
    * new tenants' first writes get 503 `over_capacity` with `Retry-After`, while reads, resets and
-   * deletes still work. Counted again from the store at start. On Redis, journals have a budget of
+   * deletes still work; so do writes that would take room kept for the tenants already holding
+   * data (each keeps a floor of 256 KiB, or a 64th of a smaller budget, that other keys cannot
+   * take). Counted again from the store at start. On Redis, journals have a budget of
    * their own of the same size. In memory, the memory budget bounds tenants' data instead. 0: no budget.
    * @note `stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
    * store bounded by it means the same figure.

@@ -8,6 +8,7 @@
  */
 import { getHeapStatistics } from 'node:v8'
 import { OverCapacityError, type Work } from '../core/capacity.js'
+import { monotonicNow } from '../core/clock.js'
 
 /** Options of {@link MemoryBudget}. */
 export interface MemoryBudgetOptions {
@@ -145,7 +146,7 @@ export class MemoryBudget {
   /** Whether dropping what can go without loss brought the tenants (with `more` beside them) within the budget. */
   #relieved(more = 0): boolean {
     const relieve = this.#options.relieve
-    const now = Date.now()
+    const now = monotonicNow()
     if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
     if (relieve() === 0) this.#fruitlessAt = now
     return this.#options.heldBytes() + more <= this.#options.budgetBytes

@@ -11,6 +11,7 @@ import { AsyncLocalStorage } from 'node:async_hooks'
 import { createHash } from 'node:crypto'
 import type * as Redis from 'redis'
 import type { RedisClientOptions } from 'redis'
+import { monotonicNow } from '../core/clock.js'
 import { StorageUnavailableError } from '../core/storage.js'
 import { PetstoreError } from '../errors.js'
 
@@ -144,7 +145,7 @@ export function withRedisDeadline<T>(deadline: number, task: () => T): T {
  * The deadline {@link withRedisDeadline} gives a request's Redis work: the request timeout less
  * a margin (a tenth, at most 500 ms) for answering.
  */
-export function redisDeadlineFor(requestTimeoutMs: number, now = Date.now()): number {
+export function redisDeadlineFor(requestTimeoutMs: number, now = monotonicNow()): number {
   return now + requestTimeoutMs - answerMargin(requestTimeoutMs)
 }
 
@@ -378,11 +379,11 @@ export class RedisLink {
   #checking: Promise<void> | undefined
   /** When the policy was last read (ms). */
   // The start reads the policy right after connecting (connectRedis).
-  #checkedAt = Date.now()
+  #checkedAt = monotonicNow()
   /** Redis answers again after failing, and its policy has not been read since (the log says which it is). */
   #recoveredUnchecked = false
   #failingSince = 0
-  #renewedAt = 0
+  #renewedAt = Number.NEGATIVE_INFINITY
 
   constructor(
     target: RedisTarget,
@@ -450,7 +451,7 @@ export class RedisLink {
         reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
       }
     } catch (error) {
-      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|BUDGET|FULL)\b/.exec(messageOf(error))
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|BUDGET|KEPT|FULL)\b/.exec(messageOf(error))
       if (refusal) throw new RedisScriptRefusal(refusal[1])
       const failure = this.#failure(error)
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
@@ -508,11 +509,11 @@ export class RedisLink {
   async #policyRead(): Promise<void> {
     if (this.#allowEviction) return
     if (this.#checking !== undefined) return this.#checking
-    if (this.#checkDue || (this.#evicting !== undefined && Date.now() - this.#checkedAt >= EVICTION_RECHECK_MS)) return this.#sharedRecheck()
+    if (this.#checkDue || (this.#evicting !== undefined && monotonicNow() - this.#checkedAt >= EVICTION_RECHECK_MS)) return this.#sharedRecheck()
     // @note A policy changed on a Redis that never failed (`CONFIG SET maxmemory-policy`) is found
     // by a read in the background at most every EVICTION_RECHECK_MS, which no command waits for:
     // writes are refused within about a second of the change (re-attack: never, before).
-    if (Date.now() - this.#checkedAt >= EVICTION_RECHECK_MS) this.#sharedRecheck().catch(() => undefined)
+    if (monotonicNow() - this.#checkedAt >= EVICTION_RECHECK_MS) this.#sharedRecheck().catch(() => undefined)
   }
 
   /** The policy read in flight, or a new one. */
@@ -526,7 +527,7 @@ export class RedisLink {
   /** Reads the eviction policy again (a Redis met on reconnecting, or one refused until fixed). */
   async #recheck(): Promise<void> {
     this.#checkDue = false
-    this.#checkedAt = Date.now()
+    this.#checkedAt = monotonicNow()
     let evicting: string | undefined
     try {
       evicting = await this.checkEviction()
@@ -569,7 +570,7 @@ export class RedisLink {
    */
   requestTimeLeft(): number | undefined {
     const deadline = requestDeadline.getStore()
-    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline - Date.now()))
+    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline - monotonicNow()))
   }
 
   close(): Promise<void> {
@@ -584,7 +585,7 @@ export class RedisLink {
   #timeLeft(): number {
     const deadline = requestDeadline.getStore()
     if (deadline === undefined) return this.#commandTimeoutMs
-    const left = Math.floor(deadline - Date.now())
+    const left = Math.floor(deadline - monotonicNow())
     if (left <= 0) throw new RequestTimeUp(`Redis at ${this.target.display}: the request's time for Redis is up`)
     return Math.min(this.#commandTimeoutMs, left)
   }
@@ -592,7 +593,7 @@ export class RedisLink {
   #failure(error: unknown): StorageUnavailableError {
     if (error instanceof RequestTimeUp) return error
     const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
-    const now = Date.now()
+    const now = monotonicNow()
     // Whatever answers next may be another Redis, or this one restarted with another policy.
     this.#checkDue = true
     if (this.#failing === undefined) {

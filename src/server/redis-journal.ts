@@ -21,11 +21,13 @@ import {
 } from '../core/journal.js'
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
 import type { TenantKeys } from './redis-storage.js'
+import { tenantFloorBytes } from './stored-bytes.js'
 
 /**
  * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories, then the usage hash with a
  * store budget. ARGV: the entry's JSON after its `{`, prefixed with a comma; its weight; the entry
- * limit; the byte budget; ttl ms; the journals' budget (the store budget); the tenant's id.
+ * limit; the byte budget; ttl ms; the journals' budget (the store budget); the tenant's id; the
+ * journal floor (`tenantFloorBytes` of the journals' budget).
  * With a store budget, journals are counted apart from data (so a request never takes room from
  * any tenant's categories): the journal's weight in the usage hash as `<id>:j`, all journals'
  * as `!journals`, how many tenants hold one as `!jtenants`. When the journals together pass their
@@ -33,7 +35,9 @@ import type { TenantKeys } from './redis-storage.js'
  * holding one; the newest always stays): a tenant whose journal is within its share keeps it,
  * whatever other keys' requests left in theirs. A tenant holding no journal records nothing while
  * the journals are past their budget, so that new keys cannot grow Redis by a newest entry each
- * (re-attack: 1,200 new keys' GETs took Redis to maxmemory).
+ * (re-attack: 1,200 new keys' GETs took Redis to maxmemory), nor once one more holder would make
+ * the share smaller than the floor: so a share never falls under the floor, and a flood of new
+ * keys cannot cut a partner's journal below it.
  * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
  * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
@@ -49,8 +53,9 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   end
 end
 if limit == 0 then return 0 end
-if KEYS[6] and not redis.call('HGET', KEYS[6], ARGV[7] .. ':j') and tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') + tonumber(ARGV[2]) > tonumber(ARGV[6]) then
-  return 0
+if KEYS[6] and not redis.call('HGET', KEYS[6], ARGV[7] .. ':j') then
+  local full = tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') + tonumber(ARGV[2]) > tonumber(ARGV[6])
+  if full or (tonumber(redis.call('HGET', KEYS[6], '!jtenants') or '0') + 1) * tonumber(ARGV[8]) > tonumber(ARGV[6]) then return 0 end
 end
 local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
 local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
@@ -145,7 +150,7 @@ export class RedisJournal implements TenantJournal {
     this.#link = link
     this.#usage = options.usage
     this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...(options.usage === undefined ? [] : [options.usage])]
-    this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '']
+    this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '', tenantFloorBytes(options.storeBudget ?? Number.POSITIVE_INFINITY)]
     this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
     this.#budget = options.bytes ?? DEFAULT_JOURNAL_BYTES
     this.#ttlMs = options.ttlMs ?? 0

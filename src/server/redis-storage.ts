@@ -19,6 +19,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
+import { monotonicNow } from '../core/clock.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
 import type { TenantAnswers } from '../core/planned-answers.js'
 import {
@@ -36,7 +37,7 @@ import {
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisAnswers } from './redis-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
-import { categoryStoredBytes, stateStoredBytes, storeFull } from './stored-bytes.js'
+import { categoryStoredBytes, stateStoredBytes, storeFull, storeKept, tenantFloorBytes } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -68,10 +69,12 @@ export interface RedisStorageOptions {
   /**
    * What all tenants' data together may hold in Redis, in bytes (categories and saved state, by
    * the rule every durable store uses, `stored-bytes.ts`), counted in the `usage` hash by the
-   * scripts that write them: a create or a scenario switch past it is refused ({@link storeFull}).
+   * scripts that write them: a create or a scenario switch past it, or into room kept for other
+   * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
    * about twice this): past it, a journal above its share (that budget over the tenants holding a
-   * journal) drops its oldest entries down to it, and a tenant holding none records nothing. So
+   * journal, never under the floor) drops its oldest entries down to it, and a tenant holding
+   * none records nothing (nor when one more journal would take the share under the floor). So
    * no request, refused or not, takes room from
    * any tenant's data. Not enforced on a Redis Cluster (a script cannot count across slots; the
    * operator is told).
@@ -95,36 +98,47 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[2], ttl)
 end`
 
+/** Lua: what a tenant holding `held` bytes claims of the budget, its floor being `floor` (`claimedBytes` in `stored-bytes.ts`). */
+const claimed = (held: string, floor: string) => `(${held} == 0 and 0 or math.max(${held}, ${floor}))`
+
 /**
  * Lua: counts a change of what tenant ARGV[`id`] holds in the usage hash KEYS[`usage`] (only
- * given with a store budget): field `field` becomes `bytes`, `!total` follows; refuses with BUDGET
- * when that grows the total past ARGV[`budget`] (a write that stores no more than the tenant holds
- * is never refused, so room can always be made). Runs before the script's first write.
+ * given with a store budget): its field becomes `bytes`, `!total` (what tenants hold) and
+ * `!claimed` (what they claim: each at least its floor ARGV[`floor`]) follow. Refuses as
+ * `storeRefusal` in `stored-bytes.ts` does: BUDGET when the total would pass ARGV[`budget`], KEPT
+ * when the claims would (room kept for other tenants' floors); a write that stores no more than
+ * the tenant holds is never refused, so room can always be made. Runs before the script's first write.
  */
-const charge = (usage: number, id: number, field: string, bytes: string, budget: number) => `if KEYS[${usage}] then
-  local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}] .. '${field}') or '0')
+const charge = (usage: number, id: number, bytes: string, budget: number, floor: number) => `if KEYS[${usage}] then
+  local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}]) or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
-  if ${bytes} > old and total - old + ${bytes} > tonumber(ARGV[${budget}]) then return redis.error_reply('BUDGET') end
+  local floor = tonumber(ARGV[${floor}])
+  local more = ${claimed(bytes, 'floor')} - ${claimed('old', 'floor')}
+  if ${bytes} > old then
+    if total - old + ${bytes} > tonumber(ARGV[${budget}]) then return redis.error_reply('BUDGET') end
+    if more > 0 and tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0') + more > tonumber(ARGV[${budget}]) then return redis.error_reply('KEPT') end
+  end
   redis.call('HINCRBY', KEYS[${usage}], '!total', string.format('%d', ${bytes} - old))
-  if ${bytes} > 0 then redis.call('HSET', KEYS[${usage}], ARGV[${id}] .. '${field}', string.format('%d', ${bytes})) else redis.call('HDEL', KEYS[${usage}], ARGV[${id}] .. '${field}') end
+  redis.call('HINCRBY', KEYS[${usage}], '!claimed', string.format('%d', more))
+  if ${bytes} > 0 then redis.call('HSET', KEYS[${usage}], ARGV[${id}], string.format('%d', ${bytes})) else redis.call('HDEL', KEYS[${usage}], ARGV[${id}]) end
 end`
 
 /**
  * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
  * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
  * default seed, so its keys go), scenario, next id, the store budget (bytes), what the state
- * counts against it (`stored-bytes.ts`), ttl ms, the tenant's id, then the categories as JSON.
- * Refuses with BUDGET past the budget.
+ * counts against it (`stored-bytes.ts`), ttl ms, the tenant's id, the tenant floor (bytes),
+ * then the categories as JSON. Refuses with BUDGET or KEPT ({@link charge}).
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local bytes = 0
 if ARGV[1] ~= 'default' then bytes = tonumber(ARGV[5]) end
-${charge(3, 7, '', 'bytes', 4)}
+${charge(3, 7, 'bytes', 4, 8)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
 ${NOW}
-for i = 8, #ARGV, ${PUSH_CHUNK} do
+for i = 9, #ARGV, ${PUSH_CHUNK} do
   redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
 end
 redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', string.format('%d', now))
@@ -166,8 +180,8 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
  * the outcome on record (ms); the store budget (bytes); what the category counts against it
- * (`stored-bytes.ts`); the tenant's id. Refuses with BUDGET when the category would take the
- * store past its budget.
+ * (`stored-bytes.ts`); the tenant's id; the tenant floor (bytes). Refuses with BUDGET or KEPT
+ * ({@link charge}) when the category would take the store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
  * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
@@ -186,7 +200,7 @@ local created = string.format('%d', id)
 local entry = '{"id":' .. created .. ARGV[1]
 if KEYS[5] then
   local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7])
-  ${charge(5, 8, '', 'held', 6).replaceAll('\n', '\n  ')}
+  ${charge(5, 8, 'held', 6, 9).replaceAll('\n', '\n  ')}
 end
 ${NOW}
 redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', string.format('%d', now))
@@ -234,14 +248,17 @@ return redis.call('ZADD', KEYS[1], now, ARGV[1])
 
 /**
  * Gives back the share of a tenant (ARGV[1]) whose keys Redis expired by their TTL. KEYS: its
- * meta, its jmeta, the usage hash. Returns the bytes given back.
+ * meta, its jmeta, the usage hash. ARGV[2]: the tenant floor. Returns the bytes given back.
  */
 const RECONCILE = redisScript(`
 local freed = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
   local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
   redis.call('HDEL', KEYS[3], ARGV[1])
-  if held > 0 then redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -held)) end
+  if held > 0 then
+    redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -held))
+    redis.call('HINCRBY', KEYS[3], '!claimed', string.format('%d', -${claimed('held', 'tonumber(ARGV[2])')}))
+  end
   freed = freed + held
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
@@ -252,13 +269,15 @@ return freed
 `)
 
 /**
- * Sets the usage hash's totals (KEYS[1]: `!total` of data, `!journals`, `!jtenants`) from its
- * tenants' fields, in one step: heals a count that drifted, and counts a hash written before
- * journals were counted apart (when `!total` held both).
+ * Sets the usage hash's totals (KEYS[1]: `!total` of data, `!claimed`, `!journals`, `!jtenants`)
+ * from its tenants' fields, in one step: heals a count that drifted, and counts a hash written
+ * before journals were counted apart (when `!total` held both) or before floors (no `!claimed`).
+ * ARGV[1]: the tenant floor.
  */
 const RETOTAL = redisScript(`
 local flat = redis.call('HGETALL', KEYS[1])
-local data, journals, holders = 0, 0, 0
+local floor = tonumber(ARGV[1])
+local data, claimed, journals, holders = 0, 0, 0, 0
 for i = 1, #flat, 2 do
   local field = flat[i]
   if string.sub(field, 1, 1) ~= '!' then
@@ -268,10 +287,11 @@ for i = 1, #flat, 2 do
       if bytes > 0 then holders = holders + 1 end
     else
       data = data + bytes
+      claimed = claimed + ${claimed('bytes', 'floor')}
     end
   end
 end
-redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!journals', string.format('%d', journals), '!jtenants', string.format('%d', holders))
+redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', string.format('%d', claimed), '!journals', string.format('%d', journals), '!jtenants', string.format('%d', holders))
 return data
 `)
 
@@ -291,7 +311,7 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 /**
  * Deletes a tenant's keys (KEYS 1 to 8; ARGV[1]: only when its last write and last use are older
  * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[9]
- * is the usage hash and ARGV[2] the tenant's id: its share is given back.
+ * is the usage hash, ARGV[2] the tenant's id and ARGV[3] the tenant floor: its share is given back.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
@@ -303,7 +323,10 @@ if KEYS[9] then
   local data = tonumber(redis.call('HGET', KEYS[9], ARGV[2]) or '0')
   local journal = tonumber(redis.call('HGET', KEYS[9], ARGV[2] .. ':j') or '0')
   redis.call('HDEL', KEYS[9], ARGV[2], ARGV[2] .. ':j')
-  if data > 0 then redis.call('HINCRBY', KEYS[9], '!total', string.format('%d', -data)) end
+  if data > 0 then
+    redis.call('HINCRBY', KEYS[9], '!total', string.format('%d', -data))
+    redis.call('HINCRBY', KEYS[9], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])')}))
+  end
   if journal > 0 then
     redis.call('HINCRBY', KEYS[9], '!journals', string.format('%d', -journal))
     redis.call('HINCRBY', KEYS[9], '!jtenants', -1)
@@ -356,6 +379,8 @@ export class RedisStorage implements TenantStorage {
   /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data; `<id>:j` → its journal's weight, `!journals`, `!jtenants`), with a budget. */
   readonly #usage: string | undefined
   readonly #budget: number
+  /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
+  readonly #floor: number
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -366,6 +391,7 @@ export class RedisStorage implements TenantStorage {
     this.#registry = `${this.prefix}tenants`
     this.#seedJson = options.seed.categories.map((category) => JSON.stringify(toCategory(category)))
     this.#budget = options.storedBytesBudget ?? -1
+    this.#floor = tenantFloorBytes(options.storedBytesBudget ?? Number.POSITIVE_INFINITY)
     this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
   }
 
@@ -475,7 +501,7 @@ export class RedisStorage implements TenantStorage {
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
     const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...this.#usageKeys()]
-    return (await this.link.script(DELETE, all, [before, id])) === 1
+    return (await this.link.script(DELETE, all, [before, id, this.#floor])) === 1
   }
 
   /**
@@ -493,10 +519,10 @@ export class RedisStorage implements TenantStorage {
       for (let i = 0; i < flat.length; i += 2) if (!flat[i]!.startsWith('!')) ids.add(flat[i]!.replace(/:j$/, ''))
       for (const id of ids) {
         const keys = this.keys(id)
-        await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage], [id])
+        await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage], [id, this.#floor])
       }
     } while (cursor !== '0')
-    await this.link.script(RETOTAL, [usage], [])
+    await this.link.script(RETOTAL, [usage], [this.#floor])
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */
@@ -533,7 +559,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, categoryStoredBytes(category), id])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, categoryStoredBytes(category), id, this.#floor])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await this.#settle(keys, op, error)
@@ -547,6 +573,7 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'IDSPACE') throw new IdSpaceExhaustedError('the next category id is not a safe integer')
         if (error.message === 'LIMIT') throw new CategoryLimitError(maxCategories)
         if (error.message === 'BUDGET') throw storeFull()
+        if (error.message === 'KEPT') throw storeKept()
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
@@ -568,9 +595,10 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
     try {
-      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : stateStoredBytes(id, state), this.ttlMs, id, ...categories])
+      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : stateStoredBytes(id, state), this.ttlMs, id, this.#floor, ...categories])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
+      if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
       throw error
     }
   }
@@ -595,9 +623,9 @@ export class RedisStorage implements TenantStorage {
    * means the create was run, or never will be, before it (issue 20 F03).
    */
   async #settle(keys: TenantKeys, op: string, failure: StorageUnavailableError): Promise<string> {
-    const until = Date.now() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
+    const until = monotonicNow() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
     let last: unknown = failure
-    while (Date.now() < until && this.link.requestTimeLeft() !== 0) {
+    while (monotonicNow() < until && this.link.requestTimeLeft() !== 0) {
       let reply: string
       try {
         reply = String(await this.link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, this.#recordMs()]))

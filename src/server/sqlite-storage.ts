@@ -4,8 +4,10 @@
  * optional peer dependency, loaded only here and only when a data directory is used.
  *
  * Schema (see docs/decisions/0002-sqlite-storage.md):
- * - `meta(key, value)`: the format version;
- * - `tenants(id, scenario, next_category_id, updated_at)`: one row per tenant that has written;
+ * - `meta(key, value)`: the format version, and the store's clock (`clock`, see below);
+ * - `tenants(id, scenario, next_category_id, updated_at, used_at)`: one row per tenant that has
+ *   written; `updated_at` is the machine's time of its last use (shown to the operator),
+ *   `used_at` the store's (what the TTL measures);
  * - `categories(seq, tenant, id, name, description)`: `seq` (the rowid) keeps creation order.
  *
  * A tenant without a row is on the default seed; it gets one on its first write, so a key that
@@ -15,12 +17,20 @@
  * What the tenants store is counted (`stored-bytes.ts`) against the store budget, in the same
  * transaction as each write: the total is counted from the database at open, then kept by every
  * write, so a restart keeps the same count.
+ *
+ * The store's clock (what the TTL sweep measures idleness with) counts the time the store was
+ * open, on the monotonic clock, and never the machine's: it starts where it stopped (the `clock`
+ * kept in `meta` at each sweep and at close, or the newest `used_at`, whichever is later) and
+ * goes on at the rate of `performance.now()`. So no step of the machine's clock, forward or back,
+ * while running or stopped, ages a tenant or keeps one young; time the server was stopped does
+ * not count (see docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
 import { lstatSync, mkdirSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
+import { type OverCapacityError } from '../core/capacity.js'
 import { PetstoreError } from '../errors.js'
 import {
   CategoryLimitError,
@@ -33,7 +43,8 @@ import {
   type TenantStore,
   type TenantSummary,
 } from '../core/storage.js'
-import { CATEGORY_OVERHEAD, categoryStoredBytes, stateStoredBytes, storeFull, TENANT_OVERHEAD } from './stored-bytes.js'
+import { monotonicNow } from '../core/clock.js'
+import { CATEGORY_OVERHEAD, categoryStoredBytes, claimedBytes, stateStoredBytes, storeFull, storeKept, storeRefusal, TENANT_OVERHEAD, tenantFloorBytes } from './stored-bytes.js'
 
 /** The database's file name inside the data directory. */
 export const DATABASE_FILE = 'sandbox.db'
@@ -129,7 +140,8 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
         id TEXT PRIMARY KEY,
         scenario TEXT NOT NULL,
         next_category_id INTEGER NOT NULL,
-        updated_at INTEGER NOT NULL
+        updated_at INTEGER NOT NULL,
+        used_at INTEGER NOT NULL DEFAULT 0
       );
       CREATE TABLE IF NOT EXISTS categories (
         seq INTEGER PRIMARY KEY,
@@ -146,6 +158,9 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     if (format !== FORMAT) {
       throw new PetstoreError('invalid_option', `Cannot use ${path}: it has format ${format ?? 'none'}, this version reads format ${FORMAT}`)
     }
+    // A database made before the store's clock: its tenants count as used when the clock starts.
+    const columns = db.prepare<[], { name: string }>('PRAGMA table_info(tenants)').all()
+    if (!columns.some((column) => column.name === 'used_at')) db.exec('ALTER TABLE tenants ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0')
     const wal = await open(`${path}-wal`, 'r')
     return new SqliteStorage(db, path, wal, options)
   } catch (error) {
@@ -233,6 +248,15 @@ export class SqliteStorage implements TenantStorage {
   readonly #budget: number
   /** What the tenants store, counted against {@link #budget}. */
   #storedBytes: number
+  /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
+  readonly #floor: number
+  /** What the tenants claim of {@link #budget}: what each holds, at least its floor ({@link claimedBytes}). */
+  #claimedBytes = 0
+  /** What each tenant holds (`stored-bytes.ts`), read from the database when first needed, then kept by every write. */
+  readonly #held = new Map<string, number>()
+  /** The store's clock when it was opened, and {@link monotonicNow} then (see {@link now}). */
+  readonly #clockAtOpen: number
+  readonly #openedAt: number
   /** How many fsyncs of the WAL ran (lets tests see writes share them). */
   syncs = 0
   readonly #sql
@@ -246,25 +270,30 @@ export class SqliteStorage implements TenantStorage {
     this.#warn = options.warn ?? (() => undefined)
     this.#sql = {
       tenant: db.prepare<[string], { scenario: string; next: number }>('SELECT scenario, next_category_id AS next FROM tenants WHERE id = ?'),
-      insertTenant: db.prepare<[string, string, number, number]>('INSERT INTO tenants (id, scenario, next_category_id, updated_at) VALUES (?, ?, ?, ?)'),
-      upsertTenant: db.prepare<[string, string, number, number]>(
-        'INSERT INTO tenants (id, scenario, next_category_id, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scenario = excluded.scenario, next_category_id = excluded.next_category_id, updated_at = excluded.updated_at',
+      insertTenant: db.prepare<[string, string, number, number, number]>('INSERT INTO tenants (id, scenario, next_category_id, updated_at, used_at) VALUES (?, ?, ?, ?, ?)'),
+      upsertTenant: db.prepare<[string, string, number, number, number]>(
+        'INSERT INTO tenants (id, scenario, next_category_id, updated_at, used_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scenario = excluded.scenario, next_category_id = excluded.next_category_id, updated_at = excluded.updated_at, used_at = excluded.used_at',
       ),
-      advance: db.prepare<[number, string]>('UPDATE tenants SET next_category_id = next_category_id + 1, updated_at = ? WHERE id = ?'),
+      advance: db.prepare<[number, number, string]>('UPDATE tenants SET next_category_id = next_category_id + 1, updated_at = ?, used_at = ? WHERE id = ?'),
       insertCategory: db.prepare<[string, number, string, string | null]>('INSERT INTO categories (tenant, id, name, description) VALUES (?, ?, ?, ?)'),
       categories: db.prepare<[string], CategoryRow>('SELECT id, name, description FROM categories WHERE tenant = ? ORDER BY seq'),
       count: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM categories WHERE tenant = ?'),
       deleteCategories: db.prepare<[string]>('DELETE FROM categories WHERE tenant = ?'),
       deleteTenant: db.prepare<[string]>('DELETE FROM tenants WHERE id = ?'),
       deleteSeq: db.prepare<[number]>('DELETE FROM categories WHERE seq = ?'),
-      touch: db.prepare<[number, string]>('UPDATE tenants SET updated_at = ? WHERE id = ?'),
+      touch: db.prepare<[number, number, string]>('UPDATE tenants SET updated_at = ?, used_at = ? WHERE id = ?'),
       probe: db.prepare("UPDATE meta SET value = value WHERE key = 'format'"),
       summaries: db.prepare<[], TenantSummary>(
         'SELECT t.id AS id, t.scenario AS scenario, (SELECT COUNT(*) FROM categories c WHERE c.tenant = t.id) AS categories, t.updated_at AS updatedAt FROM tenants t ORDER BY t.updated_at',
       ),
-      idle: db.prepare<[number], { id: string }>('SELECT id FROM tenants WHERE updated_at < ?'),
+      idle: db.prepare<[number], { id: string }>('SELECT id FROM tenants WHERE used_at < ?'),
+      clock: db.prepare<[], { n: number }>(`SELECT MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'clock'), 0), COALESCE((SELECT MAX(used_at) FROM tenants), 0)) AS n`),
+      saveClock: db.prepare<[number]>("INSERT OR REPLACE INTO meta (key, value) VALUES ('clock', CAST(? AS TEXT))"),
       tenantBytes: db.prepare<[string, string], { n: number }>(
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
+      ),
+      claimedBytes: db.prepare<[number], { n: number }>(
+        `SELECT COALESCE(SUM(MAX(${TENANT_BYTES_SQL} + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories c WHERE c.tenant = t.id), ?)), 0) AS n FROM tenants t`,
       ),
       totalBytes: db.prepare<[], { n: number }>(
         `SELECT (SELECT COALESCE(SUM(${TENANT_BYTES_SQL}), 0) FROM tenants) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories) AS n`,
@@ -273,8 +302,20 @@ export class SqliteStorage implements TenantStorage {
       probeClear: db.prepare(`DELETE FROM meta WHERE key = '${PROBE_KEY}'`),
     }
     this.#budget = options.budgetBytes ?? Number.POSITIVE_INFINITY
+    this.#clockAtOpen = this.#sql.clock.get()?.n ?? 0
+    this.#openedAt = monotonicNow()
     // @note Counted once at open (one pass over the database), then kept by every write.
     this.#storedBytes = this.#sql.totalBytes.get()?.n ?? 0
+    this.#floor = tenantFloorBytes(this.#budget)
+    if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
+  }
+
+  /**
+   * The store's clock, in ms: where it stood when the store was last closed (or swept), plus the
+   * monotonic time since it was opened. What `used_at` holds and the TTL sweep measures.
+   */
+  now(): number {
+    return Math.floor(this.#clockAtOpen + monotonicNow() - this.#openedAt)
   }
 
   /** What the tenants store, as `stored-bytes.ts` counts it (what the store budget bounds). */
@@ -282,9 +323,33 @@ export class SqliteStorage implements TenantStorage {
     return this.#storedBytes
   }
 
+  /** What the tenants claim of the store budget: what each holds, at least its floor (`stored-bytes.ts`). */
+  get claimedBytes(): number {
+    return this.#claimedBytes
+  }
+
   /** What a tenant stores now (its row and categories), 0 when it has no row. */
   #tenantBytes(id: string): number {
-    return this.#sql.tenantBytes.get(id, id)?.n ?? 0
+    let held = this.#held.get(id)
+    if (held === undefined) {
+      held = this.#sql.tenantBytes.get(id, id)?.n ?? 0
+      this.#held.set(id, held)
+    }
+    return held
+  }
+
+  /**
+   * Counts a tenant going from holding `old` to `next` bytes, or returns the refusal to answer
+   * (`storeRefusal`: past the budget, or into room kept for other tenants), counting nothing.
+   */
+  #charge(id: string, old: number, next: number): OverCapacityError | undefined {
+    const refusal = storeRefusal(old, next, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
+    if (refusal !== undefined) return refusal === 'full' ? storeFull() : storeKept()
+    this.#storedBytes += next - old
+    this.#claimedBytes += claimedBytes(next, this.#floor) - claimedBytes(old, this.#floor)
+    if (next === 0) this.#held.delete(id)
+    else this.#held.set(id, next)
+    return undefined
   }
 
   /**
@@ -293,10 +358,13 @@ export class SqliteStorage implements TenantStorage {
    */
   #transact<T>(task: () => T): T {
     const counted = this.#storedBytes
+    const claimed = this.#claimedBytes
     try {
       return this.#db.transaction(task)()
     } catch (error) {
       this.#storedBytes = counted
+      this.#claimedBytes = claimed
+      this.#held.clear()
       throw error
     }
   }
@@ -306,8 +374,9 @@ export class SqliteStorage implements TenantStorage {
   }
 
   release(id: string): void {
-    // Only a count is held per tenant (every read goes to the database): it goes with the tenant.
+    // Only counts are held per tenant (every read goes to the database): they go with the tenant.
     this.#counts.delete(id)
+    this.#held.delete(id)
   }
 
   has(id: string): Promise<boolean> {
@@ -322,7 +391,7 @@ export class SqliteStorage implements TenantStorage {
     this.#flush()
     return this.#write(() => this.#transact(() => {
       this.#counts.delete(id)
-      this.#storedBytes -= this.#tenantBytes(id)
+      this.#charge(id, this.#tenantBytes(id), 0)
       this.#sql.deleteCategories.run(id)
       return this.#sql.deleteTenant.run(id).changes > 0
     }))
@@ -330,17 +399,22 @@ export class SqliteStorage implements TenantStorage {
 
   touch(id: string): Promise<void> {
     // @note Not fsynced: losing a touch to a power cut only makes a tenant look idle a little earlier.
-    return this.#run(() => void this.#sql.touch.run(Date.now(), id), PAGE)
+    return this.#run(() => void this.#sql.touch.run(Date.now(), this.now(), id), PAGE)
   }
 
   expire(idleMs: number): Promise<string[]> {
-    const before = Date.now() - idleMs
+    // @note The store's clock, not the machine's: a clock stepped forward past the TTL would
+    // otherwise forget every tenant, and one stepped back keep tenants used "later" for good.
+    const now = this.now()
+    const before = now - idleMs
     this.#flush()
     return this.#write(() => this.#transact(() => {
+      // Kept so that the time the store was open counts across a restart.
+      this.#sql.saveClock.run(now)
       const ids = this.#sql.idle.all(before).map((row) => row.id)
       for (const id of ids) {
         this.#counts.delete(id)
-        this.#storedBytes -= this.#tenantBytes(id)
+        this.#charge(id, this.#tenantBytes(id), 0)
         this.#sql.deleteCategories.run(id)
         this.#sql.deleteTenant.run(id)
       }
@@ -384,6 +458,11 @@ export class SqliteStorage implements TenantStorage {
 
   async close(): Promise<void> {
     this.#flush()
+    try {
+      if (this.#db.open) this.#sql.saveClock.run(this.now())
+    } catch {
+      // Not kept (a full disk): the clock starts from the newest use instead.
+    }
     await this.#synced().catch(() => undefined)
     if (this.#db.open) this.#db.close()
     await this.#wal.close().catch(() => undefined)
@@ -429,16 +508,15 @@ export class SqliteStorage implements TenantStorage {
     return this.#write(
       () =>
         this.#transact(() => {
-          const held = this.#tenantBytes(id)
-          if (bytes > held && this.#storedBytes - held + bytes > this.#budget) throw storeFull()
+          const refusal = this.#charge(id, this.#tenantBytes(id), bytes)
+          if (refusal) throw refusal
           this.#counts.delete(id)
-          this.#storedBytes += bytes - held
           this.#sql.deleteCategories.run(id)
           if (state === this.#seed) {
             this.#sql.deleteTenant.run(id)
             return false
           }
-          this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now())
+          this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now(), this.now())
           for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
           return true
         }),
@@ -503,6 +581,9 @@ export class SqliteStorage implements TenantStorage {
           this.#sql.deleteSeq.run(result.seq)
           this.#storedBytes -= result.bytes
         }
+        // Rare (an fsync failed): what each tenant holds and claims is counted again.
+        this.#held.clear()
+        if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
       })
     } catch (error) {
       this.#warn(`storage: could not withdraw creates whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
@@ -553,13 +634,16 @@ export class SqliteStorage implements TenantStorage {
 
   #insert({ tenant, input, bytes, maxCategories }: PendingCreate): Inserted | Error {
     const now = Date.now()
+    const used = this.now()
     let row = this.#sql.tenant.get(tenant)
     // The tenant's first write stores its seed too.
     const cost = bytes + (row ? 0 : stateStoredBytes(tenant, this.#seed))
-    if (this.#storedBytes + cost > this.#budget) return storeFull()
+    const held = row ? this.#tenantBytes(tenant) : 0
+    const refusal = storeRefusal(held, held + cost, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
+    if (refusal !== undefined) return refusal === 'full' ? storeFull() : storeKept()
     if (!row) {
       // The tenant's first write: its seed goes to disk with it, in the same transaction.
-      this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now)
+      this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now, used)
       for (const category of this.#seed.categories) this.#sql.insertCategory.run(tenant, category.id, category.name, category.description ?? null)
       row = { scenario: this.#seed.scenario, next: this.#seed.nextCategoryId }
       this.#counts.set(tenant, this.#seed.categories.length)
@@ -568,8 +652,8 @@ export class SqliteStorage implements TenantStorage {
     if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     // @note Counted inside the batch's transaction, after the creates before it in the batch.
     if (Number.isFinite(maxCategories) && this.#countOf(tenant) >= maxCategories) return new CategoryLimitError(maxCategories)
-    this.#storedBytes += cost
-    this.#sql.advance.run(now, tenant)
+    this.#charge(tenant, held, held + cost)
+    this.#sql.advance.run(now, used, tenant)
     const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
     const counted = this.#counts.get(tenant)
     if (counted !== undefined) this.#counts.set(tenant, counted + 1)

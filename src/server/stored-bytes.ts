@@ -9,6 +9,12 @@
  * The overheads stand for what a store keeps beside the text (ids, keys, an index entry): with
  * them, a count is close to what SQLite's file grows by (1.36 MB for a `large-catalog` tenant,
  * counted 1.41 MB).
+ *
+ * Each tenant holding data has room kept for it: its *floor* ({@link tenantFloorBytes}, 256 KiB
+ * at most). The budget bounds what tenants *claim* ({@link claimedBytes}: what each holds, but
+ * at least its floor), as well as what they hold. So a tenant grows up to its floor whatever
+ * other keys store, and a flood of new keys is refused once the floors of the tenants already
+ * holding data fill the budget (docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
 import { OverCapacityError } from '../core/capacity.js'
 import type { TenantState } from '../core/storage.js'
@@ -37,6 +43,45 @@ export function stateStoredBytes(id: string, state: TenantState): number {
   let total = tenantStoredBytes(id, state.scenario)
   for (const category of state.categories) total += categoryStoredBytes(category)
   return total
+}
+
+/** The most room kept for each tenant holding data (see {@link tenantFloorBytes}). */
+export const TENANT_FLOOR_BYTES = 256 * 1024
+/** A budget keeps floors for at least this many tenants (so a small budget has small floors). */
+export const FLOORED_TENANTS = 64
+
+/**
+ * The room kept for each tenant holding data under a store budget: {@link TENANT_FLOOR_BYTES},
+ * or a {@link FLOORED_TENANTS}th of a smaller budget; 0 without a budget.
+ * @example tenantFloorBytes(1024 ** 3) // 262144: at most 4,096 tenants hold data at once
+ */
+export function tenantFloorBytes(budget: number): number {
+  return Number.isFinite(budget) && budget > 0 ? Math.min(TENANT_FLOOR_BYTES, Math.floor(budget / FLOORED_TENANTS)) : 0
+}
+
+/** What a tenant holding `held` bytes claims of the store budget: nothing when it holds nothing, else at least `floor`. */
+export function claimedBytes(held: number, floor: number): number {
+  return held === 0 ? 0 : Math.max(held, floor)
+}
+
+/**
+ * Whether a tenant going from holding `old` to `next` bytes must be refused, and why, given
+ * what all tenants hold (`total`) and claim (`claimed`) now: the one rule SQLite applies in its
+ * transactions and Redis in its scripts (`charge` in `redis-storage.ts`). A write that holds no more is never refused.
+ */
+export function storeRefusal(old: number, next: number, total: number, claimed: number, budget: number, floor: number): 'full' | 'kept' | undefined {
+  if (next <= old) return undefined
+  if (total - old + next > budget) return 'full'
+  const more = claimedBytes(next, floor) - claimedBytes(old, floor)
+  return more > 0 && claimed + more > budget ? 'kept' : undefined
+}
+
+/** Why a write is refused when the room left is kept for the tenants already holding data (their floors). */
+export const STORE_KEPT_REASON = 'the room the store has left is kept for the tenants already holding data'
+
+/** The refusal of a write that would take room kept for other tenants: 503 `over_capacity` with `Retry-After`. */
+export function storeKept(): OverCapacityError {
+  return new OverCapacityError(STORE_KEPT_REASON, RETRY_AFTER_SECONDS)
 }
 
 /** Why a write is refused once the store budget is spent (the Error body's reason: no figure, no path). */

@@ -18,6 +18,7 @@
 import type { HeldBytesMeter } from '../core/heap-weight.js'
 import { createHash } from 'node:crypto'
 import { constantTimeEqual, KeyRing } from '../core/auth.js'
+import { monotonicNow } from '../core/clock.js'
 import { RequestJournal } from '../core/journal.js'
 import { AnswerBook } from '../core/planned-answers.js'
 import type { TenantStorage, TenantStore } from '../core/storage.js'
@@ -109,9 +110,9 @@ interface Entry {
   readonly opening: Promise<Tenant>
   /** Its store, opened before the tenant exists. */
   readonly store: TenantStore
-  /** When the storage last heard the tenant was used (ms since the epoch). */
+  /** When the storage last heard the tenant was used ({@link monotonicNow}). */
   touched: number
-  /** When it was last used: a request routed to it, or its last request's end (ms since the epoch). */
+  /** When it was last used: a request routed to it, or its last request's end ({@link monotonicNow}). */
   usedAt: number
   /** Requests routed to it while it opens: they enter the tenant once it exists. */
   claims: number
@@ -269,7 +270,7 @@ export class TenantRegistry implements TenantResolver {
       this.#tenants.set(id, entry)
       this.#lastUsed = entry
     }
-    const now = Date.now()
+    const now = monotonicNow()
     entry.usedAt = now
     if (now - entry.touched >= TOUCH_INTERVAL_MS) {
       entry.touched = now
@@ -488,8 +489,8 @@ export class TenantRegistry implements TenantResolver {
     storage.touch(id).catch(() => undefined)
     const entry: Entry = {
       store,
-      touched: Date.now(),
-      usedAt: Date.now(),
+      touched: monotonicNow(),
+      usedAt: monotonicNow(),
       tenant: undefined,
       claims: 1,
       draining: false,
@@ -521,7 +522,7 @@ export class TenantRegistry implements TenantResolver {
 
   /** A tenant's last request in use ended: its idle time starts now, and a waiting key may take its place. */
   #idle(id: string, entry: Entry): void {
-    entry.usedAt = Date.now()
+    entry.usedAt = monotonicNow()
     if (this.#tenants.get(id) !== entry) return
     if (entry.draining && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
     if (this.#waiters.length > 0) this.#serveWaiters()
@@ -562,7 +563,8 @@ export class TenantRegistry implements TenantResolver {
       if (!this.#busy(entry) && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
     }
     const idleMs = this.#options.evictIdleMs ?? DEFAULT_EVICT_IDLE_MS
-    const now = Date.now()
+    // @note Monotonic: a clock stepped forward would otherwise make every tenant idle at once.
+    const now = monotonicNow()
     let retryAfterMs = Number.POSITIVE_INFINITY
     let couldLeave = false
     for (const [id, entry] of this.#tenants) {

@@ -372,6 +372,54 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await names(sandbox)).toEqual(['kept'])
   })
 
+  it('never locks a partner holding data out of its creates when new keys flood the store with large-catalog switches, then fill what is left with long creates (issue 20, store budget with --any-key)', async () => {
+    const redis = await startRedis()
+    const budget = 4 * 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    const switchTo = (key: string) => sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: 'large-catalog' }) })
+    const long = (key: string) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: 'n'.repeat(200), description: 'd'.repeat(2000) }) })
+    let keys = 0
+    for (const send of [switchTo, long]) {
+      let refused: Response | undefined
+      for (let i = 0; i < 1000 && refused === undefined; i++) {
+        const response = await send(`flood-${keys++}`)
+        if (response.status === 200 || response.status === 201) await response.body?.cancel()
+        else refused = response
+      }
+      expect(refused, 'the flood is refused at last').toBeDefined()
+      expect(refused!.headers.get('retry-after')).toBe('30')
+      expectErrorBody(await jsonOf(refused!), 503, 'over_capacity')
+    }
+    const statuses = []
+    for (let i = 0; i < 100; i++) statuses.push((await create(sandbox, `partner ${i}`)).status)
+    expect(statuses).toEqual(Array.from({ length: 100 }, () => 201))
+    expect(await names(sandbox)).toHaveLength(101)
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim())
+    expect(await usage('!total')).toBeLessThanOrEqual(budget)
+    expect(await usage('!claimed')).toBeLessThanOrEqual(budget)
+  })
+
+  it('counts what tenants claim again at the sweep, for a usage hash an older version wrote without !claimed', async () => {
+    const redis = await startRedis()
+    const budget = 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'small')).status).toBe(201)
+    const switched = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('big', true), body: JSON.stringify({ name: 'default' }) })
+    expect(switched.status).toBe(200)
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim() || '0')
+    const floor = budget / 64
+    // Two tenants holding less than their floor (16 KiB here): each claims its floor.
+    expect(await usage('!claimed')).toBe(2 * floor)
+    await redis.cli('HDEL', 'petstore-sandbox:usage', '!claimed')
+    await sandbox.sandbox.tenants.expireIdle(30 * DAY_MS)
+    expect(await usage('!claimed')).toBe(2 * floor)
+    // Back on the server's start scenario, a tenant holds nothing: its floor goes with its data.
+    const back = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('big', true), body: JSON.stringify({ name: 'empty' }) })
+    expect(back.status).toBe(200)
+    expect(await usage('!claimed')).toBe(floor)
+  })
+
   it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
@@ -427,6 +475,33 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(journals).toBeLessThanOrEqual(budget + 20 * 1024)
     expect((await create(sandbox, 'after')).status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
+  })
+
+  it('never cuts a partner’s journal below its floor however many new keys each leave one short entry (issue 20: journal shares shrinking with new keys)', async () => {
+    const redis = await startRedis()
+    const budget = 512 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    for (let i = 0; i < 3; i++) expect((await create(sandbox, `mine ${i}`)).status).toBe(201)
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim() || '0')
+    // New keys, eight at a time, one GET each, until the journals pass their budget or no new key gets a journal for 5 rounds.
+    let keys = 0
+    let still = 0
+    while (keys < 2000 && still < 5 && (await usage('!journals')) <= budget) {
+      const holders = await usage('!jtenants')
+      await Promise.all(
+        Array.from({ length: 8 }, async () => {
+          const response = await sandbox.fetch('/v1/categories', { headers: auth(`flood-${keys++}`) })
+          expect(response.status).toBe(200)
+          await response.body?.cancel()
+        }),
+      )
+      still = (await usage('!jtenants')) === holders ? still + 1 : 0
+    }
+    expect((await create(sandbox, 'mine 3')).status).toBe(201)
+    const journal = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
+    expect(((await jsonOf(journal)) as { response: { status: number } }[]).map((entry) => entry.response.status)).toEqual([201, 201, 201, 201])
+    // The journals' share (their budget over the tenants holding one) is never under the floor (8 KiB here).
+    expect(await usage('!jtenants')).toBeLessThanOrEqual(budget / (8 * 1024))
   })
 
   it('never cuts a partner’s journal because of what other tenants’ data holds (issue 20 redis2: journal lockout)', async () => {

@@ -18,6 +18,7 @@ import { unhandledRejections } from '../support/unhandled-rejections.js'
 const MiB = 1024 * 1024
 
 const storedBytes = (running: RunningSandbox) => (running.sandbox.storage as SqliteStorage).storedBytes
+const claimedBytes = (running: RunningSandbox) => (running.sandbox.storage as SqliteStorage).claimedBytes
 
 function switchTo(running: RunningSandbox, key: string, name: string): Promise<Response> {
   return running.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name }) })
@@ -31,7 +32,8 @@ async function expectStoreFull(response: Response): Promise<void> {
   expect(response.headers.get('retry-after')).toBe('30')
   const body = (await jsonOf(response)) as { message: string }
   expectErrorBody(body, 503, 'over_capacity')
-  expect(body.message).toContain('the tenants hold all the data the operator allowed the store')
+  // Full, or what is left is kept for the tenants already holding data (their floors).
+  expect(body.message).toMatch(/the tenants hold all the data the operator allowed the store|the room the store has left is kept for the tenants already holding data/)
 }
 
 async function stop(running: RunningSandbox): Promise<void> {
@@ -59,9 +61,10 @@ describe('the store budget on SQLite (--data-dir)', () => {
     const { switched, refused } = await floodWithLargeCatalogs(running, 'flood')
     await expectStoreFull(refused)
     expect(switched).toBeGreaterThan(2)
-    // Within the budget, and refused only because one more would not fit.
+    // Within the budget, and refused only because one more would not fit beside the partner's floor.
     expect(storedBytes(running)).toBeLessThanOrEqual(budget)
-    expect(storedBytes(running) * (switched + 1) / switched).toBeGreaterThan(budget)
+    expect(claimedBytes(running)).toBeLessThanOrEqual(budget)
+    expect(claimedBytes(running) + storedBytes(running) / switched).toBeGreaterThan(budget)
     // What the flood left on disk is bounded too (the finding: 200 switches added 273 MB).
     const onDisk = ['sandbox.db', 'sandbox.db-wal'].reduce((total, file) => total + statSync(join(dir, file)).size, 0)
     expect(onDisk).toBeLessThan(2 * budget)
@@ -104,6 +107,36 @@ describe('the store budget on SQLite (--data-dir)', () => {
     await expectStoreFull(await switchTo(second, 'after-restart', 'large-catalog'))
     expect((await switchTo(second, 'before-0', 'empty')).status).toBe(200)
     expect((await switchTo(second, 'after-restart', 'large-catalog')).status).toBe(200)
+    expect(rejections).toEqual([])
+  })
+
+  it.each([
+    ['switches to large-catalog (1.4 MB each)', (running: RunningSandbox, key: string) => switchTo(running, key, 'large-catalog')],
+    ['one create each', (running: RunningSandbox, key: string) => post(running, key, 'flood')],
+  ])('never locks a partner holding data out of its creates when new keys flood the store with %s, then fill what is left with long creates (issue 20, store budget with --any-key)', async (_, flood) => {
+    const rejections = unhandledRejections()
+    const budget = 4 * MiB
+    const running = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dataDir(), storeBudgetBytes: budget })
+    expect((await post(running, 'partner', 'kept')).status).toBe(201)
+    const long = (_: RunningSandbox, key: string) =>
+      running.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: 'n'.repeat(200), description: 'd'.repeat(2000) }) })
+    let keys = 0
+    for (const send of [flood, long]) {
+      let refused: Response | undefined
+      for (let i = 0; i < 1000 && refused === undefined; i++) {
+        const response = await send(running, `flood-${keys++}`)
+        if (response.status !== 200 && response.status !== 201) refused = response
+      }
+      expect(refused).toBeDefined()
+      await expectStoreFull(refused!)
+    }
+    // The partner still writes: 100 creates of its own, every one acknowledged and listed.
+    const statuses = []
+    for (let i = 0; i < 100; i++) statuses.push((await post(running, 'partner', `partner-${i}`)).status)
+    expect(statuses).toEqual(Array.from({ length: 100 }, () => 201))
+    const listed = (await jsonOf(await running.fetch('/v1/categories', { headers: auth('partner') }))) as unknown[]
+    expect(listed).toHaveLength(101)
+    expect(storedBytes(running)).toBeLessThanOrEqual(budget)
     expect(rejections).toEqual([])
   })
 
