@@ -1,11 +1,10 @@
 /** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
 import type { HttpHandler } from 'msw'
-import * as z from 'zod'
 import { apiError, type ErrorCode } from './contract/errors.js'
-import { OPERATION_CONTRACTS } from './contract/operations.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
+import { basePathOf, judgeJournalFilter } from './core/journal-filter.js'
 import { CategoryLimitError } from './core/store.js'
 import type { PetstoreStore } from './core/store.js'
 import { Tenant } from './core/tenant.js'
@@ -13,7 +12,7 @@ import { PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './pipeline/categories.js'
 import { createHandlers } from './msw/create-handlers.js'
 import { Pipeline } from './pipeline/pipeline.js'
-import { describeIssues, type Faults, type Latency, type Scenario } from './scenario/scenario-format.js'
+import { type Faults, type Latency, type Scenario } from './scenario/scenario-format.js'
 import { checkScenarioInput, checkScenariosDir, loadScenario, type ScenarioInput } from './scenario/scenario-loader.js'
 import { parseOptions } from './petstore-options.js'
 import { Redaction } from './core/redaction.js'
@@ -199,6 +198,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     },
   })
   const baseUrls = typeof settings.baseUrl === 'string' ? [settings.baseUrl] : settings.baseUrl
+  const basePaths = baseUrls.map(basePathOf)
   const afterReady = async <T>(read: () => Promise<T>): Promise<T> => {
     await ready
     return read()
@@ -265,7 +265,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     },
     orders: { list: () => afterReady(() => Promise.resolve(tenant.listOrders())) },
     requests: {
-      all: (filter) => tenant.journal.all(parseFilter(filter)),
+      all: (filter) => tenant.journal.all(parseFilter(filter, basePaths)),
       clear: () => tenant.journal.clear(),
     },
   }
@@ -278,29 +278,14 @@ function libraryCode(code: ErrorCode): PetstoreErrorCode {
   return code === 'missing_field' || code === 'invalid_field' || code === 'unknown_field' ? code : 'invalid_body'
 }
 
-const OPERATION_IDS: readonly string[] = OPERATION_CONTRACTS.map((contract) => contract.id)
-
-const Filter = z
-  .object({
-    method: z.string({ error: 'must be an HTTP method such as "POST"' }).optional(),
-    path: z
-      .string({ error: 'must be a URL path such as "/v1/categories" (a trailing * matches a prefix)' })
-      .startsWith('/', { error: 'must be the full URL path, base path included: "/v1/categories", not "categories"' })
-      .optional(),
-    operation: z
-      .string()
-      .refine((id) => OPERATION_IDS.includes(id), { error: `must be an operation name: ${OPERATION_IDS.join(', ')}` })
-      .optional(),
-    status: z.int({ error: 'must be an HTTP status as a number (201, not "201")' }).optional(),
-  })
-  .strict()
-  .optional()
-
-/** A journal filter as given, judged: a filter that cannot match is a mistake, never an empty list. */
-function parseFilter(filter: JournalFilter | undefined): JournalFilter | undefined {
-  const parsed = Filter.safeParse(filter)
-  if (!parsed.success) throw new PetstoreError('invalid_option', `Invalid requests filter ${describeIssues(parsed.error)}`)
-  return parsed.data
+/**
+ * A journal filter as given, judged by the journal's one rule against the base URLs: a filter that
+ * cannot match is a mistake, never an empty list.
+ */
+function parseFilter(filter: JournalFilter | undefined, basePaths: readonly (string | undefined)[]): JournalFilter {
+  const judged = judgeJournalFilter(filter, basePaths)
+  if (!judged.ok) throw new PetstoreError('invalid_option', `Invalid requests filter ${judged.problem.field}: expected ${judged.problem.reason}`)
+  return judged.filter
 }
 
 const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal>>()

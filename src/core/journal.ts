@@ -6,6 +6,8 @@
 import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
 import { DEFAULT_REDACTION, type Redaction } from './redaction.js'
+import type { OperationId } from '../contract/operations.js'
+import type { JournalMethod } from './journal-filter.js'
 
 /** One request as the journal keeps it. */
 export interface JournalEntry {
@@ -42,12 +44,18 @@ export interface JournalBody {
   readonly truncated?: { readonly size: number } | undefined
 }
 
-/** Filters for {@link RequestJournal.all}. */
+/**
+ * Filters for {@link RequestJournal.all}; a filter that can never match is refused (`journal-filter.ts`).
+ * @example petstore.requests.all({ operation: 'createCategory', status: 201 })
+ */
 export interface JournalFilter {
-  readonly method?: string | undefined
-  /** Exact path (`/v1/categories`) or a prefix ending in `*` (`/v1/pets/*`). */
+  /** The HTTP method, either case. */
+  readonly method?: JournalMethod | undefined
+  /** Exact path, base path included (`/v1/categories`), or a prefix ending in `*` (`/v1/pets/*`). */
   readonly path?: string | undefined
-  readonly operation?: string | undefined
+  /** The operation answered. */
+  readonly operation?: OperationId | undefined
+  /** The status answered (0: a dropped connection). */
   readonly status?: number | undefined
 }
 
