@@ -5,10 +5,12 @@ import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
 import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
 import { basePathOf, judgeJournalFilter } from './core/journal-filter.js'
+import { matchExtrasProblem, MATCH_FIELDS, type JournalMatch } from './core/journal-match.js'
+import { DEFAULT_WAIT_TIMEOUT, waitForEntry, type WaitForOptions } from './core/journal-wait.js'
 import { CategoryLimitError } from './core/store.js'
 import type { PetstoreStore } from './core/store.js'
 import { Tenant } from './core/tenant.js'
-import { PetstoreError, type PetstoreErrorCode } from './errors.js'
+import { describeValue, PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './pipeline/categories.js'
 import { createHandlers } from './msw/create-handlers.js'
 import { Pipeline } from './pipeline/pipeline.js'
@@ -132,6 +134,16 @@ export interface Petstore {
     all(filter?: JournalFilter): JournalEntry[]
     /** Empties the journal. */
     clear(): void
+    /**
+     * The oldest entry matching `match` (a filter, plus the request's `body`, `headers`, `query` as
+     * `toMatchObject` compares them), already in the journal or arriving within `timeout` ms.
+     * Rejects with a {@link WaitForTimeoutError} listing what arrived meanwhile, or with a
+     * `PetstoreError` `invalid_option` for a match that can never hold. Call `clear()` first to
+     * wait for a new request only.
+     * @example
+     * const entry = await petstore.requests.waitFor({ operation: 'createCategory', body: { name: 'Ferrets' } })
+     */
+    waitFor(match?: JournalMatch, options?: WaitForOptions): Promise<JournalEntry>
   }
 }
 
@@ -267,6 +279,15 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     requests: {
       all: (filter) => tenant.journal.all(parseFilter(filter, basePaths)),
       clear: () => tenant.journal.clear(),
+      waitFor: (match = {}, options = {}) => {
+        // @note A misuse rejects rather than throws, so that `await expect(...).rejects` sees it.
+        try {
+          const judged = parseMatch(match, basePaths)
+          return waitForEntry(tenant.journal, judged, waitTimeout(options))
+        } catch (error) {
+          return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+        }
+      },
     },
   }
   TENANTS.set(petstore, tenant)
@@ -286,6 +307,23 @@ function parseFilter(filter: JournalFilter | undefined, basePaths: readonly (str
   const judged = judgeJournalFilter(filter, basePaths)
   if (!judged.ok) throw new PetstoreError('invalid_option', `Invalid requests filter ${judged.problem.field}: expected ${judged.problem.reason}`)
   return judged.filter
+}
+
+/** A match for `waitFor()` as given, judged: the filter's rule, and objects for `headers` and `query`. */
+function parseMatch(match: JournalMatch, basePaths: readonly (string | undefined)[]): JournalMatch {
+  const judged = judgeJournalFilter(match, basePaths, MATCH_FIELDS)
+  const problem = judged.ok ? matchExtrasProblem(match) : judged.problem
+  if (problem) throw new PetstoreError('invalid_option', `Invalid requests.waitFor() match ${problem.field}: expected ${problem.reason}`)
+  return match
+}
+
+function waitTimeout(options: WaitForOptions): number {
+  const timeout: unknown = typeof options === 'object' && options !== null ? options.timeout : options
+  if (timeout === undefined) return DEFAULT_WAIT_TIMEOUT
+  if (typeof timeout !== 'number' || !(timeout >= 0) || !Number.isFinite(timeout)) {
+    throw new PetstoreError('invalid_option', `Invalid requests.waitFor() option timeout: expected a number of milliseconds (1000), received ${describeValue(timeout)}`)
+  }
+  return timeout
 }
 
 const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal>>()

@@ -260,6 +260,8 @@ export class RequestJournal implements TenantJournal {
   #bytes = 0
   /** Told of every change to {@link bytes}. */
   meter: HeldBytesMeter | undefined
+  /** Called after every entry recorded (`requests.waitFor()`). */
+  readonly #listeners = new Set<() => void>()
 
   constructor(limit = DEFAULT_JOURNAL_LIMIT, byteBudget = DEFAULT_JOURNAL_BYTES) {
     this.#limit = limit
@@ -290,6 +292,15 @@ export class RequestJournal implements TenantJournal {
       this.#kept = this.#kept.slice(this.#head)
       this.#head = 0
     }
+    for (const listener of this.#listeners) listener()
+  }
+
+  /** Calls `listener` after every entry recorded, until the function returned is called. */
+  onRecord(listener: () => void): () => void {
+    // @note A wrapper per call, so that the same function subscribed twice is removed once per call.
+    const once = () => listener()
+    this.#listeners.add(once)
+    return () => void this.#listeners.delete(once)
   }
 
   /**
