@@ -34,8 +34,8 @@ describe('requests.waitFor()', () => {
     expect(error).toBeInstanceOf(WaitForTimeoutError)
     expect((error as Error).message).toBe(
       [
-        'No request matched { operation: "createCategory", body: {"name":"Owls"} } within 200 ms. Arrived meanwhile (2):',
-        '  1: POST /v1/categories (createCategory) → 400, body {"name":""}',
+        'No request matched { operation: "createCategory", body: {"name": "Owls"} } within 200 ms. Arrived meanwhile (2):',
+        '  1: POST /v1/categories (createCategory) → 400, body {"name": ""}',
         '  2: GET /v1/pets/1 (getPetById) → 200',
       ].join('\n'),
     )

@@ -146,15 +146,37 @@ export function closestFirst(entries: readonly JournalEntry[], match: JournalMat
     .map(({ entry }) => entry)
 }
 
-/** One line for an entry in a message: `POST /v1/categories (createCategory) → 201, body {"name":"Ferrets"}`. */
-export function describeEntry(entry: JournalEntry, show: (value: unknown) => string = (value) => JSON.stringify(value)): string {
+/** One line for an entry in a message: `POST /v1/categories (createCategory) → 201, body {"name": "Ferrets"}`. */
+export function describeEntry(entry: JournalEntry, show: (value: unknown) => string = printValue): string {
   const operation = entry.operation === null ? '' : ` (${entry.operation})`
   const body = entry.request.body === undefined ? '' : `, body ${show(entry.request.body)}`
   return `${entry.method} ${entry.path}${operation} → ${entry.response.status}${body}`
 }
 
-/** A match as a message shows it: `{ operation: "createCategory", body: {"name":"Ferrets"} }`. */
-export function describeMatch(match: JournalMatch, show: (value: unknown) => string = (value) => JSON.stringify(value)): string {
+/** A match as a message shows it: `{ operation: "createCategory", body: {"name": "Ferrets"} }`. */
+export function describeMatch(match: JournalMatch, show: (value: unknown) => string = printValue): string {
   const fields = ALL_MATCH_FIELDS.filter((field) => match[field] !== undefined).map((field) => `${field}: ${show(match[field])}`)
-  return fields.length === 0 ? '{} (any request)' : `{ ${fields.join(', ')} }`
+  return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`
+}
+
+/**
+ * A value as messages show it, the same under every runner: JSON with a space after `:` and `,`
+ * (`{"name": "Owls"}`), asymmetric matchers as they name themselves (`StringContaining "x"`).
+ */
+export function printValue(value: unknown, depth = 0): string {
+  if (typeof value === 'object' && value !== null && typeof (value as { asymmetricMatch?: unknown }).asymmetricMatch === 'function') {
+    // As pretty-format's plugin prints them: `StringContaining "x"`, `ObjectContaining {"a": 1}`, `Any<String>`.
+    const matcher = value as { sample?: unknown; toAsymmetricMatcher?: () => string; toString(): string }
+    const name = matcher.toString()
+    if (/^(Array|Object|String)(Not)?(Containing|Matching)$/.test(name)) return `${name} ${printValue(matcher.sample, depth + 1)}`
+    return typeof matcher.toAsymmetricMatcher === 'function' ? matcher.toAsymmetricMatcher() : name
+  }
+  if (value instanceof RegExp) return String(value)
+  if (depth > 10) return Array.isArray(value) ? '[…]' : '{…}'
+  if (Array.isArray(value)) return `[${value.map((item) => printValue(item, depth + 1)).join(', ')}]`
+  if (typeof value === 'object' && value !== null) {
+    return `{${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${printValue(item, depth + 1)}`).join(', ')}}`
+  }
+  if (value === undefined || typeof value === 'function' || typeof value === 'symbol' || typeof value === 'bigint') return String(value)
+  return JSON.stringify(value)
 }
