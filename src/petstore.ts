@@ -3,7 +3,9 @@ import type { HttpHandler } from 'msw'
 import { apiError, type ErrorCode } from './contract/errors.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
-import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
+import type { JournalFilter, RequestJournal } from './core/journal.js'
+import type { JournalEntryOf } from './core/journal-entry-types.js'
+import type { OperationId } from './contract/operations.js'
 import { basePathOf, judgeJournalFilter } from './core/journal-filter.js'
 import { matchExtrasProblem, MATCH_FIELDS, type JournalMatch } from './core/journal-match.js'
 import { DEFAULT_WAIT_TIMEOUT, waitForEntry, type WaitForOptions } from './core/journal-wait.js'
@@ -131,7 +133,7 @@ export interface Petstore {
      * Entries oldest first, optionally filtered by method, path (a trailing `*` matches a prefix),
      * operation or status. The entries are the journal's own: copy one before changing it.
      */
-    all(filter?: JournalFilter): JournalEntry[]
+    all<O extends OperationId | undefined = undefined>(filter?: JournalFilter & { readonly operation?: O }): JournalEntryOf<O>[]
     /** Empties the journal. */
     clear(): void
     /**
@@ -143,7 +145,7 @@ export interface Petstore {
      * @example
      * const entry = await petstore.requests.waitFor({ operation: 'createCategory', body: { name: 'Ferrets' } })
      */
-    waitFor(match?: JournalMatch, options?: WaitForOptions): Promise<JournalEntry>
+    waitFor<O extends OperationId | undefined = undefined>(match?: JournalMatch & { readonly operation?: O }, options?: WaitForOptions): Promise<JournalEntryOf<O>>
   }
 }
 
@@ -277,13 +279,14 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     },
     orders: { list: () => afterReady(() => Promise.resolve(tenant.listOrders())) },
     requests: {
-      all: (filter) => tenant.journal.all(parseFilter(filter, basePaths)),
+      // @note Typed by operation: the journal's entries hold what the operations answered.
+      all: <O extends OperationId | undefined>(filter?: JournalFilter) => tenant.journal.all(parseFilter(filter, basePaths)) as JournalEntryOf<O>[],
       clear: () => tenant.journal.clear(),
-      waitFor: (match = {}, options = {}) => {
+      waitFor: <O extends OperationId | undefined>(match: JournalMatch = {}, options: WaitForOptions = {}) => {
         // @note A misuse rejects rather than throws, so that `await expect(...).rejects` sees it.
         try {
           const judged = parseMatch(match, basePaths)
-          return waitForEntry(tenant.journal, judged, waitTimeout(options))
+          return waitForEntry(tenant.journal, judged, waitTimeout(options)) as Promise<JournalEntryOf<O>>
         } catch (error) {
           return Promise.reject(error instanceof Error ? error : new Error(String(error)))
         }
