@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import '../src/vitest.js'
 import { createPetstore, PetstoreError } from '../src/index.js'
 import { call, petstoreHarness } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
+const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
 
 /** The message a user reads when the assertion fails (colours left out). */
 function failureOf(assertion: () => void): string {
@@ -32,7 +34,10 @@ describe('expect(petstore).toHaveReceived()', () => {
     await call('/categories')
     await call('/categories', { body: { name: '' } })
     await call('/pets/1')
-    expect(failureOf(() => expect(petstore).toHaveReceived({ operation: 'createCategory', status: 201, body: { name: 'Ferrets' } }))).toBe(
+    const message = failureOf(() => expect(petstore).toHaveReceived({ operation: 'createCategory', status: 201, body: { name: 'Ferrets' } }))
+    // The README shows this very message.
+    expect(README).toContain(`\`\`\`text\n${message}\n\`\`\``)
+    expect(message).toBe(
       [
         'expect(petstore).toHaveReceived(match)',
         '',

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { RequestJournal } from '../src/core/journal.js'
 import { PetstoreError, WaitForTimeoutError } from '../src/index.js'
@@ -40,6 +41,16 @@ describe('requests.waitFor()', () => {
       ].join('\n'),
     )
     expect((error as WaitForTimeoutError).arrived.map((entry) => entry.id)).toEqual([2, 3])
+  })
+
+  it('rejects with the message the README shows', async () => {
+    const petstore = await harness.use()
+    const waiting = petstore.requests.waitFor({ operation: 'getPetById' }, { timeout: 300 })
+    await call('/categories', { body: { name: 'Owls', description: 'From the form' } })
+    await call('/categories')
+    const message = await waiting.then(() => '', (error: unknown) => (error as Error).message)
+    expect(message).toMatch(/^No request matched/)
+    expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain(`\`\`\`text\n${message}\n\`\`\``)
   })
 
   it('says when nothing arrived at all', async () => {

@@ -11,9 +11,11 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
 const BLOCKS = [...README.matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ file: file!, code: code! }))
 
-it('marks the Vitest snippet, a recipe for each stack and the browser worker as tested', () => {
+it('marks the Vitest snippet, the journal assertions, a recipe for each stack and the browser worker as tested', () => {
   expect(BLOCKS.map((block) => block.file)).toEqual([
     'test/package-consumer/readme.test.ts',
+    'test/package-consumer/assertions.test.ts',
+    'test/consumers/jest/matchers.test.ts',
     'test/consumers/react/src/categories.test.tsx',
     'test/consumers/jest/jest.config.js',
     'test/consumers/browser/tests/fixtures.ts',
