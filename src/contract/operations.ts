@@ -5,7 +5,10 @@
  * `pipeline/` holds only what runs.
  */
 
-/** The operation names of the published interface. */
+/**
+ * The operation names of the published interface.
+ * @example petstore.requests.all({ operation: 'createCategory' satisfies OperationId })
+ */
 export type OperationId = 'listCategories' | 'createCategory' | 'getPetById' | 'listOrders'
 
 /** A component schema of the OpenAPI document, or an array of one. */

@@ -17,7 +17,10 @@ interface SchemaTypes {
 /** The type of a schema of the table (`Category`, `Category[]`). */
 type SchemaType<S> = S extends `${infer N extends SchemaName}[]` ? SchemaTypes[N][] : S extends SchemaName ? SchemaTypes[S] : never
 
-/** What operation `O` answers on success, as its contract says. */
+/**
+ * What operation `O` answers on success, as its contract says.
+ * @example type Listed = SuccessBodyOf<'listCategories'> // Category[]
+ */
 export type SuccessBodyOf<O extends OperationId> = SchemaType<Extract<(typeof OPERATION_CONTRACTS)[number], { id: O }>['success']['schema']>
 
 /**
@@ -42,5 +45,8 @@ export interface OperationJournalEntry<O extends OperationId> extends JournalEnt
  */
 export type TypedJournalEntry = { [O in OperationId]: OperationJournalEntry<O> }[OperationId] | (JournalEntry & { readonly operation: null })
 
-/** The entries a filter or match on `operation` gives: that operation's, or any. */
+/**
+ * The entries a filter or match on `operation` gives: that operation's, or any.
+ * @example type Created = JournalEntryOf<'createCategory'> // OperationJournalEntry<'createCategory'>
+ */
 export type JournalEntryOf<O extends OperationId | undefined> = [O] extends [OperationId] ? OperationJournalEntry<O> : TypedJournalEntry

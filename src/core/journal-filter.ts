@@ -16,7 +16,10 @@ export const JOURNAL_FILTER_FIELDS = ['method', 'path', 'operation', 'status'] a
  */
 export const JOURNAL_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
-/** A method a journal entry can hold, in either case. */
+/**
+ * A method a journal entry can hold, in either case.
+ * @example petstore.requests.all({ method: 'delete' }) // the 405s an app got
+ */
 export type JournalMethod = (typeof JOURNAL_METHODS)[number] | Lowercase<(typeof JOURNAL_METHODS)[number]>
 
 /** What a filter field was refused for: the field, and what was expected instead (with what came). */

@@ -6,7 +6,10 @@
 import type { JournalEntry } from './journal.js'
 import { describeEntry, describeMatch, entryMatches, type JournalMatch } from './journal-match.js'
 
-/** Options of `requests.waitFor()`. */
+/**
+ * Options of `requests.waitFor()`.
+ * @example await petstore.requests.waitFor({ operation: 'listCategories' }, { timeout: 2000 })
+ */
 export interface WaitForOptions {
   /** How long to wait for a matching request, in ms. @default 1000 */
   readonly timeout?: number
