@@ -14,9 +14,11 @@ import { journalMatchers, type JournalMatchers } from './matchers/journal-matche
 
 expect.extend(journalMatchers)
 
+// @note `Matchers`, as Vitest's documentation says (3.2 and later): augmenting `Assertion`, which
+// vitest re-exports from @vitest/expect, type-checks here but adds nothing in a user's project.
 declare module 'vitest' {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Vitest's own augmentation pattern
-  interface Assertion<T = any> extends JournalMatchers<T> {}
+  interface Matchers<T = any> extends JournalMatchers<T> {}
 }
 
 export type { JournalMatchers } from './matchers/journal-matchers.js'
