@@ -53,6 +53,15 @@ describe('requests.waitFor()', () => {
     expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain(`\`\`\`text\n${message}\n\`\`\``)
   })
 
+  it('rejects with the error of a matcher that throws, and the request is answered all the same', async () => {
+    const petstore = await harness.use()
+    const throwing = { asymmetricMatch: () => { throw new Error('my matcher broke') } }
+    const waiting = petstore.requests.waitFor({ body: throwing })
+    const answer = await call('/categories', { body: { name: 'Owls' } })
+    expect(answer.status).toBe(201)
+    await expect(waiting).rejects.toThrow('my matcher broke')
+  })
+
   it('says when nothing arrived at all', async () => {
     const petstore = await harness.use()
     await expect(petstore.requests.waitFor({ status: 500 }, { timeout: 10 })).rejects.toThrow('No request matched { status: 500 } within 10 ms. Nothing arrived meanwhile.')

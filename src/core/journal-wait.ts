@@ -54,12 +54,19 @@ export function waitForEntry(journal: WatchedJournal, match: JournalMatch, timeo
       unsubscribe()
     }
     const unsubscribe = journal.onRecord(() => {
-      const fresh = journal.all().filter((entry) => entry.id > checked)
-      checked = fresh.at(-1)?.id ?? checked
-      const hit = fresh.find((entry) => entryMatches(entry, match))
-      if (hit) {
+      // @note Called while the pipeline records a request: a matcher of the test's that throws
+      // rejects the wait, never the request.
+      try {
+        const fresh = journal.all().filter((entry) => entry.id > checked)
+        checked = fresh.at(-1)?.id ?? checked
+        const hit = fresh.find((entry) => entryMatches(entry, match))
+        if (hit) {
+          stop()
+          resolve(hit)
+        }
+      } catch (error) {
         stop()
-        resolve(hit)
+        reject(error instanceof Error ? error : new Error(String(error)))
       }
     })
     const timer = setTimeout(() => {
