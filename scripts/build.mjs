@@ -2,7 +2,7 @@
 //
 //   dist/*.js      ESM for Node.js: every entry, shared chunks beside them (the CLI, `serve`)
 //   dist/web/*.js  ESM for browsers (`browser` condition, `./browser`): no `node:` import
-//   dist/cjs/*.js  CommonJS for `require` (Jest): the library entries, with copies of the types
+//   dist/cjs/*.js  CommonJS for `require` (Jest): the library entries and the Jest matchers, with copies of the types
 //   dist/types/    the types, from tsc (and a copy in dist/cjs/types/)
 //
 // Peer dependencies (msw, better-sqlite3) and express (CommonJS, loaded on first use) stay
@@ -19,12 +19,12 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const dist = join(root, 'dist')
 
 /**
- * Never bundled: peers are the user's own; express is CommonJS and Node-only.
+ * Never bundled: peers are the user's own (vitest: the matchers' entry registers on the user's); express is CommonJS and Node-only.
  * @note yargs is bundled into dist/cli.js: one file instead of about twenty cuts a sixth of the
  * CPU a start spends before its first answer (docs/decisions/0007). Its messages are then always
  * English, like ours (external, it read its own translations from the locale).
  */
-export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'redis', 'express']
+export const EXTERNAL = ['msw', 'msw/*', 'better-sqlite3', 'redis', 'express', 'vitest']
 
 /**
  * Options every build shares. @msw/data calls the global `crypto.randomUUID()`, which Jest 29's
@@ -72,7 +72,7 @@ export async function buildJavaScript() {
   await Promise.all([
     build({
       ...common,
-      entryPoints: ['src/index.ts', 'src/node.ts', 'src/server.ts', 'src/cli.ts'],
+      entryPoints: ['src/index.ts', 'src/node.ts', 'src/server.ts', 'src/cli.ts', 'src/vitest.ts', 'src/jest.ts'],
       outdir: dist,
       format: 'esm',
       platform: 'node',
@@ -81,7 +81,7 @@ export async function buildJavaScript() {
     }),
     build({
       ...common,
-      entryPoints: ['src/index.ts', 'src/browser.ts'],
+      entryPoints: ['src/index.ts', 'src/browser.ts', 'src/vitest.ts'],
       outdir: join(dist, 'web'),
       format: 'esm',
       platform: 'browser',
@@ -94,7 +94,7 @@ export async function buildJavaScript() {
     }),
     build({
       ...common,
-      entryPoints: ['src/index.ts', 'src/node.ts'],
+      entryPoints: ['src/index.ts', 'src/node.ts', 'src/jest.ts'],
       outdir: join(dist, 'cjs'),
       format: 'cjs',
       platform: 'node',

@@ -90,7 +90,8 @@ section_publish() {
   local listing expected missing=0
   listing="$(tar -tzf "$tarball")"
   for expected in dist/cli.js dist/index.js dist/node.js dist/server.js dist/web/browser.js dist/web/index.js \
-    dist/cjs/index.js dist/cjs/node.js dist/cjs/package.json dist/types/index.d.ts dist/cjs/types/node.d.ts; do
+    dist/cjs/index.js dist/cjs/node.js dist/cjs/package.json dist/types/index.d.ts dist/cjs/types/node.d.ts \
+    dist/vitest.js dist/web/vitest.js dist/types/vitest.d.ts dist/jest.js dist/cjs/jest.js dist/cjs/types/jest.d.ts; do
     grep -qx "package/$expected" <<<"$listing" || { echo "package check: the tarball lacks $expected"; missing=1; }
   done
   # The import cost (`npm run bench -- import`) rests on the bundle: a process loads a few files,

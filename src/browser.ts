@@ -119,6 +119,7 @@ function lazyPetstore(loading: Promise<Petstore>, loaded: () => Petstore | undef
     requests: {
       all: (filter) => now('requests').requests.all(filter),
       clear: () => now('requests').requests.clear(),
+      waitFor: async (match, waitOptions) => (await later()).requests.waitFor(match, waitOptions),
     },
   }
 }

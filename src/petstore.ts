@@ -1,21 +1,24 @@
 /** `createPetstore()`: one isolated, stateful Petstore and the msw handlers that serve it. */
 import type { HttpHandler } from 'msw'
-import * as z from 'zod'
 import { apiError, type ErrorCode } from './contract/errors.js'
-import { OPERATION_CONTRACTS } from './contract/operations.js'
 import type { Category, NewCategory, Order, Pet } from './contract/schemas.js'
 import { KeyRing } from './core/auth.js'
-import type { JournalEntry, JournalFilter, RequestJournal } from './core/journal.js'
+import type { JournalFilter, RequestJournal } from './core/journal.js'
+import type { JournalEntryOf } from './core/journal-entry-types.js'
+import type { OperationId } from './contract/operations.js'
+import { basePathOf, judgeJournalFilter } from './core/journal-filter.js'
+import { matchExtrasProblem, MATCH_FIELDS, type JournalMatch } from './core/journal-match.js'
+import { DEFAULT_WAIT_TIMEOUT, waitForEntry, type WaitForOptions } from './core/journal-wait.js'
 import { CategoryLimitError } from './core/store.js'
 import type { PetstoreStore } from './core/store.js'
 import { AnswerLimitError, type AnswerQueue, judgeAnswerPlan, type AnswerPlan, type PendingAnswer } from './core/planned-answers.js'
 import { Tenant } from './core/tenant.js'
-import { PetstoreError, type PetstoreErrorCode } from './errors.js'
+import { describeValue, PetstoreError, type PetstoreErrorCode } from './errors.js'
 import { validateNewCategory } from './pipeline/categories.js'
 import { createHandlers } from './msw/create-handlers.js'
 import { Pipeline } from './pipeline/pipeline.js'
 import { DEFAULT_MAX_DELAY_MS } from './pipeline/prefer.js'
-import { describeIssues, type Faults, type Latency, type Scenario, type SeedData } from './scenario/scenario-format.js'
+import { type Faults, type Latency, type Scenario, type SeedData } from './scenario/scenario-format.js'
 import { checkScenarioInput, checkScenariosDir, loadScenario, seedScenario, type ScenarioInput } from './scenario/scenario-loader.js'
 import { parseOptions } from './petstore-options.js'
 import { Redaction } from './core/redaction.js'
@@ -171,9 +174,19 @@ export interface Petstore {
      * Entries oldest first, optionally filtered by method, path (a trailing `*` matches a prefix),
      * operation or status. The entries are the journal's own: copy one before changing it.
      */
-    all(filter?: JournalFilter): JournalEntry[]
+    all<O extends OperationId | undefined = undefined>(filter?: JournalFilter & { readonly operation?: O }): JournalEntryOf<O>[]
     /** Empties the journal. */
     clear(): void
+    /**
+     * The oldest entry matching `match` (a filter, plus the request's `body`, `headers`, `query` as
+     * `toMatchObject` compares them), already in the journal or arriving within `timeout` ms.
+     * Rejects with a {@link WaitForTimeoutError} listing what arrived meanwhile, or with a
+     * `PetstoreError` `invalid_option` for a match that can never hold. Call `clear()` first to
+     * wait for a new request only.
+     * @example
+     * const entry = await petstore.requests.waitFor({ operation: 'createCategory', body: { name: 'Ferrets' } })
+     */
+    waitFor<O extends OperationId | undefined = undefined>(match?: JournalMatch & { readonly operation?: O }, options?: WaitForOptions): Promise<JournalEntryOf<O>>
   }
 }
 
@@ -276,6 +289,7 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
     },
   })
   const baseUrls = typeof settings.baseUrl === 'string' ? [settings.baseUrl] : settings.baseUrl
+  const basePaths = baseUrls.map(basePathOf)
   const afterReady = async <T>(read: () => Promise<T>): Promise<T> => {
     await ready
     return read()
@@ -355,8 +369,18 @@ export function createPetstore(options: PetstoreOptions = {}): Petstore {
       clear: () => tenant.answers.clear(),
     },
     requests: {
-      all: (filter) => tenant.journal.all(parseFilter(filter)),
+      // @note Typed by operation: the journal's entries hold what the operations answered.
+      all: <O extends OperationId | undefined>(filter?: JournalFilter) => tenant.journal.all(parseFilter(filter, basePaths)) as JournalEntryOf<O>[],
       clear: () => tenant.journal.clear(),
+      waitFor: <O extends OperationId | undefined>(match: JournalMatch = {}, options: WaitForOptions = {}) => {
+        // @note A misuse rejects rather than throws, so that `await expect(...).rejects` sees it.
+        try {
+          const judged = parseMatch(match, basePaths)
+          return waitForEntry(tenant.journal, judged, waitTimeout(options)) as Promise<JournalEntryOf<O>>
+        } catch (error) {
+          return Promise.reject(error instanceof Error ? error : new Error(String(error)))
+        }
+      },
     },
   }
   TENANTS.set(petstore, tenant)
@@ -368,29 +392,31 @@ function libraryCode(code: ErrorCode): PetstoreErrorCode {
   return code === 'missing_field' || code === 'invalid_field' || code === 'unknown_field' ? code : 'invalid_body'
 }
 
-const OPERATION_IDS: readonly string[] = OPERATION_CONTRACTS.map((contract) => contract.id)
+/**
+ * A journal filter as given, judged by the journal's one rule against the base URLs: a filter that
+ * cannot match is a mistake, never an empty list.
+ */
+function parseFilter(filter: JournalFilter | undefined, basePaths: readonly (string | undefined)[]): JournalFilter {
+  const judged = judgeJournalFilter(filter, basePaths)
+  if (!judged.ok) throw new PetstoreError('invalid_option', `Invalid requests filter ${judged.problem.field}: expected ${judged.problem.reason}`)
+  return judged.filter
+}
 
-const Filter = z
-  .object({
-    method: z.string({ error: 'must be an HTTP method such as "POST"' }).optional(),
-    path: z
-      .string({ error: 'must be a URL path such as "/v1/categories" (a trailing * matches a prefix)' })
-      .startsWith('/', { error: 'must be the full URL path, base path included: "/v1/categories", not "categories"' })
-      .optional(),
-    operation: z
-      .string()
-      .refine((id) => OPERATION_IDS.includes(id), { error: `must be an operation name: ${OPERATION_IDS.join(', ')}` })
-      .optional(),
-    status: z.int({ error: 'must be an HTTP status as a number (201, not "201")' }).optional(),
-  })
-  .strict()
-  .optional()
+/** A match for `waitFor()` as given, judged: the filter's rule, and objects for `headers` and `query`. */
+function parseMatch(match: JournalMatch, basePaths: readonly (string | undefined)[]): JournalMatch {
+  const judged = judgeJournalFilter(match, basePaths, MATCH_FIELDS)
+  const problem = judged.ok ? matchExtrasProblem(match) : judged.problem
+  if (problem) throw new PetstoreError('invalid_option', `Invalid requests.waitFor() match ${problem.field}: expected ${problem.reason}`)
+  return match
+}
 
-/** A journal filter as given, judged: a filter that cannot match is a mistake, never an empty list. */
-function parseFilter(filter: JournalFilter | undefined): JournalFilter | undefined {
-  const parsed = Filter.safeParse(filter)
-  if (!parsed.success) throw new PetstoreError('invalid_option', `Invalid requests filter ${describeIssues(parsed.error)}`)
-  return parsed.data
+function waitTimeout(options: WaitForOptions): number {
+  const timeout: unknown = typeof options === 'object' && options !== null ? options.timeout : options
+  if (timeout === undefined) return DEFAULT_WAIT_TIMEOUT
+  if (typeof timeout !== 'number' || !(timeout >= 0) || !Number.isFinite(timeout)) {
+    throw new PetstoreError('invalid_option', `Invalid requests.waitFor() option timeout: expected a number of milliseconds (1000), received ${describeValue(timeout)}`)
+  }
+  return timeout
 }
 
 const TENANTS = new WeakMap<Petstore, Tenant<PetstoreStore, RequestJournal, AnswerQueue>>()

@@ -8,6 +8,7 @@ import { setupServer } from 'msw/node'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { PetstoreError, setupPetstoreWorker, BUILTIN_SCENARIO_NAMES, PERSIST_STORAGE_KEY } from '../src/browser.js'
 import { BUILTIN_SCENARIO_NAMES as LOADER_NAMES } from '../src/scenario/scenario-loader.js'
+import '../src/vitest.js'
 
 vi.mock('msw/browser', () => ({
   setupWorker: (...handlers: unknown[]) => ({ handlers, start: async () => 'registered' }),
@@ -75,6 +76,17 @@ describe('setupPetstoreWorker()', () => {
     expect(await listed.json()).toEqual([{ id: 1, name: 'Owls' }])
     expect(petstore.requests.all().map((entry) => entry.response.status)).toEqual([201, 200])
     expect(await petstore.categories.list()).toEqual([{ id: 1, name: 'Owls' }])
+  })
+
+  it('waits for a request with requests.waitFor() called before worker.start(), and takes the journal matchers', async () => {
+    const { worker, petstore } = setupPetstoreWorker({ baseUrl: BASE, apiKeys: ['k1'], scenario: 'empty' })
+    const waiting = petstore.requests.waitFor({ operation: 'createCategory', body: { name: 'Owls' } })
+    await worker.start()
+    server.use(...petstore.handlers)
+    await fetch(`${BASE}/categories`, { method: 'POST', headers: { authorization: 'Bearer k1', 'content-type': 'application/json' }, body: '{"name":"Owls"}' })
+    expect((await waiting).response.status).toBe(201)
+    expect(petstore).toHaveReceivedTimes(1, { method: 'POST', path: '/v1/categories', status: 201 })
+    expect(() => expect(petstore).toHaveReceived({ path: '/categories' })).toThrow(/^Invalid requests filter path/)
   })
 
   it('answers requests sent before the petstore has loaded, and leaves other URLs to other handlers', async () => {

@@ -144,13 +144,59 @@ describe('a scenario file that fails to load', () => {
 
 describe('requests.all(filter)', () => {
   it.each([
-    { name: 'a path without the base path', filter: { path: 'categories' }, message: /full URL path, base path included/ },
+    { name: 'a path without the base path', filter: { path: 'categories' }, message: /full URL path of an operation, base path included/ },
     { name: 'a status given as text', filter: { status: '201' }, message: /HTTP status as a number/ },
     { name: 'an unknown key', filter: { verb: 'POST' }, message: /verb/ },
     { name: 'an unknown operation', filter: { operation: 'createCategories' }, message: /listCategories, createCategory/ },
   ])('throws for a filter that cannot match: $name', async ({ filter, message }) => {
     const petstore = await harness.use()
     expect(() => petstore.requests.all(filter as never)).toThrow(message)
+  })
+
+  it.each([
+    {
+      name: 'a path without the base path',
+      filter: { path: '/categories' },
+      message:
+        'Invalid requests filter path: expected the full URL path of an operation, base path included: /v1/categories, /v1/pets/{petId}, /v1/store/orders ({petId}: an id; a trailing * matches a prefix, as in /v1/pets/*), got "/categories"',
+    },
+    {
+      name: 'a method no client sends',
+      filter: { method: 'FETCH' },
+      message: 'Invalid requests filter method: expected an HTTP method: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, got "FETCH"',
+    },
+    {
+      name: 'an unknown field',
+      filter: { verb: 'POST' },
+      message: 'Invalid requests filter verb: expected a filter field: method, path, operation, status',
+    },
+  ])('throws invalid_option naming what is allowed (issue 21 point 7): $name', async ({ filter, message }) => {
+    const petstore = await harness.use()
+    expect(() => petstore.requests.all(filter as never)).toThrow(new PetstoreError('invalid_option', message))
+  })
+
+  it.each([
+    { name: 'a prefix outside the base', filter: { path: '/v2/*' } },
+    { name: 'a path under an operation path', filter: { path: '/v1/categories/7' } },
+    { name: 'a path parameter left as written', filter: { path: '/v1/pets/{petId}' } },
+    { name: 'a query in the path', filter: { path: '/v1/categories?x=1' } },
+    { name: 'a prefix deeper than any operation path', filter: { path: '/v1/pets/1/*' } },
+    { name: 'a status no answer has', filter: { status: 42 } },
+  ])('throws for a filter that cannot match: $name', async ({ filter }) => {
+    const petstore = await harness.use()
+    expect(() => petstore.requests.all(filter as never)).toThrow(PetstoreError)
+  })
+
+  it.each([
+    { baseUrl: '*/v1', path: '/v1/pets/7' },
+    { baseUrl: '*/v1', path: '/v1/cat*' },
+    { baseUrl: '*/v1', path: '/*' },
+    { baseUrl: '*', path: '/categories' },
+    { baseUrl: ['https://api.shop.test/v1', 'https://staging.shop.test/api/v2'], path: '/api/v2/store/orders' },
+    { baseUrl: ['https://api.shop.test/v1', 'https://staging.shop.test/api/v2'], path: '/v1/pets/*' },
+  ])('accepts $path under $baseUrl', ({ baseUrl, path }) => {
+    const petstore = createPetstore({ baseUrl })
+    expect(petstore.requests.all({ path, method: 'delete', status: 0 })).toEqual([])
   })
 
   it('filters by the whole path and a numeric status', async () => {

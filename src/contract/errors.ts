@@ -152,7 +152,7 @@ export const ERROR_TABLE = {
   invalid_query: {
     status: 400,
     message: 'Invalid query parameter {name}: expected {reason}',
-    when: 'Admin API: a filter of `GET /__sandbox/requests` that cannot match (`?status=abc`)',
+    when: 'Admin API: a filter of `GET /__sandbox/requests` that cannot match (`?status=abc`, `?path=categories`, `?method=FETCH`, `?operation=nope`, an unknown parameter)',
     admin: true,
   },
   answer_limit: {

@@ -6,6 +6,8 @@
 import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
 import { DEFAULT_JOURNAL_BYTES } from './limits.js'
 import { DEFAULT_REDACTION, type Redaction } from './redaction.js'
+import type { OperationId } from '../contract/operations.js'
+import type { JournalMethod } from './journal-filter.js'
 
 /** One request as the journal keeps it. */
 export interface JournalEntry {
@@ -42,12 +44,18 @@ export interface JournalBody {
   readonly truncated?: { readonly size: number } | undefined
 }
 
-/** Filters for {@link RequestJournal.all}. */
+/**
+ * Filters for {@link RequestJournal.all}; a filter that can never match is refused (`journal-filter.ts`).
+ * @example petstore.requests.all({ operation: 'createCategory', status: 201 })
+ */
 export interface JournalFilter {
-  readonly method?: string | undefined
-  /** Exact path (`/v1/categories`) or a prefix ending in `*` (`/v1/pets/*`). */
+  /** The HTTP method, either case. */
+  readonly method?: JournalMethod | undefined
+  /** Exact path, base path included (`/v1/categories`), or a prefix ending in `*` (`/v1/pets/*`). */
   readonly path?: string | undefined
-  readonly operation?: string | undefined
+  /** The operation answered. */
+  readonly operation?: OperationId | undefined
+  /** The status answered (0: a dropped connection). */
   readonly status?: number | undefined
 }
 
@@ -252,6 +260,8 @@ export class RequestJournal implements TenantJournal {
   #bytes = 0
   /** Told of every change to {@link bytes}. */
   meter: HeldBytesMeter | undefined
+  /** Called after every entry recorded (`requests.waitFor()`). */
+  readonly #listeners = new Set<() => void>()
 
   constructor(limit = DEFAULT_JOURNAL_LIMIT, byteBudget = DEFAULT_JOURNAL_BYTES) {
     this.#limit = limit
@@ -282,6 +292,15 @@ export class RequestJournal implements TenantJournal {
       this.#kept = this.#kept.slice(this.#head)
       this.#head = 0
     }
+    for (const listener of this.#listeners) listener()
+  }
+
+  /** Calls `listener` after every entry recorded, until the function returned is called. */
+  onRecord(listener: () => void): () => void {
+    // @note A wrapper per call, so that the same function subscribed twice is removed once per call.
+    const once = () => listener()
+    this.#listeners.add(once)
+    return () => void this.#listeners.delete(once)
   }
 
   /**

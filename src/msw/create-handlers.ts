@@ -2,6 +2,7 @@
 import { http, type HttpHandler, type HttpResponseResolver } from 'msw'
 import { fromFetchRequest, toFetchResponse } from './fetch-request.js'
 import type { Pipeline } from '../pipeline/pipeline.js'
+import { baseUrlPath } from '../core/journal-filter.js'
 
 /**
  * Handlers for every base URL: the base itself and everything under it. They answer the
@@ -31,10 +32,7 @@ export function createHandlers(pipeline: Pipeline, baseUrls: readonly string[]):
  * stands for any origin, so such a path is left to other handlers.
  */
 function relativePathOf(base: string): (path: string) => string | undefined {
-  const basePath = base
-    .replace(/^\*+/, '')
-    .replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')
-    .replace(/\/+$/, '')
+  const basePath = baseUrlPath(base)
   return (path) => {
     if (path === basePath) return ''
     return path.startsWith(`${basePath}/`) ? path.slice(basePath.length) : undefined

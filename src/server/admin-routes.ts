@@ -6,6 +6,8 @@ import * as z from 'zod'
 import type { Request, Response, Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
 import { authError, NOT_ACCEPTED, readBearer } from '../core/auth.js'
+import type { JournalFilter } from '../core/journal.js'
+import { judgeJournalFilter, type FilterJudgement } from '../core/journal-filter.js'
 import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
 import { AnswerLimitError, judgeAnswerPlan } from '../core/planned-answers.js'
@@ -287,12 +289,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/requests', {
     get: onTenant(async ({ tenant }, req, res) => {
-      const text = (name: string) => (typeof req.query[name] === 'string' ? req.query[name] : undefined)
-      const status = text('status')
-      if (status !== undefined && !/^[1-5]\d\d$/.test(status)) {
-        return sendError(res, 'invalid_query', { name: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(status.slice(0, 50))}` })
-      }
-      const filter = { method: text('method'), path: text('path'), operation: text('operation'), status: status === undefined ? undefined : Number(status) }
+      const judged = filterFromQuery(req.query, options.basePath)
+      if (!judged.ok) return sendError(res, 'invalid_query', { name: judged.problem.field, reason: judged.problem.reason })
+      const filter = judged.filter as JournalFilter
       sendCounted(res, await tenant.journal.all(filter))
     }),
     delete: onTenant(async ({ tenant }, _req, res) => {
@@ -378,4 +377,22 @@ function documentOrigin(req: Request, res: Response, { publicUrl, trustProxy }: 
 function firstValue(header: string | string[] | undefined): string | undefined {
   const value = Array.isArray(header) ? header[0] : header
   return value?.split(',', 1)[0]?.trim()
+}
+
+/**
+ * The journal filter of `GET /__sandbox/requests`' query, judged by the journal's rule: one value
+ * per parameter, `status` as digits, `tenant` the admin's (every other name is refused).
+ */
+function filterFromQuery(query: Request['query'], basePath: string): FilterJudgement<Record<string, unknown>> {
+  const fields: Record<string, unknown> = {}
+  for (const [name, value] of Object.entries(query)) {
+    if (name === 'tenant') continue
+    if (typeof value !== 'string') return { ok: false, problem: { field: name, reason: 'one value' } }
+    fields[name] = name === 'status' && /^\d{1,3}$/.test(value) ? Number(value) : value
+  }
+  const judged = judgeJournalFilter(fields, [basePath])
+  if (!judged.ok && judged.problem.field === 'status' && typeof fields['status'] === 'string') {
+    return { ok: false, problem: { field: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(fields['status'].slice(0, 50))}` } }
+  }
+  return judged
 }

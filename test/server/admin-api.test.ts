@@ -319,6 +319,34 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expectErrorBody(await jsonOf(await fetch('/__sandbox/requests?status=abc', { headers: auth() })), 400, 'invalid_query')
   })
 
+  it.each([
+    { query: 'path=categories', name: 'path', reason: /full URL path of an operation, base path included: \/v1\/categories, .*got "categories"$/ },
+    { query: 'path=/categories', name: 'path', reason: /got "\/categories"$/ },
+    { query: 'operation=nope', name: 'operation', reason: /^an operation name: listCategories, createCategory, getPetById, listOrders, got "nope"$/ },
+    { query: 'method=FOO', name: 'method', reason: /^an HTTP method: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, got "FOO"$/ },
+    { query: 'verb=POST', name: 'verb', reason: /^a filter field: method, path, operation, status$/ },
+    { query: 'status=700', name: 'status', reason: /^an HTTP status \(100-599\), or 0 for a dropped connection, got 700$/ },
+    { query: 'method=GET&method=POST', name: 'method', reason: /^one value$/ },
+  ])('answers 400 invalid_query for a journal filter that cannot match (issue 21 point 7): ?$query', async ({ query, name, reason }) => {
+    const { fetch } = await startSandbox()
+    await fetch('/v1/categories', { headers: auth() })
+    const body = (await jsonOf(await fetch(`/__sandbox/requests?${query}`, { headers: auth() }))) as { message: string }
+    expectErrorBody(body, 400, 'invalid_query')
+    const [, named, expected] = /^Invalid query parameter (\S+): expected (.*)$/.exec(body.message) ?? []
+    expect(named).toBe(name)
+    expect(expected).toMatch(reason)
+  })
+
+  it('filters the journal by a path with an id and by a prefix, as the library does', async () => {
+    const { fetch } = await startSandbox()
+    await fetch('/v1/pets/1', { headers: auth() })
+    await fetch('/v1/categories', { headers: auth() })
+    const paths = async (query: string) => ((await jsonOf(await fetch(`/__sandbox/requests?${query}`, { headers: auth() }))) as { path: string }[]).map((entry) => entry.path)
+    expect(await paths('path=/v1/pets/1')).toEqual(['/v1/pets/1'])
+    expect(await paths('path=/v1/cat*&method=get&status=200')).toEqual(['/v1/categories'])
+    expect(await paths('path=/v1/store/orders')).toEqual([])
+  })
+
   it('dumps the caller’s state', async () => {
     const { fetch } = await startSandbox()
     await fetch('/v1/categories', { headers: auth() })
