@@ -17,7 +17,7 @@ import type { JournalMatch } from './core/journal-match.js'
 const jestExpect = (globalThis as { expect?: { extend?: (matchers: object) => void } }).expect
 if (typeof jestExpect?.extend !== 'function') {
   throw new Error(
-    "petstore-sandbox/jest: Jest's global expect is not there yet. Import it from a file of setupFilesAfterEnv (not setupFiles), or from a test file; with Vitest, import 'petstore-sandbox/vitest' instead.",
+    "petstore-sandbox/jest: no global expect to extend. With Vitest, import 'petstore-sandbox/vitest' instead. With Jest, import it from a file of setupFilesAfterEnv (not setupFiles), or from a test file.",
   )
 }
 jestExpect.extend(journalMatchers)

@@ -4,8 +4,7 @@ import { createPetstore, type Petstore, type PetstoreOptions } from './index.js'
 
 /** What {@link setupPetstoreServer} returns: the msw server and the petstore behind it. */
 export interface PetstoreServer {
-  /** The msw server: call `listen()`, `resetHandlers()`, `close()` as usual. */
-  /** msw's server, wired to the petstore's handlers: `listen()` it in `beforeAll`. */
+  /** msw's server, wired to the petstore's handlers: `listen()` it in `beforeAll`, `close()` it in `afterAll`. */
   readonly server: SetupServer
   /** The store and journal behind the handlers. */
   readonly petstore: Petstore

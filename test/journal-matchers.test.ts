@@ -52,6 +52,13 @@ describe('expect(petstore).toHaveReceived()', () => {
     )
   })
 
+  it('says when a header asked for is one the journal keeps as [redacted] (a trial user matched on authorization)', async () => {
+    const petstore = await harness.use()
+    await call('/categories')
+    const message = failureOf(() => expect(petstore).toHaveReceived({ headers: { authorization: 'Bearer t0ken' } }))
+    expect(message).toContain('(differs in headers; the journal keeps authorization as [redacted])')
+  })
+
   it('says the journal is empty when it is', async () => {
     const petstore = await harness.use()
     expect(failureOf(() => expect(petstore).toHaveReceived({ method: 'GET' }))).toBe(

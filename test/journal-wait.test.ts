@@ -43,6 +43,15 @@ describe('requests.waitFor()', () => {
     expect((error as WaitForTimeoutError).arrived.map((entry) => entry.id)).toEqual([2, 3])
   })
 
+  it("points the timeout's stack at the line that called waitFor, not at the timer (a trial user could not tell which wait timed out)", async () => {
+    const petstore = await harness.use()
+    const error = await petstore.requests.waitFor({ operation: 'listOrders' }, { timeout: 10 }).then(() => undefined, (reason: unknown) => reason)
+    expect(error).toBeInstanceOf(WaitForTimeoutError)
+    const frames = (error as Error).stack!.split('\n')
+    expect(frames[0]).toBe(`WaitForTimeoutError: ${(error as Error).message.split('\n')[0]}`)
+    expect(frames.some((frame) => frame.includes('journal-wait.test.ts'))).toBe(true)
+  })
+
   it('rejects with the message the README shows', async () => {
     const petstore = await harness.use()
     const waiting = petstore.requests.waitFor({ operation: 'getPetById' }, { timeout: 300 })

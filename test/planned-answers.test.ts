@@ -103,6 +103,7 @@ describe('petstore.answers (planned answers, in-process)', () => {
     { name: 'a delay beyond the longest', plan: { operation: 'listCategories', delayMs: 60_001 }, message: 'delayMs must be a whole number of milliseconds from 0 to 60000, got 60001' },
     { name: 'a code of another status', plan: { operation: 'listCategories', status: 500, code: 'missing_api_key' }, message: 'code "missing_api_key" is a 401, not a 500; codes of 500: internal_error' },
     { name: 'a code the operation never answers', plan: { operation: 'listCategories', code: 'gone' }, message: 'code "gone" is not an error code listCategories answers; use one of invalid_api_key, missing_api_key, internal_error, service_unavailable, storage_unavailable, write_outcome_unknown, tenant_capacity, over_capacity' },
+    { name: 'a status given as a string (a trial user sent "401")', plan: { operation: 'listCategories', status: '401' }, message: 'status must be an HTTP status as a number (401, not "401"); listCategories answers 200, 401, 500, 503' },
     { name: 'no answer at all', plan: { operation: 'listCategories' }, message: 'a planned answer needs status, code, network or delayMs (what should the answer be?)' },
   ])('refuses $name with invalid_option naming what is allowed', async ({ plan, message }) => {
     const petstore = await harness.use()

@@ -13,10 +13,11 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
 const BLOCKS = [...README.matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ file: file!, code: code! }))
 
-it('marks the Vitest snippet, seeding, the per-file baseline, the journal assertions, the planned answers recipe, a recipe for each stack, the browser worker and a scenario JSON import as tested', () => {
+it('marks the Vitest snippet, seeding, the per-file baseline (its shared petstore module and setup file), the journal assertions, the planned answers recipe, a recipe for each stack, the browser worker and a scenario JSON import as tested', () => {
   expect(BLOCKS.map((block) => block.file)).toEqual([
     'test/package-consumer/readme.test.ts',
     'test/package-consumer/readme.test.ts',
+    'test/shared-setup/petstore.ts',
     'test/shared-setup/setup.ts',
     'test/shared-setup/1-empty-shop.test.ts',
     'test/package-consumer/assertions.test.ts',

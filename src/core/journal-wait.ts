@@ -43,6 +43,8 @@ export class WaitForTimeoutError extends Error {
 
 /** Resolves with the oldest entry matching `match`, waiting up to `timeout` ms for one to arrive. */
 export function waitForEntry(journal: WatchedJournal, match: JournalMatch, timeout: number): Promise<JournalEntry> {
+  // @note Taken now: the timeout's error carries the caller's stack (the test's own line), not the timer's.
+  const callSite = new Error()
   const present = journal.all()
   const found = present.find((entry) => entryMatches(entry, match))
   if (found) return Promise.resolve(found)
@@ -73,7 +75,9 @@ export function waitForEntry(journal: WatchedJournal, match: JournalMatch, timeo
       unsubscribe()
       const arrived = journal.all().filter((entry) => entry.id > lastSeen)
       const listed = arrived.length === 0 ? ' Nothing arrived meanwhile.' : ` Arrived meanwhile (${arrived.length}):\n${arrived.map((entry, i) => `  ${i + 1}: ${describeEntry(entry)}`).join('\n')}`
-      reject(new WaitForTimeoutError(`No request matched ${describeMatch(match)} within ${timeout} ms.${listed}`, arrived))
+      const error = new WaitForTimeoutError(`No request matched ${describeMatch(match)} within ${timeout} ms.${listed}`, arrived)
+      error.stack = `${error.name}: ${error.message}\n${callSite.stack?.split('\n').slice(1).join('\n') ?? ''}`
+      reject(error)
     }, timeout)
   })
 }

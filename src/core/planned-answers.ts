@@ -100,6 +100,9 @@ export function judgeAnswerPlan(input: unknown, maxDelayMs: number): PlanJudgeme
     if (status !== undefined || code !== undefined) return refuse('network drops the connection: it cannot go with status or code')
     value.network = true
   }
+  if (typeof status === 'string' && /^\d+$/.test(status)) {
+    return refuse(`status must be an HTTP status as a number (${status}, not ${show(status)}); ${contract.id} answers ${statuses.join(', ')}`)
+  }
   if (status !== undefined && (typeof status !== 'number' || !statuses.includes(status))) {
     return refuse(`status ${show(status)} is not an outcome of ${contract.method} ${contract.path} (${contract.id}); use one of ${statuses.join(', ')}`)
   }

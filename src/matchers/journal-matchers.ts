@@ -4,6 +4,7 @@
  * print). Their failure messages list what the journal did receive, closest first, as Jest's
  * `toHaveBeenCalledWith` lists the calls.
  */
+import { REDACTED } from '../core/redaction.js'
 import type { JournalEntry, JournalFilter } from '../core/journal.js'
 import { ALL_MATCH_FIELDS, closestFirst, compareEntry, filterOf, matchExtrasProblem, describeEntry, describeMatch, type Equals, type JournalMatch } from '../core/journal-match.js'
 import { describeValue, PetstoreError } from '../errors.js'
@@ -124,7 +125,7 @@ function listing(entries: readonly JournalEntry[], match: JournalMatch, equals: 
   const ordered = closestFirst(entries, match, equals)
   const lines = ordered.slice(0, LISTED).map((entry, i) => {
     const { missed } = compareEntry(entry, match, equals)
-    const verdict = missed.length === 0 ? 'matches' : `differs in ${missed.join(', ')}`
+    const verdict = missed.length === 0 ? 'matches' : `differs in ${missed.join(', ')}${redactedNote(entry, match)}`
     return `${String(i + 1).padStart(8)}: ${describeEntry(entry)} (${verdict})`
   })
   if (ordered.length > LISTED) lines.push(`          … and ${ordered.length - LISTED} more`)
@@ -133,4 +134,11 @@ function listing(entries: readonly JournalEntry[], match: JournalMatch, equals: 
 
 function requests(count: number): string {
   return count === 1 ? '1 request' : `${count} requests`
+}
+
+/** Why a header match cannot hold: the journal keeps credential headers as `[redacted]`. */
+function redactedNote(entry: JournalEntry, match: JournalMatch): string {
+  const asked = typeof match.headers === 'object' && match.headers !== null ? Object.keys(match.headers) : []
+  const redacted = asked.filter((name) => entry.request.headers[name.toLowerCase()] === REDACTED)
+  return redacted.length === 0 ? '' : `; the journal keeps ${redacted.join(', ')} as ${REDACTED}`
 }
