@@ -19,13 +19,15 @@
 #   browser    a Vite build of a page with the worker (no warning, no `node:`), then Playwright
 #              with @msw/playwright in Debian's Chromium, against the build and Vite's dev server
 #   storybook  msw-storybook-addon, a story per scenario, each opened in Chromium
+#   node-test  `node --test` (ESM JavaScript, type-checked with checkJs), msw's setupServer; a JUnit
+#              report (consumer-node-test.xml)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -200,6 +202,14 @@ section_storybook() {
   npx storybook build --quiet --disable-telemetry --output-dir storybook-static >"$log" 2>&1 || { tail -n 40 "$log"; return 1; }
   # Each story opened in Debian's Chromium, with its scenario served by msw-storybook-addon.
   PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-storybook.json" npx playwright test --reporter=list,json
+}
+
+section_node-test() {
+  consumer "$root/test/consumers/node-test" node-test "msw@$MSW" "typescript@$TS" "@types/node@20" || return 1
+  npx tsc -p tsconfig.json || return 1
+  # Node's own runner and reporters: spec on the console, JUnit XML for CI's closing line.
+  node --test --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=junit --test-reporter-destination="$results/consumer-node-test.xml"
 }
 
 status=0

@@ -18,6 +18,7 @@ it('marks the Vitest snippet, a recipe for each stack and the browser worker as 
     'test/consumers/jest/jest.config.js',
     'test/consumers/browser/tests/fixtures.ts',
     'test/consumers/storybook/src/categories.stories.tsx',
+    'test/consumers/node-test/categories.test.js',
     'test/consumers/browser/src/mocks.ts',
   ])
 })
