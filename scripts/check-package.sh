@@ -21,13 +21,15 @@
 #   storybook  msw-storybook-addon, a story per scenario, each opened in Chromium
 #   node-test  `node --test` (ESM JavaScript, type-checked with checkJs), msw's setupServer; a JUnit
 #              report (consumer-node-test.xml)
+#   vitest-browser   Vitest browser mode in Debian's Chromium (@vitest/browser-playwright), the
+#              petstore in msw's Service Worker (setupPetstoreWorker)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -210,6 +212,14 @@ section_node-test() {
   # Node's own runner and reporters: spec on the console, JUnit XML for CI's closing line.
   node --test --test-reporter=spec --test-reporter-destination=stdout \
     --test-reporter=junit --test-reporter-destination="$results/consumer-node-test.xml"
+}
+
+section_vitest-browser() {
+  consumer "$root/test/consumers/vitest-browser" vitest-browser "msw@$MSW" "vitest@$VITEST" "@vitest/browser-playwright@$VITEST" \
+    playwright@1 "typescript@$TS" || return 1
+  npx msw init public --save=false >/dev/null || return 1
+  npx tsc -p tsconfig.json &&
+    npx vitest run --reporter=default --reporter=json --outputFile="$results/consumer-vitest-browser.json"
 }
 
 status=0

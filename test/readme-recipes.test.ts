@@ -19,6 +19,7 @@ it('marks the Vitest snippet, a recipe for each stack and the browser worker as 
     'test/consumers/browser/tests/fixtures.ts',
     'test/consumers/storybook/src/categories.stories.tsx',
     'test/consumers/node-test/categories.test.js',
+    'test/consumers/vitest-browser/src/test-extend.ts',
     'test/consumers/browser/src/mocks.ts',
   ])
 })
