@@ -23,13 +23,14 @@
 #              report (consumer-node-test.xml)
 #   vitest-browser   Vitest browser mode in Debian's Chromium (@vitest/browser-playwright), the
 #              petstore in msw's Service Worker (setupPetstoreWorker)
+#   vue        Vue 3 single-file component, Vitest + jsdom + @testing-library/vue, vue-tsc
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -220,6 +221,13 @@ section_vitest-browser() {
   npx msw init public --save=false >/dev/null || return 1
   npx tsc -p tsconfig.json &&
     npx vitest run --reporter=default --reporter=json --outputFile="$results/consumer-vitest-browser.json"
+}
+
+section_vue() {
+  consumer "$root/test/consumers/vue" vue "msw@$MSW" "vitest@$VITEST" "typescript@$TS" jsdom@26 vue@3 @vitejs/plugin-vue@6 \
+    vue-tsc@3 @testing-library/vue@8 || return 1
+  npx vue-tsc -p tsconfig.json &&
+    npx vitest run --reporter=default --reporter=json --outputFile="$results/consumer-vue.json"
 }
 
 status=0

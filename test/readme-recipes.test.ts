@@ -20,6 +20,7 @@ it('marks the Vitest snippet, a recipe for each stack and the browser worker as 
     'test/consumers/storybook/src/categories.stories.tsx',
     'test/consumers/node-test/categories.test.js',
     'test/consumers/vitest-browser/src/test-extend.ts',
+    'test/consumers/vue/src/categories.test.ts',
     'test/consumers/browser/src/mocks.ts',
   ])
 })

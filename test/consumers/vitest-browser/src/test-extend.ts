@@ -1,7 +1,7 @@
 import { setupPetstoreWorker } from 'petstore-sandbox/browser'
 import { test as base } from 'vitest'
 
-// One worker for the whole run: the Service Worker serves the test page's fetch calls.
+// One worker, started for each test: its Service Worker serves the test page's fetch calls.
 const { worker, petstore } = setupPetstoreWorker({ baseUrl: 'https://api.shop.test/v1', apiKeys: ['t0ken'] })
 
 export const test = base.extend<{ petstore: typeof petstore }>({
