@@ -24,13 +24,16 @@
 #   vitest-browser   Vitest browser mode in Debian's Chromium (@vitest/browser-playwright), the
 #              petstore in msw's Service Worker (setupPetstoreWorker)
 #   vue        Vue 3 single-file component, Vitest + jsdom + @testing-library/vue, vue-tsc
+#   next       Next.js App Router: server-side fetches to `petstore-sandbox serve`, the browser's to the
+#              worker (next/dynamic with ssr: false, started once); `next build` prints no warning;
+#              Playwright in Chromium against `next start`, then `next dev`
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -228,6 +231,25 @@ section_vue() {
     vue-tsc@3 @testing-library/vue@8 || return 1
   npx vue-tsc -p tsconfig.json &&
     npx vitest run --reporter=default --reporter=json --outputFile="$results/consumer-vue.json"
+}
+
+section_next() {
+  consumer "$root/test/consumers/next" next "msw@$MSW" "typescript@$TS" next@16 react@19 react-dom@19 @types/react@19 \
+    @playwright/test@1 "@types/node@20" || return 1
+  npx msw init public --save=false >/dev/null || return 1
+  export NEXT_TELEMETRY_DISABLED=1 NEXT_PUBLIC_API_MOCKING=enabled
+  local log="$work/next-build.log"
+  npx next build >"$log" 2>&1 || { cat "$log"; return 1; }
+  cat "$log"
+  # Clean: no warning (Next marks them ⚠) and no module it cannot resolve (msw/browser on the server).
+  if grep -niE "⚠|warn|can't resolve|cannot resolve" "$log"; then
+    echo "package check: next build printed a warning"
+    return 1
+  fi
+  npx tsc -p tsconfig.json || return 1
+  PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-next.json" npx playwright test --reporter=list,json || return 1
+  # Again on `next dev`, where React's StrictMode runs the worker's effect twice.
+  NEXT_DEV=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-next-dev.json" npx playwright test --reporter=list,json
 }
 
 status=0
