@@ -21,6 +21,8 @@ it('marks the Vitest snippet, a recipe for each stack and the browser worker as 
     'test/consumers/node-test/categories.test.js',
     'test/consumers/vitest-browser/src/test-extend.ts',
     'test/consumers/vue/src/categories.test.ts',
+    'test/consumers/next/app/petstore-mocks.tsx',
+    'test/consumers/next/app/petstore-worker.tsx',
     'test/consumers/browser/src/mocks.ts',
   ])
 })
