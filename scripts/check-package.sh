@@ -27,13 +27,15 @@
 #   next       Next.js App Router: server-side fetches to `petstore-sandbox serve`, the browser's to the
 #              worker (next/dynamic with ssr: false, started once); `next build` prints no warning;
 #              Playwright in Chromium against `next start`, then `next dev`
+#   angular    Angular's `ng test` (the unit-test builder with Vitest and jsdom), HttpClient; Angular 22
+#              needs Node 22 (from the npm registry's `node` package, as for msw3)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -250,6 +252,18 @@ section_next() {
   PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-next.json" npx playwright test --reporter=list,json || return 1
   # Again on `next dev`, where React's StrictMode runs the worker's effect twice.
   NEXT_DEV=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-next-dev.json" npx playwright test --reporter=list,json
+}
+
+section_angular() {
+  local node
+  node="$(npx --yes -p node@22 node -p process.execPath 2>/dev/null | tail -n 1)"
+  [ -x "$node" ] || { echo "package check: no Node 22 from the npm registry"; return 1; }
+  consumer "$root/test/consumers/angular" angular "msw@$MSW" "vitest@$VITEST" jsdom@27 typescript@~6.0 @angular/core@22 \
+    @angular/common@22 @angular/compiler@22 @angular/platform-browser@22 @angular/build@22 @angular/cli@22 \
+    @angular/compiler-cli@22 rxjs@7 tslib@2 || return 1
+  NG_CLI_ANALYTICS=false "$node" node_modules/@angular/cli/bin/ng.js test --watch=false --reporters=default --reporters=json \
+    --output-file="$results/consumer-angular.json"
+  echo "package check: Angular $(node -p "require('./node_modules/@angular/core/package.json').version") on Node $("$node" -v)"
 }
 
 status=0
