@@ -29,13 +29,15 @@
 #              Playwright in Chromium against `next start`, then `next dev`
 #   angular    Angular's `ng test` (the unit-test builder with Vitest and jsdom), HttpClient; Angular 22
 #              needs Node 22 (from the npm registry's `node` package, as for msw3)
+#   bun        `bun test` with msw 2 (the `bun` npm package carries Bun's binary); a JUnit report
+#              (consumer-bun.xml)
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular bun)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -264,6 +266,15 @@ section_angular() {
   NG_CLI_ANALYTICS=false "$node" node_modules/@angular/cli/bin/ng.js test --watch=false --reporters=default --reporters=json \
     --output-file="$results/consumer-angular.json"
   echo "package check: Angular $(node -p "require('./node_modules/@angular/core/package.json').version") on Node $("$node" -v)"
+}
+
+section_bun() {
+  # msw 2: under Bun, msw 3's interceptors fail to install ("Failed to replace a global value at
+  # _wrapHandle") and every request reaches the network.
+  consumer "$root/test/consumers/bun" bun "msw@$MSW" bun@1 @types/bun@1 "typescript@$TS" || return 1
+  npx tsc -p tsconfig.json || return 1
+  ./node_modules/.bin/bun test --reporter=junit --reporter-outfile="$results/consumer-bun.xml" || return 1
+  echo "package check: bun test with msw $(node -p "require('./node_modules/msw/package.json').version") on Bun $(./node_modules/.bin/bun --version)"
 }
 
 status=0
