@@ -31,13 +31,16 @@
 #              needs Node 22 (from the npm registry's `node` package, as for msw3)
 #   bun        `bun test` with msw 2 (the `bun` npm package carries Bun's binary); a JUnit report
 #              (consumer-bun.xml)
+#   pact       @pactflow/pact-msw-adapter records the petstore's answers as a Pact file (Node 22, which
+#              the adapter needs); a second run checks the file against the package's OpenAPI document;
+#              with msw 2, then msw 3
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular bun)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular bun pact)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -275,6 +278,27 @@ section_bun() {
   npx tsc -p tsconfig.json || return 1
   ./node_modules/.bin/bun test --reporter=junit --reporter-outfile="$results/consumer-bun.xml" || return 1
   echo "package check: bun test with msw $(node -p "require('./node_modules/msw/package.json').version") on Bun $(./node_modules/.bin/bun --version)"
+}
+
+section_pact() {
+  local node
+  node="$(npx --yes -p node@22 node -p process.execPath 2>/dev/null | tail -n 1)"
+  [ -x "$node" ] || { echo "package check: no Node 22 from the npm registry"; return 1; }
+  consumer "$root/test/consumers/pact" pact "msw@$MSW" "vitest@$VITEST" @pactflow/pact-msw-adapter@4 "typescript@$TS" "@types/node@22" || return 1
+  npx tsc -p tsconfig.json || return 1
+  pact_run() {
+    rm -rf pacts
+    "$node" node_modules/vitest/vitest.mjs run src/categories.pact.test.ts --reporter=default --reporter=json \
+      --outputFile="$results/consumer-pact$1.json" || return 1
+    "$node" node_modules/vitest/vitest.mjs run src/pact-file.test.ts --reporter=default --reporter=json \
+      --outputFile="$results/consumer-pact-file$1.json"
+  }
+  pact_run "" || return 1
+  # Again with msw 3.
+  local msw3
+  msw3="$(node -p "require('$root/package.json').peerDependencies.msw.split('||').pop().trim()")"
+  npm install --no-audit --no-fund --silent --no-package-lock "msw@$msw3" >/dev/null 2>&1 && npx tsc -p tsconfig.json && pact_run -msw3 &&
+    echo "package check: the Pact adapter records the petstore with msw $MSW and $(node -p "require('./node_modules/msw/package.json').version")"
 }
 
 status=0

@@ -25,6 +25,7 @@ it('marks the Vitest snippet, a recipe for each stack and the browser worker as 
     'test/consumers/next/app/petstore-worker.tsx',
     'test/consumers/angular/src/app/categories.spec.ts',
     'test/consumers/bun/categories.test.ts',
+    'test/consumers/pact/src/categories.pact.test.ts',
     'test/consumers/browser/src/mocks.ts',
   ])
 })
