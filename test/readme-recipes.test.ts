@@ -11,7 +11,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
 const BLOCKS = [...README.matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ file: file!, code: code! }))
 
-it('marks the Vitest snippet, a recipe for each stack and the browser worker as tested', () => {
+it('marks the Vitest snippet, a recipe for each stack, the browser worker and the scenario file as tested', () => {
   expect(BLOCKS.map((block) => block.file)).toEqual([
     'test/package-consumer/readme.test.ts',
     'test/consumers/react/src/categories.test.tsx',
@@ -27,6 +27,7 @@ it('marks the Vitest snippet, a recipe for each stack and the browser worker as 
     'test/consumers/bun/categories.test.ts',
     'test/consumers/pact/src/categories.pact.test.ts',
     'test/consumers/browser/src/mocks.ts',
+    'test/consumers/node-test/scenarios/shop.json',
   ])
 })
 
