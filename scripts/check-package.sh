@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packs the package once (`npm pack` builds it through `prepare`) and installs the tarball into
 # fresh projects outside this tree, one per stack teams use; each must type-check and pass its
-# tests. Every run writes a JSON report to test-results/consumer-<name>.json, which CI's closing
-# "N passed, N failed" line adds up (a missing report counts as a failure).
+# tests. Every run writes a report to test-results/consumer-<name>.json (JUnit XML in
+# consumer-<name>.xml for `node --test` and `bun test`), which CI's closing "N passed, N failed"
+# line adds up (a missing report counts as a failure).
 #
 #   bash scripts/check-package.sh                 every section
 #   bash scripts/check-package.sh jest29 browser  some of them

@@ -31,21 +31,30 @@ async function freePort(): Promise<number> {
 }
 
 export default async function globalSetup(): Promise<() => Promise<void>> {
-  const sandbox = start('node_modules/.bin/petstore-sandbox', ['serve', '--port', '0', '--api-key', 't0ken'])
-  const api = await until('petstore-sandbox serve', () => /API +(http:\/\/\S+)/.exec(sandbox.output())?.[1], sandbox.output)
+  const started: ChildProcess[] = []
+  const stop = async () => {
+    for (const child of started.reverse()) if (child.pid && child.exitCode === null) process.kill(-child.pid, 'SIGTERM')
+  }
+  try {
+    const sandbox = start('node_modules/.bin/petstore-sandbox', ['serve', '--port', '0', '--api-key', 't0ken'])
+    started.push(sandbox.child)
+    const api = await until('petstore-sandbox serve', () => /API +(http:\/\/\S+)/.exec(sandbox.output())?.[1], sandbox.output)
 
-  const port = await freePort()
-  const mode = process.env['NEXT_DEV'] === '1' ? 'dev' : 'start'
-  const next = start('node_modules/.bin/next', [mode, '--port', String(port), '--hostname', '127.0.0.1'], {
-    PETSTORE_API_URL: api,
-    PETSTORE_API_KEY: 't0ken',
-  })
-  const app = `http://127.0.0.1:${port}`
-  await until(`next ${mode}`, async () => ((await fetch(app).catch(() => undefined))?.ok ? true : undefined), next.output)
+    const port = await freePort()
+    const mode = process.env['NEXT_DEV'] === '1' ? 'dev' : 'start'
+    const next = start('node_modules/.bin/next', [mode, '--port', String(port), '--hostname', '127.0.0.1'], {
+      PETSTORE_API_URL: api,
+      PETSTORE_API_KEY: 't0ken',
+    })
+    started.push(next.child)
+    const app = `http://127.0.0.1:${port}`
+    await until(`next ${mode}`, async () => ((await fetch(app).catch(() => undefined))?.ok ? true : undefined), next.output)
 
-  process.env['APP_URL'] = app
-  process.env['PETSTORE_API_URL'] = api
-  return async () => {
-    for (const { child } of [next, sandbox]) if (child.pid) process.kill(-child.pid, 'SIGTERM')
+    process.env['APP_URL'] = app
+    process.env['PETSTORE_API_URL'] = api
+    return stop
+  } catch (error) {
+    await stop() // nothing left running when a server fails to start
+    throw error
   }
 }
