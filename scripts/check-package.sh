@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Packs the package once (`npm pack` builds it through `prepare`) and installs the tarball into
 # fresh projects outside this tree, one per stack teams use; each must type-check and pass its
-# tests. Every run writes a JSON report to test-results/consumer-<name>.json, which CI's closing
-# "N passed, N failed" line adds up (a missing report counts as a failure).
+# tests. Every run writes a report to test-results/consumer-<name>.json (JUnit XML in
+# consumer-<name>.xml for `node --test` and `bun test`), which CI's closing "N passed, N failed"
+# line adds up (a missing report counts as a failure).
 #
 #   bash scripts/check-package.sh                 every section
 #   bash scripts/check-package.sh jest29 browser  some of them
@@ -19,13 +20,28 @@
 #   browser    a Vite build of a page with the worker (no warning, no `node:`), then Playwright
 #              with @msw/playwright in Debian's Chromium, against the build and Vite's dev server
 #   storybook  msw-storybook-addon, a story per scenario, each opened in Chromium
+#   node-test  `node --test` (ESM JavaScript, type-checked with checkJs), msw's setupServer; a JUnit
+#              report (consumer-node-test.xml)
+#   vitest-browser   Vitest browser mode in Debian's Chromium (@vitest/browser-playwright), the
+#              petstore in msw's Service Worker (setupPetstoreWorker)
+#   vue        Vue 3 single-file component, Vitest + jsdom + @testing-library/vue, vue-tsc
+#   next       Next.js App Router: server-side fetches to `petstore-sandbox serve`, the browser's to the
+#              worker (next/dynamic with ssr: false, started once); `next build` prints no warning;
+#              Playwright in Chromium against `next start`, then `next dev`
+#   angular    Angular's `ng test` (the unit-test builder with Vitest and jsdom), HttpClient; Angular 22
+#              needs Node 22 (from the npm registry's `node` package, as for msw3)
+#   bun        `bun test` with msw 2 (the `bun` npm package carries Bun's binary); a JUnit report
+#              (consumer-bun.xml)
+#   pact       @pactflow/pact-msw-adapter records the petstore's answers as a Pact file (Node 22, which
+#              the adapter needs); a second run checks the file against the package's OpenAPI document;
+#              with msw 2, then msw 3
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular bun pact)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -201,6 +217,90 @@ section_storybook() {
   npx storybook build --quiet --disable-telemetry --output-dir storybook-static >"$log" 2>&1 || { tail -n 40 "$log"; return 1; }
   # Each story opened in Debian's Chromium, with its scenario served by msw-storybook-addon.
   PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-storybook.json" npx playwright test --reporter=list,json
+}
+
+section_node-test() {
+  consumer "$root/test/consumers/node-test" node-test "msw@$MSW" "typescript@$TS" "@types/node@20" || return 1
+  npx tsc -p tsconfig.json || return 1
+  # Node's own runner and reporters: spec on the console, JUnit XML for CI's closing line.
+  node --test --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=junit --test-reporter-destination="$results/consumer-node-test.xml"
+}
+
+section_vitest-browser() {
+  consumer "$root/test/consumers/vitest-browser" vitest-browser "msw@$MSW" "vitest@$VITEST" "@vitest/browser-playwright@$VITEST" \
+    playwright@1 "typescript@$TS" || return 1
+  npx msw init public --save=false >/dev/null || return 1
+  npx tsc -p tsconfig.json &&
+    npx vitest run --reporter=default --reporter=json --outputFile="$results/consumer-vitest-browser.json"
+}
+
+section_vue() {
+  consumer "$root/test/consumers/vue" vue "msw@$MSW" "vitest@$VITEST" "typescript@$TS" jsdom@26 vue@3 @vitejs/plugin-vue@6 \
+    vue-tsc@3 @testing-library/vue@8 || return 1
+  npx vue-tsc -p tsconfig.json &&
+    npx vitest run --reporter=default --reporter=json --outputFile="$results/consumer-vue.json"
+}
+
+section_next() {
+  consumer "$root/test/consumers/next" next "msw@$MSW" "typescript@$TS" next@16 react@19 react-dom@19 @types/react@19 \
+    @playwright/test@1 "@types/node@20" || return 1
+  npx msw init public --save=false >/dev/null || return 1
+  export NEXT_TELEMETRY_DISABLED=1 NEXT_PUBLIC_API_MOCKING=enabled
+  local log="$work/next-build.log"
+  npx next build >"$log" 2>&1 || { cat "$log"; return 1; }
+  cat "$log"
+  # Clean: no warning (Next marks them ⚠) and no module it cannot resolve (msw/browser on the server).
+  if grep -niE "⚠|warn|can't resolve|cannot resolve" "$log"; then
+    echo "package check: next build printed a warning"
+    return 1
+  fi
+  npx tsc -p tsconfig.json || return 1
+  PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-next.json" npx playwright test --reporter=list,json || return 1
+  # Again on `next dev`, where React's StrictMode runs the worker's effect twice.
+  NEXT_DEV=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-next-dev.json" npx playwright test --reporter=list,json
+}
+
+section_angular() {
+  local node
+  node="$(npx --yes -p node@22 node -p process.execPath 2>/dev/null | tail -n 1)"
+  [ -x "$node" ] || { echo "package check: no Node 22 from the npm registry"; return 1; }
+  consumer "$root/test/consumers/angular" angular "msw@$MSW" "vitest@$VITEST" jsdom@27 typescript@~6.0 @angular/core@22 \
+    @angular/common@22 @angular/compiler@22 @angular/platform-browser@22 @angular/build@22 @angular/cli@22 \
+    @angular/compiler-cli@22 rxjs@7 tslib@2 || return 1
+  NG_CLI_ANALYTICS=false "$node" node_modules/@angular/cli/bin/ng.js test --watch=false --reporters=default --reporters=json \
+    --output-file="$results/consumer-angular.json"
+  echo "package check: Angular $(node -p "require('./node_modules/@angular/core/package.json').version") on Node $("$node" -v)"
+}
+
+section_bun() {
+  # msw 2: under Bun, msw 3's interceptors fail to install ("Failed to replace a global value at
+  # _wrapHandle") and every request reaches the network.
+  consumer "$root/test/consumers/bun" bun "msw@$MSW" bun@1 @types/bun@1 "typescript@$TS" || return 1
+  npx tsc -p tsconfig.json || return 1
+  ./node_modules/.bin/bun test --reporter=junit --reporter-outfile="$results/consumer-bun.xml" || return 1
+  echo "package check: bun test with msw $(node -p "require('./node_modules/msw/package.json').version") on Bun $(./node_modules/.bin/bun --version)"
+}
+
+section_pact() {
+  local node
+  node="$(npx --yes -p node@22 node -p process.execPath 2>/dev/null | tail -n 1)"
+  [ -x "$node" ] || { echo "package check: no Node 22 from the npm registry"; return 1; }
+  consumer "$root/test/consumers/pact" pact "msw@$MSW" "vitest@$VITEST" @pactflow/pact-msw-adapter@4 "typescript@$TS" "@types/node@22" || return 1
+  npx tsc -p tsconfig.json || return 1
+  pact_run() {
+    rm -rf pacts
+    "$node" node_modules/vitest/vitest.mjs run src/categories.pact.test.ts --reporter=default --reporter=json \
+      --outputFile="$results/consumer-pact$1.json" || return 1
+    "$node" node_modules/vitest/vitest.mjs run src/pact-file.test.ts --reporter=default --reporter=json \
+      --outputFile="$results/consumer-pact-file$1.json"
+  }
+  pact_run "" || return 1
+  # Again with msw 3.
+  local msw3
+  msw3="$(node -p "require('$root/package.json').peerDependencies.msw.split('||').pop().trim()")"
+  npm install --no-audit --no-fund --silent --no-package-lock "msw@$msw3" >/dev/null 2>&1 && npx tsc -p tsconfig.json && pact_run -msw3 &&
+    echo "package check: the Pact adapter records the petstore with msw $MSW and $(node -p "require('./node_modules/msw/package.json').version")"
 }
 
 status=0

@@ -1,5 +1,5 @@
 // Prints the closing "N passed, N failed" line from the JSON reports of vitest and Jest (same
-// shape) and Playwright (`stats`): the main suite's and the packed-package consumers' (CI reads
+// shape) and Playwright (`stats`), and from JUnit XML (`node --test`, `bun test`): the main suite's and the packed-package consumers' (CI reads
 // it). A report that is missing counts as a failure. Each failed test is named, with the first
 // lines of its error, just above that line: CI's record keeps only the end of the output.
 import { readFileSync } from 'node:fs'
@@ -31,6 +31,29 @@ function playwrightFailures(suites, file, titles = []) {
   }
 }
 
+const attribute = (attributes, name) =>
+  (new RegExp(`\\b${name}="([^"]*)"`).exec(attributes)?.[1] ?? '')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, '&')
+
+/** A JUnit report's counts: each `<testcase>` failed with a `<failure>` or `<error>`, skipped with a `<skipped>`. */
+function junitCounts(xml, file) {
+  const counts = { passed: 0, failed: 0, skipped: 0 }
+  for (const [, attributes = '', body = ''] of xml.matchAll(/<testcase\b([^>]*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const problem = /<(failure|error)\b([^>]*)>?/.exec(body)
+    if (problem) {
+      counts.failed++
+      const message = attribute(problem[2] ?? '', 'message') || body.replace(/<[^>]*>/g, '')
+      named.push(`${file}: ${attribute(attributes, 'classname')} › ${attribute(attributes, 'name')}: ${firstLines(message)}`)
+    } else if (/<skipped\b/.test(body)) counts.skipped++
+    else counts.passed++
+  }
+  return counts
+}
+
 const files = process.argv.length > 2 ? process.argv.slice(2) : ['test-results/results.json']
 let passed = 0
 let failed = 0
@@ -39,7 +62,20 @@ let total = 0
 for (const file of files) {
   let report
   try {
-    report = JSON.parse(readFileSync(file, 'utf8'))
+    const text = readFileSync(file, 'utf8')
+    if (text.trimStart().startsWith('<')) {
+      const counts = junitCounts(text, file)
+      if (counts.passed + counts.failed + counts.skipped === 0) {
+        named.push(`${file}: the report holds no test`)
+        failed++
+      }
+      passed += counts.passed
+      failed += counts.failed
+      skipped += counts.skipped
+      total += counts.passed + counts.failed + counts.skipped
+      continue
+    }
+    report = JSON.parse(text)
   } catch (error) {
     console.error(`No test results at ${file}: ${error.message}`)
     named.push(`${file}: no report (${error.message.split('\n')[0]})`)

@@ -13,7 +13,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
 const BLOCKS = [...README.matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ file: file!, code: code! }))
 
-it('marks the Vitest snippet, seeding, the per-file baseline (its shared petstore module and setup file), the journal assertions, the planned answers recipe, a recipe for each stack, the browser worker and a scenario JSON import as tested', () => {
+it('marks the Vitest snippet, seeding, the per-file baseline (its shared petstore module and setup file), the journal assertions, the planned answers recipe, a recipe for each stack, the browser worker, the scenario file and a scenario JSON import as tested', () => {
   expect(BLOCKS.map((block) => block.file)).toEqual([
     'test/package-consumer/readme.test.ts',
     'test/package-consumer/readme.test.ts',
@@ -27,7 +27,16 @@ it('marks the Vitest snippet, seeding, the per-file baseline (its shared petstor
     'test/consumers/jest/jest.config.js',
     'test/consumers/browser/tests/fixtures.ts',
     'test/consumers/storybook/src/categories.stories.tsx',
+    'test/consumers/node-test/categories.test.js',
+    'test/consumers/vitest-browser/src/test-extend.ts',
+    'test/consumers/vue/src/categories.test.ts',
+    'test/consumers/next/app/petstore-mocks.tsx',
+    'test/consumers/next/app/petstore-worker.tsx',
+    'test/consumers/angular/src/app/categories.spec.ts',
+    'test/consumers/bun/categories.test.ts',
+    'test/consumers/pact/src/categories.pact.test.ts',
     'test/consumers/browser/src/mocks.ts',
+    'test/consumers/node-test/scenarios/shop.json',
     'test/package-consumer/scenario-file.test.ts',
   ])
 })
@@ -41,11 +50,11 @@ it('imports what the Vitest snippet uses from vitest, so it runs in a default Vi
   expect(snippet).toContain("import { afterAll, afterEach, beforeAll, expect, it } from 'vitest'")
 })
 
-it("points the scenario example's $schema into the installed package, at a file the package ships", () => {
+it("points the scenario example's $schema (a file in the project's scenarios/) into the installed package, at a file the package ships", () => {
   const example = /## Scenarios[\s\S]*?```json\n([\s\S]*?)```/.exec(README)?.[1]
   const scenario = ScenarioFileSchema.parse(JSON.parse(example ?? 'null'))
-  const inPackage = scenario.$schema?.replace(/^\.\/node_modules\/petstore-sandbox\//, '') ?? ''
-  expect(scenario.$schema).toBe(`./node_modules/petstore-sandbox/${inPackage}`)
+  const inPackage = scenario.$schema?.replace(/^\.\.\/node_modules\/petstore-sandbox\//, '') ?? ''
+  expect(scenario.$schema).toBe(`../node_modules/petstore-sandbox/${inPackage}`)
   expect(existsSync(join(ROOT, inPackage))).toBe(true)
   const shipped = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files
   expect(shipped).toContain(inPackage.split('/')[0])
