@@ -6,7 +6,8 @@
  *
  * Keys (with the tenant's hash tag): `journal` (entries as JSON, oldest first), `jsizes` (each
  * entry's weight, in step with `journal`), `jmeta` (`seq`: the last id, `bytes`: the weight held).
- * Recording is one script, so the caps hold whatever replicas write at once.
+ * With a store budget, also the usage hash and the journal weights (`Pjweights`), shared by all
+ * tenants: see {@link RECORD}. Recording is one script, so the caps hold whatever replicas write at once.
  */
 import {
   DEFAULT_JOURNAL_BYTES,

@@ -11,7 +11,9 @@
  * - `P{id}:cats` list: the categories as JSON, in creation order;
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
- * - `Ptenants` sorted set: the tenant registry, id → last write (ms).
+ * - `Ptenants` sorted set: the tenant registry, id → last write (ms);
+ * - with a store budget, `Pusage` hash (what tenants hold) and `Pjweights` sorted set (each
+ *   tenant's journal weight).
  *
  * Every write is one Lua script on one tenant's keys: Redis runs a script alone, so a create's id
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
@@ -72,11 +74,11 @@ export interface RedisStorageOptions {
    * scripts that write them: a create or a scenario switch past it, or into room kept for other
    * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
-   * about twice this): past it, a journal above its share (that budget over the tenants holding a
-   * journal, never under the floor) drops its oldest entries down to it, and a tenant holding
-   * none records nothing (nor when one more journal would take the share under the floor). So
-   * no request, refused or not, takes room from
-   * any tenant's data. Not enforced on a Redis Cluster (a script cannot count across slots; the
+   * about twice this), which they never pass: past it, the journal recording drops its oldest
+   * entries down to its share (that budget over the tenants holding a journal slot, never under
+   * the floor), then the largest journals above their floor drop theirs (`redis-journal.ts`). So
+   * no request, refused or not, takes room from any tenant's data, and a tenant within its floor
+   * is always journaled. Not enforced on a Redis Cluster (a script cannot count across slots; the
    * operator is told).
    * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
    */

@@ -454,6 +454,22 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await usage('!claimed')).toBe(floor)
   })
 
+  it('moves the journal weights an older version kept in the usage hash into their sorted set at the sweep, and counts them', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: 1024 * 1024 })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    const id = tenantId('partner')
+    const weight = (await redis.cli('ZSCORE', 'petstore-sandbox:jweights', id)).trim()
+    expect(Number(weight)).toBeGreaterThan(0)
+    // The usage hash as the version before the sorted set left it.
+    await redis.cli('DEL', 'petstore-sandbox:jweights')
+    await redis.cli('HSET', 'petstore-sandbox:usage', `${id}:j`, weight, '!jtenants', '1', '!journals', '0')
+    await sandbox.sandbox.tenants.expireIdle(30 * DAY_MS)
+    expect((await redis.cli('ZSCORE', 'petstore-sandbox:jweights', id)).trim()).toBe(weight)
+    expect((await redis.cli('HKEYS', 'petstore-sandbox:usage')).trim().split('\n').sort()).toEqual(['!claimed', '!journals', '!total', id].sort())
+    expect((await journalHoldings(redis)).counted).toBe(Number(weight))
+  })
+
   it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
