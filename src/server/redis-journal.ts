@@ -6,7 +6,8 @@
  *
  * Keys (with the tenant's hash tag): `journal` (entries as JSON, oldest first), `jsizes` (each
  * entry's weight, in step with `journal`), `jmeta` (`seq`: the last id, `bytes`: the weight held).
- * Recording is one script, so the caps hold whatever replicas write at once.
+ * With a store budget, also the usage hash and the journal weights (`Pjweights`), shared by all
+ * tenants: see {@link RECORD}. Recording is one script, so the caps hold whatever replicas write at once.
  */
 import {
   DEFAULT_JOURNAL_BYTES,
@@ -24,22 +25,33 @@ import type { TenantKeys } from './redis-storage.js'
 import { tenantFloorBytes } from './stored-bytes.js'
 
 /**
- * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories, then the usage hash with a
- * store budget. ARGV: the entry's JSON after its `{`, prefixed with a comma; its weight; the entry
- * limit; the byte budget; ttl ms; the journals' budget (the store budget); the tenant's id; the
- * journal floor (`tenantFloorBytes` of the journals' budget).
+ * Lua: the keys of tenant `id`'s journal, `kind` being `journal`, `jsizes` or `jmeta`, from the
+ * key prefix ARGV[`prefix`] (as `RedisStorage.keys` names them).
+ */
+const otherKey = (prefix: number, id: string, kind: string) => `ARGV[${prefix}] .. '{' .. ${id} .. '}:${kind}'`
+
+/**
+ * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories, then with a store budget
+ * the usage hash and the journal weights (sorted set). ARGV: the entry's JSON after its `{`,
+ * prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; the journals'
+ * budget (the store budget); the tenant's id; the journal floor (`tenantFloorBytes` of the
+ * journals' budget); the key prefix.
  * With a store budget, journals are counted apart from data (so a request never takes room from
- * any tenant's categories): the journal's weight in the usage hash as `<id>:j`, all journals'
- * as `!journals`, how many tenants hold one as `!jtenants`. When the journals together pass their
- * budget, this journal drops its oldest entries down to its share (the budget over the tenants
- * holding one; the newest always stays): a tenant whose journal is within its share keeps it,
- * whatever other keys' requests left in theirs. A tenant holding no journal records nothing while
- * the journals are past their budget, so that new keys cannot grow Redis by a newest entry each
- * (re-attack: 1,200 new keys' GETs took Redis to maxmemory), nor once one more holder would make
- * the share smaller than the floor: so a share never falls under the floor, and a flood of new
- * keys cannot cut a partner's journal below it.
- * Returns the entry's id (0 when the limit is 0: nothing is kept). A request is a use: the
- * tenant's `used` time and the TTL of all its keys are renewed, so only an unused tenant expires.
+ * any tenant's categories): all journals' weight in the usage hash as `!journals`, each tenant's
+ * in the sorted set `jweights` (tenant id → weight). A tenant there holds a **slot**: it keeps it
+ * once journaled, with a weight of 0 after a clear, until its journal's keys expire or it is
+ * deleted; a new tenant gets one only while the floors of all slots fit in the budget. Past the
+ * budget, room is made in this order, the whole decision in this script so that replicas agree:
+ * - the recording journal drops its oldest entries while it is above its share (the budget over
+ *   the slots; never under the floor, as slots are bounded); its newest entry alone above its
+ *   share is not recorded;
+ * - then the largest journals above their floor drop their oldest entries, one at a time, the
+ *   largest first, until the new entry fits: a journal within its floor is never cut for another.
+ * So a tenant below its floor always records, whatever other keys' requests left in their
+ * journals, and the journals never hold more than their budget (issue 20 attack2 F6: a partner
+ * that cleared its journal was never journaled again while junk keys' journals filled the budget).
+ * Returns the entry's id (0 when nothing is kept). A request is a use: the tenant's `used` time
+ * and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
 const RECORD = redisScript(`
 local limit = tonumber(ARGV[3])
@@ -53,35 +65,65 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   end
 end
 if limit == 0 then return 0 end
-if KEYS[6] and not redis.call('HGET', KEYS[6], ARGV[7] .. ':j') then
-  local full = tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') + tonumber(ARGV[2]) > tonumber(ARGV[6])
-  if full or (tonumber(redis.call('HGET', KEYS[6], '!jtenants') or '0') + 1) * tonumber(ARGV[8]) > tonumber(ARGV[6]) then return 0 end
-end
-local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
-local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
-redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])
-local n = redis.call('RPUSH', KEYS[2], ARGV[2])
+local size = tonumber(ARGV[2])
 local budget = tonumber(ARGV[4])
+local n = redis.call('LLEN', KEYS[2]) + 1
+local bytes = tonumber(redis.call('HGET', KEYS[3], 'bytes') or '0') + size
 local old = 0
 local others = 0
-local holders = 1
+local room = math.huge
+local share = math.huge
+local floor = 0
 if KEYS[6] then
-  old = tonumber(redis.call('HGET', KEYS[6], ARGV[7] .. ':j') or '0')
+  room = tonumber(ARGV[6])
+  floor = tonumber(ARGV[8])
+  local held = redis.call('ZSCORE', KEYS[7], ARGV[7])
+  local slots = redis.call('ZCARD', KEYS[7])
+  if not held then
+    if (slots + 1) * floor > room then return 0 end
+    slots = slots + 1
+  end
+  old = tonumber(held or '0')
   others = tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') - old
-  holders = tonumber(redis.call('HGET', KEYS[6], '!jtenants') or '0')
-  if old == 0 then holders = holders + 1 end
+  share = math.max(floor, math.floor(room / slots))
 end
-local over = KEYS[6] and others + bytes > tonumber(ARGV[6])
-local share = math.floor(tonumber(ARGV[6]) / math.max(holders, 1))
 local drop = 0
-while n - drop > 1 and (n - drop > limit or bytes > budget or (over and bytes > share)) do
+while n - drop > 1 and (n - drop > limit or bytes > budget or (others + bytes > room and bytes > share)) do
   bytes = bytes - tonumber(redis.call('LINDEX', KEYS[2], drop))
   drop = drop + 1
 end
+if others + bytes > room then
+  if bytes > share then return 0 end
+  local need = others + bytes - room
+  while need > 0 do
+    local top = redis.call('ZREVRANGEBYSCORE', KEYS[7], '+inf', '(' .. string.format('%d', floor), 'WITHSCORES', 'LIMIT', 0, 2)
+    local u, weight = top[1], top[2]
+    if u == ARGV[7] then u, weight = top[3], top[4] end
+    if not u then break end
+    weight = tonumber(weight)
+    local oldest = redis.call('LPOP', ${otherKey(9, 'u', 'jsizes')})
+    local gone = weight
+    if oldest then
+      redis.call('LPOP', ${otherKey(9, 'u', 'journal')})
+      gone = math.min(weight, tonumber(oldest))
+      if redis.call('EXISTS', ${otherKey(9, 'u', 'jmeta')}) == 1 then redis.call('HSET', ${otherKey(9, 'u', 'jmeta')}, 'bytes', string.format('%d', weight - gone)) end
+    end
+    redis.call('ZADD', KEYS[7], string.format('%d', weight - gone), u)
+    others = others - gone
+    need = need - gone
+  end
+  if need > 0 then
+    redis.call('HSET', KEYS[6], '!journals', string.format('%d', others + old))
+    return 0
+  end
+end
+local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
+redis.call('HSET', KEYS[3], 'bytes', string.format('%d', bytes))
+redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])
+redis.call('RPUSH', KEYS[2], ARGV[2])
 if drop > 0 then
   redis.call('LTRIM', KEYS[1], drop, -1)
   redis.call('LTRIM', KEYS[2], drop, -1)
-  redis.call('HSET', KEYS[3], 'bytes', string.format('%d', bytes))
 end
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[1], ttl)
@@ -90,30 +132,33 @@ if ttl > 0 then
 end
 if KEYS[6] then
   redis.call('HSET', KEYS[6], '!journals', string.format('%d', others + bytes))
-  if bytes > 0 then redis.call('HSET', KEYS[6], ARGV[7] .. ':j', string.format('%d', bytes)) else redis.call('HDEL', KEYS[6], ARGV[7] .. ':j') end
-  if old == 0 and bytes > 0 then redis.call('HINCRBY', KEYS[6], '!jtenants', 1) end
-  if old > 0 and bytes == 0 then redis.call('HINCRBY', KEYS[6], '!jtenants', -1) end
+  redis.call('ZADD', KEYS[7], string.format('%d', bytes), ARGV[7])
 end
 return id
 `)
 
 /**
- * Lua: gives back what the journal of tenant ARGV[`arg`] counts in the usage hash `usage` (its
- * `<id>:j` entry, `!journals`, `!jtenants`), leaving the bytes in a local `held`.
+ * Lua: gives back the slot of tenant ARGV[`arg`] in the journal weights `weights`, and what its
+ * journal counts in the usage hash `usage` (`!journals`), leaving the bytes in a local `held`.
  */
-export const releaseJournal = (usage: string, arg: number) => `local held = tonumber(redis.call('HGET', ${usage}, ARGV[${arg}] .. ':j') or '0')
-  redis.call('HDEL', ${usage}, ARGV[${arg}] .. ':j')
-  if held > 0 then
-    redis.call('HINCRBY', ${usage}, '!journals', string.format('%d', -held))
-    redis.call('HINCRBY', ${usage}, '!jtenants', -1)
-  end`
+export const releaseJournal = (usage: string, weights: string, arg: number) => `local held = tonumber(redis.call('ZSCORE', ${weights}, ARGV[${arg}]) or '0')
+  redis.call('ZREM', ${weights}, ARGV[${arg}])
+  if held > 0 then redis.call('HINCRBY', ${usage}, '!journals', string.format('%d', -held)) end`
 
-/** Empties the journal; the id sequence goes on. With a store budget, KEYS[4] is the usage hash and ARGV[1] the tenant's id. */
+/**
+ * Empties the journal; the id sequence goes on. With a store budget, KEYS[4] is the usage hash,
+ * KEYS[5] the journal weights and ARGV[1] the tenant's id: the tenant keeps its slot, weighing 0
+ * (so a partner that clears its journal records again whatever other keys hold).
+ */
 const CLEAR = redisScript(`
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
 if KEYS[4] then
-  ${releaseJournal('KEYS[4]', 1)}
+  local held = redis.call('ZSCORE', KEYS[5], ARGV[1])
+  if held then
+    redis.call('ZADD', KEYS[5], 0, ARGV[1])
+    redis.call('HINCRBY', KEYS[4], '!journals', string.format('%d', -tonumber(held)))
+  end
 end
 return 1
 `)
@@ -128,6 +173,10 @@ export interface RedisJournalOptions {
   readonly ttlMs?: number | undefined
   /** With a store budget: the usage hash that counts what every tenant holds. @default none */
   readonly usage?: string | undefined
+  /** With {@link usage}: the sorted set of every tenant's journal weight (the tenants holding a slot). */
+  readonly weights?: string | undefined
+  /** With {@link usage}: the prefix of every key, to name other tenants' journals when room is made in theirs. */
+  readonly prefix?: string | undefined
   /** The tenant's id, its field in {@link usage}. */
   readonly tenant?: string | undefined
   /** What all journals together may weigh (bytes), with {@link usage}: the store budget. */
@@ -137,9 +186,10 @@ export interface RedisJournalOptions {
 export class RedisJournal implements TenantJournal {
   readonly #link: RedisLink
   readonly #keys: readonly string[]
-  /** The tenant's id and the store budget, for the usage hash (the last of {@link #keys}). */
+  /** The store budget, the tenant's id, the floor and the key prefix, for the usage hash and the weights (the last of {@link #keys}). */
   readonly #usageArgs: readonly (string | number)[]
-  readonly #usage: string | undefined
+  /** The usage hash and the journal weights, with a store budget. */
+  readonly #usageKeys: readonly string[]
   readonly #limit: number
   readonly #budget: number
   readonly #ttlMs: number
@@ -148,9 +198,9 @@ export class RedisJournal implements TenantJournal {
 
   constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
     this.#link = link
-    this.#usage = options.usage
-    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...(options.usage === undefined ? [] : [options.usage])]
-    this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '', tenantFloorBytes(options.storeBudget ?? Number.POSITIVE_INFINITY)]
+    this.#usageKeys = options.usage === undefined ? [] : [options.usage, options.weights ?? `${options.usage}:jweights`]
+    this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...this.#usageKeys]
+    this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '', tenantFloorBytes(options.storeBudget ?? Number.POSITIVE_INFINITY), options.prefix ?? '']
     this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
     this.#budget = options.bytes ?? DEFAULT_JOURNAL_BYTES
     this.#ttlMs = options.ttlMs ?? 0
@@ -174,7 +224,7 @@ export class RedisJournal implements TenantJournal {
   }
 
   async clear(): Promise<void> {
-    await this.#link.script(CLEAR, [...this.#keys.slice(0, 3), ...(this.#usage === undefined ? [] : [this.#usage])], [this.#usageArgs[1]!])
+    await this.#link.script(CLEAR, [...this.#keys.slice(0, 3), ...this.#usageKeys], [this.#usageArgs[1]!])
   }
 
   async count(): Promise<number> {

@@ -11,7 +11,9 @@
  * - `P{id}:cats` list: the categories as JSON, in creation order;
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
- * - `Ptenants` sorted set: the tenant registry, id → last write (ms).
+ * - `Ptenants` sorted set: the tenant registry, id → last write (ms);
+ * - with a store budget, `Pusage` hash (what tenants hold) and `Pjweights` sorted set (each
+ *   tenant's journal weight).
  *
  * Every write is one Lua script on one tenant's keys: Redis runs a script alone, so a create's id
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
@@ -72,11 +74,11 @@ export interface RedisStorageOptions {
    * scripts that write them: a create or a scenario switch past it, or into room kept for other
    * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
-   * about twice this): past it, a journal above its share (that budget over the tenants holding a
-   * journal, never under the floor) drops its oldest entries down to it, and a tenant holding
-   * none records nothing (nor when one more journal would take the share under the floor). So
-   * no request, refused or not, takes room from
-   * any tenant's data. Not enforced on a Redis Cluster (a script cannot count across slots; the
+   * about twice this), which they never pass: past it, the journal recording drops its oldest
+   * entries down to its share (that budget over the tenants holding a journal slot, never under
+   * the floor), then the largest journals above their floor drop theirs (`redis-journal.ts`). So
+   * no request, refused or not, takes room from any tenant's data, and a tenant within its floor
+   * is always journaled. Not enforced on a Redis Cluster (a script cannot count across slots; the
    * operator is told).
    * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
    */
@@ -248,7 +250,8 @@ return redis.call('ZADD', KEYS[1], now, ARGV[1])
 
 /**
  * Gives back the share of a tenant (ARGV[1]) whose keys Redis expired by their TTL. KEYS: its
- * meta, its jmeta, the usage hash. ARGV[2]: the tenant floor. Returns the bytes given back.
+ * meta, its jmeta, the usage hash, the journal weights. ARGV[2]: the tenant floor. Returns the
+ * bytes given back.
  */
 const RECONCILE = redisScript(`
 local freed = 0
@@ -262,36 +265,40 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   freed = freed + held
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
-  ${releaseJournal('KEYS[3]', 1)}
+  ${releaseJournal('KEYS[3]', 'KEYS[4]', 1)}
   freed = freed + held
 end
 return freed
 `)
 
 /**
- * Sets the usage hash's totals (KEYS[1]: `!total` of data, `!claimed`, `!journals`, `!jtenants`)
- * from its tenants' fields, in one step: heals a count that drifted, and counts a hash written
- * before journals were counted apart (when `!total` held both) or before floors (no `!claimed`).
- * ARGV[1]: the tenant floor.
+ * Sets the usage hash's totals (KEYS[1]: `!total` of data, `!claimed`, `!journals`) from its
+ * tenants' fields and the journal weights (KEYS[2]), in one step: heals a count that drifted, and
+ * counts a hash written before journals were counted apart (when `!total` held both), before
+ * floors (no `!claimed`) or before journal weights had their sorted set (`<id>:j` fields, moved
+ * into it). ARGV[1]: the tenant floor.
  */
 const RETOTAL = redisScript(`
 local flat = redis.call('HGETALL', KEYS[1])
 local floor = tonumber(ARGV[1])
-local data, claimed, journals, holders = 0, 0, 0, 0
+local data, claimed, journals = 0, 0, 0
 for i = 1, #flat, 2 do
   local field = flat[i]
   if string.sub(field, 1, 1) ~= '!' then
     local bytes = tonumber(flat[i + 1]) or 0
     if string.sub(field, -2) == ':j' then
-      journals = journals + bytes
-      if bytes > 0 then holders = holders + 1 end
+      redis.call('HDEL', KEYS[1], field)
+      if bytes > 0 then redis.call('ZADD', KEYS[2], 'NX', string.format('%d', bytes), string.sub(field, 1, -3)) end
     else
       data = data + bytes
       claimed = claimed + ${claimed('bytes', 'floor')}
     end
   end
 end
-redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', string.format('%d', claimed), '!journals', string.format('%d', journals), '!jtenants', string.format('%d', holders))
+local weights = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
+for i = 2, #weights, 2 do journals = journals + tonumber(weights[i]) end
+redis.call('HDEL', KEYS[1], '!jtenants')
+redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', string.format('%d', claimed), '!journals', string.format('%d', journals))
 return data
 `)
 
@@ -311,7 +318,8 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 /**
  * Deletes a tenant's keys (KEYS 1 to 8; ARGV[1]: only when its last write and last use are older
  * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[9]
- * is the usage hash, ARGV[2] the tenant's id and ARGV[3] the tenant floor: its share is given back.
+ * is the usage hash, KEYS[10] the journal weights, ARGV[2] the tenant's id and ARGV[3] the tenant
+ * floor: its share and its journal's slot are given back.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
@@ -321,16 +329,12 @@ if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 if KEYS[9] then
   local data = tonumber(redis.call('HGET', KEYS[9], ARGV[2]) or '0')
-  local journal = tonumber(redis.call('HGET', KEYS[9], ARGV[2] .. ':j') or '0')
-  redis.call('HDEL', KEYS[9], ARGV[2], ARGV[2] .. ':j')
+  redis.call('HDEL', KEYS[9], ARGV[2])
   if data > 0 then
     redis.call('HINCRBY', KEYS[9], '!total', string.format('%d', -data))
     redis.call('HINCRBY', KEYS[9], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])')}))
   end
-  if journal > 0 then
-    redis.call('HINCRBY', KEYS[9], '!journals', string.format('%d', -journal))
-    redis.call('HINCRBY', KEYS[9], '!jtenants', -1)
-  end
+  ${releaseJournal('KEYS[9]', 'KEYS[10]', 2)}
 end
 if updated then return 1 end
 return 0
@@ -376,8 +380,10 @@ export class RedisStorage implements TenantStorage {
   readonly #journalBytes: number
   readonly #registry: string
   readonly #seedJson: string[]
-  /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data; `<id>:j` → its journal's weight, `!journals`, `!jtenants`), with a budget. */
+  /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data, `!claimed`, `!journals` → all journals' weight), with a budget. */
   readonly #usage: string | undefined
+  /** The journal weights (`Pjweights` sorted set: tenant id → its journal's weight; a member holds a slot), with a budget. */
+  readonly #weights: string | undefined
   readonly #budget: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
   readonly #floor: number
@@ -393,11 +399,17 @@ export class RedisStorage implements TenantStorage {
     this.#budget = options.storedBytesBudget ?? -1
     this.#floor = tenantFloorBytes(options.storedBytesBudget ?? Number.POSITIVE_INFINITY)
     this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
+    this.#weights = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jweights`
   }
 
   /** The usage hash as the last key of a script, when there is a budget. */
   #usageKeys(): string[] {
     return this.#usage === undefined ? [] : [this.#usage]
+  }
+
+  /** The usage hash and the journal weights as the last keys of a script, when there is a budget. */
+  #journalUsageKeys(): string[] {
+    return this.#usage === undefined || this.#weights === undefined ? [] : [this.#usage, this.#weights]
   }
 
   /** What all tenants' data (categories and state, journals apart) holds in Redis by the budget's count (bytes), or undefined without a budget. */
@@ -426,7 +438,7 @@ export class RedisStorage implements TenantStorage {
   }
 
   journal(id: string, limit: number | undefined): TenantJournal {
-    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, tenant: id, storeBudget: this.#budget })
+    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, weights: this.#weights, prefix: this.prefix, tenant: id, storeBudget: this.#budget })
   }
 
   answers(id: string): TenantAnswers {
@@ -500,7 +512,7 @@ export class RedisStorage implements TenantStorage {
 
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...this.#usageKeys()]
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...this.#journalUsageKeys()]
     return (await this.link.script(DELETE, all, [before, id, this.#floor])) === 1
   }
 
@@ -510,19 +522,26 @@ export class RedisStorage implements TenantStorage {
    */
   async #reconcile(): Promise<void> {
     const usage = this.#usage
-    if (usage === undefined) return
-    let cursor = '0'
-    do {
-      const [next, flat] = (await this.link.call(usage, ['HSCAN', usage, cursor, 'COUNT', '500'])) as [string, string[]]
-      cursor = next
-      const ids = new Set<string>()
-      for (let i = 0; i < flat.length; i += 2) if (!flat[i]!.startsWith('!')) ids.add(flat[i]!.replace(/:j$/, ''))
-      for (const id of ids) {
-        const keys = this.keys(id)
-        await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage], [id, this.#floor])
-      }
-    } while (cursor !== '0')
-    await this.link.script(RETOTAL, [usage], [this.#floor])
+    const weights = this.#weights
+    if (usage === undefined || weights === undefined) return
+    // The tenants holding data (the usage hash's fields) and those holding a journal slot (the weights).
+    for (const [key, scan] of [
+      [usage, 'HSCAN'],
+      [weights, 'ZSCAN'],
+    ] as const) {
+      let cursor = '0'
+      do {
+        const [next, flat] = (await this.link.call(key, [scan, key, cursor, 'COUNT', '500'])) as [string, string[]]
+        cursor = next
+        const ids = new Set<string>()
+        for (let i = 0; i < flat.length; i += 2) if (!flat[i]!.startsWith('!')) ids.add(flat[i]!.replace(/:j$/, ''))
+        for (const id of ids) {
+          const keys = this.keys(id)
+          await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage, weights], [id, this.#floor])
+        }
+      } while (cursor !== '0')
+    }
+    await this.link.script(RETOTAL, [usage, weights], [this.#floor])
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */

@@ -28,6 +28,40 @@ async function names(sandbox: RunningSandbox, key = 'partner'): Promise<string[]
   }
 }
 
+/**
+ * What the journals hold, read from Redis in one script: `!journals` in the usage hash, the sum of
+ * the journal weights (sorted set), the sum of the weights of the entries the journals' lists
+ * really hold, and the bytes of those entries as Redis stores them.
+ */
+async function journalHoldings(redis: { cli(...args: string[]): Promise<string> }): Promise<{ counted: number; weights: number; lists: number; stored: number }> {
+  const audit = `local counted = tonumber(redis.call('HGET', 'petstore-sandbox:usage', '!journals') or '0')
+local weights, lists, stored = 0, 0, 0
+local flat = redis.call('ZRANGE', 'petstore-sandbox:jweights', 0, -1, 'WITHSCORES')
+for i = 2, #flat, 2 do weights = weights + tonumber(flat[i]) end
+for _, key in ipairs(redis.call('KEYS', 'petstore-sandbox:{*}:jsizes')) do
+  for _, size in ipairs(redis.call('LRANGE', key, 0, -1)) do lists = lists + tonumber(size) end
+end
+for _, key in ipairs(redis.call('KEYS', 'petstore-sandbox:{*}:journal')) do
+  for _, entry in ipairs(redis.call('LRANGE', key, 0, -1)) do stored = stored + string.len(entry) end
+end
+return {counted, weights, lists, stored}`
+  const [counted, weights, lists, stored] = (await redis.cli('EVAL', audit, '0')).trim().split('\n').map(Number)
+  return { counted: counted!, weights: weights!, lists: lists!, stored: stored! }
+}
+
+/** Sends a 60 KB text/plain POST (refused, journaled with its body) under `key`. */
+async function junkPost(sandbox: RunningSandbox, key: string): Promise<void> {
+  const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: { ...auth(key), 'content-type': 'text/plain' }, body: 'x'.repeat(60_000) })
+  expect(response.status).toBeGreaterThanOrEqual(400)
+  await response.body?.cancel()
+}
+
+async function statusesJournaled(sandbox: RunningSandbox, key: string): Promise<number[]> {
+  const response = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth(key) })
+  expect(response.status).toBe(200)
+  return ((await jsonOf(response)) as { response: { status: number } }[]).map((entry) => entry.response.status)
+}
+
 describe.runIf(REQUIRE_REDIS)('a create Redis applied but did not confirm in time', () => {
   it('is answered 201 with its id when Redis hangs (SIGSTOP) past the command timeout and thaws within the request timeout, stored once (issue 20 F03)', async () => {
     const redis = await startRedis()
@@ -420,6 +454,22 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await usage('!claimed')).toBe(floor)
   })
 
+  it('moves the journal weights an older version kept in the usage hash into their sorted set at the sweep, and counts them', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: 1024 * 1024 })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    const id = tenantId('partner')
+    const weight = (await redis.cli('ZSCORE', 'petstore-sandbox:jweights', id)).trim()
+    expect(Number(weight)).toBeGreaterThan(0)
+    // The usage hash as the version before the sorted set left it.
+    await redis.cli('DEL', 'petstore-sandbox:jweights')
+    await redis.cli('HSET', 'petstore-sandbox:usage', `${id}:j`, weight, '!jtenants', '1', '!journals', '0')
+    await sandbox.sandbox.tenants.expireIdle(30 * DAY_MS)
+    expect((await redis.cli('ZSCORE', 'petstore-sandbox:jweights', id)).trim()).toBe(weight)
+    expect((await redis.cli('HKEYS', 'petstore-sandbox:usage')).trim().split('\n').sort()).toEqual(['!claimed', '!journals', '!total', id].sort())
+    expect((await journalHoldings(redis)).counted).toBe(Number(weight))
+  })
+
   it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
@@ -443,23 +493,18 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
       }
     }
     // The junk keys' journals hold more than half the store budget, and no data.
-    const usage = (await redis.cli('HGETALL', 'petstore-sandbox:usage')).trim().split('\n')
-    let journals = 0
-    for (let i = 0; i + 1 < usage.length; i += 2) if (usage[i]!.endsWith(':j')) journals += Number(usage[i + 1])
-    expect(journals).toBeGreaterThan(budget / 2)
+    expect((await journalHoldings(redis)).counted).toBeGreaterThan(budget / 2)
     expect((await create(sandbox, 'after')).status).toBe(201)
     expect((await create(sandbox, 'first', 'newcomer')).status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
-    // Journals have their own bound, the store budget: past it, a journal above its share (the
-    // budget over the tenants holding one) drops its oldest entries, and a key holding no journal
-    // records nothing (the last junk keys came after the first filled it).
-    const junk5 = await sandbox.fetch('/__sandbox/requests', { headers: auth('junk-5') })
-    expect(((await jsonOf(junk5)) as unknown[]).length).toBe(0)
-    const mine = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
-    expect(((await jsonOf(mine)) as unknown[]).length).toBe(2)
+    // Journals have their own bound, the store budget: past it, the largest journals above their
+    // floor drop their oldest entries, so the last junk key is journaled too, as is the partner.
+    expect((await statusesJournaled(sandbox, 'junk-5')).length).toBeGreaterThan(0)
+    expect(await statusesJournaled(sandbox, 'partner')).toEqual([201, 201])
+    expect((await journalHoldings(redis)).counted).toBeLessThanOrEqual(budget)
   })
 
-  it('keeps what journals hold within their budget however many new keys send requests with large headers: past it, a key holding no journal records nothing (re-attack finding: a newest entry per key took Redis to maxmemory)', async () => {
+  it('keeps what journals hold within their budget however many new keys send requests with large headers: past it, an entry above its journal’s share is not recorded (re-attack finding: a newest entry per key took Redis to maxmemory)', async () => {
     const redis = await startRedis()
     const budget = 256 * 1024
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
@@ -470,9 +515,10 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
       expect(response.status).toBe(200)
       await response.body?.cancel()
     }
-    const journals = Number((await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim())
-    // 60 newest entries of ~15 KB would be ~900 KB; the budget, plus at most the entry that passed it.
-    expect(journals).toBeLessThanOrEqual(budget + 20 * 1024)
+    // 60 newest entries of ~15 KB would be ~900 KB.
+    const held = await journalHoldings(redis)
+    expect(held.counted).toBeLessThanOrEqual(budget)
+    expect(held.lists).toBe(held.counted)
     expect((await create(sandbox, 'after')).status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
   })
@@ -486,8 +532,9 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     // New keys, eight at a time, one GET each, until the journals pass their budget or no new key gets a journal for 5 rounds.
     let keys = 0
     let still = 0
+    const slots = async () => Number((await redis.cli('ZCARD', 'petstore-sandbox:jweights')).trim())
     while (keys < 2000 && still < 5 && (await usage('!journals')) <= budget) {
-      const holders = await usage('!jtenants')
+      const holders = await slots()
       await Promise.all(
         Array.from({ length: 8 }, async () => {
           const response = await sandbox.fetch('/v1/categories', { headers: auth(`flood-${keys++}`) })
@@ -495,13 +542,64 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
           await response.body?.cancel()
         }),
       )
-      still = (await usage('!jtenants')) === holders ? still + 1 : 0
+      still = (await slots()) === holders ? still + 1 : 0
     }
     expect((await create(sandbox, 'mine 3')).status).toBe(201)
     const journal = await sandbox.fetch('/__sandbox/requests?method=POST', { headers: auth('partner') })
     expect(((await jsonOf(journal)) as { response: { status: number } }[]).map((entry) => entry.response.status)).toEqual([201, 201, 201, 201])
     // The journals' share (their budget over the tenants holding one) is never under the floor (8 KiB here).
-    expect(await usage('!jtenants')).toBeLessThanOrEqual(budget / (8 * 1024))
+    expect(await slots()).toBeLessThanOrEqual(budget / (8 * 1024))
+  })
+
+  it('journals a partner again after it clears its journal while three junk keys’ 60 KB requests fill the journals’ budget, and journals new keys (attack2 F6)', async () => {
+    const redis = await startRedis()
+    const budget = 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    for (let key = 0; key < 3; key++) for (let i = 0; i < 20; i++) await junkPost(sandbox, `junk${key}`)
+    const cleared = await sandbox.fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('partner') })
+    expect(cleared.status).toBeLessThan(300)
+    await cleared.body?.cancel()
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect(await statusesJournaled(sandbox, 'partner')).toEqual([201])
+    expect((await create(sandbox, 'first', 'newcomer')).status).toBe(201)
+    expect(await statusesJournaled(sandbox, 'newcomer')).toEqual([201])
+    // The junk keys go on: what the partner and the newcomer hold, within their floor, stays.
+    for (let key = 0; key < 3; key++) for (let i = 0; i < 5; i++) await junkPost(sandbox, `junk${key}`)
+    expect((await create(sandbox, 'again')).status).toBe(201)
+    expect(await statusesJournaled(sandbox, 'partner')).toEqual([201, 201])
+    expect(await statusesJournaled(sandbox, 'newcomer')).toEqual([201])
+    const held = await journalHoldings(redis)
+    expect(held.counted).toBeLessThanOrEqual(budget)
+    expect(held.counted).toBeGreaterThan(budget / 2)
+    expect(held.weights).toBe(held.counted)
+    expect(held.lists).toBe(held.counted)
+    expect(held.stored).toBeLessThanOrEqual(held.counted)
+  })
+
+  it('keeps the journals within their budget and every partner’s journal within its floor when a flood of new keys each send 60 KB requests, and journals a partner that cleared its journal after it (attack2 F6)', async () => {
+    const redis = await startRedis()
+    const budget = 512 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    for (let i = 0; i < 4; i++) expect((await create(sandbox, `mine ${i}`)).status).toBe(201)
+    expect((await create(sandbox, 'theirs', 'clearer')).status).toBe(201)
+    for (let key = 0; key < 80; key++) {
+      await junkPost(sandbox, `flood-${key}`)
+      await junkPost(sandbox, `flood-${key}`)
+    }
+    const cleared = await sandbox.fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('clearer') })
+    await cleared.body?.cancel()
+    for (let key = 0; key < 8; key++) await junkPost(sandbox, `flood-${key}`)
+    expect(await statusesJournaled(sandbox, 'partner')).toEqual([201, 201, 201, 201])
+    expect((await create(sandbox, 'theirs again', 'clearer')).status).toBe(201)
+    expect(await statusesJournaled(sandbox, 'clearer')).toEqual([201])
+    const held = await journalHoldings(redis)
+    expect(held.counted).toBeLessThanOrEqual(budget)
+    expect(held.weights).toBe(held.counted)
+    expect(held.lists).toBe(held.counted)
+    expect(held.stored).toBeLessThanOrEqual(held.counted)
+    // At most as many tenants hold a journal as floors fit in the budget (8 KiB here).
+    expect(Number((await redis.cli('ZCARD', 'petstore-sandbox:jweights')).trim())).toBeLessThanOrEqual(budget / (8 * 1024))
   })
 
   it('never cuts a partner’s journal because of what other tenants’ data holds (issue 20 redis2: journal lockout)', async () => {

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest'
 import { delayFlood, journalFlood, scenarioFlood, type FloodReport } from '../../bench/flood-load.js'
-import { startSandbox } from '../support/sandbox-server.js'
+import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+import { dataDir } from '../support/stores.js'
 import { size } from '../support/test-scale.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 
@@ -51,5 +52,36 @@ describe('floods', () => {
     expectSurvived(report, [200, 503, 0])
     expect(report.statuses['200']).toBeGreaterThanOrEqual(40)
     expect((report.statuses['503'] ?? 0) + (report.statuses['0'] ?? 0)).toBeGreaterThan(0)
+  })
+})
+
+describe('journals in the process (memory, --data-dir) while other keys’ journals hold the memory budget', () => {
+  it.each([
+    // In memory the junk keys' data keeps them (and their journals) in memory: the budget is spent.
+    { store: 'memory', options: () => ({}), late: 503 },
+    // With --data-dir, idle tenants leave memory with their journals (their data is on disk): room comes back.
+    { store: 'SQLite', options: () => ({ dataDir: dataDir() }), late: 201 },
+  ])('journal a partner that cleared its journal: each journal has its own limits, none a shared budget to starve on ($store, attack2 F6 checked)', async ({ options, late }) => {
+    const { fetch } = await startSandbox({ anyKey: true, scenario: 'empty', memoryBudgetBytes: 4 * 1024 * 1024, ...options() })
+    const create = (key: string) => fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: key }) })
+    expect((await create('partner')).status).toBe(201)
+    // Junk keys holding data fill their journals with 60 KB bodies past the memory budget.
+    for (let key = 0; key < 6; key++) expect((await create(`junk${key}`)).status).toBe(201)
+    for (let key = 0; key < 6; key++) {
+      for (let i = 0; i < 20; i++) {
+        const response = await fetch('/v1/categories', { method: 'POST', headers: { ...auth(`junk${key}`), 'content-type': 'text/plain' }, body: 'x'.repeat(60_000) })
+        await response.body?.cancel()
+      }
+    }
+    const refused = await create('late')
+    expect(refused.status).toBe(late)
+    await refused.body?.cancel()
+    const cleared = await fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('partner') })
+    await cleared.body?.cancel()
+    const listed = await fetch('/v1/categories', { headers: auth('partner') })
+    expect(listed.status).toBe(200)
+    await listed.body?.cancel()
+    const journal = await fetch('/__sandbox/requests?method=GET', { headers: auth('partner') })
+    expect(((await jsonOf(journal)) as { response: { status: number } }[]).map((entry) => entry.response.status)).toEqual([200])
   })
 })
