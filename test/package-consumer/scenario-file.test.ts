@@ -16,13 +16,13 @@ it('imports a scenario JSON with faults and passes it as it is', async () => {
   expect((await petstore.categories.list()).map((category) => category.name)).toEqual(['Ferrets', 'Owls'])
 })
 
-it("finds the README example's $schema from a scenario file at the project's root", () => {
+it("finds the README example's $schema from the example's place (scenarios/), and this file's own from the project's root", () => {
   const readme = readFileSync(resolve(here, 'node_modules/petstore-sandbox/README.md'), 'utf8')
   const example = /## Scenarios[\s\S]*?```json\n([\s\S]*?)```/.exec(readme)?.[1]
   const scenario = JSON.parse(example ?? 'null') as { $schema: string }
-  for (const file of [scenario.$schema, shop.$schema]) {
-    expect(existsSync(resolve(here, file)), file).toBe(true)
-    expect(JSON.parse(readFileSync(resolve(here, file), 'utf8'))).toMatchObject({ title: 'petstore-sandbox scenario' })
+  for (const [from, file] of [[resolve(here, 'scenarios'), scenario.$schema], [here, shop.$schema]] as const) {
+    expect(existsSync(resolve(from, file)), file).toBe(true)
+    expect(JSON.parse(readFileSync(resolve(from, file), 'utf8'))).toMatchObject({ title: 'petstore-sandbox scenario' })
   }
   expect(ScenarioFileSchema.safeParse(scenario).success).toBe(true)
 })
