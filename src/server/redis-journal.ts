@@ -28,6 +28,11 @@ import { tenantFloorBytes } from './stored-bytes.js'
  * store budget. ARGV: the entry's JSON after its `{`, prefixed with a comma; its weight; the entry
  * limit; the byte budget; ttl ms; the journals' budget (the store budget); the tenant's id; the
  * journal floor (`tenantFloorBytes` of the journals' budget).
+ * An entry counts (in `jsizes`, `jmeta`'s `bytes`, the usage hash) its weight, or the bytes of its
+ * JSON as written (Lua's `#`) where that is more: so a journal never holds more in Redis than it
+ * counts, even of bodies of control characters, each escaped to 6 bytes (`\u0001`; attack2 F1:
+ * 12.6 MB of journals held, counted 2.1 MB), and an ordinary entry, lighter as JSON than on the
+ * heap, keeps the weight the in-memory journal gives it.
  * With a store budget, journals are counted apart from data (so a request never takes room from
  * any tenant's categories): the journal's weight in the usage hash as `<id>:j`, all journals'
  * as `!journals`, how many tenants hold one as `!jtenants`. When the journals together pass their
@@ -53,14 +58,17 @@ if redis.call('EXISTS', KEYS[4]) == 1 then
   end
 end
 if limit == 0 then return 0 end
+local id = tonumber(redis.call('HGET', KEYS[3], 'seq') or '0') + 1
+local entry = '{"id":' .. string.format('%d', id) .. ARGV[1]
+local size = math.max(tonumber(ARGV[2]), #entry)
 if KEYS[6] and not redis.call('HGET', KEYS[6], ARGV[7] .. ':j') then
-  local full = tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') + tonumber(ARGV[2]) > tonumber(ARGV[6])
+  local full = tonumber(redis.call('HGET', KEYS[6], '!journals') or '0') + size > tonumber(ARGV[6])
   if full or (tonumber(redis.call('HGET', KEYS[6], '!jtenants') or '0') + 1) * tonumber(ARGV[8]) > tonumber(ARGV[6]) then return 0 end
 end
-local id = redis.call('HINCRBY', KEYS[3], 'seq', 1)
-local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', ARGV[2])
-redis.call('RPUSH', KEYS[1], '{"id":' .. string.format('%d', id) .. ARGV[1])
-local n = redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[3], 'seq', string.format('%d', id))
+local bytes = redis.call('HINCRBY', KEYS[3], 'bytes', string.format('%d', size))
+redis.call('RPUSH', KEYS[1], entry)
+local n = redis.call('RPUSH', KEYS[2], string.format('%d', size))
 local budget = tonumber(ARGV[4])
 local old = 0
 local others = 0
@@ -158,7 +166,8 @@ export class RedisJournal implements TenantJournal {
 
   /**
    * Stores the entry, formatted now, weighed as the in-memory journal weighs it ({@link journalWeight}),
-   * so that both keep the same entries under the same budget; settles once Redis has it. `grow`
+   * so that both keep the same entries under the same budget (unless its JSON, as Redis holds
+   * it, is heavier: then that is counted, see {@link RECORD}); settles once Redis has it. `grow`
    * is for the server's heap budget, which entries kept in Redis do not touch.
    */
   async record(input: JournalInput): Promise<void> {

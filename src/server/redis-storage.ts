@@ -37,7 +37,7 @@ import {
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisAnswers } from './redis-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
-import { categoryStoredBytes, stateStoredBytes, storeFull, storeKept, tenantFloorBytes } from './stored-bytes.js'
+import { CATEGORY_OVERHEAD, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -67,12 +67,13 @@ export interface RedisStorageOptions {
   /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
   readonly allowEviction?: boolean | undefined
   /**
-   * What all tenants' data together may hold in Redis, in bytes (categories and saved state, by
-   * the rule every durable store uses, `stored-bytes.ts`), counted in the `usage` hash by the
-   * scripts that write them: a create or a scenario switch past it, or into room kept for other
+   * What all tenants' data together may hold in Redis, in bytes (categories and saved state, as
+   * written: each category's JSON, by the rule every durable store uses, `stored-bytes.ts`),
+   * counted in the `usage` hash by the scripts that write them: a create or a scenario switch past it, or into room kept for other
    * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
-   * about twice this): past it, a journal above its share (that budget over the tenants holding a
+   * about twice this; each entry counts its JSON as written, or its heap weight where that is
+   * more: `redis-journal.ts`): past it, a journal above its share (that budget over the tenants holding a
    * journal, never under the floor) drops its oldest entries down to it, and a tenant holding
    * none records nothing (nor when one more journal would take the share under the floor). So
    * no request, refused or not, takes room from
@@ -126,14 +127,19 @@ end`
 /**
  * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
  * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
- * default seed, so its keys go), scenario, next id, the store budget (bytes), what the state
- * counts against it (`stored-bytes.ts`), ttl ms, the tenant's id, the tenant floor (bytes),
- * then the categories as JSON. Refuses with BUDGET or KEPT ({@link charge}).
+ * default seed, so its keys go), scenario, next id, the store budget (bytes), what the tenant's
+ * own record counts against it (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor
+ * (bytes), then the categories as JSON. Each category counts the bytes of its JSON as written
+ * here (Lua's `#`), plus {@link CATEGORY_OVERHEAD} (`categoryJsonStoredBytes`). Refuses with
+ * BUDGET or KEPT ({@link charge}).
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local bytes = 0
-if ARGV[1] ~= 'default' then bytes = tonumber(ARGV[5]) end
+if ARGV[1] ~= 'default' then
+  bytes = tonumber(ARGV[5])
+  for i = 9, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
+end
 ${charge(3, 7, 'bytes', 4, 8)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
@@ -179,9 +185,11 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
  * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
- * the outcome on record (ms); the store budget (bytes); what the category counts against it
- * (`stored-bytes.ts`); the tenant's id; the tenant floor (bytes). Refuses with BUDGET or KEPT
- * ({@link charge}) when the category would take the store past its budget.
+ * the outcome on record (ms); the store budget (bytes); {@link CATEGORY_OVERHEAD}; the tenant's
+ * id; the tenant floor (bytes). The category counts the bytes of the JSON the script writes
+ * (Lua's `#`: a control character escaped as `\u0001` counts 6) plus that overhead
+ * (`categoryJsonStoredBytes` in `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
+ * when the category would take the store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
  * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
@@ -199,7 +207,7 @@ if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply
 local created = string.format('%d', id)
 local entry = '{"id":' .. created .. ARGV[1]
 if KEYS[5] then
-  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7])
+  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7]) + #entry
   ${charge(5, 8, 'held', 6, 9).replaceAll('\n', '\n  ')}
 end
 ${NOW}
@@ -559,7 +567,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, categoryStoredBytes(category), id, this.#floor])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, CATEGORY_OVERHEAD, id, this.#floor])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await this.#settle(keys, op, error)
@@ -595,7 +603,7 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
     try {
-      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : stateStoredBytes(id, state), this.ttlMs, id, this.#floor, ...categories])
+      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor, ...categories])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
