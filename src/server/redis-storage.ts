@@ -414,6 +414,18 @@ export class RedisStorage implements TenantStorage {
     return Number((await this.link.call(this.#usage, ['HGET', this.#usage, '!total'])) ?? 0)
   }
 
+  /**
+   * @internal What a list of tenant `id` reads from Redis, in bytes, at least: 0 on the default
+   * seed (listed from this process), else what its data counts in the usage hash (`stored-bytes.ts`:
+   * its categories' JSON and more), or undefined without a budget or a count.
+   */
+  async heldBy(id: string): Promise<number | undefined> {
+    if (!(await this.has(id))) return 0
+    if (this.#usage === undefined) return undefined
+    const held = (await this.link.call(this.#usage, ['HGET', this.#usage, id])) as string | null
+    return held === null ? undefined : Number(held)
+  }
+
   /** The keys of a tenant. */
   keys(id: string): TenantKeys {
     const base = `${this.prefix}{${id}}:`
@@ -689,6 +701,11 @@ class RedisTenantStore implements TenantStore {
   async countCategories(): Promise<number> {
     const state = await this.#storage.read(this.#id, 'count')
     return state ? (state[1] as number) : this.#storage.seed.categories.length
+  }
+
+  /** What a list reads from Redis, at least (see `RedisStorage.heldBy`). */
+  listTextBytes(): Promise<number | undefined> {
+    return this.#storage.heldBy(this.#id)
   }
 
   async createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
