@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
@@ -59,5 +62,19 @@ describe('the estimate against the heap V8 measures', () => {
     // What the journal holds beyond its entries' estimate: its own arrays and bookkeeping.
     expect(held!.measured).toBeLessThan(1.5 * budget)
     expect(held!.size).toBeLessThan(200)
+  })
+
+  it('never reserves less for a list made per request than its categories as read and its JSON text hold, whatever their characters (attack2 F5)', async () => {
+    // The finding: 8,960 bytes reserved a category, 13.2 KB of JSON for one of control characters.
+    const dir = mkdtempSync(join(tmpdir(), 'list-probe-'))
+    try {
+      const figures = (await probe('list', dir, '500')) as { shape: string; read: number; readReserved: number; answer: number; answerReserved: number }[]
+      expect(figures.map((figure) => figure.shape)).toEqual(['ascii', 'control', 'control-two-byte', 'astral'])
+      // Before the read, its worst case; once read, the categories and the answer's text, measured (within 1%, as above; at most 1.5 times the heap).
+      expect(figures.filter((figure) => figure.readReserved < figure.read)).toEqual([])
+      expect(figures.filter((figure) => figure.answerReserved < figure.answer * 0.99 || figure.answerReserved > figure.answer * 1.5)).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

@@ -48,6 +48,13 @@ export interface TenantStore {
   /** How many categories the tenant holds. */
   countCategories(): Promise<number>
   /**
+   * For a store whose list read also holds the categories' texts as stored (Redis: JSON), the
+   * UTF-8 bytes of those texts, at least, or undefined when it cannot tell (the worst case by
+   * the limits is then counted): what a list read reserves beside the categories.
+   * @default none: the read holds only the categories
+   */
+  listTextBytes?(): Promise<number | undefined>
+  /**
    * Stores a valid NewCategory under the tenant's next id, assigned atomically by the store.
    * Rejects with {@link IdSpaceExhaustedError} when that id is no longer a safe integer, and
    * with {@link CategoryLimitError} when the tenant already holds `maxCategories` (checked in

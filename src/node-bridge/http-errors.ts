@@ -2,6 +2,7 @@
 import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { wwwAuthenticate } from '../core/auth.js'
+import { stringWeight } from '../core/heap-weight.js'
 import { afterDrained, mustCloseAfter } from './node-request.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
@@ -21,7 +22,7 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
 /** How a long answer is sent (see {@link writeJson}). */
 export interface AnswerSending {
   /**
-   * Counts the bytes of an answer made for its request (against the server's memory budget)
+   * Counts the heap bytes of an answer made for its request (against the server's memory budget)
    * until the function it returns is called. @default not counted (a text the store keeps ready)
    */
   readonly count?: ((bytes: number) => () => void) | undefined
@@ -66,9 +67,10 @@ export function writeJson(res: ServerResponse, status: number, headers: Readonly
     res.end(body)
     return
   }
-  const bytes = Buffer.byteLength(body)
-  res.setHeader('Content-Length', bytes)
-  sendInPieces(res, body, sending?.count?.(bytes), sending?.stallMs)
+  res.setHeader('Content-Length', Buffer.byteLength(body))
+  // @note Counted as the heap holds it, not as the bytes sent: a text holding one character above
+  // Latin-1 takes two bytes a character, twice its UTF-8 length when the rest is ASCII (attack2 F5).
+  sendInPieces(res, body, sending?.count?.(stringWeight(body)), sending?.stallMs)
 }
 
 /**

@@ -1,7 +1,9 @@
 /** listCategories and createCategory: the operations the interface specifies in full. */
 import { contractOf } from '../contract/operations.js'
-import { categorySchemas, NewCategory } from '../contract/schemas.js'
+import { categorySchemas, NewCategory, type Category } from '../contract/schemas.js'
+import { stringWeight } from '../core/heap-weight.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import type { TenantStore } from '../core/storage.js'
 import { parseJsonObject } from './request-body.js'
 import { CategoryLimitError, IdSpaceExhaustedError } from '../core/store.js'
 import { failure, json, jsonText, type ErrorOutcome, type Operation } from './operation.js'
@@ -12,25 +14,110 @@ export const listCategories: Operation = {
     // A store that keeps its list's text ready (in memory) answers it as it is.
     const text = await tenant.store.listCategoriesJson?.()
     if (text !== undefined) return jsonText(200, text)
-    // @note A list made per request (SQLite, Redis) can take tens of MB while it is read: its
-    // worst case is reserved before the read, so that reads at once cannot together take more
-    // than the memory budget (issue 20 F01). It is let go once the answer is counted as it is sent.
-    const release = reserve?.(listReadBytes(await tenant.store.countCategories(), limits))
-    try {
-      return { kind: 'json', status: 200, body: await tenant.store.listCategories(), release }
-    } catch (error) {
-      release?.()
-      throw error
-    }
+    const { categories, release } = await readListCounted(tenant.store, limits, reserve)
+    return { kind: 'json', status: 200, body: categories, release }
   },
 }
 
 /**
- * What reading `count` categories and serialising them may take at most, in bytes: each name
- * and description at its longest, in two-byte characters, once as read and once as JSON text.
+ * Reads a store's categories for an answer made per request (SQLite, Redis), counted against
+ * the memory budget through `reserve` (which throws `OverCapacityError` when there is no room):
+ * before the read, its worst case as read ({@link listReadBytes}); once read, what the
+ * categories and the JSON text of their answer will hold, measured ({@link listAnswerBytes}).
+ * The reservation returned is let go once the answer is counted as it is sent.
+ * @note A list made per request can take tens of MB while it is read: reserved before the read,
+ * so that reads at once cannot together take more than the memory budget (issue 20 F01); its
+ * JSON measured before it is made, since a character may take 12 bytes there (attack2 F5).
+ */
+export async function readListCounted(
+  store: TenantStore,
+  limits: CategoryLimits,
+  reserve: ((bytes: number) => () => void) | undefined,
+): Promise<{ categories: Category[]; release: (() => void) | undefined }> {
+  if (reserve === undefined) return { categories: await store.listCategories(), release: undefined }
+  const count = await store.countCategories()
+  // A store that reads the categories' JSON texts (Redis) holds them too: at most two bytes a UTF-8 byte stored.
+  const texts = store.listTextBytes === undefined ? 0 : await store.listTextBytes()
+  const worst = listTextWorstBytes(count, limits)
+  const reading = reserve(listReadBytes(count, limits) + (texts === undefined ? worst : Math.min(2 * texts + 16 * count, worst)))
+  let categories: Category[]
+  try {
+    categories = await store.listCategories()
+  } finally {
+    reading()
+  }
+  // @note No await between letting the read's reservation go and taking the answer's: nothing slips between.
+  return { categories, release: reserve(listAnswerBytes(categories)) }
+}
+
+/** What a character (a code point, as the limits count them) may take as read: two UTF-16 units (beyond the BMP), two bytes each. */
+const READ_CHARACTER_BYTES = 4
+/** In a JSON text: an escape of six units (`\u0001`), two bytes each once the text holds one character above Latin-1. */
+const JSON_CHARACTER_BYTES = 12
+/** A category's objects as read, beyond its strings' characters (the row and the category, their slots, the strings' headers). */
+const READ_CATEGORY_BYTES = 160
+
+/**
+ * What reading `count` categories may take at most before the answer is made, in bytes: each
+ * name and description at its longest, each character at its dearest as read
+ * ({@link READ_CHARACTER_BYTES}), and the objects holding them. A store whose read also holds the
+ * categories' JSON as stored (Redis) says how much that is (`TenantStore.listTextBytes`), or
+ * {@link listTextWorstBytes} is added.
  */
 export function listReadBytes(count: number, limits: CategoryLimits): number {
-  return count * (4 * (limits.nameMaxLength + limits.descriptionMaxLength) + 160)
+  return count * (READ_CHARACTER_BYTES * (limits.nameMaxLength + limits.descriptionMaxLength) + READ_CATEGORY_BYTES)
+}
+
+/** What the JSON texts of `count` categories read as they are stored may take at most (every character an escape in a two-byte string). */
+export function listTextWorstBytes(count: number, limits: CategoryLimits): number {
+  return count * (JSON_CHARACTER_BYTES * (limits.nameMaxLength + limits.descriptionMaxLength) + 2 * CATEGORY_JSON_FRAME)
+}
+
+/** The units of a category's JSON beside its strings' own: `{"id":9007199254740991,"name":"","description":""},`. */
+const CATEGORY_JSON_FRAME = 64
+/** Any character `JSON.stringify` may escape (controls, `"`, `\`, surrogates: a lone one as `\udxxx`): any but those it never escapes. */
+const ESCAPED = /[^\x20\x21\x23-\x5b\x5d-\ud7ff\ue000-\uffff]/
+const SHORT_ESCAPES = new Set([0x08, 0x09, 0x0a, 0x0c, 0x0d, 0x22, 0x5c])
+const BEYOND_LATIN1 = /[\u0100-\uffff]/
+
+/** How many UTF-16 units `JSON.stringify(text)` makes of `text`, quotes included, without making it. */
+function jsonUnits(text: string): number {
+  if (!ESCAPED.test(text)) return text.length + 2
+  let units = 2
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i)
+    if (unit < 0x20) units += SHORT_ESCAPES.has(unit) ? 2 : 6
+    else if (unit === 0x22 || unit === 0x5c) units += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      units += 2
+      i++
+    } else units += unit >= 0xd800 && unit <= 0xdfff ? 6 : 1
+  }
+  return units
+}
+
+/**
+ * What `categories` and the JSON text of their answer hold on the heap, measured without making
+ * the text: each string as it is (one or two bytes a unit), the objects, and the text's units,
+ * two bytes each when any string holds a character above Latin-1.
+ */
+export function listAnswerBytes(categories: readonly Category[]): number {
+  let held = 0
+  let units = 2
+  let twoByte = false
+  for (const category of categories) {
+    held += READ_CATEGORY_BYTES + stringWeight(category.name)
+    units += CATEGORY_JSON_FRAME + jsonUnits(category.name)
+    twoByte ||= BEYOND_LATIN1.test(category.name)
+    if (category.description !== undefined) {
+      held += stringWeight(category.description)
+      units += jsonUnits(category.description)
+      twoByte ||= BEYOND_LATIN1.test(category.description)
+    }
+  }
+  const text = units * (twoByte ? 2 : 1)
+  // @note Plus a 32nd: V8 builds a long text from pieces, which hold about 1% more (measured by `test/support/heap-probe.ts list`).
+  return held + text + Math.ceil(text / 32)
 }
 
 export const createCategory: Operation = {

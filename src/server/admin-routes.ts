@@ -14,7 +14,7 @@ import { AnswerLimitError, judgeAnswerPlan } from '../core/planned-answers.js'
 import type { Tenant } from '../core/tenant.js'
 import type { Scenario } from '../scenario/scenario-format.js'
 import { PetstoreError } from '../errors.js'
-import { listReadBytes } from '../pipeline/categories.js'
+import { readListCounted } from '../pipeline/categories.js'
 import { sendError, writeJson, type AnswerSending } from '../node-bridge/http-errors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
@@ -307,9 +307,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // worst case is reserved before it is read (issue 20 F01).
       options.admit('read')
       const journalSize = await tenant.journal.count()
-      const release = options.reserve?.(listReadBytes(await tenant.store.countCategories(), options.limits))
+      const { categories, release } = await readListCounted(tenant.store, options.limits, options.reserve)
       try {
-        const categories = await tenant.store.listCategories()
         // Made and counted as it is sent before the reservation goes: no uncounted gap.
         sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize })
       } finally {

@@ -39,7 +39,7 @@ import {
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { RedisAnswers } from './redis-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
-import { categoryStoredBytes, stateStoredBytes, storeFull, storeKept, tenantFloorBytes } from './stored-bytes.js'
+import { CATEGORY_OVERHEAD, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -69,14 +69,15 @@ export interface RedisStorageOptions {
   /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
   readonly allowEviction?: boolean | undefined
   /**
-   * What all tenants' data together may hold in Redis, in bytes (categories and saved state, by
-   * the rule every durable store uses, `stored-bytes.ts`), counted in the `usage` hash by the
-   * scripts that write them: a create or a scenario switch past it, or into room kept for other
+   * What all tenants' data together may hold in Redis, in bytes (categories and saved state, as
+   * written: each category's JSON, by the rule every durable store uses, `stored-bytes.ts`),
+   * counted in the `usage` hash by the scripts that write them: a create or a scenario switch past it, or into room kept for other
    * tenants' floors, is refused ({@link storeFull}, {@link storeKept}).
    * Journals are counted apart, against a budget of their own of the same size (so Redis holds
-   * about twice this), which they never pass: past it, the journal recording drops its oldest
+   * about twice this; each entry counts its JSON as written, or its heap weight where that is
+   * more: `redis-journal.ts`), which they never pass: past it, the journal recording drops its oldest
    * entries down to its share (that budget over the tenants holding a journal slot, never under
-   * the floor), then the largest journals above their floor drop theirs (`redis-journal.ts`). So
+   * the floor), then the largest journals above their floor drop theirs. So
    * no request, refused or not, takes room from any tenant's data, and a tenant within its floor
    * is always journaled. Not enforced on a Redis Cluster (a script cannot count across slots; the
    * operator is told).
@@ -128,14 +129,19 @@ end`
 /**
  * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
  * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
- * default seed, so its keys go), scenario, next id, the store budget (bytes), what the state
- * counts against it (`stored-bytes.ts`), ttl ms, the tenant's id, the tenant floor (bytes),
- * then the categories as JSON. Refuses with BUDGET or KEPT ({@link charge}).
+ * default seed, so its keys go), scenario, next id, the store budget (bytes), what the tenant's
+ * own record counts against it (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor
+ * (bytes), then the categories as JSON. Each category counts the bytes of its JSON as written
+ * here (Lua's `#`), plus {@link CATEGORY_OVERHEAD} (`categoryJsonStoredBytes`). Refuses with
+ * BUDGET or KEPT ({@link charge}).
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 local bytes = 0
-if ARGV[1] ~= 'default' then bytes = tonumber(ARGV[5]) end
+if ARGV[1] ~= 'default' then
+  bytes = tonumber(ARGV[5])
+  for i = 9, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
+end
 ${charge(3, 7, 'bytes', 4, 8)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if ARGV[1] == 'default' then return 0 end
@@ -181,9 +187,11 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
  * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
- * the outcome on record (ms); the store budget (bytes); what the category counts against it
- * (`stored-bytes.ts`); the tenant's id; the tenant floor (bytes). Refuses with BUDGET or KEPT
- * ({@link charge}) when the category would take the store past its budget.
+ * the outcome on record (ms); the store budget (bytes); {@link CATEGORY_OVERHEAD}; the tenant's
+ * id; the tenant floor (bytes). The category counts the bytes of the JSON the script writes
+ * (Lua's `#`: a control character escaped as `\u0001` counts 6) plus that overhead
+ * (`categoryJsonStoredBytes` in `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
+ * when the category would take the store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
  * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
@@ -201,7 +209,7 @@ if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply
 local created = string.format('%d', id)
 local entry = '{"id":' .. created .. ARGV[1]
 if KEYS[5] then
-  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7])
+  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7]) + #entry
   ${charge(5, 8, 'held', 6, 9).replaceAll('\n', '\n  ')}
 end
 ${NOW}
@@ -418,6 +426,18 @@ export class RedisStorage implements TenantStorage {
     return Number((await this.link.call(this.#usage, ['HGET', this.#usage, '!total'])) ?? 0)
   }
 
+  /**
+   * @internal What a list of tenant `id` reads from Redis, in bytes, at least: 0 on the default
+   * seed (listed from this process), else what its data counts in the usage hash (`stored-bytes.ts`:
+   * its categories' JSON and more), or undefined without a budget or a count.
+   */
+  async heldBy(id: string): Promise<number | undefined> {
+    if (!(await this.has(id))) return 0
+    if (this.#usage === undefined) return undefined
+    const held = (await this.link.call(this.#usage, ['HGET', this.#usage, id])) as string | null
+    return held === null ? undefined : Number(held)
+  }
+
   /** The keys of a tenant. */
   keys(id: string): TenantKeys {
     const base = `${this.prefix}{${id}}:`
@@ -578,7 +598,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, categoryStoredBytes(category), id, this.#floor])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, CATEGORY_OVERHEAD, id, this.#floor])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await this.#settle(keys, op, error)
@@ -614,7 +634,7 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
     try {
-      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : stateStoredBytes(id, state), this.ttlMs, id, this.#floor, ...categories])
+      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor, ...categories])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
@@ -700,6 +720,11 @@ class RedisTenantStore implements TenantStore {
   async countCategories(): Promise<number> {
     const state = await this.#storage.read(this.#id, 'count')
     return state ? (state[1] as number) : this.#storage.seed.categories.length
+  }
+
+  /** What a list reads from Redis, at least (see `RedisStorage.heldBy`). */
+  listTextBytes(): Promise<number | undefined> {
+    return this.#storage.heldBy(this.#id)
   }
 
   async createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {

@@ -1,14 +1,19 @@
 /**
  * What tenants hold in a durable store (SQLite with `--data-dir`, Redis with `--redis-url`),
  * counted against the store budget (`--store-budget`, `storeBudgetBytes`, its default in
- * `create-sandbox-app.ts`). One rule for every
- * durable store, so that a budget means the same on each (docs/decisions/0010-store-budget-and-health.md):
- * - a category: its name and description in UTF-8, plus {@link CATEGORY_OVERHEAD};
+ * `create-sandbox-app.ts`). One rule for every durable store: **the bytes of the text the store
+ * writes, plus a fixed overhead** (docs/decisions/0010-store-budget-and-health.md):
+ * - a category: the text its store writes for it, plus {@link CATEGORY_OVERHEAD}. SQLite writes
+ *   its name and description as they are, in UTF-8 ({@link categoryStoredBytes}); Redis writes
+ *   the category as JSON, in UTF-8, where a control character takes 6 bytes (`\u0001`), counted
+ *   by the script that writes it ({@link categoryJsonStoredBytes});
  * - a tenant with saved state: its id and scenario name in UTF-8, plus {@link TENANT_OVERHEAD};
  *   its seed's categories count as any category once they are written with it.
  * The overheads stand for what a store keeps beside the text (ids, keys, an index entry): with
  * them, a count is close to what SQLite's file grows by (1.36 MB for a `large-catalog` tenant,
  * counted 1.41 MB).
+ * @note A count of the characters sent, not of what is written, let a `\x01` count 1 byte that
+ * Redis held as 6: Redis ran out of memory at 1.9 MB counted of a 4 MiB budget (attack2 F1).
  *
  * Each tenant holding data has room kept for it: its *floor* ({@link tenantFloorBytes}, 256 KiB
  * at most). The budget bounds what tenants *claim* ({@link claimedBytes}: what each holds, but
@@ -28,9 +33,18 @@ export const TENANT_OVERHEAD = 256
 /** UTF-8 bytes of a text as a store writes it (a lone surrogate as U+FFFD, three bytes). */
 const utf8 = (text: string): number => Buffer.byteLength(text, 'utf8')
 
-/** What a category costs against the store budget. */
+/** What a category costs against the store budget where its name and description are written as they are (SQLite). */
 export function categoryStoredBytes(category: { readonly name: string; readonly description?: string | undefined }): number {
   return CATEGORY_OVERHEAD + utf8(category.name) + (category.description === undefined ? 0 : utf8(category.description))
+}
+
+/**
+ * What a category written as the JSON text `json` costs against the store budget (Redis, whose
+ * scripts count it with Lua's `#`, the same bytes).
+ * @example categoryJsonStoredBytes('{"id":1,"name":"\\u0001"}') // 96 + 24
+ */
+export function categoryJsonStoredBytes(json: string): number {
+  return CATEGORY_OVERHEAD + utf8(json)
 }
 
 /** What a tenant's own record costs against the store budget (its categories apart). */

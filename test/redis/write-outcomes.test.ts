@@ -470,13 +470,72 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect((await journalHoldings(redis)).counted).toBe(Number(weight))
   })
 
-  it('counts what the SQLite store counts for the same writes (one rule, stored-bytes.ts)', async () => {
+  it('counts the bytes Redis holds for what it writes, by the rule every store uses (stored-bytes.ts)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, journalBytes: 0, storeBudgetBytes: 1024 * 1024 })
-    expect((await create(sandbox, 'né')).status).toBe(201)
+    expect((await create(sandbox, 'né\u0001')).status).toBe(201)
     const id = tenantId('partner')
-    // A tenant: 256 + its id + its scenario name; a category: 96 + its name in UTF-8.
-    expect(Number((await redis.cli('HGET', 'petstore-sandbox:usage', id)).trim())).toBe(256 + id.length + 'empty'.length + 96 + 3)
+    // A tenant: 256 + its id + its scenario name; a category: 96 + its JSON as Redis holds it (STRLEN of a copy).
+    await redis.cli('EVAL', "return redis.call('SET', KEYS[2], redis.call('LINDEX', KEYS[1], 0))", '2', `petstore-sandbox:{${id}}:cats`, 'copy')
+    const json = Number((await redis.cli('STRLEN', 'copy')).trim())
+    expect(json).toBe(Buffer.byteLength('{"id":1,"name":"né\\u0001"}'))
+    expect(Number((await redis.cli('HGET', 'petstore-sandbox:usage', id)).trim())).toBe(256 + id.length + 'empty'.length + 96 + json)
+  })
+
+  it('counts a category of control characters as the 6 bytes each its JSON holds: Redis with maxmemory never fills, the store budget refuses first (attack2 F1a)', async () => {
+    const redis = await startRedis()
+    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))![1])
+    const maxmemory = used + 4 * 1024 * 1024
+    await redis.cli('CONFIG', 'SET', 'maxmemory', String(maxmemory))
+    const budget = 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    const fat = JSON.stringify({ name: '\x01'.repeat(200), description: '\x01'.repeat(2000) })
+    let refused: Response | undefined
+    let created = 0
+    for (; created < 600 && refused === undefined; created++) {
+      const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('fat', true), body: fat })
+      if (response.status === 201) await response.body?.cancel()
+      else refused = response
+    }
+    // Refused by the store budget (over_capacity), not by a Redis out of memory (storage_unavailable).
+    expect(refused, 'the store budget refuses before 600 creates of 13 KB each').toBeDefined()
+    expectErrorBody(await jsonOf(refused!), 503, 'over_capacity')
+    // What Redis holds of the tenant's categories, by its own count, is within what the budget counts.
+    const cats = `petstore-sandbox:{${tenantId('fat')}}:cats`
+    const held = Number((await redis.cli('EVAL', "local n = 0 for _, v in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do n = n + #v end return n", '1', cats)).trim())
+    const counted = Number((await redis.cli('HGET', 'petstore-sandbox:usage', tenantId('fat'))).trim())
+    expect(held).toBeGreaterThan(budget / 2)
+    expect(counted).toBeGreaterThanOrEqual(held)
+    expect(counted).toBeLessThanOrEqual(budget)
+    expect(Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))![1])).toBeLessThan(maxmemory)
+    // A partner holding data still writes (its floor), and Redis still takes its writes.
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'after'])
+  })
+
+  it('counts journal entries of control characters as the 6 bytes each their JSON holds: journals stay within their budget (attack2 F1b)', async () => {
+    const redis = await startRedis()
+    const budget = 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    const body = '\x01'.repeat(65_000)
+    for (let key = 0; key < 4; key++) {
+      for (let i = 0; i < 8; i++) {
+        const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: { ...auth(`junk-${key}`), 'content-type': 'text/plain' }, body })
+        expect(response.status).toBeGreaterThanOrEqual(400)
+        await response.body?.cancel()
+      }
+    }
+    const journals = (await redis.cli('--scan', '--pattern', 'petstore-sandbox:*:journal')).trim().split('\n').filter(Boolean)
+    expect(journals.length).toBeGreaterThan(0)
+    const held = Number(
+      (await redis.cli('EVAL', "local n = 0 for _, k in ipairs(KEYS) do for _, v in ipairs(redis.call('LRANGE', k, 0, -1)) do n = n + #v end end return n", String(journals.length), ...journals)).trim(),
+    )
+    const counted = Number((await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim())
+    // 32 entries of 390 KB as JSON were sent: Redis holds no more than is counted, and that is within the budget and one entry.
+    expect(held).toBeGreaterThan(budget / 4)
+    expect(counted).toBeGreaterThanOrEqual(held)
+    expect(counted).toBeLessThanOrEqual(budget + 6 * 65_000 + 4096)
   })
 
   it('never refuses a partner’s create because of what other keys’ rejected requests left in their journals: journals are counted apart from data (issue 20 redis2: journal lockout)', async () => {

@@ -24,6 +24,17 @@ const BIG: ScenarioInput = {
   seed: { categories: { generate: { count: COUNT, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
 }
 const LIST_BYTES = COUNT * 2030
+/**
+ * A scenario of control characters, each name with one character above Latin-1: its answer's
+ * JSON text takes 12 bytes a character (`\u0001`, in a two-byte string), about 26 MB.
+ */
+const CONTROL: ScenarioInput = {
+  name: 'control-list',
+  version: '1.0.0',
+  description: 'Categories of control characters.',
+  seed: { categories: { generate: { count: 1000, name: `Ā{n}${'\x01'.repeat(190)}`, description: `${'\x01'.repeat(1990)}{n}` } } },
+}
+const CONTROL_ANSWER_BYTES = 1000 * 2 * (6 * 2180 + 64)
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -159,6 +170,29 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
     expect(await listed.json()).toEqual([{ id: 1, name: 'Mine' }])
     expect(created.status).toBe(201)
   })
+
+  it.runIf(kind.name !== 'memory')(
+    'counts a list of control characters as the heap its answer takes: clients that never read are refused before their answers pass the budget (attack2 F5)',
+    async () => {
+      const budget = Math.round(2.5 * CONTROL_ANSWER_BYTES)
+      const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: CONTROL, memoryBudgetBytes: budget })
+      await warmUp(fetch)
+      logs.length = 0
+      const before = heldNow()
+      const sockets: Socket[] = []
+      for (let i = 0; i < 5; i++) {
+        const { socket } = await nonReading(origin)
+        sockets.push(socket)
+        socket.write(listRequest(`control-${i}`))
+        await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(i + 1)
+      }
+      const grown = heldNow() - before
+      for (const socket of sockets) socket.destroy()
+      // The finding: 8,960 bytes reserved a category and its answer counted as UTF-8 (half what a two-byte text holds), so every list was read and held.
+      expect(logs.map((entry) => entry.status)).toContain(503)
+      expect(grown).toBeLessThan(budget)
+    },
+  )
 
   it.runIf(kind.name !== 'memory')('reserves a list before reading it, so that lists asked for at once are not all read (issue 20 F01)', async () => {
     const { origin, logs } = await startSandbox({ apiKeys: [KEY], scenario: BIG, memoryBudgetBytes: Math.round(2.5 * LIST_BYTES) })

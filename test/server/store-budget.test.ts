@@ -92,6 +92,32 @@ describe('the store budget on SQLite (--data-dir)', () => {
     expect(rejections).toEqual([])
   })
 
+  it('counts a category of control characters as what SQLite writes for it, one byte each (attack2 F1, SQLite)', async () => {
+    const dir = dataDir()
+    const running = await startSandbox({ apiKeys: ['partner'], scenario: 'empty', dataDir: dir, storeBudgetBytes: 4 * MiB })
+    expect((await post(running, 'partner', 'first')).status).toBe(201)
+    const before = storedBytes(running)
+    const fat = JSON.stringify({ name: '\x01'.repeat(200), description: '\x01'.repeat(2000) })
+    for (let i = 0; i < 50; i++) {
+      const response = await running.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: fat })
+      expect(response.status).toBe(201)
+      await response.body?.cancel()
+    }
+    const counted = storedBytes(running) - before
+    await stop(running)
+    // What the categories take in the database's pages (SQLite's own dbstat), against what was counted for them.
+    const { default: Sqlite } = await import('better-sqlite3')
+    const db = new Sqlite(join(dir, 'sandbox.db'), { readonly: true })
+    try {
+      const used = db.prepare<[], { used: number }>("SELECT SUM(pgsize - unused) AS used FROM dbstat WHERE name IN ('categories', 'categories_by_tenant')").get()!.used
+      // Within 1% (page and cell headers): one byte a control character, as counted; not six.
+      expect(used).toBeGreaterThan(50 * 2200)
+      expect(used).toBeLessThanOrEqual(1.01 * (counted + categoryStoredBytes({ name: 'first' })))
+    } finally {
+      db.close()
+    }
+  })
+
   it('counts again at a restart: the server started on the same data refuses as the first did (issue 20 F02)', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()

@@ -7,8 +7,16 @@
  * - `journal <budget> <entries>`: the heap a journal of that byte budget holds after that many
  *   requests whose bodies have one long distinct property name, each read (formatted) once, as
  *   `{ measured, bytes, size }`.
+ * - `list <dir> <count>`: per shape of {@link LIST_SHAPES}, the heap a list made per request
+ *   holds for `count` categories at the longest lengths, read from a SQLite store in `dir`: once
+ *   read (`read`), and with the JSON text of its answer (`answer`), beside what is reserved for
+ *   each (`readReserved`: `listReadBytes`, before the read; `answerReserved`: `listAnswerBytes`,
+ *   measured once read), as JSON lines.
  */
 import { heapWeight } from '../../src/core/heap-weight.js'
+import { DEFAULT_CATEGORY_LIMITS } from '../../src/core/limits.js'
+import { listAnswerBytes, listReadBytes } from '../../src/pipeline/categories.js'
+import { openSqliteStorage, type SqliteStorage } from '../../src/server/sqlite-storage.js'
 import { JournalDraft, RequestJournal } from '../../src/core/journal.js'
 import { SHAPES } from './heap-shapes.js'
 
@@ -64,11 +72,54 @@ function measureJournal(budget: number, entries: number): { measured: number; by
   return { measured, bytes: journal.bytes, size: journal.size }
 }
 
+const { nameMaxLength, descriptionMaxLength } = DEFAULT_CATEGORY_LIMITS
+/** Categories at the longest lengths, by what their characters cost as read and as JSON. */
+export const LIST_SHAPES: Record<string, (i: number) => { name: string; description: string }> = {
+  /** Plain ASCII: one byte a character read, one as JSON. */
+  ascii: (i) => ({ name: `${i}`.padEnd(nameMaxLength, 'n'), description: 'd'.repeat(descriptionMaxLength) }),
+  /** Control characters: one byte read, six as JSON (`\u0001`). */
+  control: (i) => ({ name: `${i}`.padEnd(nameMaxLength, '\x01'), description: '\x01'.repeat(descriptionMaxLength) }),
+  /** Control characters and one above Latin-1: two bytes each read, twelve as JSON (a two-byte string of escapes). */
+  'control-two-byte': (i) => ({ name: `Ā${i}`.padEnd(nameMaxLength, '\x01'), description: '\x01'.repeat(descriptionMaxLength) }),
+  /** Characters beyond the BMP: two UTF-16 units each, four bytes read and four as JSON. */
+  astral: (i) => ({ name: `${i}`.padEnd(nameMaxLength, '😀'), description: '😀'.repeat(descriptionMaxLength) }),
+}
+
+/**
+ * The heap a SQLite list of `count` categories of `shape` holds: once read (the categories), and
+ * at its peak (the categories and the answer's JSON text), beside what is reserved for each.
+ */
+async function measureList(storage: SqliteStorage, count: number, shape: string) {
+  const make = LIST_SHAPES[shape]!
+  const store = storage.open(shape)
+  // @note Code points, as the limits count them: an astral character is one, of two UTF-16 units.
+  const categories = Array.from({ length: count }, (_, i) => {
+    const { name, description } = make(i)
+    return { id: i + 1, name: [...name].slice(0, nameMaxLength).join(''), description: [...description].slice(0, descriptionMaxLength).join('') }
+  })
+  await store.replace({ scenario: 'probe', categories, nextCategoryId: count + 1 })
+  categories.length = 0
+  collect()
+  const before = process.memoryUsage().heapUsed
+  const read = await store.listCategories()
+  collect()
+  const readHeld = process.memoryUsage().heapUsed - before
+  const text = JSON.stringify(read)
+  collect()
+  const answerHeld = process.memoryUsage().heapUsed - before
+  if (read.length !== count || text.length === 0) throw new Error('the list was not read')
+  return { shape, read: readHeld, readReserved: listReadBytes(count, DEFAULT_CATEGORY_LIMITS), answer: answerHeld, answerReserved: listAnswerBytes(read) }
+}
+
 const [command, ...args] = process.argv.slice(2)
 if (command === 'shapes') {
   for (const [shape, make] of Object.entries(SHAPES)) process.stdout.write(`${JSON.stringify({ shape, ...measureShape(make) })}\n`)
 } else if (command === 'journal') {
   process.stdout.write(`${JSON.stringify(measureJournal(Number(args[0]), Number(args[1])))}\n`)
+} else if (command === 'list') {
+  const storage = await openSqliteStorage({ dir: args[0]!, seed: { scenario: 'empty', categories: [], nextCategoryId: 1 } })
+  for (const shape of Object.keys(LIST_SHAPES)) process.stdout.write(`${JSON.stringify(await measureList(storage, Number(args[1]), shape))}\n`)
+  await storage.close()
 } else {
-  throw new Error(`unknown command ${String(command)}: shapes or journal <budget> <entries>`)
+  throw new Error(`unknown command ${String(command)}: shapes, journal <budget> <entries> or list <dir> <count>`)
 }
