@@ -76,6 +76,13 @@ export interface TenantStore {
   readonly heldBytes: number
   /** Told of every change to {@link heldBytes}, when it can change at all. */
   meter?: HeldBytesMeter | undefined
+  /**
+   * The tenant's planned answers, when the store keeps them itself (Redis: replicas serving one
+   * tenant take from one queue, and {@link scenario} also reads whether any are planned, so that
+   * a tenant without plans costs no round trip for them); without it, the server keeps them in memory.
+   * @default none
+   */
+  readonly answers?: TenantAnswers | undefined
 }
 
 /** What the tenant list shows about a stored tenant. */
@@ -111,11 +118,6 @@ export interface TenantStorage {
    * sees every request); without it, each tenant journals in memory. `limit` is the entry cap.
    */
   journal?(id: string, limit: number | undefined): TenantJournal
-  /**
-   * The planned answers of a tenant, when the storage keeps them itself (Redis: replicas serving
-   * one tenant take from one queue); without it, each tenant keeps its plans in memory.
-   */
-  answers?(id: string): TenantAnswers
   /** The store of one tenant, created empty (on the default seed) when it has none. No I/O until used. */
   open(id: string): TenantStore
   /**

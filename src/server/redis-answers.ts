@@ -5,6 +5,10 @@
  * Key (with the tenant's hash tag): `answers`, a list oldest first, each element
  * `<operation>\t<times left>\t<answer as JSON>`. Taking is one script (find the operation's
  * oldest plan, count one down, drop it at zero), so two replicas never take the same one.
+ *
+ * A request only sends the take when the list may hold plans: the tenant's scenario read (one
+ * script per request, `RedisStorage.look`) also says whether the list exists, and tells
+ * {@link RedisAnswers.saw}. A tenant that never planned costs no round trip more than before plans.
  */
 import {
   MAX_PLANNED_ANSWERS,
@@ -52,15 +56,42 @@ end
 return false
 `)
 
+/**
+ * A tenant's planned answers in Redis, as one replica serves them.
+ * @note Whether a take is sent is decided by this replica's reads of whether the list exists,
+ * each given a ticket when sent: the latest sent that has answered decides, whatever order the
+ * answers come in. A request's own read is sent after it arrived, so the read that decides for
+ * it ran in Redis after it was sent: a plan acknowledged before then is seen (or was used up, or
+ * cleared, by then). Only a plan made while the request is under way may be missed, as it may be
+ * without the skip. Exactly once holds either way: the take itself is one script.
+ */
 export class RedisAnswers implements TenantAnswers {
   readonly #link: RedisLink
   readonly #key: string
   readonly #ttlMs: number
+  /** Tickets given to reads of whether the list exists (and to this replica's plans), in order. */
+  #issued = 0
+  /** The ticket of the read (or plan) that decided {@link #mayHold}. */
+  #decidedBy = 0
+  /** Whether the list may hold plans: a take is sent only then. */
+  #mayHold = true
   /** @param key the tenant's `answers` list; @param ttlMs its keys' TTL (0: none) */
   constructor(link: RedisLink, key: string, ttlMs: number) {
     this.#link = link
     this.#key = key
     this.#ttlMs = ttlMs
+  }
+
+  /** A read of whether the list exists is being sent: its ticket, for {@link saw}. */
+  reading(): number {
+    return ++this.#issued
+  }
+
+  /** Read `ticket` found the list (`exists`) or not; a read sent before one already heard from is ignored. */
+  saw(ticket: number, exists: boolean): void {
+    if (ticket <= this.#decidedBy) return
+    this.#decidedBy = ticket
+    this.#mayHold = exists
   }
 
   async plan(answer: PendingAnswer): Promise<void> {
@@ -71,11 +102,14 @@ export class RedisAnswers implements TenantAnswers {
       if (error instanceof RedisScriptRefusal && error.message === 'FULL') throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
       throw error
     }
+    // Planned here: requests under way take from the list too (a read sent before it may not have seen it).
+    this.saw(this.reading(), true)
   }
 
-  async take(operation: OperationId): Promise<PlannedAnswer | undefined> {
-    const reply = await this.#link.script(TAKE, [this.#key], [operation])
-    return typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined
+  take(operation: OperationId): Promise<PlannedAnswer | undefined> | undefined {
+    // @note Every API request asks: when the last read found no list, no round trip.
+    if (!this.#mayHold) return undefined
+    return this.#link.script(TAKE, [this.#key], [operation]).then((reply) => (typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined))
   }
 
   async pending(): Promise<PendingAnswer[]> {

@@ -439,7 +439,13 @@ export class RedisLink {
       // Not sent: a plain failure, never an unknown outcome.
       throw this.#failure(error)
     }
-    if (this.#evicting !== undefined) throw new StorageUnavailableError(`Redis at ${this.target.display}: ${this.#evicting}`)
+    if (this.#evicting !== undefined) {
+      // @note Redis answered the policy read since it last failed (else #policyRead throws): say
+      // so, still refused, even when every command a request sends is a script (issue 21's
+      // scenario read is one), as a plain command answered would.
+      this.recovered()
+      throw new StorageUnavailableError(`Redis at ${this.target.display}: ${this.#evicting}`)
+    }
     const tail = [String(keys.length), ...keys, ...args.map(String)]
     let reply: Reply
     try {

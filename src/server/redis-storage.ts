@@ -23,7 +23,6 @@ import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { monotonicNow } from '../core/clock.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
-import type { TenantAnswers } from '../core/planned-answers.js'
 import {
   CategoryLimitError,
   IdSpaceExhaustedError,
@@ -235,6 +234,15 @@ local trimmed = redis.call('HGET', KEYS[1], '!trimmed')
 if trimmed and now - tonumber(trimmed) < tonumber(ARGV[2]) then return 'unknown' end
 ${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, "'void'")}
 return 'void'
+`)
+
+/**
+ * What every request of a replica reads first: the tenant's scenario (KEYS[1], its meta; nil on
+ * the default seed) and whether its planned answers' list (KEYS[2]) exists. One round trip for
+ * both: a tenant that planned nothing is then asked for no plan (`redis-answers.ts`).
+ */
+const LOOK = redisScript(`
+return { redis.call('HGET', KEYS[1], 'scenario'), redis.call('EXISTS', KEYS[2]) }
 `)
 
 /** Records a use of a tenant that has state (its last use, and its keys' TTL renewed). ARGV: ttl ms. */
@@ -461,10 +469,6 @@ export class RedisStorage implements TenantStorage {
     return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, weights: this.#weights, prefix: this.prefix, tenant: id, storeBudget: this.#budget })
   }
 
-  answers(id: string): TenantAnswers {
-    return new RedisAnswers(this.link, this.keys(id).answers, this.ttlMs)
-  }
-
   /** Nothing to let go of: every tenant lives in Redis, none in this process. */
   release(_id: string): void {}
 
@@ -571,11 +575,16 @@ export class RedisStorage implements TenantStorage {
     return reply ?? undefined
   }
 
-  /** @internal */
-  async scenarioOf(id: string): Promise<string> {
-    const meta = this.keys(id).meta
-    const name = (await this.link.call(meta, ['HGET', meta, 'scenario'])) as string | null
-    return name ?? this.seed.scenario
+  /** @internal The planned answers of tenant `id` (its `answers` list). */
+  answersOf(id: string): RedisAnswers {
+    return new RedisAnswers(this.link, this.keys(id).answers, this.ttlMs)
+  }
+
+  /** @internal The tenant's scenario, and whether its planned answers' list exists: one script, one round trip. */
+  async look(id: string): Promise<[scenario: string, planned: boolean]> {
+    const keys = this.keys(id)
+    const [name, planned] = (await this.link.script(LOOK, [keys.meta, keys.answers], [])) as [string | null, number]
+    return [name ?? this.seed.scenario, planned === 1]
   }
 
   /** @internal Writes the default seed for a tenant that has no state yet (nothing when it has). */
@@ -702,13 +711,21 @@ class RedisTenantStore implements TenantStore {
    */
   #seeded: Promise<void> | undefined
 
+  /** The tenant's planned answers, in Redis: its scenario read also says whether any are planned. */
+  readonly answers: RedisAnswers
+
   constructor(storage: RedisStorage, id: string) {
     this.#storage = storage
     this.#id = id
+    this.answers = storage.answersOf(id)
   }
 
-  scenario(): Promise<string> {
-    return this.#storage.scenarioOf(this.#id)
+  /** Reads the scenario, and tells {@link answers} whether any are planned (see `RedisAnswers`). */
+  async scenario(): Promise<string> {
+    const ticket = this.answers.reading()
+    const [name, planned] = await this.#storage.look(this.#id)
+    this.answers.saw(ticket, planned)
+    return name
   }
 
   async listCategories(): Promise<Category[]> {

@@ -241,13 +241,23 @@ export class TenantRegistry implements TenantResolver {
   #claim(id: string, entry: Entry): Promise<Tenant> {
     this.#used(id, entry)
     const tenant = entry.tenant
+    const shared = this.#options.storage.shared
     if (tenant === undefined) {
       entry.claims++
-      return entry.opening
+      // @note Shared: the opening's read was sent before this request arrived, so it may miss a
+      // scenario switch or a plan acknowledged before the request was sent: it reads its own.
+      return shared ? entry.opening.then((opened) => this.#readBack(id, opened)) : entry.opening
     }
     tenant.enter()
-    if (!this.#options.storage.shared) return Promise.resolve(tenant)
-    // Another replica may have switched the tenant's scenario since: read it back.
+    if (!shared) return Promise.resolve(tenant)
+    return this.#readBack(id, tenant)
+  }
+
+  /**
+   * Another replica may have switched the tenant's scenario (or planned answers) since: read it
+   * back, for a request routed to `tenant` (entered for it, and left when the read fails).
+   */
+  #readBack(id: string, tenant: Tenant): Promise<Tenant> {
     return tenant.store.scenario().then(
       (name) => (tenant.follow(this.#scenarioOf(id, name)), tenant),
       (error: unknown) => {
@@ -496,7 +506,7 @@ export class TenantRegistry implements TenantResolver {
       draining: false,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
-        const answers = storage.answers?.(id) ?? this.#answers.of(id)
+        const answers = store.answers ?? this.#answers.of(id)
         const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal, Promise.resolve(), answers)
         this.#idOfTenant.set(tenant, id)
         // Every request routed to it meanwhile is in use from now on, until it leaves.

@@ -2,9 +2,10 @@
  * Planned answers on Redis: two sandbox replicas on one real redis-server serve one tenant, and
  * a plan made through either answers exactly as many requests as it says, whichever replica they reach.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { tenantId } from '../../src/server.js'
-import { REQUIRE_REDIS } from '../support/redis-server.js'
+import { openRedisStorage } from '../../src/server/redis-storage.js'
+import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { redisPrefix, redisUrl } from '../support/stores.js'
 
@@ -18,6 +19,12 @@ async function twoReplicas(): Promise<[RunningSandbox, RunningSandbox]> {
 
 const plan = (replica: RunningSandbox, body: object, key = 'partner') =>
   replica.fetch('/__sandbox/answers', { method: 'POST', headers: auth(key, true), body: JSON.stringify(body) })
+
+/** How many scripts Redis has run (`EVALSHA` and `EVAL`, each one round trip of a replica), from INFO commandstats. */
+async function scriptsRun(redis: RedisServer): Promise<number> {
+  const stats = await redis.cli('INFO', 'commandstats')
+  return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0)
+}
 
 const pending = async (replica: RunningSandbox, key = 'partner') => jsonOf(await replica.fetch('/__sandbox/answers', { headers: auth(key) }))
 
@@ -58,5 +65,51 @@ describe.runIf(REQUIRE_REDIS)('planned answers across two replicas on one Redis'
     const deleted = await b.fetch(`/__sandbox/tenants/${tenantId('k1')}`, { method: 'DELETE', headers: auth(ADMIN) })
     expect(deleted.status).toBe(204)
     expect(await pending(a, 'k1')).toEqual([])
+  })
+
+  it('answers a plan made on one replica with the very next request on the other, which had found nothing planned', async () => {
+    const [a, b] = await twoReplicas()
+    const list = (replica: RunningSandbox) => replica.fetch('/v1/categories', { headers: auth('partner') })
+    expect((await list(b)).status).toBe(200)
+    expect((await list(b)).status).toBe(200)
+    expect((await plan(a, { operation: 'listCategories', status: 401 })).status).toBe(201)
+    expect((await list(b)).status).toBe(401)
+    expect((await list(b)).status).toBe(200)
+    expect((await plan(a, { operation: 'listCategories', network: true })).status).toBe(201)
+    await expect(list(b)).rejects.toThrow()
+    expect((await list(b)).status).toBe(200)
+  })
+
+  it('asks Redis for no plan when the tenant has none: one script less per request than with a plan of another operation pending', async () => {
+    const redis = await startRedis()
+    const replica = await startSandbox({ redisUrl: redis.url, adminToken: ADMIN, anyKey: true })
+    const requests = 10
+    const scriptsOf = async (key: string) => {
+      await replica.fetch('/v1/categories', { headers: auth(key) })
+      const before = await scriptsRun(redis)
+      for (let i = 0; i < requests; i++) expect((await replica.fetch('/v1/categories', { headers: auth(key) })).status).toBe(200)
+      return (await scriptsRun(redis)) - before
+    }
+    const nothingPlanned = await scriptsOf('plans-nothing')
+    expect((await plan(replica, { operation: 'listOrders', status: 500 }, 'plans-orders')).status).toBe(201)
+    const ordersPlanned = await scriptsOf('plans-orders')
+    expect(ordersPlanned - nothingPlanned).toBe(requests)
+    expect(await pending(replica, 'plans-orders')).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 1 }])
+  })
+
+  it('asks for a plan as the read sent last says, whatever order the reads answer in, and after planning', async () => {
+    const storage = await openRedisStorage({ url: redisUrl(), seed: { scenario: 'default', categories: [], nextCategoryId: 1 }, prefix: redisPrefix() })
+    onTestFinished(() => storage.close())
+    const answers = storage.answersOf('a1b2c3')
+    const sentFirst = answers.reading()
+    const sentLast = answers.reading()
+    answers.saw(sentLast, false)
+    answers.saw(sentFirst, true)
+    // No promise: nothing sent to Redis.
+    expect(answers.take('listCategories')).toBeUndefined()
+    const sentBeforePlan = answers.reading()
+    await answers.plan({ operation: 'listCategories', status: 500, code: 'internal_error', times: 1 })
+    answers.saw(sentBeforePlan, false)
+    expect(await answers.take('listCategories')).toEqual({ operation: 'listCategories', status: 500, code: 'internal_error' })
   })
 })
