@@ -5,7 +5,10 @@
  * closed, and a CONNECT is refused after the answers owed. Raw sockets against a real server, on
  * every store.
  */
+import { execFile } from 'node:child_process'
 import type { IncomingMessage } from 'node:http'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { PIPELINE_DEPTH, PIPELINE_LIMIT } from '../../src/server/conversation.js'
 import { collect, exchange, openSocket } from '../support/raw-http.js'
@@ -246,4 +249,20 @@ describe.each(STORES)('one connection, one ordered conversation ($name store)', 
     expect(listed?.status).toBe(200)
     expect(names(listed!.body)).toContain('Before upgrade')
   })
+})
+
+describe('what a flood of pipelined requests leaves held (issue 20 attack 2 F2)', () => {
+  // @note Node keeps about 2 KB for every request it parsed until its answer is out, and parses a
+  // whole read (2,500 tiny requests) before any pause: before, each such connection held 5 MB
+  // for as long as its first answer took, and 80 of them took a 256 MB heap.
+  it('holds no more per connection than a waiting line at its limit, while the slow answer ahead is still being made', async () => {
+    const connections = 20
+    const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/support/pipeline-flood-probe.ts', String(connections)], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+    })
+    const { measured, requests, closed } = JSON.parse(stdout) as { measured: number; requests: number; closed: number }
+    expect(closed).toBe(connections)
+    expect(requests).toBeGreaterThan(connections * 4 * PIPELINE_LIMIT)
+    expect(measured / connections).toBeLessThan((PIPELINE_LIMIT + 1) * 2048)
+  }, 30_000)
 })
