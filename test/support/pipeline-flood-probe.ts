@@ -2,7 +2,8 @@
  * `node --expose-gc --import tsx test/support/pipeline-flood-probe.ts <connections>`: the heap a
  * sandbox (memory store) still holds, after full collections, once `<connections>` clients have
  * each sent one 64 KiB write of tiny pipelined requests behind a slow list (attack 2's
- * pipeflood.py) and had their connections closed; one JSON line `{ measured, requests, closed }`.
+ * pipeflood.py) and had their connections closed; one JSON line `{ measured, sent, requests, closed }`:
+ * the requests sent per connection, and those Node handed to the server.
  * Its own process, so that nothing else the test runner holds moves the figure.
  */
 import { connect, type AddressInfo } from 'node:net'
@@ -46,5 +47,6 @@ await new Promise<void>((resolve) => {
 })
 await new Promise((resolve) => setTimeout(resolve, 200))
 collect()
-process.stdout.write(`${JSON.stringify({ measured: process.memoryUsage().heapUsed - before, requests, closed })}\n`)
+const sent = 1 + (chunk.length - slow.length) / tiny.length
+process.stdout.write(`${JSON.stringify({ measured: process.memoryUsage().heapUsed - before, sent, requests, closed })}\n`)
 process.exit(0)
