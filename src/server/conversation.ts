@@ -3,7 +3,8 @@
  * are handled one after the other, each once the answer ahead of it has gone out, so that a GET
  * sent after a POST sees the POST's category and a create sent after a scenario switch lands in
  * the new scenario. Node parses pipelined requests as they arrive and hands each to the listener
- * at once; this module makes them wait their turn.
+ * at once; this module makes them wait their turn, and closes a connection on which more wait
+ * than {@link PIPELINE_LIMIT}.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -11,7 +12,7 @@ import type { Socket } from 'node:net'
 /**
  * Requests that may wait behind the one being answered on one connection; with this many
  * waiting, the connection is read no further (the requests of one read, up to 64 KiB, still
- * wait) until the client takes its answers.
+ * wait, up to {@link PIPELINE_LIMIT}) until the client takes its answers.
  * @default 16
  */
 export const PIPELINE_DEPTH = 16
