@@ -58,22 +58,37 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
     if (refusing.has(socket)) return
     refusing.add(socket)
     socket.pause()
-    refuseAfterAnswers(error, socket)
+    refuseAfterAnswers(socket, ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }, error.code)
+  })
+  // @note Node hands a CONNECT to `connect` listeners, not to the request listener, and with none
+  // destroys the connection: the answers still owed on it were lost (a create pipelined before a
+  // CONNECT was stored and never answered). It is refused after them, as a malformed request is.
+  // A request asking to upgrade the connection (`Upgrade: websocket`) is a request like any other
+  // while nobody listens to `upgrade`: answered in its turn, the connection kept as it is.
+  server.on('connect', (_req: IncomingMessage, socket: Duplex & { _httpMessage?: ServerResponse | null }) => {
+    if (refusing.has(socket)) return
+    refusing.add(socket)
+    socket.pause()
+    refuseAfterAnswers(socket, { code: 'bad_request', params: { reason: 'CONNECT is not supported: this server is not a proxy' } })
   })
   /**
-   * Refuses what came on `socket` once the requests received in full before it have their
-   * answers.
+   * Refuses what came on `socket` (with `answer`; `errorCode`: Node's, for a request it could not
+   * parse) once the requests received in full before it have their answers.
    * @note Bytes that are not HTTP right after a whole request (a Content-Length one short of the
    * body): answered with the 400 at once, a create that was stored looked failed to its client,
    * which would send it again.
    */
-  const refuseAfterAnswers = (error: NodeJS.ErrnoException, socket: Duplex & { _httpMessage?: ServerResponse | null }): void => {
+  const refuseAfterAnswers = (
+    socket: Duplex & { _httpMessage?: ServerResponse | null },
+    answer: { readonly code: ErrorCode; readonly params: ErrorParams },
+    errorCode?: string,
+  ): void => {
     // @note Each answer ahead is waited for until it closes: Node hands the socket to the next
     // one when an answer finishes, and `writableFinished` is true as soon as it was flushed, even
     // before that (waiting on it, two pipelined answers ahead of a create dropped the create's).
     const inFlight = socket._httpMessage
     if (inFlight && inFlight.req.complete && !inFlight.destroyed && !inFlight.closed) {
-      inFlight.once('close', () => refuseAfterAnswers(error, socket))
+      inFlight.once('close', () => refuseAfterAnswers(socket, answer, errorCode))
       return
     }
     // @note As Node's default: a response already under way cannot be replaced by another one.
@@ -81,13 +96,13 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
       socket.destroy()
       return
     }
-    const { code, params } = ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }
+    const { code, params } = answer
     // @note A request whose body was still arriving (cut off at the request timeout, or chunks
     // that are not HTTP) is answered through its own response: its log line and journal entry
     // say the answer its client got, under the X-Request-Id it got, where before they said it
     // was dropped. The connection closes after it (writeJson: the rest of the body is unread).
     // A client that left mid-body (the socket's end) is still a dropped connection.
-    if (inFlight && !inFlight.req.complete && error.code !== 'HPE_INVALID_EOF_STATE') {
+    if (inFlight && !inFlight.req.complete && errorCode !== 'HPE_INVALID_EOF_STATE') {
       refuseBody(inFlight.req, code, params)
       sendError(inFlight, code, params)
       return

@@ -3,7 +3,8 @@
  * are handled one after the other, each once the answer ahead of it has gone out, so that a GET
  * sent after a POST sees the POST's category and a create sent after a scenario switch lands in
  * the new scenario. Node parses pipelined requests as they arrive and hands each to the listener
- * at once; this module makes them wait their turn.
+ * at once; this module makes them wait their turn, and closes a connection on which more wait
+ * than {@link PIPELINE_LIMIT}.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -11,10 +12,18 @@ import type { Socket } from 'node:net'
 /**
  * Requests that may wait behind the one being answered on one connection; with this many
  * waiting, the connection is read no further (the requests of one read, up to 64 KiB, still
- * wait) until the client takes its answers.
+ * wait, up to {@link PIPELINE_LIMIT}) until the client takes its answers.
  * @default 16
  */
 export const PIPELINE_DEPTH = 16
+
+/**
+ * Requests that may wait on one connection at all (Node hands over every request of a read at
+ * once, up to 64 KiB of them); with one more, the connection is closed at once and none of the
+ * requests waiting on it is handled.
+ * @default 64 (4 × {@link PIPELINE_DEPTH})
+ */
+export const PIPELINE_LIMIT = 4 * PIPELINE_DEPTH
 
 /** A request waiting for its turn: handled, or given up when its connection is gone first. */
 interface Turn {
@@ -36,6 +45,8 @@ interface Conversation {
 }
 
 const conversations = new WeakMap<Socket, Conversation>()
+/** Connections closed for pipelining past {@link PIPELINE_LIMIT}: what Node still parses of their last read is ignored. */
+const cut = new WeakSet<Socket>()
 /** Connections read no further while their waiting line is full. */
 const held = new WeakSet<Socket>()
 
@@ -56,6 +67,7 @@ const isOut = (res: ServerResponse | undefined) => res === undefined || res.writ
  */
 export function inOrder(req: IncomingMessage, res: ServerResponse, handle: Handler, abandon: Handler = nothing): void {
   const socket = req.socket
+  if (cut.has(socket)) return
   let conversation = conversations.get(socket)
   if (conversation === undefined) {
     conversation = { current: undefined, waiting: [] }
@@ -66,9 +78,63 @@ export function inOrder(req: IncomingMessage, res: ServerResponse, handle: Handl
     handle(req, res)
     return
   }
+  // @note Node parses every request of a read before it looks at a pause: one 64 KiB read of
+  // tiny requests is 2,500 of them, each about 2 KB of heap that Node itself keeps until its
+  // answer is out (950 such connections: 3.5 GB). Only closing the connection lets it go, so a
+  // line past the limit is cut at once: the requests waiting are given up (none has run), as is
+  // this one, and the rest of the read is ignored, not logged one by one.
+  if (conversation.waiting.length >= PIPELINE_LIMIT) {
+    cut.add(socket)
+    ignoreRestOfRead(socket)
+    const current = conversation.current
+    socket.once('close', () => setImmediate(forget, socket, current))
+    socket.destroy()
+    abandon(req, res)
+    return
+  }
   conversation.waiting.push({ req, res, handle, abandon })
   if (conversation.waiting.length === 1) whenOut(socket, conversation)
   if (conversation.waiting.length >= PIPELINE_DEPTH) stopReading(socket)
+}
+
+/**
+ * Has Node's parser drop the requests it still finds in the read under way on `socket` as it
+ * parses them, instead of making each a request and an answer that it keeps.
+ * @note Node lets go of what a closed connection held only in the event loop's close phase, after
+ * it has read every readable connection: 80 connections of one 64 KiB read each held 400 MB
+ * together then (a 256 MB heap died). The parser hands each request's head to `onIncoming`;
+ * answering 0 lets it go on to the next one, the request no more than garbage. A Node without
+ * this hook keeps them until `close`, as before.
+ */
+function ignoreRestOfRead(socket: Socket): void {
+  const parser = (socket as Socket & { parser?: { onIncoming?: unknown } | null }).parser
+  if (parser && typeof parser.onIncoming === 'function') parser.onIncoming = noRequest
+}
+const noRequest = () => 0
+
+/**
+ * Lets go of what Node keeps for a connection closed while `current` was being answered.
+ * @note Node's listeners on the socket, and its `finish` listener on the answer under way, hold
+ * the connection's parsing state, and with it every answer still queued (Node forgets the queued
+ * requests at `close`, not their answers); the answer under way is held until its handler is
+ * done (a `Prefer: delay` of 20 s). Once every `close` listener has run nothing else comes: the
+ * socket is gone, and an answer whose socket is gone never finishes (it has closed).
+ */
+function forget(socket: Socket, current: ServerResponse | undefined): void {
+  socket.removeAllListeners()
+  current?.removeAllListeners('finish')
+  if (current) (current as ServerResponse & { _onPendingData?: unknown })._onPendingData = ignore
+}
+const ignore = () => undefined
+
+/**
+ * Whether `req` came on a connection closed for pipelining past {@link PIPELINE_LIMIT}: Node
+ * still parses the rest of that connection's last read, and such requests are ignored (not
+ * handled, not logged).
+ * @example if (closedForPipelining(req)) return
+ */
+export function closedForPipelining(req: IncomingMessage): boolean {
+  return cut.has(req.socket)
 }
 
 /** Hands the turn to the next waiting request once the current answer is out (or its connection gone). */

@@ -32,7 +32,7 @@ import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
-import { inOrder } from './conversation.js'
+import { closedForPipelining, inOrder } from './conversation.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
@@ -562,6 +562,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
       if (!front(req, res)) adminApp()(req, res)
     })
   const listener: RequestListener = (req, res) => {
+    if (closedForPipelining(req)) return
     context.stamp(req, res)
     inOrder(req, res, serve, dropped)
   }
@@ -571,6 +572,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     app = loadExpress()()
     app.disable('x-powered-by')
     app.use((req, res, next) => {
+      if (closedForPipelining(req)) return
       context.stamp(req, res)
       inOrder(
         req,

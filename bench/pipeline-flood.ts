@@ -1,0 +1,105 @@
+/**
+ * `npx tsx bench/pipeline-flood.ts [connections] [memory|sqlite|redis://host:port] [heap MB]`:
+ * issue 20 attack 2 F2 at its sizes. A fresh `petstore-sandbox serve` (with `heap MB`, under
+ * `--max-old-space-size`); `connections` clients (950 unless given) each send one 64 KiB write:
+ * a list with `Prefer: delay=20000`, then 2,517 × `GET / HTTP/1.1` (attack 2's pipeflood.py),
+ * and hold their connections for 25 s while a partner lists its categories every 500 ms.
+ * Prints how many flooding connections the server closed, what the partner was answered and
+ * its slowest answer, whether the server is alive, and its peak RSS.
+ * A script, not a test: `test/server/connection-order.test.ts` runs the same attack small.
+ */
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url))
+const connections = Number(process.argv[2] ?? 950)
+const store = process.argv[3] ?? 'memory'
+const heapMb = process.argv[4]
+const dir = mkdtempSync(join(tmpdir(), 'petstore-pipeline-flood-'))
+const storeArgs = store === 'memory' ? [] : store === 'sqlite' ? ['--data-dir', join(dir, 'data')] : ['--redis-url', store]
+const HOLD_MS = 25_000
+
+/** Peak resident memory of a process (VmHWM), in MB. */
+function peakRssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Math.round(Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? Number.NaN) / 1024)
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const slow = 'GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer flood-key\r\nPrefer: delay=20000\r\n\r\n'
+const tiny = 'GET / HTTP/1.1\r\nHost:x\r\n\r\n'
+const chunk = slow + tiny.repeat(Math.floor((65_536 - slow.length) / tiny.length))
+
+const child = spawn(
+  process.execPath,
+  [
+    ...(heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`]),
+    '--import',
+    'tsx',
+    'src/cli.ts',
+    'serve',
+    '--port',
+    '0',
+    '--quiet',
+    '--api-key',
+    'flood-key',
+    '--api-key',
+    'partner-key',
+    ...storeArgs,
+  ],
+  { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+)
+let exited = false
+child.once('exit', () => (exited = true))
+try {
+  let out = ''
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`the server exited with ${code}\n${out}`)))
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk
+      const match = /API\s+http:\/\/[^/\s]+:(\d+)\/v1/.exec(out)
+      if (match) resolve(Number(match[1]))
+    })
+  })
+  process.stdout.write(`bench/pipeline-flood.ts, ${connections} connections, ${store}, heap ${heapMb ?? 'default'} MB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n`)
+  const partner: { status: number; ms: number }[] = []
+  let flooding = true
+  const partnerLoop = (async () => {
+    while (flooding) {
+      const started = performance.now()
+      const status = await fetch(`http://127.0.0.1:${port}/v1/categories`, { headers: { authorization: 'Bearer partner-key' }, signal: AbortSignal.timeout(120_000) })
+        .then(async (response) => (await response.arrayBuffer(), response.status))
+        .catch(() => 0)
+      partner.push({ status, ms: performance.now() - started })
+      await sleep(500)
+    }
+  })()
+  let closed = 0
+  const sockets: Socket[] = []
+  for (let i = 0; i < connections; i++) {
+    const socket = connect(port, '127.0.0.1')
+    socket.on('error', () => undefined)
+    socket.once('close', () => closed++)
+    socket.write(chunk)
+    sockets.push(socket)
+  }
+  await sleep(HOLD_MS)
+  flooding = false
+  await partnerLoop
+  for (const socket of sockets) socket.destroy()
+  const counts: Record<string, number> = {}
+  for (const { status } of partner) counts[status] = (counts[status] ?? 0) + 1
+  const slowest = Math.round(Math.max(...partner.map(({ ms }) => ms)))
+  process.stdout.write(
+    `flooding connections closed by the server: ${closed} of ${connections}; partner answers: ${JSON.stringify(counts)}, slowest ${slowest} ms; server alive: ${!exited}; peak RSS ${exited ? '?' : peakRssMb(child.pid!)} MB\n`,
+  )
+} finally {
+  const gone = new Promise((resolve) => (exited ? resolve(undefined) : child.once('exit', resolve)))
+  child.kill('SIGKILL')
+  await gone
+  rmSync(dir, { recursive: true, force: true })
+}
