@@ -20,6 +20,7 @@ import {
   type TenantJournal,
 } from '../core/journal.js'
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
+import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import type { TenantKeys } from './redis-storage.js'
 import { tenantFloorBytes } from './stored-bytes.js'
 
@@ -108,14 +109,22 @@ export const releaseJournal = (usage: string, arg: number) => `local held = tonu
     redis.call('HINCRBY', ${usage}, '!jtenants', -1)
   end`
 
-/** Empties the journal; the id sequence goes on. With a store budget, KEYS[4] is the usage hash and ARGV[1] the tenant's id. */
+/**
+ * Empties the journal; the id sequence goes on. KEYS: journal, jsizes, jmeta, ops, opt (the
+ * tenant's outcome record), then the usage hash with a store budget. ARGV: the tenant's id, the
+ * operation id, how long to keep its outcome on record (ms). Recorded, so that a clear whose reply
+ * was lost is settled (`redis-outcomes.ts`).
+ */
 const CLEAR = redisScript(`
+${replayOutcome('KEYS[4]', 2)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
-if KEYS[4] then
-  ${releaseJournal('KEYS[4]', 1)}
+if KEYS[6] then
+  ${releaseJournal('KEYS[6]', 1)}
 end
-return 1
+${NOW}
+${recordOutcome('KEYS[4]', 'KEYS[5]', 2, 3, "'1'")}
+return '1'
 `)
 
 /** Options of {@link RedisJournal}. */
@@ -140,6 +149,8 @@ export class RedisJournal implements TenantJournal {
   /** The tenant's id and the store budget, for the usage hash (the last of {@link #keys}). */
   readonly #usageArgs: readonly (string | number)[]
   readonly #usage: string | undefined
+  /** The tenant's outcome record, for clears (`redis-outcomes.ts`). */
+  readonly #outcomes: OutcomeKeys
   readonly #limit: number
   readonly #budget: number
   readonly #ttlMs: number
@@ -149,6 +160,7 @@ export class RedisJournal implements TenantJournal {
   constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
     this.#link = link
     this.#usage = options.usage
+    this.#outcomes = keys
     this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...(options.usage === undefined ? [] : [options.usage])]
     this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '', tenantFloorBytes(options.storeBudget ?? Number.POSITIVE_INFINITY)]
     this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
@@ -174,7 +186,8 @@ export class RedisJournal implements TenantJournal {
   }
 
   async clear(): Promise<void> {
-    await this.#link.script(CLEAR, [...this.#keys.slice(0, 3), ...(this.#usage === undefined ? [] : [this.#usage])], [this.#usageArgs[1]!])
+    const keys = [...this.#keys.slice(0, 3), this.#outcomes.outcomes, this.#outcomes.outcomeTimes, ...(this.#usage === undefined ? [] : [this.#usage])]
+    await recordedWrite(this.#link, this.#outcomes, `the journal clear of tenant ${this.#usageArgs[1]}`, CLEAR, keys, (op, keepMs) => [this.#usageArgs[1]!, op, keepMs])
   }
 
   async count(): Promise<number> {
