@@ -147,6 +147,21 @@ describe.runIf(REQUIRE_REDIS)('a delay on Redis with a slow body (attack2 F7)', 
     expect(warnings).toEqual([])
   })
 
+  it('holds a planned answer’s delayMs to the same limit: one over is refused naming it, the longest answers 201 after a slow body', async () => {
+    const redis = await startRedis()
+    const requestTimeoutMs = 3000
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs, headersTimeoutMs: 1500 })
+    const limit = redisDelayLimit(requestTimeoutMs)
+    const over = await admin(sandbox, 'POST', 'answers', { operation: 'createCategory', delayMs: limit + 1 })
+    const body = (await jsonOf(over)) as { message: string }
+    expectErrorBody(body, 400, 'invalid_field')
+    expect(body.message).toContain(`from 0 to ${limit}`)
+    expect((await admin(sandbox, 'POST', 'answers', { operation: 'createCategory', delayMs: limit })).status).toBe(201)
+    const answer = await slowCreate(sandbox, 0, 1200)
+    expect(answer.status, answer.text).toBe(201)
+    expect(await jsonOf(await admin(sandbox, 'GET', 'answers'))).toEqual([])
+  })
+
   it('logs a request whose body came too late for its Redis work, answered 503 storage_unavailable from a healthy Redis', async () => {
     const redis = await startRedis()
     const requestTimeoutMs = 5000
@@ -158,5 +173,29 @@ describe.runIf(REQUIRE_REDIS)('a delay on Redis with a slow body (attack2 F7)', 
     expectErrorBody(JSON.parse(answer.text.slice(answer.text.indexOf('\r\n\r\n') + 4)), 503, 'storage_unavailable')
     expect(warnings.filter((warning) => warning.startsWith('request out of time'))).toHaveLength(1)
     expect(warnings.join('\n')).toContain('Redis itself is not failing')
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('a standalone Redis client whose connection stays open but silent (attack2 F2, a worker stuck for 7 minutes)', () => {
+  it('is replaced by a new client after 5 s of failures, and the replica serves again with Redis healthy all along', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 3000, headersTimeoutMs: 1500, warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    // The client's one connection goes silent; nothing tells node-redis, which never reconnects by itself.
+    proxy.stall()
+    const statuses: number[] = []
+    for (const until = Date.now() + 20_000; Date.now() < until && statuses.at(-1) !== 200; ) {
+      const response = await sandbox.fetch('/v1/categories', { headers: auth('partner'), signal: AbortSignal.timeout(10_000) })
+      statuses.push(response.status)
+      await response.body?.cancel()
+    }
+    expect(statuses[0]).toBe(503)
+    expect(statuses.at(-1)).toBe(200)
+    expect(warnings.some((warning) => warning.includes('with a new client'))).toBe(true)
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    const names = ((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name)
+    expect(names).toEqual(['before', 'after'])
   })
 })
