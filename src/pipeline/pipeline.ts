@@ -156,7 +156,7 @@ export class Pipeline {
           // @note A planned answer comes before `Prefer` and faults: the test asked for this request's answer.
           const taken = tenant.answers.take(operation.id)
           const planned = taken instanceof Promise ? await taken : taken
-          const ran = planned ? this.#planned(planned, operation, request, params, tenant, bodyText) : this.#run(operation, request, params, tenant, bodyText)
+          const ran = planned ? this.#planned(planned, operation, request, params, tenant, bodyText, started) : this.#run(operation, request, params, tenant, bodyText, started)
           outcome = ran instanceof Promise ? await ran : ran
         }
       }
@@ -177,24 +177,25 @@ export class Pipeline {
     return this.#leaving(tenant, answer)
   }
 
-  #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {
+  /** `started`: `performance.now()` when the request arrived, which its delay counts from. */
+  #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string, started: number): Outcome | Promise<Outcome> {
     const maxDelay = this.#options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS
     const prefer = readPrefer(request.headers.get('prefer'), operation, maxDelay)
     if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
-    const delay = Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay)
+    const delay = delayLeft(Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay), started)
     const forced = prefer.value.code
     if (delay > 0) return sleep(delay).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
     return this.#perform(operation, request, params, tenant, bodyText, forced)
   }
 
   /** A planned answer: after its delay, the connection dropped, its status's Error body, or the operation run as usual (no `Prefer`, latency or fault). */
-  #planned(planned: PlannedAnswer, operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {
+  #planned(planned: PlannedAnswer, operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string, started: number): Outcome | Promise<Outcome> {
     const answer = (): Outcome | Promise<Outcome> => {
       if (planned.network) return { kind: 'network' }
       if (planned.code !== undefined) return simulatedError(planned.code, 'planned answer', request, operation, tenant, this.#options.maxBodyBytes)
       return this.#operate(operation, request, params, tenant, bodyText)
     }
-    const delay = planned.delayMs ?? 0
+    const delay = delayLeft(planned.delayMs ?? 0, started)
     return delay > 0 ? sleep(delay).then(answer) : answer()
   }
 
@@ -291,6 +292,18 @@ interface AnswerParts {
   readonly tenant?: Tenant | undefined
   readonly bodyText?: string | undefined
   readonly headers?: Record<string, string> | undefined
+}
+
+/**
+ * What is left to wait of a simulated delay (`Prefer: delay`, a planned answer's `delayMs`, a
+ * scenario's latency) once the request has been read: a delay counts from the request's arrival
+ * (`started`, `performance.now()`), so a body sent slowly uses part of it.
+ * @note So the longest delay allowed still ends within the request's time, however slow its body
+ * (attack2 F7: a 27.5 s delay after a body trickled over 5 s took a healthy Redis past the
+ * request's deadline, 503 storage_unavailable).
+ */
+function delayLeft(delayMs: number, started: number): number {
+  return delayMs <= 0 ? 0 : Math.max(0, delayMs - (performance.now() - started))
 }
 
 /** How long a client is told to wait after a storage failure. */

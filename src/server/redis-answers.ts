@@ -18,18 +18,33 @@ import {
   type TenantAnswers,
 } from '../core/planned-answers.js'
 import type { OperationId } from '../contract/operations.js'
-import { redisScript, RedisScriptRefusal, type RedisLink } from './redis-connection.js'
+import { NOW, redisScript, RedisScriptRefusal, type RedisLink } from './redis-connection.js'
+import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
 
 /**
- * Adds a plan. KEYS[1]: the list. ARGV: the most plans the list may hold; ttl ms (0: none); the
- * element. Refuses with FULL when the list holds the most already.
+ * Adds a plan. KEYS: the list, then the tenant's outcome record (ops, opt). ARGV: the most plans
+ * the list may hold; ttl ms (0: none); the element; the operation id; how long to keep its outcome
+ * on record (ms). Refuses with FULL when the list holds the most already. Recorded, so that a plan
+ * whose reply was lost is settled, never added twice (`redis-outcomes.ts`).
  */
 const PLAN = redisScript(`
+${replayOutcome('KEYS[2]', 4)}
 if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then return redis.error_reply('FULL') end
 redis.call('RPUSH', KEYS[1], ARGV[3])
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
-return 1
+${NOW}
+${recordOutcome('KEYS[2]', 'KEYS[3]', 4, 5, "'1'")}
+return '1'
+`)
+
+/** Drops every plan. KEYS: the list, ops, opt. ARGV: the operation id, how long to keep its outcome on record (ms). Recorded as {@link PLAN}. */
+const CLEAR = redisScript(`
+${replayOutcome('KEYS[2]', 1)}
+redis.call('DEL', KEYS[1])
+${NOW}
+${recordOutcome('KEYS[2]', 'KEYS[3]', 1, 2, "'1'")}
+return '1'
 `)
 
 /**
@@ -68,6 +83,7 @@ return false
 export class RedisAnswers implements TenantAnswers {
   readonly #link: RedisLink
   readonly #key: string
+  readonly #outcomes: OutcomeKeys
   readonly #ttlMs: number
   /** Tickets given to reads of whether the list exists (and to this replica's plans), in order. */
   #issued = 0
@@ -75,10 +91,11 @@ export class RedisAnswers implements TenantAnswers {
   #decidedBy = 0
   /** Whether the list may hold plans: a take is sent only then. */
   #mayHold = true
-  /** @param key the tenant's `answers` list; @param ttlMs its keys' TTL (0: none) */
-  constructor(link: RedisLink, key: string, ttlMs: number) {
+  /** @param keys the tenant's `answers` list and outcome record; @param ttlMs its keys' TTL (0: none) */
+  constructor(link: RedisLink, keys: OutcomeKeys & { readonly answers: string }, ttlMs: number) {
     this.#link = link
-    this.#key = key
+    this.#key = keys.answers
+    this.#outcomes = { outcomes: keys.outcomes, outcomeTimes: keys.outcomeTimes }
     this.#ttlMs = ttlMs
   }
 
@@ -94,10 +111,16 @@ export class RedisAnswers implements TenantAnswers {
     this.#mayHold = exists
   }
 
+  /** The script's keys: the list, then the outcome record. */
+  #keys(): string[] {
+    return [this.#key, this.#outcomes.outcomes, this.#outcomes.outcomeTimes]
+  }
+
   async plan(answer: PendingAnswer): Promise<void> {
     const { times, ...planned } = answer
     try {
-      await this.#link.script(PLAN, [this.#key], [MAX_PLANNED_ANSWERS, this.#ttlMs, `${answer.operation}\t${times}\t${JSON.stringify(planned)}`])
+      const element = `${answer.operation}\t${times}\t${JSON.stringify(planned)}`
+      await recordedWrite(this.#link, this.#outcomes, `a planned answer of ${this.#key}`, PLAN, this.#keys(), (op, keepMs) => [MAX_PLANNED_ANSWERS, this.#ttlMs, element, op, keepMs])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'FULL') throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
       throw error
@@ -121,6 +144,6 @@ export class RedisAnswers implements TenantAnswers {
   }
 
   async clear(): Promise<void> {
-    await this.#link.call(this.#key, ['DEL', this.#key])
+    await recordedWrite(this.#link, this.#outcomes, `the planned answers' clear of ${this.#key}`, CLEAR, this.#keys(), (op, keepMs) => [op, keepMs])
   }
 }

@@ -126,7 +126,7 @@ type Send = (firstKey: string | undefined, args: string[], ms: number) => Promis
 type Each = (args: string[], ms: number) => Promise<Reply[]>
 
 /** When the Redis work of the request being served must be over (ms since the epoch). */
-const requestDeadline = new AsyncLocalStorage<number>()
+const requestDeadline = new AsyncLocalStorage<{ readonly at: number; warned: boolean }>()
 
 /**
  * Runs `task` (the handling of one HTTP request) so that every Redis command it leads to, up to
@@ -137,7 +137,7 @@ const requestDeadline = new AsyncLocalStorage<number>()
  * Outside such a task, commands have the command timeout each.
  */
 export function withRedisDeadline<T>(deadline: number, task: () => T): T {
-  return requestDeadline.run(deadline, task)
+  return requestDeadline.run({ at: deadline, warned: false }, task)
 }
 
 
@@ -174,7 +174,7 @@ interface Connection {
 }
 
 /**
- * A cluster client still failing this long is replaced by a new one.
+ * A client (standalone or cluster) still failing this long is replaced by a new one.
  * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
  * cluster client kept every command to its slots unanswered (each timing out) for 40 s and more;
  * a fresh client discovers the slots anew. Its cause, a connection reset during node-redis's
@@ -182,6 +182,11 @@ interface Connection {
  * {@link connectRedis}; test/redis/redis-restart.test.ts produces it on demand): this renewal,
  * which rescued such a client only 5 s on, stays as a second line
  * (docs/decisions/0005-redis-replicas.md).
+ * @note Standalone clients too (attack2 F2): a connection that stays open but silent (a wedged
+ * peer, a middlebox that forgot it) is never noticed by node-redis, whose commands then time out
+ * one by one forever, Redis healthy; a worker answered 503 to half the requests for over 7 min.
+ * A new client opens a new connection. Safe for writes in flight: a write sent on the old
+ * connection and settled on the new one is voided if it has not run (`redis-outcomes.ts`).
  */
 const RENEW_AFTER_FAILING_MS = 5000
 
@@ -288,7 +293,14 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       close: () => cluster.destroy(),
     }
   }
-  const connected = new RedisLink(target, open, warn, { renewAfterMs: target.mode === 'cluster' ? RENEW_AFTER_FAILING_MS : undefined, commandTimeoutMs: timeout, allowEviction: options.allowEviction })
+  const connected = new RedisLink(target, open, warn, {
+    renewAfterMs: RENEW_AFTER_FAILING_MS,
+    // @note A standalone client is renewed only for commands that go unanswered: a Redis answering
+    // errors (LOADING) or refused at once (down: node-redis reconnects by itself) gains nothing from it.
+    renewOn: target.mode === 'cluster' ? 'any' : 'unanswered',
+    commandTimeoutMs: timeout,
+    allowEviction: options.allowEviction,
+  })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
   let timer: NodeJS.Timeout | undefined
@@ -367,6 +379,10 @@ export class RedisLink {
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
   readonly #renewAfterMs: number | undefined
+  /** Which failures count towards a renewal: any, or only commands sent and never answered. */
+  readonly #renewOn: 'any' | 'unanswered'
+  /** Since when commands have gone unanswered (with `renewOn: 'unanswered'`), or undefined. */
+  #unansweredSince: number | undefined
   readonly #commandTimeoutMs: number
   readonly #allowEviction: boolean
   #connection: Connection
@@ -389,13 +405,14 @@ export class RedisLink {
     target: RedisTarget,
     open: () => Connection,
     warn: (message: string) => void,
-    options: { renewAfterMs?: number | undefined; commandTimeoutMs?: number | undefined; allowEviction?: boolean | undefined } = {},
+    options: { renewAfterMs?: number | undefined; renewOn?: 'any' | 'unanswered' | undefined; commandTimeoutMs?: number | undefined; allowEviction?: boolean | undefined } = {},
   ) {
     this.target = target
     this.#allowEviction = options.allowEviction ?? false
     this.#open = open
     this.#warn = warn
     this.#renewAfterMs = options.renewAfterMs
+    this.#renewOn = options.renewOn ?? 'any'
     this.#commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS
     this.#connection = open()
     this.#connection.adopt()
@@ -551,13 +568,14 @@ export class RedisLink {
 
   /** @internal the client's error events and failed commands */
   failed(error: unknown): StorageUnavailableError {
-    return this.#failure(error)
+    return this.#failure(error, false)
   }
 
   /** @internal the client answering again */
   recovered(): void {
     if (this.#failing === undefined) return
     this.#failing = undefined
+    this.#unansweredSince = undefined
     if (this.#allowEviction) this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
     else if (this.#checkDue || this.#checking !== undefined) {
       // The policy read to come says whether it serves (refused again, or accepted).
@@ -576,7 +594,7 @@ export class RedisLink {
    */
   requestTimeLeft(): number | undefined {
     const deadline = requestDeadline.getStore()
-    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline - monotonicNow()))
+    return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline.at - monotonicNow()))
   }
 
   close(): Promise<void> {
@@ -591,12 +609,19 @@ export class RedisLink {
   #timeLeft(): number {
     const deadline = requestDeadline.getStore()
     if (deadline === undefined) return this.#commandTimeoutMs
-    const left = Math.floor(deadline - monotonicNow())
-    if (left <= 0) throw new RequestTimeUp(`Redis at ${this.target.display}: the request's time for Redis is up`)
+    const left = Math.floor(deadline.at - monotonicNow())
+    if (left <= 0) {
+      // @note Said once per request: a request answered 503 for its own lack of time, Redis
+      // healthy, was otherwise in no log (attack2 F7).
+      if (!deadline.warned) this.#warn(`request out of time: a request's Redis work ran past its deadline (its request timeout less the answer's margin), answering 503 storage_unavailable; Redis itself is not failing`)
+      deadline.warned = true
+      throw new RequestTimeUp(`Redis at ${this.target.display}: the request's time for Redis is up`)
+    }
     return Math.min(this.#commandTimeoutMs, left)
   }
 
-  #failure(error: unknown): StorageUnavailableError {
+  /** `unanswered`: the error is a command's own failure (not an error event of the client). */
+  #failure(error: unknown, unanswered = true): StorageUnavailableError {
     if (error instanceof RequestTimeUp) return error
     const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
     const now = monotonicNow()
@@ -607,8 +632,11 @@ export class RedisLink {
       this.#failingSince = now
     }
     this.#failing = detail
+    // Unanswered: sent (or read for) and no reply; not a refusal to send, nor an error Redis replied.
+    if (unanswered && !(error instanceof NotSent) && !(error instanceof ErrorReplied)) this.#unansweredSince ??= now
+    const since = this.#renewOn === 'any' ? this.#failingSince : this.#unansweredSince
     const renewAfter = this.#renewAfterMs
-    if (renewAfter !== undefined && now - this.#failingSince >= renewAfter && now - this.#renewedAt >= renewAfter) this.#renew(now)
+    if (renewAfter !== undefined && since !== undefined && now - since >= renewAfter && now - this.#renewedAt >= renewAfter) this.#renew(now)
     return new StorageUnavailableError(detail, { cause: error })
   }
 

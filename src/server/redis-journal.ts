@@ -21,6 +21,7 @@ import {
   type TenantJournal,
 } from '../core/journal.js'
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
+import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import type { TenantKeys } from './redis-storage.js'
 import { tenantFloorBytes } from './stored-bytes.js'
 
@@ -153,21 +154,26 @@ export const releaseJournal = (usage: string, weights: string, arg: number) => `
   if held > 0 then redis.call('HINCRBY', ${usage}, '!journals', string.format('%d', -held)) end`
 
 /**
- * Empties the journal; the id sequence goes on. With a store budget, KEYS[4] is the usage hash,
- * KEYS[5] the journal weights and ARGV[1] the tenant's id: the tenant keeps its slot, weighing 0
- * (so a partner that clears its journal records again whatever other keys hold).
+ * Empties the journal; the id sequence goes on. KEYS: journal, jsizes, jmeta, ops, opt (the
+ * tenant's outcome record), then with a store budget the usage hash and the journal weights.
+ * ARGV: the tenant's id, the operation id, how long to keep its outcome on record (ms). The tenant
+ * keeps its slot, weighing 0 (so a partner that clears its journal records again whatever other
+ * keys hold). Recorded, so that a clear whose reply was lost is settled (`redis-outcomes.ts`).
  */
 const CLEAR = redisScript(`
+${replayOutcome('KEYS[4]', 2)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
-if KEYS[4] then
-  local held = redis.call('ZSCORE', KEYS[5], ARGV[1])
+if KEYS[6] then
+  local held = redis.call('ZSCORE', KEYS[7], ARGV[1])
   if held then
-    redis.call('ZADD', KEYS[5], 0, ARGV[1])
-    redis.call('HINCRBY', KEYS[4], '!journals', string.format('%d', -tonumber(held)))
+    redis.call('ZADD', KEYS[7], 0, ARGV[1])
+    redis.call('HINCRBY', KEYS[6], '!journals', string.format('%d', -tonumber(held)))
   end
 end
-return 1
+${NOW}
+${recordOutcome('KEYS[4]', 'KEYS[5]', 2, 3, "'1'")}
+return '1'
 `)
 
 /** Options of {@link RedisJournal}. */
@@ -197,6 +203,8 @@ export class RedisJournal implements TenantJournal {
   readonly #usageArgs: readonly (string | number)[]
   /** The usage hash and the journal weights, with a store budget. */
   readonly #usageKeys: readonly string[]
+  /** The tenant's outcome record, for clears (`redis-outcomes.ts`). */
+  readonly #outcomes: OutcomeKeys
   readonly #limit: number
   readonly #budget: number
   readonly #ttlMs: number
@@ -208,6 +216,7 @@ export class RedisJournal implements TenantJournal {
     this.#usageKeys = options.usage === undefined ? [] : [options.usage, options.weights ?? `${options.usage}:jweights`]
     this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...this.#usageKeys]
     this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '', tenantFloorBytes(options.storeBudget ?? Number.POSITIVE_INFINITY), options.prefix ?? '']
+    this.#outcomes = keys
     this.#limit = options.limit ?? DEFAULT_JOURNAL_LIMIT
     this.#budget = options.bytes ?? DEFAULT_JOURNAL_BYTES
     this.#ttlMs = options.ttlMs ?? 0
@@ -232,7 +241,8 @@ export class RedisJournal implements TenantJournal {
   }
 
   async clear(): Promise<void> {
-    await this.#link.script(CLEAR, [...this.#keys.slice(0, 3), ...this.#usageKeys], [this.#usageArgs[1]!])
+    const keys = [...this.#keys.slice(0, 3), this.#outcomes.outcomes, this.#outcomes.outcomeTimes, ...this.#usageKeys]
+    await recordedWrite(this.#link, this.#outcomes, `the journal clear of tenant ${this.#usageArgs[1]}`, CLEAR, keys, (op, keepMs) => [this.#usageArgs[1]!, op, keepMs])
   }
 
   async count(): Promise<number> {

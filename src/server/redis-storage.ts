@@ -19,16 +19,13 @@
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
  * next id and scenario at once. A write is answered once Redis has run it.
  */
-import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
-import { monotonicNow } from '../core/clock.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
 import {
   CategoryLimitError,
   IdSpaceExhaustedError,
   StorageUnavailableError,
   toCategory,
-  WriteOutcomeUnknownError,
   type StorageHealth,
   type TenantState,
   type TenantStorage,
@@ -36,6 +33,7 @@ import {
   type TenantSummary,
 } from '../core/storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
+import { operationId, outcomeRecordMs, recordedWrite, recordOutcome, replayOutcome, settleOutcome } from './redis-outcomes.js'
 import { RedisAnswers } from './redis-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
 import { CATEGORY_OVERHEAD, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
@@ -85,11 +83,6 @@ export interface RedisStorageOptions {
   readonly storedBytesBudget?: number | undefined
 }
 
-/** How many command timeouts a create sent and never answered is settled within, outside a request. */
-const SETTLE_ROUNDS = 2
-/** The pause between two questions to a Redis that refuses them at once (down, reconnecting). */
-const SETTLE_PAUSE_MS = 100
-
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
 const PUSH_CHUNK = 1000
 
@@ -126,61 +119,43 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
 end`
 
 /**
- * Writes a tenant's whole state. KEYS: meta, cats, then the usage hash with a store budget.
- * ARGV: mode (`init`: only when the tenant has none yet; `replace`; `default`: back on the
- * default seed, so its keys go), scenario, next id, the store budget (bytes), what the tenant's
- * own record counts against it (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor
- * (bytes), then the categories as JSON. Each category counts the bytes of its JSON as written
- * here (Lua's `#`), plus {@link CATEGORY_OVERHEAD} (`categoryJsonStoredBytes`). Refuses with
- * BUDGET or KEPT ({@link charge}).
+ * Writes a tenant's whole state. KEYS: meta, cats, ops, opt (its outcome record), then the usage
+ * hash with a store budget. ARGV: the operation id (empty for `init`, which is not recorded: it
+ * writes only what is not there); how long to keep its outcome on record (ms); mode (`init`: only
+ * when the tenant has none yet; `replace`; `default`: back on the default seed, so its keys go),
+ * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
+ * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), then the categories as
+ * JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
+ * {@link CATEGORY_OVERHEAD} (`categoryJsonStoredBytes`). Refuses with BUDGET or KEPT
+ * ({@link charge}), VOID when the operation was declared never applied. A switch or reset is
+ * recorded under its operation id (`redis-outcomes.ts`), so that one whose reply was lost is
+ * settled as a create is.
  */
 const WRITE_STATE = redisScript(`
-if ARGV[1] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if ARGV[1] ~= '' then
+  ${replayOutcome('KEYS[3]', 1).replaceAll('\n', '\n  ')}
+end
+if ARGV[3] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return '0' end
 local bytes = 0
-if ARGV[1] ~= 'default' then
-  bytes = tonumber(ARGV[5])
-  for i = 9, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
+if ARGV[3] ~= 'default' then
+  bytes = tonumber(ARGV[7])
+  for i = 11, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
 end
-${charge(3, 7, 'bytes', 4, 8)}
+${charge(5, 9, 'bytes', 6, 10)}
 redis.call('DEL', KEYS[1], KEYS[2])
-if ARGV[1] == 'default' then return 0 end
 ${NOW}
-for i = 9, #ARGV, ${PUSH_CHUNK} do
-  redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
+if ARGV[3] ~= 'default' then
+  for i = 11, #ARGV, ${PUSH_CHUNK} do
+    redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
+  end
+  redis.call('HSET', KEYS[1], 'scenario', ARGV[4], 'next', ARGV[5], 'updated', string.format('%d', now))
+  ${renewTtl(8).replaceAll('\n', '\n  ')}
 end
-redis.call('HSET', KEYS[1], 'scenario', ARGV[2], 'next', ARGV[3], 'updated', string.format('%d', now))
-${renewTtl(6)}
-return 1
+if ARGV[1] ~= '' then
+  ${recordOutcome('KEYS[3]', 'KEYS[4]', 1, 2, "'1'").replaceAll('\n', '\n  ')}
+end
+return '1'
 `)
-
-/**
- * How long a create's outcome stays on record under its operation id (`ops`, `opt`), at least:
- * longer than any request waits for Redis, so that a request whose create went unanswered can ask.
- */
-export const OUTCOME_RECORD_MS = 120_000
-/** The most create outcomes one tenant keeps on record (the oldest go first). */
-export const OUTCOME_RECORD_ENTRIES = 1024
-
-/**
- * Lua: records the outcome `value` (the id created, or `void`: never to be applied) of operation
- * ARGV[`op`] in `ops` (hash, operation id → outcome) and `opt` (sorted set, operation id → when),
- * for ARGV[`keep`] ms and at most {@link OUTCOME_RECORD_ENTRIES} entries; `!trimmed` in `ops` says
- * when an entry last went before its time.
- */
-const recordOutcome = (ops: string, opt: string, op: number, keep: number, value: string) => `local keep = tonumber(ARGV[${keep}])
-redis.call('HSET', ${ops}, ARGV[${op}], ${value})
-redis.call('ZADD', ${opt}, now, ARGV[${op}])
-local old = redis.call('ZRANGEBYSCORE', ${opt}, '-inf', now - keep, 'LIMIT', 0, 16)
-if redis.call('ZCARD', ${opt}) - #old > ${OUTCOME_RECORD_ENTRIES} then
-  local first = redis.call('ZRANGE', ${opt}, 0, 0)
-  if first[1] then table.insert(old, first[1]) redis.call('HSET', ${ops}, '!trimmed', string.format('%d', now)) end
-end
-if #old > 0 then
-  redis.call('HDEL', ${ops}, unpack(old))
-  redis.call('ZREM', ${opt}, unpack(old))
-end
-redis.call('PEXPIRE', ${ops}, keep)
-redis.call('PEXPIRE', ${opt}, keep)`
 
 /**
  * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
@@ -193,13 +168,11 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * when the category would take the store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
- * operation was declared never applied ({@link SETTLE}). The id created is kept on record under
+ * operation was declared never applied (`redis-outcomes.ts`). The id created is kept on record under
  * the operation id, so that a caller that got no answer can ask whether it was applied.
  */
 const CREATE = redisScript(`
-local done = redis.call('HGET', KEYS[3], ARGV[2])
-if done == 'void' then return redis.error_reply('VOID') end
-if done then return done end
+${replayOutcome('KEYS[3]', 2)}
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSEED') end
 local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
 if id > 9007199254740991 then return redis.error_reply('IDSPACE') end
@@ -217,23 +190,6 @@ redis.call('RPUSH', KEYS[2], entry)
 ${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 'created')}
 ${renewTtl(3)}
 return created
-`)
-
-/**
- * Settles a create that got no answer. KEYS: ops, opt. ARGV: the operation id; how long to keep
- * the outcome on record (ms). Returns the id it created; or `void` when it was not applied, and
- * records that it never will be (the create, should it still arrive, refuses with VOID); or
- * `unknown` when its record may have been trimmed (more than {@link OUTCOME_RECORD_ENTRIES}
- * creates since).
- */
-const SETTLE = redisScript(`
-local done = redis.call('HGET', KEYS[1], ARGV[1])
-if done then return done end
-${NOW}
-local trimmed = redis.call('HGET', KEYS[1], '!trimmed')
-if trimmed and now - tonumber(trimmed) < tonumber(ARGV[2]) then return 'unknown' end
-${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, "'void'")}
-return 'void'
 `)
 
 /**
@@ -577,7 +533,7 @@ export class RedisStorage implements TenantStorage {
 
   /** @internal The planned answers of tenant `id` (its `answers` list). */
   answersOf(id: string): RedisAnswers {
-    return new RedisAnswers(this.link, this.keys(id).answers, this.ttlMs)
+    return new RedisAnswers(this.link, this.keys(id), this.ttlMs)
   }
 
   /** @internal The tenant's scenario, and whether its planned answers' list exists: one script, one round trip. */
@@ -601,16 +557,16 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
-    const op = randomBytes(12).toString('base64url')
+    const op = operationId()
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, this.#recordMs(), this.#budget, CATEGORY_OVERHEAD, id, this.#floor])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, outcomeRecordMs(this.link), this.#budget, CATEGORY_OVERHEAD, id, this.#floor])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
-          reply = await this.#settle(keys, op, error)
+          reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`)
         }
         // @note Once applied, the create is answered 201 even when the registry's stamp fails:
         // the registry is an index (the sweep and listings read the tenant's own keys).
@@ -639,11 +595,19 @@ export class RedisStorage implements TenantStorage {
     return !toDefault
   }
 
+  /**
+   * Writes a tenant's state. A switch or reset (`replace`, `default`) is recorded under an
+   * operation id: one whose reply was lost is settled (`redis-outcomes.ts`), so it is answered as
+   * applied, not applied, or unknown, never "not applied" once Redis ran it (attack2 F3).
+   */
   async #writeState(id: string, mode: 'init' | 'replace' | 'default', state: TenantState): Promise<void> {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
+    const scriptKeys = [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
+    const rest = [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor, ...categories]
     try {
-      await this.link.script(WRITE_STATE, [keys.meta, keys.categories, ...this.#usageKeys()], [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor, ...categories])
+      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest])
+      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs) => [op, keepMs, ...rest])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
@@ -654,41 +618,6 @@ export class RedisStorage implements TenantStorage {
   /** Records the tenant's last write in the registry (its own slot: a separate command), by Redis's clock. */
   async #index(id: string): Promise<void> {
     await this.link.script(INDEX, [this.#registry], [id, 'any'])
-  }
-
-  /** How long a create's outcome stays on record: {@link OUTCOME_RECORD_MS}, or longer than the request may still wait. */
-  #recordMs(): number {
-    return Math.max(OUTCOME_RECORD_MS, (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS) + OUTCOME_RECORD_MS)
-  }
-
-  /**
-   * Finds out what became of create `op`, sent and never answered, within the request's time (or
-   * {@link SETTLE_ROUNDS} command timeouts outside a request): asks Redis, again while it does not
-   * answer. The id it created (answered 201), or a {@link StorageUnavailableError} when it was not
-   * applied (and now never will be: {@link SETTLE} voids it), or a {@link WriteOutcomeUnknownError}
-   * when Redis could not tell in time.
-   * @note On the same connection, Redis answers commands in order: an answer to the question
-   * means the create was run, or never will be, before it (issue 20 F03).
-   */
-  async #settle(keys: TenantKeys, op: string, failure: StorageUnavailableError): Promise<string> {
-    const until = monotonicNow() + (this.link.requestTimeLeft() ?? this.link.commandTimeoutMs * SETTLE_ROUNDS)
-    let last: unknown = failure
-    while (monotonicNow() < until && this.link.requestTimeLeft() !== 0) {
-      let reply: string
-      try {
-        reply = String(await this.link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, this.#recordMs()]))
-      } catch (error) {
-        if (!(error instanceof StorageUnavailableError)) throw error
-        last = error
-        // A question never answered has taken its time already; one refused at once waits a little.
-        if (!(error instanceof RedisOutcomeUnknown)) await new Promise((resolve) => setTimeout(resolve, SETTLE_PAUSE_MS))
-        continue
-      }
-      if (reply === 'void') throw new StorageUnavailableError(`${failure.message} (the create was not applied)`, { cause: failure })
-      if (reply === 'unknown') break
-      return reply
-    }
-    throw new WriteOutcomeUnknownError(`${failure.message}; whether the create was applied is unknown`, { cause: last })
   }
 }
 

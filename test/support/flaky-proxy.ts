@@ -29,6 +29,12 @@ export interface FlakyProxy {
   cut(marker: string, when: 'before' | 'after', onCut?: () => void): void
   /** Runs `hook` once, just before passing on the next command containing `marker` (to freeze Redis as it arrives). */
   onCommand(marker: string, hook: () => void): void
+  /**
+   * Stops passing anything either way on the connections open now, without closing them (a
+   * connection a middlebox silently forgot, or a peer wedged): Redis stays healthy and new
+   * connections are served as before.
+   */
+  stall(): void
 }
 
 export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy> {
@@ -38,6 +44,8 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
   let resets = 0
   let passed = 0
   let armed: { marker: string; when: 'before' | 'after' | (() => void); onCut?: (() => void) | undefined } | undefined
+  /** Client sockets whose traffic is no longer passed on (see `stall`). */
+  const stalled = new WeakSet<Socket>()
   const server: Server = createServer((client) => {
     open.add(client)
     client.once('close', () => open.delete(client))
@@ -63,6 +71,7 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     client.once('close', () => upstream.destroy())
     let cutting: { onCut?: (() => void) | undefined } | undefined
     client.on('data', (chunk: Buffer) => {
+      if (stalled.has(client)) return
       if (armed !== undefined && chunk.includes(armed.marker)) {
         const { when, onCut } = armed
         armed = undefined
@@ -73,6 +82,7 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
       upstream.write(chunk)
     })
     upstream.on('data', (chunk: Buffer) => {
+      if (stalled.has(client)) return
       if (cutting === undefined) return void client.write(chunk)
       client.resetAndDestroy()
       cutting.onCut?.()
@@ -104,6 +114,9 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     },
     onCommand(marker, hook) {
       armed = { marker, when: hook }
+    },
+    stall() {
+      for (const socket of open) stalled.add(socket)
     },
   }
 }
