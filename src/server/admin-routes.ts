@@ -2,6 +2,7 @@
  * The admin API under `/__sandbox/`. A caller acts on its own tenant with its API key, or on
  * any tenant with the admin token and `?tenant=<id>`. Errors are the error table's Error bodies.
  */
+import { monotonicNow } from '../core/clock.js'
 import * as z from 'zod'
 import type { Request, Response, Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
@@ -29,6 +30,7 @@ export interface AdminRoutesOptions {
   /** Where the API lives, relative to the origin the caller used (`/v1`). */
   readonly basePath: string
   readonly maxBodyBytes: number
+  /** When the server started, on the monotonic clock ({@link monotonicNow}): uptime never jumps with the machine's clock. */
   readonly startedAt: number
   /** Unknown fields of a NewCategory are refused (`--strict`): the served document says so. */
   readonly strict: boolean
@@ -166,7 +168,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       res.status(storage.ok ? 200 : 503).json({
         status: storage.ok ? 'ok' : 'degraded',
         version: PACKAGE.version,
-        uptimeSeconds: Math.floor((Date.now() - options.startedAt) / 1000),
+        uptimeSeconds: Math.floor((monotonicNow() - options.startedAt) / 1000),
         storage: { kind: tenants.storage.kind, ok: storage.ok },
       })
     },

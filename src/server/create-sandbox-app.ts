@@ -6,6 +6,7 @@
  * bodies, validation, Prefer, faults, journal) is the core's; tenants live in the storage chosen
  * (memory, SQLite, Redis).
  */
+import { monotonicNow } from '../core/clock.js'
 import { existsSync } from 'node:fs'
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http'
 import { join } from 'node:path'
@@ -483,7 +484,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // Everything but the API: the admin routes, the demo page, and Error bodies for the rest.
   // @note Built (and express loaded) on the first request that needs it, not at start: the API
   // answers without express, and loading it is most of a start's time (docs/decisions/0007).
-  const startedAt = Date.now()
+  const startedAt = monotonicNow()
   const demoDir = settings.demoDir ?? (existsSync(PACKAGE_DEMO_DIR) ? PACKAGE_DEMO_DIR : false)
   let admin: Express | undefined
   const adminApp = (): Express => {

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { DEV_API_KEY, tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
@@ -51,6 +51,15 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(response.status).toBe(200)
     const body = (await jsonOf(response)) as Record<string, unknown>
     expect(body).toEqual({ status: 'ok', version: expect.stringMatching(/^\d+\.\d+\.\d+/), uptimeSeconds: expect.any(Number), storage: { kind: kind.name, ok: true } })
+  })
+
+  it("counts health's uptime on the monotonic clock: a machine clock stepped a year forward leaves it as it was", async () => {
+    const { fetch } = await startSandbox()
+    const uptime = async () => ((await jsonOf(await fetch('/__sandbox/health'))) as { uptimeSeconds: number }).uptimeSeconds
+    const before = await uptime()
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 365 * 24 * 3600 * 1000 })
+    onTestFinished(() => void vi.useRealTimers())
+    expect(await uptime()).toBeLessThan(before + 60)
   })
 
   it('serves the OpenAPI document without auth, with this server as its first server', async () => {
