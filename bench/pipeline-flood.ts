@@ -8,14 +8,12 @@
  * its slowest answer, whether the server is alive, and its peak RSS.
  * A script, not a test: `test/server/connection-order.test.ts` runs the same attack small.
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { startCliChild, type CliChild } from './lib/cli-child.js'
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const connections = Number(process.argv[2] ?? 950)
 const store = process.argv[3] ?? 'memory'
 const heapMb = process.argv[4]
@@ -34,37 +32,12 @@ const slow = 'GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer fl
 const tiny = 'GET / HTTP/1.1\r\nHost:x\r\n\r\n'
 const chunk = slow + tiny.repeat(Math.floor((65_536 - slow.length) / tiny.length))
 
-const child = spawn(
-  process.execPath,
-  [
-    ...(heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`]),
-    '--import',
-    'tsx',
-    'src/cli.ts',
-    'serve',
-    '--port',
-    '0',
-    '--quiet',
-    '--api-key',
-    'flood-key',
-    '--api-key',
-    'partner-key',
-    ...storeArgs,
-  ],
-  { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-)
-let exited = false
-child.once('exit', () => (exited = true))
+let server: CliChild | undefined
 try {
-  let out = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}\n${out}`)))
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk
-      const match = /API\s+http:\/\/[^/\s]+:(\d+)\/v1/.exec(out)
-      if (match) resolve(Number(match[1]))
-    })
-  })
+  const nodeArgs = heapMb === undefined ? [] : [`--max-old-space-size=${heapMb}`]
+  const running = await startCliChild(['--quiet', '--api-key', 'flood-key', '--api-key', 'partner-key', ...storeArgs], nodeArgs)
+  server = running
+  const port = running.port
   process.stdout.write(`bench/pipeline-flood.ts, ${connections} connections, ${store}, heap ${heapMb ?? 'default'} MB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}\n`)
   const partner: { status: number; ms: number }[] = []
   let flooding = true
@@ -95,11 +68,9 @@ try {
   for (const { status } of partner) counts[status] = (counts[status] ?? 0) + 1
   const slowest = Math.round(Math.max(...partner.map(({ ms }) => ms)))
   process.stdout.write(
-    `flooding connections closed by the server: ${closed} of ${connections}; partner answers: ${JSON.stringify(counts)}, slowest ${slowest} ms; server alive: ${!exited}; peak RSS ${exited ? '?' : peakRssMb(child.pid!)} MB\n`,
+    `flooding connections closed by the server: ${closed} of ${connections}; partner answers: ${JSON.stringify(counts)}, slowest ${slowest} ms; server alive: ${running.alive()}; peak RSS ${!running.alive() ? '?' : peakRssMb(running.pid)} MB\n`,
   )
 } finally {
-  const gone = new Promise((resolve) => (exited ? resolve(undefined) : child.once('exit', resolve)))
-  child.kill('SIGKILL')
-  await gone
+  await server?.kill()
   rmSync(dir, { recursive: true, force: true })
 }

@@ -7,14 +7,12 @@
  * requests and never reads. Prints what the clients were answered and the server's peak RSS.
  * A script, not a test: `test/server/answers-in-flight.test.ts` runs the same attacks small.
  */
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { startCliChild, type CliChild } from './lib/cli-child.js'
 
-const ROOT = fileURLToPath(new URL('../', import.meta.url))
 const store = process.argv[2] ?? 'memory'
 const dir = mkdtempSync(join(tmpdir(), 'petstore-slow-readers-'))
 const scenarioFile = join(dir, 'longest-list.json')
@@ -75,23 +73,11 @@ async function attack(name: string, port: number, run: () => Promise<string[]>, 
   void port
 }
 
-const child = spawn(
-  process.execPath,
-  ['--import', 'tsx', 'src/cli.ts', 'serve', '--port', '0', '--quiet', '--api-key', 'bench-key', '--memory-budget', '256MiB', '--scenario', scenarioFile, ...storeArgs],
-  { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-)
-let exited = false
-child.once('exit', () => (exited = true))
+let server: CliChild | undefined
 try {
-  let out = ''
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('exit', (code) => reject(new Error(`the server exited with ${code}\n${out}`)))
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk
-      const match = /API\s+http:\/\/[^/\s]+:(\d+)\/v1/.exec(out)
-      if (match) resolve(Number(match[1]))
-    })
-  })
+  const running = await startCliChild(['--quiet', '--api-key', 'bench-key', '--memory-budget', '256MiB', '--scenario', scenarioFile, ...storeArgs])
+  server = running
+  const port = running.port
   const open = async () => {
     const socket = connect(port, '127.0.0.1')
     socket.pause()
@@ -121,8 +107,8 @@ try {
       await sleep(2000)
       return (await Promise.all(sockets.map((socket) => statusesOf(socket, 1)))).flat()
     },
-    child.pid!,
-    () => !exited,
+    running.pid,
+    () => running.alive(),
   )
   await attack(
     '110 pipelined lists, not read',
@@ -133,12 +119,10 @@ try {
       await sleep(5000)
       return statusesOf(socket, 110)
     },
-    child.pid!,
-    () => !exited,
+    running.pid,
+    () => running.alive(),
   )
 } finally {
-  const gone = new Promise((resolve) => (exited ? resolve(undefined) : child.once('exit', resolve)))
-  child.kill('SIGKILL')
-  await gone
+  await server?.kill()
   rmSync(dir, { recursive: true, force: true })
 }
