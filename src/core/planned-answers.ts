@@ -209,35 +209,60 @@ export class AnswerQueue implements TenantAnswers {
 }
 
 /**
+ * The most plans all tenants of one server process may hold together (without Redis): room for a
+ * hundred tenants holding the most each may, about 2.5 MiB at the estimated weight of a plan.
+ */
+export const MAX_BOOK_PLANS = 100 * MAX_PLANNED_ANSWERS
+
+/**
  * The server's planned answers by tenant id, kept apart from the tenants so that a tenant leaving
  * memory (evicted to make room) keeps its plans. Holds a queue only while it has plans: a flood of
- * keys that plan nothing costs nothing. Everything it holds is told to {@link meter}.
+ * keys that plan nothing costs nothing. Bounded on its own ({@link MAX_BOOK_PLANS}), not through
+ * the memory budget: plans from throw-away keys must never refuse another partner's writes. When
+ * full, a new plan makes room by dropping the plans of the tenant planned for or answered longest
+ * ago, those of tenants out of memory first (`isLive`); never the planning tenant's own.
  */
 export class AnswerBook {
+  /** @note A Map iterates in insertion order: re-inserting on use makes its first entry the one idle longest. */
   readonly #queues = new Map<string, AnswerQueue>()
-  meter: HeldBytesMeter | undefined
+  readonly #maxPlans: number
+  readonly #isLive: (id: string) => boolean
+  #held = 0
+
+  constructor(options: { readonly maxPlans?: number; readonly isLive?: (id: string) => boolean } = {}) {
+    this.#maxPlans = Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS)
+    this.#isLive = options.isLive ?? (() => false)
+  }
+
+  /** How many plans all tenants hold together (at most the book's cap). */
+  get held(): number {
+    return this.#held
+  }
 
   /** The plans of tenant `id`, as its {@link TenantAnswers}. */
   of(id: string): TenantAnswers {
     const queues = this.#queues
-    const emptied = (queue: AnswerQueue) => {
-      if (queue.held === 0 && queues.get(id) === queue) queues.delete(id)
-    }
     return {
       plan: (answer) => {
         let queue = queues.get(id)
-        if (queue === undefined) {
-          queue = new AnswerQueue()
-          queue.meter = this.meter
-          queues.set(id, queue)
-        }
+        // Refused at the tenant's own limit before anyone else's plans are dropped for it.
+        if (queue !== undefined && queue.held >= MAX_PLANNED_ANSWERS) throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
+        if (this.#held >= this.#maxPlans) this.#makeRoom(id)
+        if (queue === undefined) queue = new AnswerQueue()
+        else queues.delete(id)
+        queues.set(id, queue)
         queue.plan(answer)
+        this.#held++
       },
       take: (operation) => {
         const queue = queues.get(id)
         if (queue === undefined) return undefined
+        const before = queue.held
         const taken = queue.take(operation)
-        emptied(queue)
+        if (taken === undefined) return undefined
+        this.#held -= before - queue.held
+        queues.delete(id)
+        if (queue.held > 0) queues.set(id, queue)
         return taken
       },
       pending: () => queues.get(id)?.pending() ?? [],
@@ -249,8 +274,20 @@ export class AnswerBook {
   drop(id: string): boolean {
     const queue = this.#queues.get(id)
     if (queue === undefined) return false
+    this.#held -= queue.held
     queue.clear()
     this.#queues.delete(id)
     return true
+  }
+
+  /** Drops other tenants' plans, idle longest first and those out of memory before those in it, until one more fits. */
+  #makeRoom(keep: string): void {
+    for (const live of [false, true]) {
+      // Deleting the entry an iterator is on is safe for a Map.
+      for (const id of this.#queues.keys()) {
+        if (this.#held < this.#maxPlans) return
+        if (id !== keep && this.#isLive(id) === live) this.drop(id)
+      }
+    }
   }
 }
