@@ -7,7 +7,6 @@
  */
 import { codesForStatus, ERROR_TABLE, type ErrorCode } from '../contract/errors.js'
 import { answerableStatuses, contractOf, OPERATION_CONTRACTS, type OperationId } from '../contract/operations.js'
-import type { HeldBytesMeter } from './heap-weight.js'
 
 /**
  * What a test plans for the next request(s) of one operation: an error status (the contract's
@@ -51,9 +50,6 @@ export const MAX_ANSWER_TIMES = 1000
 
 /** The most plans one tenant may hold at once (each with its `times`): bounds what a client can make the sandbox hold. */
 export const MAX_PLANNED_ANSWERS = 100
-
-/** What one plan weighs on the heap, estimated, for the server's memory budget. */
-const PLAN_BYTES = 256
 
 const FIELDS = ['operation', 'status', 'code', 'network', 'delayMs', 'times'] as const
 const OPERATION_IDS: readonly string[] = OPERATION_CONTRACTS.map((contract) => contract.id)
@@ -166,23 +162,15 @@ export interface TenantAnswers {
 /** Planned answers kept in this process: the library's and the browser's (and, through {@link AnswerBook}, the server's without Redis). */
 export class AnswerQueue implements TenantAnswers {
   #plans: { readonly answer: PlannedAnswer; left: number }[] = []
-  meter: HeldBytesMeter | undefined
-
   /** How many plans it holds. */
   get held(): number {
     return this.#plans.length
-  }
-
-  /** What it holds on the heap, estimated (told to {@link meter} as it changes). */
-  get bytes(): number {
-    return this.#plans.length * PLAN_BYTES
   }
 
   plan(answer: PendingAnswer): void {
     if (this.#plans.length >= MAX_PLANNED_ANSWERS) throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
     const { times, ...planned } = answer
     this.#plans.push({ answer: planned, left: times })
-    this.meter?.add(PLAN_BYTES)
   }
 
   take(operation: OperationId): PlannedAnswer | undefined {
@@ -193,7 +181,6 @@ export class AnswerQueue implements TenantAnswers {
     if (found === undefined) return undefined
     if (--found.left === 0) {
       this.#plans.splice(at, 1)
-      this.meter?.add(-PLAN_BYTES)
     }
     return found.answer
   }
@@ -203,14 +190,13 @@ export class AnswerQueue implements TenantAnswers {
   }
 
   clear(): void {
-    this.meter?.add(-this.bytes)
     this.#plans = []
   }
 }
 
 /**
  * The most plans all tenants of one server process may hold together (without Redis): room for a
- * hundred tenants holding the most each may, about 2.5 MiB at the estimated weight of a plan.
+ * hundred tenants holding the most each may, about 2.5 MiB at an estimated 256 B a plan.
  */
 export const MAX_BOOK_PLANS = 100 * MAX_PLANNED_ANSWERS
 
