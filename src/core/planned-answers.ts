@@ -7,7 +7,6 @@
  */
 import { codesForStatus, ERROR_TABLE, type ErrorCode } from '../contract/errors.js'
 import { answerableStatuses, contractOf, OPERATION_CONTRACTS, type OperationId } from '../contract/operations.js'
-import type { HeldBytesMeter } from './heap-weight.js'
 
 /**
  * What a test plans for the next request(s) of one operation: an error status (the contract's
@@ -51,9 +50,6 @@ export const MAX_ANSWER_TIMES = 1000
 
 /** The most plans one tenant may hold at once (each with its `times`): bounds what a client can make the sandbox hold. */
 export const MAX_PLANNED_ANSWERS = 100
-
-/** What one plan weighs on the heap, estimated, for the server's memory budget. */
-const PLAN_BYTES = 256
 
 const FIELDS = ['operation', 'status', 'code', 'network', 'delayMs', 'times'] as const
 const OPERATION_IDS: readonly string[] = OPERATION_CONTRACTS.map((contract) => contract.id)
@@ -166,23 +162,15 @@ export interface TenantAnswers {
 /** Planned answers kept in this process: the library's and the browser's (and, through {@link AnswerBook}, the server's without Redis). */
 export class AnswerQueue implements TenantAnswers {
   #plans: { readonly answer: PlannedAnswer; left: number }[] = []
-  meter: HeldBytesMeter | undefined
-
   /** How many plans it holds. */
   get held(): number {
     return this.#plans.length
-  }
-
-  /** What it holds on the heap, estimated (told to {@link meter} as it changes). */
-  get bytes(): number {
-    return this.#plans.length * PLAN_BYTES
   }
 
   plan(answer: PendingAnswer): void {
     if (this.#plans.length >= MAX_PLANNED_ANSWERS) throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
     const { times, ...planned } = answer
     this.#plans.push({ answer: planned, left: times })
-    this.meter?.add(PLAN_BYTES)
   }
 
   take(operation: OperationId): PlannedAnswer | undefined {
@@ -193,7 +181,6 @@ export class AnswerQueue implements TenantAnswers {
     if (found === undefined) return undefined
     if (--found.left === 0) {
       this.#plans.splice(at, 1)
-      this.meter?.add(-PLAN_BYTES)
     }
     return found.answer
   }
@@ -203,41 +190,65 @@ export class AnswerQueue implements TenantAnswers {
   }
 
   clear(): void {
-    this.meter?.add(-this.bytes)
     this.#plans = []
   }
 }
 
 /**
+ * The most plans all tenants of one server process may hold together (without Redis): room for a
+ * hundred tenants holding the most each may, about 2.5 MiB at an estimated 256 B a plan.
+ */
+export const MAX_BOOK_PLANS = 100 * MAX_PLANNED_ANSWERS
+
+/**
  * The server's planned answers by tenant id, kept apart from the tenants so that a tenant leaving
  * memory (evicted to make room) keeps its plans. Holds a queue only while it has plans: a flood of
- * keys that plan nothing costs nothing. Everything it holds is told to {@link meter}.
+ * keys that plan nothing costs nothing. Bounded on its own ({@link MAX_BOOK_PLANS}), not through
+ * the memory budget: plans from throw-away keys must never refuse another partner's writes. When
+ * full, a new plan makes room by dropping the plans of the tenant planned for or answered longest
+ * ago, those of tenants out of memory first (`isLive`); never the planning tenant's own.
  */
 export class AnswerBook {
+  /** @note A Map iterates in insertion order: re-inserting on use makes its first entry the one idle longest. */
   readonly #queues = new Map<string, AnswerQueue>()
-  meter: HeldBytesMeter | undefined
+  readonly #maxPlans: number
+  readonly #isLive: (id: string) => boolean
+  #held = 0
+
+  constructor(options: { readonly maxPlans?: number; readonly isLive?: (id: string) => boolean } = {}) {
+    this.#maxPlans = Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS)
+    this.#isLive = options.isLive ?? (() => false)
+  }
+
+  /** How many plans all tenants hold together (at most the book's cap). */
+  get held(): number {
+    return this.#held
+  }
 
   /** The plans of tenant `id`, as its {@link TenantAnswers}. */
   of(id: string): TenantAnswers {
     const queues = this.#queues
-    const emptied = (queue: AnswerQueue) => {
-      if (queue.held === 0 && queues.get(id) === queue) queues.delete(id)
-    }
     return {
       plan: (answer) => {
         let queue = queues.get(id)
-        if (queue === undefined) {
-          queue = new AnswerQueue()
-          queue.meter = this.meter
-          queues.set(id, queue)
-        }
+        // Refused at the tenant's own limit before anyone else's plans are dropped for it.
+        if (queue !== undefined && queue.held >= MAX_PLANNED_ANSWERS) throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
+        if (this.#held >= this.#maxPlans) this.#makeRoom(id)
+        if (queue === undefined) queue = new AnswerQueue()
+        else queues.delete(id)
+        queues.set(id, queue)
         queue.plan(answer)
+        this.#held++
       },
       take: (operation) => {
         const queue = queues.get(id)
         if (queue === undefined) return undefined
+        const before = queue.held
         const taken = queue.take(operation)
-        emptied(queue)
+        if (taken === undefined) return undefined
+        this.#held -= before - queue.held
+        queues.delete(id)
+        if (queue.held > 0) queues.set(id, queue)
         return taken
       },
       pending: () => queues.get(id)?.pending() ?? [],
@@ -249,8 +260,20 @@ export class AnswerBook {
   drop(id: string): boolean {
     const queue = this.#queues.get(id)
     if (queue === undefined) return false
+    this.#held -= queue.held
     queue.clear()
     this.#queues.delete(id)
     return true
+  }
+
+  /** Drops other tenants' plans, idle longest first and those out of memory before those in it, until one more fits. */
+  #makeRoom(keep: string): void {
+    for (const live of [false, true]) {
+      // Deleting the entry an iterator is on is safe for a Map.
+      for (const id of this.#queues.keys()) {
+        if (this.#held < this.#maxPlans) return
+        if (id !== keep && this.#isLive(id) === live) this.drop(id)
+      }
+    }
   }
 }

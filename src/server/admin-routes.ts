@@ -273,7 +273,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!body.ok) return sendError(res, body.code, body.params)
       const judged = judgeAnswerPlan(body.value, options.maxDelayMs)
       if (!judged.ok) return sendError(res, 'invalid_field', { reason: judged.reason })
-      // Plans are held (in this process without Redis) until used: refused over the memory budget, as other growth.
+      // New state, refused over the memory budget as other growth; plans themselves are bounded by the plan book, not counted in it.
       options.admit('grow')
       try {
         await tenant.answers.plan(judged.value)

@@ -164,10 +164,10 @@ export class TenantRegistry implements TenantResolver {
   readonly #idOfTenant = new WeakMap<Tenant, string>()
   /**
    * Planned answers of tenants whose storage does not keep them (memory, SQLite), by tenant id:
-   * kept here, not with the tenant, so that a tenant leaving memory keeps its plans. Counted in
-   * {@link heldBytes} while they are pending.
+   * kept here, not with the tenant, so that a tenant leaving memory keeps its plans. Bounded by
+   * the book's own cap, not counted in {@link heldBytes}: plans never refuse anyone's writes.
    */
-  readonly #answers = new AnswerBook()
+  readonly #answers = new AnswerBook({ isLive: (id) => this.#tenants.get(id)?.tenant !== undefined })
 
   constructor(options: TenantRegistryOptions) {
     this.#options = options
@@ -176,7 +176,6 @@ export class TenantRegistry implements TenantResolver {
     const configured = options.keys === 'any' ? [] : options.keys.map((key) => [key, tenantId(key)] as const)
     this.#configuredIds = new Set(configured.map(([, id]) => id))
     this.#ids = new Map(configured)
-    this.#answers.meter = this.#meter
   }
 
   /**

@@ -1,6 +1,7 @@
 /** Planned answers over the admin API (`/__sandbox/answers`) and `POST /__sandbox/reset` with a scenario, on every store. */
 import { describe, expect, it } from 'vitest'
 import { tenantId } from '../../src/server.js'
+import { AnswerBook, MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, type PendingAnswer } from '../../src/core/planned-answers.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore, type RunningSandbox } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
@@ -66,6 +67,20 @@ describe.each(STORES)('planned answers over the admin API ($name store)', (kind)
     expect(sandbox.sandbox.tenants.size).toBe(1)
     expect(await statusOf(sandbox, '/v1/categories', 'k1')).toBe(503)
     expect(await statusOf(sandbox, '/v1/categories', 'k1')).toBe(200)
+  })
+
+  it('never locks a partner out of its writes, however many plans throw-away keys leave (attack 3, G1)', async () => {
+    const sandbox = await startSandbox({ anyKey: true, memoryBudgetBytes: 64 * 1024 })
+    const junk = { operation: 'listOrders', status: 500, times: 1000 }
+    for (let key = 0; key < 4; key++) {
+      for (let i = 0; i < 100; i++) await (await plan(sandbox, junk, `junk-${key}`)).arrayBuffer()
+    }
+    const created = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: '{"name":"Ferret"}' })
+    expect(created.status).toBe(201)
+    const switched = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: '{"name":"empty"}' })
+    expect(switched.status).toBe(200)
+    expect(await plan(sandbox, { operation: 'listCategories', status: 503 }, 'partner')).toHaveProperty('status', 201)
+    expect(await statusOf(sandbox, '/v1/categories', 'partner')).toBe(503)
   })
 
   it('drops pending plans on DELETE /__sandbox/answers and on POST /__sandbox/reset', async () => {
@@ -156,5 +171,37 @@ describe.each(STORES)('POST /__sandbox/reset onto a scenario ($name store)', (ki
     const sandbox = await startSandbox({ scenarioAllow: ['empty'] })
     const response = await reset(sandbox, '{"scenario":"large-catalog"}')
     expectErrorBody(await jsonOf(response), 403, 'scenario_not_allowed')
+  })
+})
+
+describe('the plan book (planned answers in the server process: memory and SQLite)', () => {
+  const junk: PendingAnswer = { operation: 'listOrders', status: 500, code: 'internal_error', times: 1000 }
+  const fill = async (book: AnswerBook, id: string, plans = MAX_PLANNED_ANSWERS) => {
+    for (let i = 0; i < plans; i++) await book.of(id).plan(junk)
+  }
+
+  it('holds at most its cap of plans over all tenants, dropping those planned or used longest ago to take new ones', async () => {
+    const book = new AnswerBook()
+    for (let key = 0; key <= MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS; key++) await fill(book, `junk-${key}`)
+    expect(book.held).toBe(MAX_BOOK_PLANS)
+    expect(await book.of('junk-0').pending()).toEqual([])
+    expect(await book.of(`junk-${MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS}`).pending()).toHaveLength(MAX_PLANNED_ANSWERS)
+  })
+
+  it('drops plans of tenants out of memory first, and keeps those of a partner that just used one', async () => {
+    const live = new Set(['partner', 'junk-1', 'junk-2', 'junk-3'])
+    const book = new AnswerBook({ maxPlans: 200, isLive: (id) => live.has(id) })
+    await fill(book, 'partner', 10)
+    await fill(book, 'gone')
+    await fill(book, 'junk-1', 90)
+    expect(await book.of('partner').take('listOrders')).toBeDefined()
+    await fill(book, 'junk-2')
+    expect(await book.of('gone').pending()).toEqual([])
+    expect(await book.of('junk-1').pending()).toHaveLength(90)
+    await fill(book, 'junk-3', 1)
+    expect(book.held).toBeLessThanOrEqual(200)
+    expect(await book.of('junk-1').pending()).toEqual([])
+    expect(await book.of('partner').pending()).toHaveLength(10)
+    expect(() => book.of('junk-2').plan(junk)).toThrow('the tenant holds the most planned answers allowed (100)')
   })
 })
