@@ -30,6 +30,11 @@ test('the browser’s own fetch is answered by the worker, started once', async 
     if (message.type() === 'error') errors.push(message.text())
   })
   page.on('pageerror', (error) => errors.push(error.message))
+  // What failed, by address: a console line says only "Failed to load resource".
+  page.on('response', (response) => {
+    if (response.status() >= 400) errors.push(`${response.status()} ${response.url()}`)
+  })
+  page.on('requestfailed', (request) => errors.push(`failed ${request.url()}: ${request.failure()?.errorText}`))
   await page.goto(app())
   await expect(page.getByRole('region', { name: browser }).getByRole('listitem')).toHaveText(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
   expect(errors).toEqual([])
