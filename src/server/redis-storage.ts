@@ -126,7 +126,7 @@ end`
  * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
  * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), then the categories as
  * JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
- * {@link CATEGORY_OVERHEAD} (`categoryJsonStoredBytes`). Refuses with BUDGET or KEPT
+ * {@link CATEGORY_OVERHEAD}, the rule of `stored-bytes.ts`. Refuses with BUDGET or KEPT
  * ({@link charge}), VOID when the operation was declared never applied. A switch or reset is
  * recorded under its operation id (`redis-outcomes.ts`), so that one whose reply was lost is
  * settled as a create is.
@@ -164,7 +164,7 @@ return '1'
  * the outcome on record (ms); the store budget (bytes); {@link CATEGORY_OVERHEAD}; the tenant's
  * id; the tenant floor (bytes). The category counts the bytes of the JSON the script writes
  * (Lua's `#`: a control character escaped as `\u0001` counts 6) plus that overhead
- * (`categoryJsonStoredBytes` in `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
+ * (the rule of `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
  * when the category would take the store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
  * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the

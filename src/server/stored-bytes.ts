@@ -6,7 +6,7 @@
  * - a category: the text its store writes for it, plus {@link CATEGORY_OVERHEAD}. SQLite writes
  *   its name and description as they are, in UTF-8 ({@link categoryStoredBytes}); Redis writes
  *   the category as JSON, in UTF-8, where a control character takes 6 bytes (`\u0001`), counted
- *   by the script that writes it ({@link categoryJsonStoredBytes});
+ *   by the script that writes it (Lua's `#` of the JSON, in `redis-storage.ts`);
  * - a tenant with saved state: its id and scenario name in UTF-8, plus {@link TENANT_OVERHEAD};
  *   its seed's categories count as any category once they are written with it.
  * The overheads stand for what a store keeps beside the text (ids, keys, an index entry): with
@@ -36,15 +36,6 @@ const utf8 = (text: string): number => Buffer.byteLength(text, 'utf8')
 /** What a category costs against the store budget where its name and description are written as they are (SQLite). */
 export function categoryStoredBytes(category: { readonly name: string; readonly description?: string | undefined }): number {
   return CATEGORY_OVERHEAD + utf8(category.name) + (category.description === undefined ? 0 : utf8(category.description))
-}
-
-/**
- * What a category written as the JSON text `json` costs against the store budget (Redis, whose
- * scripts count it with Lua's `#`, the same bytes).
- * @example categoryJsonStoredBytes('{"id":1,"name":"\\u0001"}') // 96 + 24
- */
-export function categoryJsonStoredBytes(json: string): number {
-  return CATEGORY_OVERHEAD + utf8(json)
 }
 
 /** What a tenant's own record costs against the store budget (its categories apart). */
