@@ -50,7 +50,7 @@ export function serveOptions(cli: Argv) {
     .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
     .option('request-timeout', { type: 'string', default: String(DEFAULT_REQUEST_TIMEOUT_MS), coerce: integer('request-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
-    .option('public-url', { type: 'string', describe: 'URL clients reach the sandbox at, listed first in /__sandbox/openapi.json (default: the Host the client used)' })
+    .option('public-url', { type: 'string', describe: 'URL clients reach the sandbox at, listed first in /__sandbox/openapi.json (default: the address the client connected to)' })
     .option('trust-proxy', { type: 'boolean', default: false, describe: 'Believe X-Forwarded-Host and X-Forwarded-Proto (only behind a proxy that sets them)' })
     .option('redact-header', { type: 'array', string: true, coerce: list, describe: 'Request header the journal shows as [redacted], beyond the defaults (repeat; see README, Journal redaction)' })
     .option('redact-query-param', { type: 'array', string: true, coerce: list, describe: 'Query parameter journaled URLs show as [redacted], beyond the defaults (repeat)' })

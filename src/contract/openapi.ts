@@ -21,9 +21,11 @@ const errorResponse = (description: string) => ({ description, content: jsonCont
 /**
  * Which reading of the contract a document states.
  * - `interface`: what the real service promises, for partners and generated clients: the
- *   published fields and types, open to fields the service may add. What the sandbox itself
- *   holds to beyond that (patterns, lengths, id ranges, the pet and order fields it requires)
- *   is kept under `x-sandbox`, marked as the sandbox's choice.
+ *   published fields and types, open to fields the service may add, with the limits the sandbox
+ *   enforces on them stated as schema keywords (`minLength`, `maxLength`, `pattern`, `minimum`,
+ *   `maximum`), so that a body the document calls valid is one the sandbox accepts; each limited
+ *   field's description says the limit is the sandbox's (the interface shows none). Pets and
+ *   orders, whose fields are not published, keep the sandbox's schema under `x-sandbox`.
  * - `strict`: exactly what the sandbox answers, extra fields refused: for the sandbox's own tests.
  */
 export type OpenApiProfile = 'interface' | 'strict'
@@ -40,7 +42,7 @@ export interface OpenApiOptions {
   readonly limits?: CategoryLimits
 }
 
-/** Keywords the published interface does not state: the sandbox's own rules. */
+/** Keywords the published interface does not state: the sandbox's own rules, said so in the field's description. */
 const SANDBOX_KEYWORDS = ['minimum', 'maximum', 'pattern', 'minLength', 'maxLength', 'minItems', 'maxItems'] as const
 /** Records whose fields the interface does not show. */
 const UNPUBLISHED = new Set(['Pet', 'Order'])
@@ -63,7 +65,12 @@ function componentSchemas(profile: OpenApiProfile, strictBodies: boolean, limits
   return cleaned
 }
 
-/** A component schema as the interface states it, the sandbox's own rules moved under `x-sandbox`. */
+/**
+ * A component schema as the interface states it: open to fields the service may add, each
+ * limit the sandbox enforces kept as a keyword and named in the field's description.
+ * @note Limits stay keywords, not an extension: schema-driven tools (Portman, Dredd, fuzzers)
+ * generate bodies from the keywords, and a body the document calls valid must get a 201.
+ */
 function interfaceReading(name: string, schema: Json): Json {
   if (UNPUBLISHED.has(name)) {
     return {
@@ -77,17 +84,34 @@ function interfaceReading(name: string, schema: Json): Json {
   if (properties !== undefined) {
     open['properties'] = Object.fromEntries(
       Object.entries(properties as Record<string, Json>).map(([field, property]) => {
-        const kept: Json = {}
-        const sandbox: Json = {}
-        for (const [keyword, value] of Object.entries(property)) {
-          if ((SANDBOX_KEYWORDS as readonly string[]).includes(keyword)) sandbox[keyword] = value
-          else kept[keyword] = value
-        }
-        return [field, Object.keys(sandbox).length > 0 ? { ...kept, 'x-sandbox': sandbox } : kept]
+        const limits = SANDBOX_KEYWORDS.filter((keyword) => keyword in property).map((keyword) => limitText(keyword, property[keyword]))
+        if (limits.length === 0) return [field, property]
+        const said = typeof property['description'] === 'string' ? `${property['description']}. ` : ''
+        return [field, { ...property, description: `${said}Sandbox limit (the interface shows none): ${limits.join(', ')}.` }]
       }),
     )
   }
   return open
+}
+
+/** One enforced limit in words, for a field's description. */
+function limitText(keyword: (typeof SANDBOX_KEYWORDS)[number], value: unknown): string {
+  switch (keyword) {
+    case 'pattern':
+      return value === '\\S' ? 'not blank' : `matches ${String(value)}`
+    case 'minLength':
+      return `at least ${String(value)} characters`
+    case 'maxLength':
+      return `at most ${String(value)} characters`
+    case 'minItems':
+      return `at least ${String(value)} items`
+    case 'maxItems':
+      return `at most ${String(value)} items`
+    case 'minimum':
+      return `at least ${String(value)}`
+    case 'maximum':
+      return `at most ${String(value)}`
+  }
 }
 
 /** A response schema of the table as a JSON Schema reference (`Category[]` an array of them). */
@@ -150,16 +174,20 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
       summary: operation.summary,
       ...(operation.deprecated && { deprecated: true }),
       ...(operation.params && {
-        parameters: operation.params.map(({ name, description }) => ({
+        parameters: operation.params.map(({ name, description, example }) => ({
           name,
           in: 'path',
           required: true,
           description,
           schema: { type: 'integer', format: 'int64' },
+          example,
         })),
       }),
       ...(operation.body && {
-        requestBody: { required: true, content: jsonContent(ref(operation.body)) },
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref(operation.body), ...(operation.bodyExample && { example: operation.bodyExample }) } },
+        },
       }),
       responses,
     }

@@ -25,10 +25,15 @@ export interface OperationContract {
   readonly success: { readonly status: number; readonly description: string; readonly schema: ResponseSchema }
   /** The request body's schema, for operations that take one. */
   readonly body?: SchemaName
+  /** A request body the sandbox accepts, the document's example (tools such as Dredd send it). */
+  readonly bodyExample?: Readonly<Record<string, unknown>>
   /** Error statuses of this operation's own, beyond those every operation has (see {@link declaredErrorStatuses}). */
   readonly errorStatuses?: readonly number[]
-  /** Path parameters, each an int64 id as far as the interface shows. */
-  readonly params?: readonly { readonly name: string; readonly description: string }[]
+  /**
+   * Path parameters, each an int64 id as far as the interface shows, with an example value that
+   * the default scenario answers (contract tools such as Dredd build their requests from it).
+   */
+  readonly params?: readonly { readonly name: string; readonly description: string; readonly example: number }[]
   /** Marked deprecated, with a sunset date (the interface gives neither date: scenarios do). */
   readonly deprecated?: true
 }
@@ -48,6 +53,7 @@ export const OPERATION_CONTRACTS = [
     summary: 'Create a category',
     success: { status: 201, description: 'The created category, with its assigned id', schema: 'Category' },
     body: 'NewCategory',
+    bodyExample: { name: 'Hamsters', description: 'Small rodents' },
     errorStatuses: [409],
   },
   {
@@ -57,7 +63,7 @@ export const OPERATION_CONTRACTS = [
     summary: 'Read a pet by id (deprecated)',
     success: { status: 200, description: 'The pet; its fields come from the scenario', schema: 'Pet' },
     errorStatuses: [404, 410],
-    params: [{ name: 'petId', description: 'The id of the pet' }],
+    params: [{ name: 'petId', description: 'The id of the pet', example: 1 }],
     deprecated: true,
   },
   {

@@ -176,7 +176,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/openapi.json', {
     get: (req, res) => {
-      const serverUrl = `${documentOrigin(req, res, options)}${options.basePath}`
+      const serverUrl = documentServerUrl(req, res, options)
       res.json({ ...openApi, servers: [{ url: serverUrl, description: 'petstore-sandbox' }] })
     },
   })
@@ -348,36 +348,52 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 }
 
 /**
- * Where the served document's first server is: the configured public URL when there is one; else
- * the origin the client used, from its `Host` header (and, behind a proxy the operator trusts,
- * `X-Forwarded-Host` and `X-Forwarded-Proto`). An answer built from request headers says so with
- * `Vary`, and `Cache-Control: private` keeps a shared cache from handing one client's document to
- * another (issue 20 F14: any client's `X-Forwarded-Host` was served to every client of a cache).
- * @note Only plain values are used, so that a header cannot write markup or another URL into the document.
+ * The served document's first server, the API's base URL: the configured public URL when there
+ * is one (taken as the API's base when it already ends with the base path, `https://x/v1`, else
+ * as the sandbox's root); behind a proxy the operator trusts, the origin the proxy says the client
+ * used (`X-Forwarded-Proto`, `X-Forwarded-Host`); else the address and port the client's
+ * connection reached, which no header can change (issue 22: a `Host: evil.example:9999` was
+ * served as the document's server).
+ * @note A document built from the connection or a proxy's headers can differ per client:
+ * `Cache-Control: private` keeps a shared cache from handing one client's document to another
+ * (issue 20 F14), and `Vary` names the headers it was built from.
+ * @note Behind a proxy that is not trusted, or in a container whose port is mapped, the address
+ * reached is the proxy's or the container's own: `--public-url` is the way to name the outside one.
  */
-function documentOrigin(req: Request, res: Response, { publicUrl, trustProxy }: Pick<AdminRoutesOptions, 'publicUrl' | 'trustProxy'>): string {
+function documentServerUrl(req: Request, res: Response, { publicUrl, trustProxy, basePath }: Pick<AdminRoutesOptions, 'publicUrl' | 'trustProxy' | 'basePath'>): string {
   if (publicUrl !== undefined) {
     res.setHeader('Cache-Control', 'no-cache')
-    return publicUrl
+    return publicUrl.endsWith(basePath) ? publicUrl : `${publicUrl}${basePath}`
   }
   res.setHeader('Cache-Control', 'private, no-cache')
-  res.vary('Host')
-  let protocol = req.protocol
-  let forwardedHost: string | undefined
+  const socket = req.socket as Request['socket'] & { encrypted?: boolean }
+  let protocol = socket.encrypted === true ? 'https' : 'http'
   if (trustProxy) {
     res.vary('X-Forwarded-Host')
     res.vary('X-Forwarded-Proto')
-    const forwardedProto = firstValue(req.headers['x-forwarded-proto'])?.toLowerCase()
+    const forwardedProto = lastValue(req.headers['x-forwarded-proto'])?.toLowerCase()
+    const forwardedHost = lastValue(req.headers['x-forwarded-host'])
     if (forwardedProto === 'https' || forwardedProto === 'http') protocol = forwardedProto
-    forwardedHost = firstValue(req.headers['x-forwarded-host'])
+    if (forwardedHost !== undefined && PLAIN_HOST.test(forwardedHost)) return `${protocol}://${forwardedHost}${basePath}`
   }
-  const host = [forwardedHost, req.headers.host].find((value) => value !== undefined && PLAIN_HOST.test(value))
-  return `${protocol}://${host ?? 'localhost'}`
+  return `${protocol}://${addressInUrl(socket.localAddress)}:${socket.localPort ?? 80}${basePath}`
 }
 
-function firstValue(header: string | string[] | undefined): string | undefined {
-  const value = Array.isArray(header) ? header[0] : header
-  return value?.split(',', 1)[0]?.trim()
+/**
+ * The last value of a header a proxy may have appended to: the one the nearest proxy, the one the
+ * operator trusts, wrote (a client's own value comes first).
+ */
+function lastValue(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header.at(-1) : header
+  return value?.split(',').at(-1)?.trim()
+}
+
+/** An IP address as a URL's host: IPv4 (also when mapped into IPv6) as is, IPv6 in brackets, its zone escaped. */
+function addressInUrl(address: string | undefined): string {
+  if (address === undefined) return 'localhost'
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
+  if (mapped) return mapped[1]!
+  return address.includes(':') ? `[${address.replace('%', '%25')}]` : address
 }
 
 /**

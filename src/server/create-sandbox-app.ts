@@ -196,8 +196,9 @@ export interface SandboxAppOptions {
   requestTimeoutMs?: number
   /**
    * The URL clients reach the sandbox at (`https://sandbox.example.com`, a path allowed), listed
-   * as the first server of `/__sandbox/openapi.json` whoever asks.
-   * @default none: the origin the client used (its `Host` header; see `trustProxy`)
+   * as the first server of `/__sandbox/openapi.json` whoever asks; a URL ending with the base
+   * path (`https://x/v1`) is taken as the API's base.
+   * @default none: the address and port the client's connection reached (see `trustProxy`)
    */
   publicUrl?: string
   /**

@@ -1,5 +1,7 @@
 /** The admin API under /__sandbox/: every route with and without auth, and with the admin token. */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
@@ -72,21 +74,46 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(Object.keys(document.paths)).toContain('/categories')
   })
 
-  it('serves partners the interface’s contract: open to fields the service may add, the sandbox’s own rules marked x-sandbox', async () => {
+  it('serves partners the interface’s contract: open to fields the service may add, the sandbox’s limits as keywords, pets and orders unpublished', async () => {
     const { fetch } = await startSandbox()
     const document = (await jsonOf(await fetch('/__sandbox/openapi.json'))) as ServedDocument
     const { Category, Error: ErrorSchema, NewCategory, Pet } = document.components.schemas
     expect(Category).not.toHaveProperty('additionalProperties')
     expect(ErrorSchema).not.toHaveProperty('additionalProperties')
     expect(NewCategory).not.toHaveProperty('additionalProperties')
-    expect(Category!.properties!['id']).toEqual(expect.objectContaining({ type: 'integer', format: 'int64', 'x-sandbox': expect.objectContaining({ minimum: 1 }) }))
-    expect(Category!.properties!['id']).not.toHaveProperty('minimum')
-    expect(Category!.properties!['name']).not.toHaveProperty('pattern')
+    expect(Category!.properties!['id']).toEqual(expect.objectContaining({ type: 'integer', format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER }))
+    expect(Category!.properties!['name']).toEqual(expect.objectContaining({ pattern: '\\S', maxLength: 200, description: expect.stringContaining('Sandbox limit (the interface shows none): not blank, at most 200 characters') as unknown }))
+    expect(JSON.stringify([Category, NewCategory, ErrorSchema])).not.toContain('x-sandbox')
     expect(Pet).not.toHaveProperty('required')
+    expect(Pet).toHaveProperty('x-sandbox')
     const ajv = new Ajv2020({ strict: false })
     const validCategory = ajv.compile({ ...Category, components: document.components })
     expect(validCategory({ id: 7, name: 'Dogs', addedLater: true })).toBe(true)
     expect(validCategory({ id: 7 })).toBe(false)
+  })
+
+  it('gives every path parameter an example the default scenario answers, and the create an example body it accepts; a 201 names no Location (issue 22)', async () => {
+    const { fetch } = await startSandbox()
+    const document = (await jsonOf(await fetch('/__sandbox/openapi.json'))) as ServedDocument & { paths: Record<string, Record<string, OperationObject>> }
+    let filled = 0
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const parameters = operation.parameters ?? []
+        for (const parameter of parameters) expect(parameter, `${method} ${path} ${parameter.name}`).toHaveProperty('example')
+        const url = parameters.reduce((at, { name, example }) => at.replace(`{${name}}`, String(example)), path)
+        const example = operation.requestBody?.content['application/json']?.example
+        if (operation.requestBody) expect(example, `${method} ${path}`).toBeDefined()
+        const response = await fetch(`/v1${url}`, {
+          method: method.toUpperCase(),
+          headers: { ...auth(), ...(example !== undefined && { 'content-type': 'application/json' }) },
+          ...(example !== undefined && { body: JSON.stringify(example) }),
+        })
+        expect(response.status, `${method} ${url}`).toBe(Number(Object.keys(operation.responses).find((status) => /^2\d\d$/.test(status))))
+        if (response.status === 201) expect(response.headers.get('location')).toBeNull()
+        filled += parameters.length
+      }
+    }
+    expect(filled).toBeGreaterThan(0)
   })
 
   it('says in the served document when --strict refuses unknown fields of a NewCategory', async () => {
@@ -111,14 +138,36 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     const poisoned = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'attacker.test' }
     const response = await fetch('/__sandbox/openapi.json', { headers: poisoned })
     expect(((await jsonOf(response)) as ServedDocument).servers[0]!.url).toBe(`${origin}/v1`)
-    expect(varied(response)).toEqual(['host'])
+    expect(varied(response)).toEqual([])
     expect(response.headers.get('cache-control')).toMatch(/\bprivate\b/)
 
     const { fetch: behindProxy } = await startSandbox({ trustProxy: true })
     const proxied = await behindProxy('/__sandbox/openapi.json', { headers: poisoned })
     expect(((await jsonOf(proxied)) as ServedDocument).servers[0]!.url).toBe('https://attacker.test/v1')
-    expect(varied(proxied)).toEqual(['host', 'x-forwarded-host', 'x-forwarded-proto'])
+    expect(varied(proxied)).toEqual(['x-forwarded-host', 'x-forwarded-proto'])
     expect(proxied.headers.get('cache-control')).toMatch(/\bprivate\b/)
+  })
+
+  it('never lists the request’s Host as the first server: the address the connection reached, whatever Host says (issue 22)', async () => {
+    const { server, origin } = await startSandbox()
+    const { port } = server.address() as AddressInfo
+    for (const host of ['evil.example:9999', 'localhost', `127.0.0.1:${port}`]) {
+      const { body, headers } = await getWithHost(port, '/__sandbox/openapi.json', host)
+      expect((JSON.parse(body) as ServedDocument).servers[0]!.url, host).toBe(`${origin}/v1`)
+      expect(headers['cache-control']).toBe('private, no-cache')
+    }
+  })
+
+  it('takes the last X-Forwarded-Host and -Proto, the ones the trusted proxy appended, not a client’s own (issue 22)', async () => {
+    const { fetch } = await startSandbox({ trustProxy: true })
+    const headers = { 'x-forwarded-proto': 'http, https', 'x-forwarded-host': 'attacker.test, sandbox.shop.test:8443' }
+    const document = (await jsonOf(await fetch('/__sandbox/openapi.json', { headers }))) as ServedDocument
+    expect(document.servers[0]!.url).toBe('https://sandbox.shop.test:8443/v1')
+  })
+
+  it('takes a publicUrl that already ends with the base path as the API’s base, not …/v1/v1 (issue 22)', async () => {
+    const { fetch } = await startSandbox({ publicUrl: 'https://sandbox.example.com/v1' })
+    expect(((await jsonOf(await fetch('/__sandbox/openapi.json'))) as ServedDocument).servers[0]!.url).toBe('https://sandbox.example.com/v1')
   })
 
   it('lists the configured publicUrl as the first server whatever the request says (issue 20 F14)', async () => {
@@ -463,6 +512,23 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
 function varied(response: Response): string[] {
   const vary = response.headers.get('vary')
   return vary === null ? [] : vary.split(',').map((name) => name.trim().toLowerCase()).sort()
+}
+
+/** A GET with the `Host` header given (fetch does not let a caller set it). */
+function getWithHost(port: number, path: string, host: string): Promise<{ body: string; headers: IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: '127.0.0.1', port, path, headers: { host } }, (response) => {
+      let body = ''
+      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve({ body, headers: response.headers }))
+    })
+    request.on('error', reject).end()
+  })
+}
+
+interface OperationObject {
+  parameters?: { name: string; example?: unknown }[]
+  requestBody?: { content: Record<string, { example?: unknown } | undefined> }
+  responses: Record<string, unknown>
 }
 
 interface ServedDocument {

@@ -5,6 +5,8 @@
  * happens near the configured time, not at Node's 30 s check interval.
  */
 import type { Socket } from 'node:net'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/core/limits.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
@@ -44,12 +46,27 @@ describe('name, description and category limits', () => {
     expect((await create(fetch, 'k', { name: 'n'.repeat(10), description: 'd'.repeat(20) })).status).toBe(201)
   })
 
-  it('publishes the default lengths in the served OpenAPI document, as the sandbox’s own rule (x-sandbox)', async () => {
-    const { fetch } = await startSandbox()
-    const document = (await jsonOf(await fetch('/__sandbox/openapi.json'))) as {
-      components: { schemas: { NewCategory: { properties: { name: { 'x-sandbox': { maxLength: number } } } } } }
-    }
-    expect(document.components.schemas.NewCategory.properties.name['x-sandbox'].maxLength).toBe(DEFAULT_NAME_MAX_LENGTH)
+  it('publishes the lengths it enforces as schema keywords in the served OpenAPI document, the configured ones when given (issue 22)', async () => {
+    type Lengths = { components: { schemas: { NewCategory: { properties: { name: { maxLength: number }; description: { maxLength: number } } } } } }
+    const served = async (options = {}) => ((await jsonOf(await (await startSandbox(options)).fetch('/__sandbox/openapi.json'))) as Lengths).components.schemas.NewCategory.properties
+    expect((await served()).name.maxLength).toBe(DEFAULT_NAME_MAX_LENGTH)
+    const configured = await served({ nameMaxLength: 12, descriptionMaxLength: 34 })
+    expect([configured.name.maxLength, configured.description.maxLength]).toEqual([12, 34])
+  })
+
+  it('calls a create body valid exactly when the sandbox answers it 201, under the limits the server was given (issue 22)', async () => {
+    const { fetch } = await startSandbox({ apiKeys: ['k'], scenario: 'empty', nameMaxLength: 6, descriptionMaxLength: 8, maxCategories: 10_000 })
+    const document = (await jsonOf(await fetch('/__sandbox/openapi.json'))) as { components: { schemas: Record<string, object> } }
+    const validBody = new Ajv2020({ strict: false }).compile({ ...document.components.schemas['NewCategory'], components: document.components })
+    const text = fc.string({ unit: fc.constantFrom('a', 'é', '😀', ' ', '\t', '\n', '\u00a0', '\u3000'), maxLength: 10 })
+    const body = fc.record({ name: fc.oneof(text, fc.constant(''), fc.integer()), description: fc.oneof(text, fc.constant(null)) }, { requiredKeys: [] })
+    await fc.assert(
+      fc.asyncProperty(body, async (sent) => {
+        const response = await create(fetch, 'k', sent)
+        expect(response.status, JSON.stringify(sent)).toBe(validBody(sent) ? 201 : 400)
+      }),
+      { numRuns: 150 },
+    )
   })
 
   it('answers 409 category_limit past the categories a tenant may hold, and only for that tenant', async () => {
