@@ -17,7 +17,10 @@ export function exchangeText(exchange: VerifyExchange): string[] {
   return lines
 }
 
-/** The table `verify` prints: a line per check, and under each broken one what differs, the request and the answer. */
+/**
+ * The table `verify` prints: a line per check, and under each broken one what differs, the request and the answer.
+ * @example process.stdout.write(formatVerifyTable(await verifyService({ baseUrl, apiKey })))
+ */
 export function formatVerifyTable(report: VerifyReport): string {
   const width = Math.max(...report.checks.map((check) => check.id.length))
   const lines = [`petstore-sandbox verify ${report.baseUrl}${report.readOnly ? ' (read-only)' : ''}`, '']
@@ -32,7 +35,10 @@ export function formatVerifyTable(report: VerifyReport): string {
   return lines.join('\n')
 }
 
-/** The report as JSON: the {@link VerifyReport} itself. */
+/**
+ * The report as JSON: the {@link VerifyReport} itself.
+ * @example await writeFile('verify.json', formatVerifyJson(report))
+ */
 export function formatVerifyJson(report: VerifyReport): string {
   return `${JSON.stringify(report, null, 2)}\n`
 }
@@ -63,7 +69,10 @@ function testcase(check: VerifyCheck): string {
   }
 }
 
-/** The report as JUnit XML: a test case per check, `failure` for a broken one, `skipped` for one not applicable. */
+/**
+ * The report as JUnit XML: a test case per check, `failure` for a broken one, `skipped` for one not applicable.
+ * @example await writeFile('verify.xml', formatVerifyJunit(report))
+ */
 export function formatVerifyJunit(report: VerifyReport): string {
   const { checks, summary } = report
   return [

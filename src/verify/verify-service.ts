@@ -231,9 +231,10 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
     }
     const [id, title] = CREATE_CHECKS[2]
     record(create, id, title, await exchange(list, { key: apiKey }), (answer) => {
-      const problems = categoryList(answer, list.success.status)
-      if (problems.length > 0) return problems
-      const items = answer.json as Record<string, unknown>[]
+      // @note Only what the creates changed: the list's shape is `listCategories.200`'s to judge.
+      const problems = [...statusProblems(answer, list.success.status), ...bodyProblems(answer)]
+      if (!Array.isArray(answer.json)) return problems.length > 0 ? problems : ['the body is not a JSON array']
+      const items = (answer.json as unknown[]).filter((item): item is Record<string, unknown> => typeof item === 'object' && item !== null)
       for (const [index, sentBody] of [full, nameOnly].entries()) {
         const answered = created.find((category) => category['name'] === sentBody['name'])
         const found = items.find((item) => item['name'] === sentBody['name'] && (answered?.['id'] === undefined || item['id'] === answered['id']))
