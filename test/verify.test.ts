@@ -3,16 +3,19 @@
  * against a fresh sandbox (every check holds) and against a divergent upstream (a node:http
  * server in front of a sandbox that changes exactly the answers named in PLANTED).
  */
+import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { PetstoreError } from '../src/errors.js'
 import { verifyService, type VerifyCheck } from '../src/server.js'
-import { runCliHere } from './support/sandbox-cli.js'
+import { CLI_BINARY, runCliHere } from './support/sandbox-cli.js'
 import { auth, startSandbox } from './support/sandbox-server.js'
 
 const KEY = 'verify-k1'
@@ -265,5 +268,55 @@ describe('petstore-sandbox verify', () => {
     const run = await runCliHere(['verify', `http://127.0.0.1:${port}/v1`, '--api-key', KEY])
     expect(run.stderr()).toBe(`petstore-sandbox: Cannot reach http://127.0.0.1:${port}/v1/categories: connect ECONNREFUSED 127.0.0.1:${port}. Check the base URL (it ends in /v1) and that the service is running\n`)
     expect(run.code).toBe(2)
+  })
+})
+
+describe("the README's verify section", () => {
+  const ROOT = fileURLToPath(new URL('..', import.meta.url))
+  const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
+
+  /** The verify lines of the section's sh block, as a shell runs them. */
+  function verifyLines(): string[] {
+    const section = /<!-- section:verify -->([\s\S]*?)<!-- \/section:verify -->/.exec(README)?.[1] ?? ''
+    const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
+    return block.split('\n').filter((line) => line.startsWith('npx petstore-sandbox verify '))
+  }
+
+  /** Runs one README line in sh, `npx petstore-sandbox` being the built binary; resolves with its exit code and output. */
+  function run(line: string, cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+    const script = `npx() { shift; "${process.execPath}" "${join(ROOT, CLI_BINARY)}" "$@"; }\n${line}`
+    return new Promise((resolve) => {
+      execFile('sh', ['-c', script], { cwd, env: { ...process.env, NO_COLOR: '1', ...env } }, (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code) : 0, stdout, stderr })
+      })
+    })
+  }
+
+  it('runs every verify line of the block word for word against a sandbox: each exits 0, the --report line writes its JUnit file', async () => {
+    const { baseUrl } = await freshSandbox()
+    const cwd = await tempDir()
+    const lines = verifyLines()
+    expect(lines).toHaveLength(3)
+    for (const line of lines) {
+      const result = await run(line, cwd, { STAGING_URL: baseUrl, STAGING_KEY: KEY })
+      expect(result.stderr, line).toBe('')
+      expect(result.stdout, line).toMatch(/^\d+ held, 0 broken, \d+ not applicable$/m)
+      expect(result.code, line).toBe(0)
+    }
+    expect(wellFormedXml(await readFile(join(cwd, 'verify.xml'), 'utf8'))).toBe(true)
+  })
+
+  it('names in its table every check a run makes', async () => {
+    const { baseUrl } = await freshSandbox()
+    const report = await verifyService({ baseUrl, apiKey: KEY })
+    const table = /\| Check \| What must hold \|\n([\s\S]*?)\n\n/.exec(README)?.[1] ?? ''
+    const named = [...table.matchAll(/`([\w.…<>-]+)`/g)].map(([, name]) => name!)
+    const covered = (id: string) =>
+      named.some((name) => {
+        const operation = id.split('.')[0]!
+        const pattern = name.replace(/^…/, `${operation}.`).replace(/[.]/g, '\\.').replace(/<\w+>/g, '[^.]+')
+        return new RegExp(`^${pattern}$`).test(id) || (name.endsWith('-key') && /401-(missing|wrong)-key$/.test(id))
+      })
+    expect(report.checks.map((check) => check.id).filter((id) => !covered(id))).toEqual([])
   })
 })
