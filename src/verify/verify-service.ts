@@ -104,6 +104,9 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
   }
   const checks: VerifyCheck[] = []
   let answered = false
+  // A run's own token, so that what it creates is recognisable and never taken for what another run created.
+  const run = randomBytes(4).toString('hex')
+  const validBody = (purpose: string): Record<string, string> => ({ name: `verify ${run} ${purpose}`, description: 'Created by petstore-sandbox verify' })
 
   /** Sends one request; a service that never answers the first one is unreachable. */
   const exchange = async (operation: OperationContract, { key, body, params = {} }: { key?: string | undefined; body?: ProbeBody; params?: Record<string, string> }) => {
@@ -171,15 +174,17 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
     throw new PetstoreError('invalid_option', `baseUrl has no ${list.path} under it: GET ${first.request.url} answered 404. Give the interface's base URL (it ends in /v1)`)
   }
   const listed = record(list, String(list.success.status), `${list.success.status} with a JSON array of Category`, first, (answer) => categoryList(answer, list.success.status))
-  for (const operation of [list, create]) {
+  // The interface's security requirement is global: every operation it names refuses a missing or wrong key.
+  for (const operation of OPERATION_CONTRACTS as readonly OperationContract[]) {
     if (operation.body !== undefined && readOnly) {
       notApplicable(operation, '401-missing-key', '401 with an Error body when the key is missing', READ_ONLY_NOTE)
       notApplicable(operation, '401-wrong-key', '401 with an Error body when the key is wrong', READ_ONLY_NOTE)
       continue
     }
     const body = operation.body === undefined ? undefined : jsonBody(validBody('401 check'))
-    record(operation, '401-missing-key', '401 with an Error body when the key is missing', await exchange(operation, { body }), (answer) => errorAnswer(answer, 401))
-    record(operation, '401-wrong-key', '401 with an Error body when the key is wrong', await exchange(operation, { key: wrongKey, body }), (answer) => errorAnswer(answer, 401))
+    const params = { petId }
+    record(operation, '401-missing-key', '401 with an Error body when the key is missing', await exchange(operation, { body, params }), (answer) => errorAnswer(answer, 401))
+    record(operation, '401-wrong-key', '401 with an Error body when the key is wrong', await exchange(operation, { key: wrongKey, body, params }), (answer) => errorAnswer(answer, 401))
   }
 
   for (const operation of (OPERATION_CONTRACTS as readonly OperationContract[]).filter((contract) => contract.deprecated)) {
@@ -258,12 +263,6 @@ const CREATE_CHECKS = [
   ['201-listed', 'the created categories are listed, as created'],
 ] as const
 
-/** A run's own token, so that what it creates is recognisable (and never collides with a category of the service). */
-const RUN = randomBytes(4).toString('hex')
-
-function validBody(purpose: string): Record<string, string> {
-  return { name: `verify ${RUN} ${purpose}`, description: 'Created by petstore-sandbox verify' }
-}
 
 function jsonBody(value: unknown): ProbeBody {
   return { what: 'a valid NewCategory', contentType: 'application/json', bytes: new TextEncoder().encode(JSON.stringify(value)) }
