@@ -255,6 +255,15 @@ describe('petstore-sandbox verify', () => {
     expect(await (await fetch('/__sandbox/requests?method=POST', { headers: auth(KEY) })).json()).toEqual([])
   })
 
+  it('reads --api-key and --read-only from PETSTORE_SANDBOX_API_KEY and PETSTORE_SANDBOX_READ_ONLY=1, as a CI job sets them', async () => {
+    const { baseUrl, fetch } = await freshSandbox()
+    const run = await runCliHere(['verify', baseUrl], { PETSTORE_SANDBOX_API_KEY: KEY, PETSTORE_SANDBOX_READ_ONLY: '1' })
+    expect(run.stderr()).toBe('')
+    expect(run.stdout()).toContain(`petstore-sandbox verify ${baseUrl} (read-only)`)
+    expect(run.code).toBe(0)
+    expect(await (await fetch('/__sandbox/requests?method=POST', { headers: auth(KEY) })).json()).toEqual([])
+  })
+
   it.each([
     { name: 'no --api-key', args: (base: string) => ['verify', base], message: 'Missing required argument: api-key' },
     { name: 'a base URL that is not http', args: () => ['verify', 'ftp://127.0.0.1/v1', '--api-key', KEY], message: '<base-url> must be an http(s) URL such as http://127.0.0.1:4010/v1, got "ftp://127.0.0.1/v1"' },
