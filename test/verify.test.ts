@@ -253,7 +253,7 @@ describe('petstore-sandbox verify', () => {
     const report = join(await tempDir(), 'verify.xml')
     const run = await runCliHere(['verify', baseUrl, '--api-key', KEY, '--read-only', '--report', report])
     expect(run.code).toBe(0)
-    expect(run.stdout()).toMatch(/^n\/a {5}createCategory\.201 .*\(--read-only: sends no POST\)$/m)
+    expect(run.stdout()).toMatch(/^n\/a {5}createCategory\.201 .*\(read-only: no POST is sent\)$/m)
     const xml = await readFile(report, 'utf8')
     expect(wellFormedXml(xml)).toBe(true)
     expect(xml).toContain('<testcase classname="createCategory" name="createCategory.201: ')

@@ -254,7 +254,7 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
   return { baseUrl, readOnly, checks, summary: { held: count('held'), broken: count('broken'), notApplicable: count('not_applicable') } }
 }
 
-const READ_ONLY_NOTE = '--read-only: sends no POST'
+const READ_ONLY_NOTE = 'read-only: no POST is sent'
 
 /** The checks of valid creates: id and title. */
 const CREATE_CHECKS = [
