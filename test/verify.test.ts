@@ -195,6 +195,17 @@ describe('verifyService', () => {
     expect(posts).toEqual([])
   })
 
+  it('checks the lengths the service is given: a sandbox with names of at most 50 holds with nameMaxLength 50; the default sandbox, which takes 51, breaks that check alone', async () => {
+    const short = await startSandbox({ apiKeys: [KEY], nameMaxLength: 50 })
+    const held = await verifyService({ baseUrl: `${short.origin}/v1`, apiKey: KEY, nameMaxLength: 50 })
+    expect(outcomes(held.checks, 'broken')).toEqual([])
+    expect(outcomes(held.checks, 'held')).toContain('createCategory.400.invalid_field.name-51-characters')
+    const { baseUrl } = await freshSandbox()
+    const report = await verifyService({ baseUrl, apiKey: KEY, nameMaxLength: 50 })
+    expect(outcomes(report.checks, 'broken')).toEqual(['createCategory.400.invalid_field.name-51-characters'])
+    expect(report.checks.find((check) => check.outcome === 'broken')?.problems).toEqual(['status 201, expected 400', expect.stringMatching(/^the body is not an Error \(code, message, status\): code: /)])
+  })
+
   it('rejects with service_unreachable when nothing answers at the base URL', async () => {
     const port = await closedPort()
     const error = await verifyService({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: KEY }).catch((caught: unknown) => caught)
