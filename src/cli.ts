@@ -2,7 +2,7 @@
 /**
  * The `petstore-sandbox` command: `serve` binds the sandbox app and owns ports, console output,
  * signals and exit codes; `scenarios list|validate` check scenario files; `tenants list|delete`
- * read a data directory. Every option of `serve` also reads `PETSTORE_SANDBOX_<OPTION>`
+ * read a data directory; `verify <base-url>` checks a live deployment against the contract. Every option of `serve` also reads `PETSTORE_SANDBOX_<OPTION>`
  * (`PETSTORE_SANDBOX_PORT=4011`). The commands themselves are in `cli/run-cli.ts`; this file only
  * connects them to the process.
  */

@@ -12,6 +12,8 @@ export type PetstoreErrorCode =
   | 'invalid_field'
   | 'unknown_field'
   | 'category_limit'
+  /** `verifyService` got no answer at all from the service it was pointed at. */
+  | 'service_unreachable'
 
 /**
  * Thrown when the library is misused: an unknown scenario, a broken scenario file, a bad option.

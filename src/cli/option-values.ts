@@ -64,7 +64,7 @@ export function latency(value: unknown): Latency {
 export const ENV_PREFIX = 'PETSTORE_SANDBOX_'
 
 /** The boolean options, which an environment variable may set too. */
-const BOOLEAN_OPTIONS = new Set(['any-key', 'strict', 'quiet', 'verbose', 'redis-allow-eviction', 'trust-proxy'])
+const BOOLEAN_OPTIONS = new Set(['any-key', 'strict', 'quiet', 'verbose', 'redis-allow-eviction', 'trust-proxy', 'read-only'])
 
 /**
  * The options that `PETSTORE_SANDBOX_*` variables set, by option name (`max-tenants: '5'`). Reads

@@ -10,6 +10,7 @@ import { environmentOptions } from './option-values.js'
 import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
 import { tenantsCommand } from './tenants-command.js'
+import { VERIFY_EXIT, verify, verifyOptions } from './verify-command.js'
 import { isWorker } from '../cli-workers.js'
 
 export type { CliIo } from './cli-io.js'
@@ -17,7 +18,10 @@ export type { RunningSandbox } from './serve-command.js'
 
 /** How a run ended, or, for `serve`, the sandbox it left running. */
 export interface CliResult {
-  /** 0 when the command succeeded, 1 for a usage error or a failure (reported on `io.stderr`). */
+  /**
+   * 0 when the command succeeded, 1 for a usage error or a failure (reported on `io.stderr`);
+   * `verify`: 0 all checks held, 1 one broke, 2 a usage error or no service to check.
+   */
   readonly exitCode: number
   /** `serve`, once it answers: stop it with `server.stop('SIGTERM')`. */
   readonly server?: RunningSandbox
@@ -38,7 +42,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     const line = message.split('\n').map((part) => part.trim()).filter((part) => part !== '').join(' ')
     io.stderr(`${red(`petstore-sandbox: ${line}`)}\n`)
     if (verbose && error instanceof Error && error.stack) io.stderr(`${error.stack}\n`)
-    return { exitCode: 1 }
+    // @note `verify` keeps 1 for "the service broke a check", so that CI tells it from a mistyped command.
+    return { exitCode: args.find((arg) => !arg.startsWith('-')) === 'verify' ? VERIFY_EXIT.usage : 1 }
   }
 
   let environment: Record<string, string>
@@ -82,6 +87,9 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
         )
         .demandCommand(1, 'Name a scenarios command: list or validate'),
     )
+    .command('verify <base-url>', 'Run the contract\'s conformance checks against a live deployment; exit 1 if any breaks', verifyOptions, async (argv) => {
+      exitCode = await verify(argv, io)
+    })
     .command('tenants', 'List or delete the tenants a data directory keeps (the server must be stopped; while it runs, use DELETE /__sandbox/tenants/<id>)', (cmd) =>
       cmd
         .option('data-dir', { type: 'string', demandOption: true, describe: 'The data directory the server uses' })
@@ -89,7 +97,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
         .command('delete <id>', "Delete a tenant's data (its full id, or a unique prefix of 12+ digits)", (sub) => sub.positional('id', { type: 'string', demandOption: true }), (argv) => tenantsCommand(String(argv['data-dir']), argv.id, io))
         .demandCommand(1, 'Name a tenants command: list or delete'),
     )
-    .demandCommand(1, 'Name a command: serve, scenarios or tenants')
+    .demandCommand(1, 'Name a command: serve, scenarios, tenants or verify')
     .strict()
     .version(PACKAGE.version)
     .help()
