@@ -7,6 +7,7 @@ import yargs from 'yargs'
 import { PACKAGE } from '../server/package-info.js'
 import { type CliIo, UsageError } from './cli-io.js'
 import { environmentOptions } from './option-values.js'
+import { recordCommand, recordOptions } from './record-command.js'
 import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
 import { tenantsCommand } from './tenants-command.js'
@@ -17,7 +18,10 @@ export type { RunningSandbox } from './serve-command.js'
 
 /** How a run ended, or, for `serve`, the sandbox it left running. */
 export interface CliResult {
-  /** 0 when the command succeeded, 1 for a usage error or a failure (reported on `io.stderr`). */
+  /**
+   * 0 when the command succeeded, 1 for a usage error or a failure (reported on `io.stderr`), 2
+   * when `scenarios record` was stopped by the service (refused key, no answer, an answer the contract refuses).
+   */
   readonly exitCode: number
   /** `serve`, once it answers: stop it with `server.stop('SIGTERM')`. */
   readonly server?: RunningSandbox
@@ -64,7 +68,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
       if (argv.workers > 1 && !isWorker()) workers = argv.workers
       else server = await serve(argv, io)
     })
-    .command('scenarios', 'List or validate scenarios', (scenarios) =>
+    .command('scenarios', 'List, validate or record scenarios', (scenarios) =>
       scenarios
         .command(
           'list',
@@ -80,7 +84,15 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
             exitCode = await validateScenarios(argv.file, io, red)
           },
         )
-        .demandCommand(1, 'Name a scenarios command: list or validate'),
+        .command(
+          'record',
+          "Record a live service's categories, orders and pets into a scenario file; exit 2 if the service refuses the key, cannot be reached or answers what the contract refuses",
+          recordOptions,
+          async (argv) => {
+            exitCode = await recordCommand(argv, io, red)
+          },
+        )
+        .demandCommand(1, 'Name a scenarios command: list, validate or record'),
     )
     .command('tenants', 'List or delete the tenants a data directory keeps (the server must be stopped; while it runs, use DELETE /__sandbox/tenants/<id>)', (cmd) =>
       cmd
