@@ -262,7 +262,9 @@ async function readList<T extends { id: number }>(
   const records = answer.body.flatMap((raw: unknown, index) => {
     const parsed = schema.safeParse(raw)
     if (parsed.success) return [{ record: parsed.data, raw: raw as Record<string, unknown> }]
-    refused.push(`${what} [${index}]${idOf(raw)}: ${describeIssues(parsed.error)}`)
+    // @note Said plainly: the schema's own message for a missing id is "id must be a safe integer".
+    const problem = isObject(raw) && !Object.hasOwn(raw, 'id') ? 'id: missing (every record needs an integer id)' : describeIssues(parsed.error)
+    refused.push(`${what} [${index}]${idOf(raw)}: ${problem}`)
     return []
   })
   if (refused.length > 0) {
@@ -272,8 +274,12 @@ async function readList<T extends { id: number }>(
   return records
 }
 
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
 function idOf(raw: unknown): string {
-  const id = typeof raw === 'object' && raw !== null ? (raw as { id?: unknown }).id : undefined
+  const id = isObject(raw) ? raw['id'] : undefined
   return id === undefined ? ' (no id)' : ` (id ${JSON.stringify(id)})`
 }
 
