@@ -5,7 +5,6 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -295,14 +294,30 @@ describe('scenarios record against a service that diverges from the contract', (
     expect(await readdir(dir)).toEqual([])
   })
 
-  it('records the conformant answers of the same server (the divergences above are the only reason it refused)', async () => {
+  it('records the conformant answers of the same server (the divergences above are the only reason it refused), leaving out category fields the contract does not name, with a note', async () => {
     const dir = await tempDir()
-    const base = await divergentUpstream({})
+    const base = await divergentUpstream({ '/v1/categories': { body: '[{"id":1,"name":"Dogs","createdAt":"2026-01-01","slug":"dogs"}]' } })
     const out = join(dir, 'fine.json')
     const recorded = await runCliHere(['scenarios', 'record', '--from', base, '--api-key', KEY, '--out', out, '--pet-ids', '1', '--probe-pets', '0'])
-    expect(recorded.stderr()).toBe('')
+    expect(recorded.stderr()).toBe('note: categories: fields the contract does not name were left out (createdAt, slug)\n')
     expect(recorded.code).toBe(0)
-    expect(existsSync(out)).toBe(true)
+    expect(await loadScenario(out)).toMatchObject({ seed: { categories: [{ id: 1, name: 'Dogs' }], pets: [{ id: 1, name: 'Rex' }], orders: [] } })
+    expect(JSON.parse(await readFile(out, 'utf8'))).not.toHaveProperty('deprecation')
+  })
+
+  it('stops with exit 2 when the service accepts the connection but does not answer within --timeout', async () => {
+    const dir = await tempDir()
+    const silent = createServer(() => {})
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => {
+      silent.closeAllConnections()
+      return new Promise<void>((resolve) => silent.close(() => resolve()))
+    })
+    const base = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`
+    const recorded = await runCliHere(['scenarios', 'record', '--from', base, '--api-key', KEY, '--out', join(dir, 'x.json'), '--timeout', '200'])
+    expect(recorded.code).toBe(2)
+    expect(recorded.stderr()).toBe(`petstore-sandbox: Cannot record from ${base}: the service cannot be reached (no answer within 200 ms, on GET /categories). Check --from and that the service is up. Nothing was written.\n`)
+    expect(await readdir(dir)).toEqual([])
   })
 })
 
