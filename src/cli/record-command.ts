@@ -64,7 +64,7 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
   } catch (error) {
     if (!(error instanceof PetstoreError)) throw error
     if (error.code === 'invalid_option') throw new UsageError(error.message)
-    io.stderr(`${red(`petstore-sandbox: ${error.message}`)}\n`)
+    io.stderr(`${red(`petstore-sandbox: ${error.message} Nothing was written.`)}\n`)
     return RECORD_UPSTREAM_EXIT_CODE
   }
   const { scenario, notes } = recorded

@@ -88,6 +88,9 @@ const NAMED_RECORDS = 3
  */
 export async function recordScenario(options: RecordScenarioOptions): Promise<RecordedScenario> {
   const base = baseUrl(options.from)
+  if (typeof options.apiKey !== 'string' || options.apiKey === '') {
+    throw new PetstoreError('invalid_option', 'Cannot record without an API key: give the key the service accepts')
+  }
   const name = ScenarioName.safeParse(options.name)
   if (!name.success) {
     throw new PetstoreError('invalid_option', `Cannot record a scenario named ${JSON.stringify(options.name)}: a scenario name ${name.error.issues[0]?.message}`)
@@ -106,7 +109,8 @@ export async function recordScenario(options: RecordScenarioOptions): Promise<Re
   const notes: string[] = []
 
   const categories = await readList(upstream, 'listCategories', Category, 'category')
-  const dropped = new Set(categories.flatMap(({ raw }) => Object.keys(raw).filter((key) => !['id', 'name', 'description'].includes(key))))
+  const named = new Set(Object.keys(Category.shape))
+  const dropped = new Set(categories.flatMap(({ raw }) => Object.keys(raw).filter((key) => !named.has(key))))
   if (dropped.size > 0) notes.push(`categories: fields the contract does not name were left out (${[...dropped].join(', ')})`)
   const orders = await readList(upstream, 'listOrders', Order, 'order')
   const pets = await readPets(upstream, petIds, probe, notes)
@@ -114,7 +118,7 @@ export async function recordScenario(options: RecordScenarioOptions): Promise<Re
   const recorded: RecordedScenarioFile = {
     name: name.data,
     version,
-    description: options.description ?? `Recorded from ${base.shown} on ${new Date().toISOString().slice(0, 10)}`,
+    description: options.description ?? `Recorded from ${base} on ${new Date().toISOString().slice(0, 10)}`,
     seed: { categories: categories.map(({ record }) => record), pets: pets.records, orders: orders.map(({ record }) => record) },
     ...(pets.deprecation ? { deprecation: pets.deprecation } : {}),
   }
@@ -125,14 +129,8 @@ export async function recordScenario(options: RecordScenarioOptions): Promise<Re
   return { scenario: recorded, notes }
 }
 
-interface Base {
-  /** The URL requests start from, without a trailing slash, query or fragment. */
-  readonly url: string
-  /** The URL as messages show it (the same: it may hold no user name or password). */
-  readonly shown: string
-}
-
-function baseUrl(from: string): Base {
+/** The URL requests start from, as messages show it too: no trailing slash, query, fragment, user name or password. */
+function baseUrl(from: string): string {
   let url: URL
   try {
     url = new URL(from)
@@ -147,7 +145,7 @@ function baseUrl(from: string): Base {
   }
   // @note Query and fragment left out: the interface's paths are appended to the base URL.
   const path = url.pathname.replace(/\/+$/, '')
-  return { url: `${url.origin}${path}`, shown: `${url.origin}${path}` }
+  return `${url.origin}${path}`
 }
 
 interface Answer {
@@ -161,14 +159,14 @@ interface Answer {
 /** The service, as the recording talks to it: one authenticated GET at a time. */
 class Upstream {
   constructor(
-    private readonly base: Base,
+    private readonly base: string,
     private readonly apiKey: string,
     private readonly timeoutMs: number,
   ) {}
 
   /** An error naming the base URL, with nothing of the key in it. */
   nonconformant(problem: string): PetstoreError {
-    return new PetstoreError('upstream_nonconformant', this.redact(`Cannot record from ${this.base.shown}: ${problem}. Nothing was written.`))
+    return new PetstoreError('upstream_nonconformant', this.redact(`Cannot record from ${this.base}: ${problem}.`))
   }
 
   async get(operation: OperationId, params: Record<string, number> = {}): Promise<Answer> {
@@ -176,7 +174,7 @@ class Upstream {
     const request = `GET ${path}`
     let response: Response
     try {
-      response = await fetch(`${this.base.url}${path}`, {
+      response = await fetch(`${this.base}${path}`, {
         headers: { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' },
         // @note Not followed: a redirect elsewhere is not the base URL given, and would see the key.
         redirect: 'manual',
@@ -189,7 +187,7 @@ class Upstream {
           : causeCode(error)
       throw new PetstoreError(
         'upstream_unreachable',
-        this.redact(`Cannot record from ${this.base.shown}: the service cannot be reached (${reason}, on ${request}). Check --from and that the service is up. Nothing was written.`),
+        this.redact(`Cannot record from ${this.base}: the service cannot be reached (${reason}, on ${request}). Check --from and that the service is up.`),
         { cause: error },
       )
     }
@@ -197,7 +195,7 @@ class Upstream {
     if (response.status === 401) {
       throw new PetstoreError(
         'upstream_refused_key',
-        `Cannot record from ${this.base.shown}: the service refused the API key (401 on ${request}${errorCode(text)}). Check --api-key. Nothing was written.`,
+        `Cannot record from ${this.base}: the service refused the API key (401 on ${request}${errorCode(text)}). Check --api-key.`,
       )
     }
     let body: unknown
