@@ -72,7 +72,9 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
   for (const note of notes) io.stderr(`note: ${note}\n`)
   const { seed, deprecation } = scenario
   const sunset = deprecation === undefined ? '' : `; GET /pets/{petId} deprecated${deprecation.sunset ? `, sunset ${deprecation.sunset}` : ''}${deprecation.afterSunset ? ', past its sunset (410)' : ''}`
-  io.stdout(`recorded ${scenario.name} ${scenario.version}: ${seed.categories.length} categories, ${seed.pets.length} pets, ${seed.orders.length} orders${sunset}\n`)
+  const count = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`
+  const counts = [count(seed.categories.length, 'category', 'categories'), count(seed.pets.length, 'pet', 'pets'), count(seed.orders.length, 'order', 'orders')]
+  io.stdout(`recorded ${scenario.name} ${scenario.version}: ${counts.join(', ')}${sunset}\n`)
   io.stdout(`wrote ${targets.join(', ')}\n`)
   return 0
 }

@@ -89,7 +89,7 @@ describe('petstore-sandbox scenarios record', () => {
     const recorded = await runCliHere(['scenarios', 'record', '--from', `${upstream.origin}/v1`, '--api-key', KEY, '--out', out, '--pet-ids', '40', '--probe-pets', '10'])
     expect(recorded.stderr()).toBe('')
     expect(recorded.code).toBe(0)
-    expect(recorded.stdout()).toContain('recorded recorded 1.0.0: 5 categories, 4 pets, 1 orders; GET /pets/{petId} deprecated, sunset 2027-03-31T00:00:00Z')
+    expect(recorded.stdout()).toContain('recorded recorded 1.0.0: 5 categories, 4 pets, 1 order; GET /pets/{petId} deprecated, sunset 2027-03-31T00:00:00Z')
 
     const validated = await runCliHere(['scenarios', 'validate', out])
     expect(validated.code).toBe(0)
