@@ -12,8 +12,12 @@ export type PetstoreErrorCode =
   | 'invalid_field'
   | 'unknown_field'
   | 'category_limit'
-  /** `verifyService` got no answer at all from the service it was pointed at. */
-  | 'service_unreachable'
+  /** `recordScenario()`: the service answered 401 to the key given. */
+  | 'upstream_refused_key'
+  /** `recordScenario()`, `verifyService()`: the service did not answer (refused, unknown host, timed out). */
+  | 'upstream_unreachable'
+  /** `recordScenario()`: an answer the contract or the scenario format refuses. */
+  | 'upstream_nonconformant'
 
 /**
  * Thrown when the library is misused: an unknown scenario, a broken scenario file, a bad option.

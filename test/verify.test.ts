@@ -206,17 +206,17 @@ describe('verifyService', () => {
     expect(report.checks.find((check) => check.outcome === 'broken')?.problems).toEqual(['status 201, expected 400', expect.stringMatching(/^the body is not an Error \(code, message, status\): code: /)])
   })
 
-  it('rejects with service_unreachable when nothing answers at the base URL', async () => {
+  it('rejects with upstream_unreachable when nothing answers at the base URL', async () => {
     const port = await closedPort()
     const error = await verifyService({ baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: KEY }).catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(PetstoreError)
-    expect(error).toMatchObject({ code: 'service_unreachable', message: expect.stringContaining(`Cannot reach http://127.0.0.1:${port}/v1/categories: connect ECONNREFUSED`) as string })
+    expect(error).toMatchObject({ code: 'upstream_unreachable', message: expect.stringContaining(`Cannot reach http://127.0.0.1:${port}/v1/categories: connect ECONNREFUSED`) as string })
   })
-  it('rejects with service_unreachable naming the timeout when the service accepts the connection but never answers', async () => {
+  it('rejects with upstream_unreachable naming the timeout when the service accepts the connection but never answers', async () => {
     const silent = createServer(() => {})
     const origin = await listen(silent)
     const error = await verifyService({ baseUrl: `${origin}/v1`, apiKey: KEY, timeoutMs: 200 }).catch((caught: unknown) => caught)
-    expect(error).toMatchObject({ code: 'service_unreachable', message: `Cannot reach ${origin}/v1/categories: no answer within 200 ms. Check the base URL (it ends in /v1) and that the service is running` })
+    expect(error).toMatchObject({ code: 'upstream_unreachable', message: `Cannot reach ${origin}/v1/categories: no answer within 200 ms. Check the base URL (it ends in /v1) and that the service is running` })
   })
 })
 

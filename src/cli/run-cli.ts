@@ -7,6 +7,7 @@ import yargs from 'yargs'
 import { PACKAGE } from '../server/package-info.js'
 import { type CliIo, UsageError } from './cli-io.js'
 import { environmentOptions } from './option-values.js'
+import { recordCommand, recordOptions } from './record-command.js'
 import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
 import { tenantsCommand } from './tenants-command.js'
@@ -20,7 +21,9 @@ export type { RunningSandbox } from './serve-command.js'
 export interface CliResult {
   /**
    * 0 when the command succeeded, 1 for a usage error or a failure (reported on `io.stderr`);
-   * `verify`: 0 all checks held, 1 one broke, 2 a usage error or no service to check.
+   * 2 when the service a command was pointed at stopped it (`verify`: no service to check;
+   * `scenarios record`: a refused key, no answer, an answer the contract refuses); `verify`: 1
+   * when a check broke.
    */
   readonly exitCode: number
   /** `serve`, once it answers: stop it with `server.stop('SIGTERM')`. */
@@ -69,7 +72,7 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
       if (argv.workers > 1 && !isWorker()) workers = argv.workers
       else server = await serve(argv, io)
     })
-    .command('scenarios', 'List or validate scenarios', (scenarios) =>
+    .command('scenarios', 'List, validate or record scenarios', (scenarios) =>
       scenarios
         .command(
           'list',
@@ -85,7 +88,15 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
             exitCode = await validateScenarios(argv.file, io, red)
           },
         )
-        .demandCommand(1, 'Name a scenarios command: list or validate'),
+        .command(
+          'record',
+          "Record a live service's categories, orders and pets into a scenario file; exit 2 if the service refuses the key, cannot be reached or answers what the contract refuses",
+          recordOptions,
+          async (argv) => {
+            exitCode = await recordCommand(argv, io, red)
+          },
+        )
+        .demandCommand(1, 'Name a scenarios command: list, validate or record'),
     )
     .command('verify <base-url>', 'Run the contract\'s conformance checks against a live deployment; exit 1 if any breaks', verifyOptions, async (argv) => {
       exitCode = await verify(argv, io)

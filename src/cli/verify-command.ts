@@ -54,7 +54,7 @@ export async function verify(argv: VerifyArgs, io: CliIo): Promise<number> {
     })
   } catch (error) {
     // @note The library's option names (baseUrl, apiKey) become the flags a CLI user typed.
-    if (error instanceof PetstoreError && (error.code === 'invalid_option' || error.code === 'service_unreachable')) {
+    if (error instanceof PetstoreError && (error.code === 'invalid_option' || error.code === 'upstream_unreachable')) {
       throw new UsageError(error.message.replace(/\bbaseUrl\b/g, '<base-url>').replace(/\bapiKey\b/g, '--api-key').replace(/\bwrongKey\b/g, '--wrong-key'))
     }
     throw error

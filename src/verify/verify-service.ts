@@ -84,7 +84,7 @@ interface Answer {
 
 /**
  * Runs the contract's conformance checks against the service at `baseUrl` and resolves with each
- * check's outcome. Rejects with a `PetstoreError` (`invalid_option`, `service_unreachable`) when
+ * check's outcome. Rejects with a `PetstoreError` (`invalid_option`, `upstream_unreachable`) when
  * the options are wrong or the service does not answer at all.
  * @example
  * const report = await verifyService({ baseUrl: 'http://127.0.0.1:4010/v1', apiKey: 'sandbox-dev-key' })
@@ -127,7 +127,7 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
       response = await send(url, { method: operation.method, headers, body: body?.bytes, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
     } catch (error) {
       const why = describeFetchError(error, timeoutMs)
-      if (!answered) throw new PetstoreError('service_unreachable', `Cannot reach ${url}: ${why}. Check the base URL (it ends in /v1) and that the service is running`, { cause: error })
+      if (!answered) throw new PetstoreError('upstream_unreachable', `Cannot reach ${url}: ${why}. Check the base URL (it ends in /v1) and that the service is running`, { cause: error })
       return { request, answer: undefined, failure: `no answer: ${why}` }
     }
     answered = true
