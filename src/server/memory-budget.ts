@@ -139,8 +139,8 @@ export class MemoryBudget {
    * the function returned is called. Let through when it fits beside what the tenants hold and
    * every read and answer under way; past that, when `tenant` has nothing in flight (so that a
    * list larger than the whole budget can still be read, one at a time, and a tenant is never
-   * refused for another's answers) or its reads and answers stay within its share (the budget
-   * split between the tenants with something in flight), as long as what the tenants hold and
+   * refused for another's answers) or its reads and answers stay within its share (the room the
+   * tenants' data leaves in the budget, split between the tenants with something in flight), as long as what the tenants hold and
    * every answer in flight take less than {@link ANSWER_CEILING_BUDGETS} budgets. Otherwise
    * throws {@link OverCapacityError}. A read of at most {@link SMALL_READ_BYTES} is neither
    * counted nor refused (as small answers are not), so that partners with short lists are never
@@ -165,11 +165,13 @@ export class MemoryBudget {
     if (inFlight === 0) return undefined
     const held = this.#options.heldBytes()
     if (held + inFlight + bytes <= budget || this.#relieved(inFlight + bytes)) return undefined
-    if (this.#options.heldBytes() + inFlight >= ANSWER_CEILING_BUDGETS * budget) return CEILING_REASON
+    // Relief may have dropped tenants: what they hold is read again.
+    const heldNow = this.#options.heldBytes()
+    if (heldNow + inFlight >= ANSWER_CEILING_BUDGETS * budget) return CEILING_REASON
     const own = this.#answerBytesOf.get(tenant) ?? 0
     if (own === 0) return undefined
-    // The tenants with something in flight share the budget; this one is among them.
-    const share = budget / this.#answerBytesOf.size
+    // The tenants with something in flight share the room the tenants' data leaves; this one is among them.
+    const share = Math.max(0, budget - heldNow) / this.#answerBytesOf.size
     return own + bytes <= share ? undefined : ANSWERS_REASON
   }
 

@@ -289,6 +289,13 @@ describe('long reads, each tenant within its share (issue 20 G4)', () => {
     expect(() => budget.reserveRead(100 * KIB, 'partner')).toThrow(/over capacity/)
   })
 
+  it('splits only the room the tenants’ data leaves: a tenant alone reads no more past the budget than fits', () => {
+    const budget = new MemoryBudget({ budgetBytes: 1000 * KIB, heldBytes: () => 300 * KIB, heap: () => ({ used_heap_size: 0, heap_size_limit: 100 }) })
+    budget.holdAnswer(500 * KIB, 'staller')
+    budget.reserveRead(200 * KIB, 'staller')
+    expect(() => budget.reserveRead(100 * KIB, 'staller')).toThrow(/over capacity/)
+  })
+
   it('lets a tenant read again once its answers are let go', () => {
     const budget = budgetOf()
     const answer = budget.holdAnswer(900 * KIB, 'staller')
