@@ -1,8 +1,9 @@
 /**
  * Every byte an answer holds is counted (issue 20 F01): a long list answer is sent in pieces, so
  * that a client that does not read holds about one piece, and one made per request (SQLite,
- * Redis) counts against the memory budget while it is sent: over it, reads get 503
- * `over_capacity`. Raw sockets that never read, against a real server on every store.
+ * Redis) counts against the memory budget while it is sent, for its tenant: over it, that
+ * tenant's long reads get 503 `over_capacity`, a partner's still go (attack 3 G4). Raw sockets
+ * that never read, against a real server on every store.
  */
 import type { Socket } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
