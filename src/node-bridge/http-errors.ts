@@ -2,6 +2,7 @@
 import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { wwwAuthenticate } from '../core/auth.js'
+import type { Tenant } from '../core/tenant.js'
 import { stringWeight } from '../core/heap-weight.js'
 import { afterDrained, mustCloseAfter } from './node-request.js'
 
@@ -22,10 +23,11 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
 /** How a long answer is sent (see {@link writeJson}). */
 export interface AnswerSending {
   /**
-   * Counts the heap bytes of an answer made for its request (against the server's memory budget)
-   * until the function it returns is called. @default not counted (a text the store keeps ready)
+   * Counts the heap bytes of an answer made for its request (against the server's memory budget,
+   * for the tenant it answers, if any) until the function it returns is called.
+   * @default not counted (a text the store keeps ready)
    */
-  readonly count?: ((bytes: number) => () => void) | undefined
+  readonly count?: ((bytes: number, tenant: Tenant | undefined) => () => void) | undefined
   /**
    * A client that takes nothing of a long answer for this long, in ms, is disconnected, so that
    * a client that never reads cannot hold an answer (and the budget it counts in) for good.
@@ -45,11 +47,19 @@ export const ANSWER_CHUNK_CHARS = 64 * 1024
 /**
  * Writes a JSON answer: the one place the server's answers (API and admin alike) are written.
  * A HEAD request gets the headers and the Content-Length of its GET, and no body. A long body
- * goes out in pieces ({@link ANSWER_CHUNK_CHARS}), counted and timed as `sending` says until it is out.
+ * goes out in pieces ({@link ANSWER_CHUNK_CHARS}), counted (for `tenant`) and timed as `sending`
+ * says until it is out.
  */
-export function writeJson(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, body: string, sending?: AnswerSending): void {
+export function writeJson(
+  res: ServerResponse,
+  status: number,
+  headers: Readonly<Record<string, string>>,
+  body: string,
+  sending?: AnswerSending,
+  tenant?: Tenant,
+): void {
   // A connection that closes after this answer waits for the rest of the body to be dropped.
-  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body, sending))) return
+  if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body, sending, tenant))) return
   // @note Answered before the body was read in full (a 413) and not dropping the rest: the
   // unread rest would stall a keep-alive connection, so it is closed after this answer.
   if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
@@ -70,7 +80,7 @@ export function writeJson(res: ServerResponse, status: number, headers: Readonly
   res.setHeader('Content-Length', Buffer.byteLength(body))
   // @note Counted as the heap holds it, not as the bytes sent: a text holding one character above
   // Latin-1 takes two bytes a character, twice its UTF-8 length when the rest is ASCII (attack2 F5).
-  sendInPieces(res, body, sending?.count?.(stringWeight(body)), sending?.stallMs)
+  sendInPieces(res, body, sending?.count?.(stringWeight(body), tenant), sending?.stallMs)
 }
 
 /**

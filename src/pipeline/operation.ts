@@ -15,7 +15,7 @@ export interface OperationContext {
   readonly strict: boolean
   /** Name and description lengths (the category count is the store's). */
   readonly limits: CategoryLimits
-  /** Reserves memory for a read before it is made (see `PipelineOptions.reserve`). @default not counted */
+  /** Reserves memory for a read for this tenant before it is made (see `PipelineOptions.reserve`). @default not counted */
   readonly reserve?: ((bytes: number) => () => void) | undefined
 }
 

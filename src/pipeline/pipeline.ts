@@ -46,11 +46,11 @@ export interface PipelineOptions {
   /** Throws {@link OverCapacityError} when the runtime has no room for this work. @default always room */
   readonly admit?: ((work: Work) => void) | undefined
   /**
-   * Counts bytes a read is about to take (a list made per request) against the runtime's memory
-   * budget until the function returned is called; throws {@link OverCapacityError} when there
-   * is no room. @default not counted
+   * Counts bytes a read for `tenant` is about to take (a list made per request) against the
+   * runtime's memory budget until the function returned is called; throws
+   * {@link OverCapacityError} when there is no room. @default not counted
    */
-  readonly reserve?: ((bytes: number) => () => void) | undefined
+  readonly reserve?: ((bytes: number, tenant: Tenant) => () => void) | undefined
   /** Whether journals may grow (false over the memory budget: they keep their size). @default always */
   readonly mayGrow?: (() => boolean) | undefined
   /** What journal entries never show of a request's headers and URL. @default the default rule */
@@ -290,6 +290,7 @@ export class Pipeline {
 
   /** The operation itself, once the tenant's scenario is in. */
   #operate(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string): Outcome | Promise<Outcome> {
+    const reserve = this.#options.reserve
     const context = {
       request,
       params,
@@ -297,7 +298,7 @@ export class Pipeline {
       bodyText,
       strict: this.#options.strict,
       limits: this.#options.limits ?? DEFAULT_CATEGORY_LIMITS,
-      reserve: this.#options.reserve,
+      reserve: reserve && ((bytes: number) => reserve(bytes, tenant)),
     }
     return tenant.settled ? operation.run(context) : tenant.ready.then(() => operation.run(context))
   }

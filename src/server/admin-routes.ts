@@ -45,7 +45,7 @@ export interface AdminRoutesOptions {
   /** How a long answer (a tenant's state, its journal) is sent: counted, and for how long a client may take nothing of it. @default not counted, no limit */
   readonly sending?: AnswerSending | undefined
   /** Reserves what reading a tenant's whole list may take, before it is read (see `PipelineOptions.reserve`). @default not counted */
-  readonly reserve?: ((bytes: number) => () => void) | undefined
+  readonly reserve?: ((bytes: number, tenant: Tenant) => () => void) | undefined
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
   readonly warn?: ((message: string) => void) | undefined
   /** Where the served document says the sandbox is (`https://sandbox.example/petstore`, no trailing slash), whoever asks. */
@@ -95,8 +95,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   const router = loadExpress().Router({ strict: true })
   const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
   /** `res.json(value)`, a long answer sent in pieces and counted while it is (`writeJson`). */
-  const sendCounted = (res: Response, value: unknown) =>
-    writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending)
+  const sendCounted = (res: Response, value: unknown, tenant: Tenant) =>
+    writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending, tenant)
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
@@ -296,7 +296,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       const judged = filterFromQuery(req.query, options.basePath)
       if (!judged.ok) return sendError(res, 'invalid_query', { name: judged.problem.field, reason: judged.problem.reason })
       const filter = judged.filter as JournalFilter
-      sendCounted(res, await tenant.journal.all(filter))
+      sendCounted(res, await tenant.journal.all(filter), tenant)
     }),
     delete: onTenant(async ({ tenant }, _req, res) => {
       await tenant.journal.clear()
@@ -317,10 +317,11 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // worst case is reserved before it is read (issue 20 F01).
       options.admit('read')
       const journalSize = await tenant.journal.count()
-      const { categories, release } = await readListCounted(tenant.store, options.limits, options.reserve)
+      const reserve = options.reserve
+      const { categories, release } = await readListCounted(tenant.store, options.limits, reserve && ((bytes) => reserve(bytes, tenant)))
       try {
         // Made and counted as it is sent before the reservation goes: no uncounted gap.
-        sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize })
+        sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize }, tenant)
       } finally {
         release?.()
       }

@@ -29,6 +29,7 @@ import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { Latency, type Scenario } from '../scenario/scenario-format.js'
 import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../petstore-options.js'
 import { Redaction } from '../core/redaction.js'
+import type { Tenant } from '../core/tenant.js'
 import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
@@ -458,9 +459,12 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   })
   const admit = (work: 'grow' | 'read') => budget.admit(work)
   // Long answers made per request (a list read from SQLite or Redis, the admin state) count
-  // against the budget while they are sent, and a client that takes nothing of one for the
-  // request timeout is let go (issue 20 F01).
-  const sending: AnswerSending = { count: (bytes) => budget.holdAnswer(bytes), stallMs: limits.requestTimeoutMs }
+  // against the budget while they are sent, each for its tenant (by id: a tenant dropped from
+  // memory and opened again is still the same one), and a client that takes nothing of one for
+  // the request timeout is let go (issue 20 F01, G4).
+  const budgetOwner = (tenant: Tenant | undefined) => (tenant === undefined ? '' : (tenants.idOf(tenant) ?? ''))
+  const reserve = (bytes: number, tenant: Tenant) => budget.reserveRead(bytes, budgetOwner(tenant))
+  const sending: AnswerSending = { count: (bytes, tenant) => budget.holdAnswer(bytes, budgetOwner(tenant)), stallMs: limits.requestTimeoutMs }
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
@@ -493,7 +497,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     limits,
     maxDelayMs,
     admit,
-    reserve: (bytes) => budget.reserveRead(bytes),
+    reserve,
     mayGrow: () => budget.refusal('grow') === undefined,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
     proxy: upstream && { target: upstream, timeoutMs: limits.requestTimeoutMs },
@@ -525,7 +529,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
         admit,
         sending,
-        reserve: (bytes) => budget.reserveRead(bytes),
+        reserve,
         warn,
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,

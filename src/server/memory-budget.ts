@@ -2,9 +2,10 @@
  * One memory budget across all tenants: what the tenants hold (their data and journals, as
  * estimated by the core) against a byte budget, and V8's heap against its limit as a backstop.
  * Over either, the server refuses new tenants and new state (503 `over_capacity`,
- * `Retry-After`); long answers being sent count beside the tenants, and a long read that would
- * not fit beside them is refused; near the heap limit it refuses all API work, so that it
- * answers instead of dying.
+ * `Retry-After`); long answers being sent count beside the tenants, each against the tenant it
+ * is for, and a long read that would not fit beside them is refused only when its own tenant's
+ * reads and answers take more than that tenant's share; near the heap limit it refuses all API
+ * work, so that it answers instead of dying.
  */
 import { getHeapStatistics } from 'node:v8'
 import { OverCapacityError, type Work } from '../core/capacity.js'
@@ -33,8 +34,16 @@ export interface MemoryBudgetOptions {
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
 
-/** Why a long read is refused while answers being sent hold the budget. */
-const ANSWERS_REASON = 'answers being sent hold all the memory the operator allowed'
+/** Why a long read is refused while the tenant's own answers being sent take its share of the budget. */
+const ANSWERS_REASON = 'answers being sent to this tenant take its share of the memory the operator allowed'
+/** Why a long read is refused while what the tenants hold and every answer being sent take twice the budget. */
+const CEILING_REASON = 'answers being sent hold all the memory the operator allowed'
+/**
+ * Past the budget, tenants' long reads are let through (each within its share) only while what
+ * the tenants hold and the answers in flight take less than this many budgets.
+ * @default 2
+ */
+export const ANSWER_CEILING_BUDGETS = 2
 /**
  * Reads that may take at most this many bytes are not reserved ({@link MemoryBudget.reserveRead}).
  * @default 65536
@@ -74,6 +83,8 @@ export class MemoryBudget {
   #fruitlessAt = Number.NEGATIVE_INFINITY
   /** Bytes of the answers being sent and the reads under way ({@link holdAnswer}, {@link reserveRead}). */
   #answerBytes = 0
+  /** The same bytes by tenant (only tenants with something in flight). */
+  readonly #answerBytesOf = new Map<string, number>()
 
   constructor(options: MemoryBudgetOptions) {
     this.#options = options
@@ -105,37 +116,70 @@ export class MemoryBudget {
   }
 
   /**
-   * Counts `bytes` of an answer being sent against the budget until the function returned is
-   * called (once it is written out, or its connection is gone); calling it again does nothing.
+   * Counts `bytes` of an answer being sent to `tenant` (its id) against the budget until the
+   * function returned is called (once it is written out, or its connection is gone); calling it
+   * again does nothing.
    * @note Answers are counted once made, not refused: the request's outcome (a create's) is
-   * already decided and journaled. Reads arriving while answers take the budget are refused instead.
-   * @example const release = budget.holdAnswer(Buffer.byteLength(body)); res.once('close', release)
+   * already decided and journaled. That tenant's reads arriving while its answers take its share
+   * are refused instead.
+   * @example const release = budget.holdAnswer(Buffer.byteLength(body), tenantId); res.once('close', release)
    */
-  holdAnswer(bytes: number): () => void {
-    this.#answerBytes += bytes
+  holdAnswer(bytes: number, tenant: string): () => void {
+    this.#count(tenant, bytes)
     let held = true
     return () => {
       if (!held) return
       held = false
-      this.#answerBytes -= bytes
+      this.#count(tenant, -bytes)
     }
   }
 
   /**
-   * Reserves `bytes` a read is about to take (a list made per request) until the function
-   * returned is called; throws {@link OverCapacityError} when they do not fit beside what the
-   * tenants hold and the answers and reads under way. With nothing under way a read is always
-   * let through, so that a list larger than the whole budget can still be read, one at a time;
-   * a read of at most {@link SMALL_READ_BYTES} is neither counted nor refused (as small answers
-   * are not), so that partners with short lists are never refused for another's long ones.
+   * Reserves `bytes` a read for `tenant` (its id) is about to take (a list made per request) until
+   * the function returned is called. Let through when it fits beside what the tenants hold and
+   * every read and answer under way; past that, when `tenant` has nothing in flight (so that a
+   * list larger than the whole budget can still be read, one at a time, and a tenant is never
+   * refused for another's answers) or its reads and answers stay within its share (the room the
+   * tenants' data leaves in the budget, split between the tenants with something in flight), as long as what the tenants hold and
+   * every answer in flight take less than {@link ANSWER_CEILING_BUDGETS} budgets. Otherwise
+   * throws {@link OverCapacityError}. A read of at most {@link SMALL_READ_BYTES} is neither
+   * counted nor refused (as small answers are not), so that partners with short lists are never
+   * refused for another's long ones.
+   * @note A refusal judged on all tenants' answers alone let one key's stalled downloads lock
+   * every partner's long lists out for the request timeout, again and again (issue 20 G4).
    */
-  reserveRead(bytes: number): () => void {
+  reserveRead(bytes: number, tenant: string): () => void {
     if (bytes <= SMALL_READ_BYTES) return NOTHING_HELD
-    if (this.#answerBytes > 0 && this.#options.heldBytes() + this.#answerBytes + bytes > this.#options.budgetBytes && !this.#relieved(this.#answerBytes + bytes)) {
+    const refusal = this.#readRefusal(bytes, tenant)
+    if (refusal !== undefined) {
       this.#refusals++
-      throw new OverCapacityError(ANSWERS_REASON, RETRY_AFTER_SECONDS)
+      throw new OverCapacityError(refusal, RETRY_AFTER_SECONDS)
     }
-    return this.holdAnswer(bytes)
+    return this.holdAnswer(bytes, tenant)
+  }
+
+  /** Why a read of `bytes` for `tenant` is refused now ({@link reserveRead}), or undefined. */
+  #readRefusal(bytes: number, tenant: string): string | undefined {
+    const budget = this.#options.budgetBytes
+    const inFlight = this.#answerBytes
+    if (inFlight === 0) return undefined
+    const held = this.#options.heldBytes()
+    if (held + inFlight + bytes <= budget || this.#relieved(inFlight + bytes)) return undefined
+    // Relief may have dropped tenants: what they hold is read again.
+    const heldNow = this.#options.heldBytes()
+    if (heldNow + inFlight >= ANSWER_CEILING_BUDGETS * budget) return CEILING_REASON
+    const own = this.#answerBytesOf.get(tenant) ?? 0
+    if (own === 0) return undefined
+    // The tenants with something in flight share the room the tenants' data leaves; this one is among them.
+    const share = Math.max(0, budget - heldNow) / this.#answerBytesOf.size
+    return own + bytes <= share ? undefined : ANSWERS_REASON
+  }
+
+  #count(tenant: string, bytes: number): void {
+    this.#answerBytes += bytes
+    const now = (this.#answerBytesOf.get(tenant) ?? 0) + bytes
+    if (now === 0) this.#answerBytesOf.delete(tenant)
+    else this.#answerBytesOf.set(tenant, now)
   }
 
   /** Bytes of the answers being sent now, as counted by {@link holdAnswer}. */

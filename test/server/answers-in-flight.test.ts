@@ -1,8 +1,9 @@
 /**
  * Every byte an answer holds is counted (issue 20 F01): a long list answer is sent in pieces, so
  * that a client that does not read holds about one piece, and one made per request (SQLite,
- * Redis) counts against the memory budget while it is sent: over it, reads get 503
- * `over_capacity`. Raw sockets that never read, against a real server on every store.
+ * Redis) counts against the memory budget while it is sent, for its tenant: over it, that
+ * tenant's long reads get 503 `over_capacity`, a partner's still go (attack 3 G4). Raw sockets
+ * that never read, against a real server on every store.
  */
 import type { Socket } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
@@ -46,7 +47,13 @@ function heldNow(): number {
   return usage.heapUsed + usage.external
 }
 
-const listRequest = (id: string) => `GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nX-Request-Id: ${id}\r\n\r\n`
+const listRequest = (id: string, path = '/v1/categories') => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nX-Request-Id: ${id}\r\n\r\n`
+
+/** Long reads made per request: the list on SQLite and Redis (memory keeps its text ready), the admin state on every store. */
+const LONG_READS = [
+  { what: 'list', path: '/v1/categories', stores: ['sqlite', 'redis'], count: (body: unknown) => (body as unknown[]).length },
+  { what: 'admin state', path: '/__sandbox/state', stores: ['memory', 'sqlite', 'redis'], count: (body: unknown) => (body as { categories: unknown[] }).categories.length },
+] as const
 
 /** A connection that reads nothing until `firstBytes()` is called, which reads a little of what came. */
 async function nonReading(origin: string): Promise<{ socket: Socket; firstBytes: () => Promise<string> }> {
@@ -191,6 +198,37 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
       // The finding: 8,960 bytes reserved a category and its answer counted as UTF-8 (half what a two-byte text holds), so every list was read and held.
       expect(logs.map((entry) => entry.status)).toContain(503)
       expect(grown).toBeLessThan(budget)
+    },
+  )
+
+  it.each(LONG_READS.filter((read) => (read.stores as readonly string[]).includes(kind.name)))(
+    'answers a partner’s long $what while another key’s long reads stall, and refuses the staller’s next one (issue 20 G4)',
+    async ({ path, count }) => {
+      const partner = 'large-list-partner'
+      const { origin, fetch } = await startSandbox({ apiKeys: [KEY, partner], scenario: BIG, memoryBudgetBytes: 4 * LIST_BYTES })
+      // The staller's first long read has nothing of its own in flight: let through, then never read.
+      const stalled = await nonReading(origin)
+      stalled.socket.write(listRequest('stalled', path))
+      // @note Not the request log: the admin routes log an answer once it is out, and this one never is.
+      await expect.poll(() => stalled.socket.readableLength, { timeout: 10_000 }).toBeGreaterThan(0)
+      expect(String(stalled.socket.read(12))).toBe('HTTP/1.1 200')
+      // Before: the partner got 503 over_capacity for as long as the staller's answer was out.
+      for (let i = 0; i < 2; i++) {
+        const answered = await fetch(path, { headers: { authorization: `Bearer ${partner}` } })
+        expect(answered.status).toBe(200)
+        expect(count(await answered.json())).toBe(COUNT)
+      }
+      // The staller's next long read would take its own reads past the budget: refused.
+      const again = await nonReading(origin)
+      again.socket.write(listRequest('stalled-again', path))
+      const refused = await again.firstBytes()
+      expect(refused).toMatch(/^HTTP\/1\.1 503 /)
+      expect(refused).toMatch(/\r\nRetry-After: \d+\r\n/i)
+      expectErrorBody(JSON.parse(refused.slice(refused.indexOf('\r\n\r\n') + 4)), 503, 'over_capacity')
+      // Once the staller's connections are gone, what its answer held is let go: its own read is answered.
+      stalled.socket.destroy()
+      again.socket.destroy()
+      await expect.poll(async () => (await fetch(path, { headers: { authorization: `Bearer ${KEY}` } })).status, { timeout: 5000 }).toBe(200)
     },
   )
 

@@ -279,6 +279,68 @@ describe('the memory budget across tenants', () => {
   })
 })
 
+describe('long reads, each tenant within its share (issue 20 G4)', () => {
+  const KIB = 1024
+  /** A budget of 1,000 KiB with tenants holding nothing; reads above SMALL_READ_BYTES are counted. */
+  const budgetOf = () => new MemoryBudget({ budgetBytes: 1000 * KIB, heldBytes: () => 0, heap: () => ({ used_heap_size: 0, heap_size_limit: 100 }) })
+
+  it('refuses the tenant whose own reads and answers take the budget, and lets a tenant with nothing in flight read beside them', () => {
+    const budget = budgetOf()
+    budget.holdAnswer(450 * KIB, 'staller')
+    budget.reserveRead(450 * KIB, 'staller')
+    expect(() => budget.reserveRead(400 * KIB, 'staller')).toThrow(/answers being sent/)
+    // Before: the partner was refused as well, because the staller's answers took the budget.
+    const partner = budget.reserveRead(400 * KIB, 'partner')
+    expect(budget.answerBytes).toBe(1300 * KIB)
+    partner()
+    expect(() => budget.reserveRead(400 * KIB, 'staller')).toThrow(/answers being sent/)
+    expect(budget.refusals).toBe(2)
+  })
+
+  it('lets a tenant over the budget read within its share of it, and no more', () => {
+    const budget = budgetOf()
+    budget.holdAnswer(900 * KIB, 'staller')
+    // Two tenants with something in flight: 500 KiB each.
+    budget.reserveRead(200 * KIB, 'partner')
+    budget.reserveRead(300 * KIB, 'partner')
+    expect(() => budget.reserveRead(100 * KIB, 'partner')).toThrow(/over capacity/)
+  })
+
+  it('splits only the room the tenants’ data leaves: a tenant alone reads no more past the budget than fits', () => {
+    const budget = new MemoryBudget({ budgetBytes: 1000 * KIB, heldBytes: () => 300 * KIB, heap: () => ({ used_heap_size: 0, heap_size_limit: 100 }) })
+    budget.holdAnswer(500 * KIB, 'staller')
+    budget.reserveRead(200 * KIB, 'staller')
+    expect(() => budget.reserveRead(100 * KIB, 'staller')).toThrow(/over capacity/)
+  })
+
+  it('lets a tenant read again once its answers are let go', () => {
+    const budget = budgetOf()
+    const answer = budget.holdAnswer(900 * KIB, 'staller')
+    expect(() => budget.reserveRead(400 * KIB, 'staller')).toThrow(/over capacity/)
+    answer()
+    answer()
+    expect(budget.answerBytes).toBe(0)
+    budget.reserveRead(400 * KIB, 'staller')
+    expect(budget.answerBytes).toBe(400 * KIB)
+  })
+
+  it('refuses every tenant’s first long read once what the tenants hold and the answers in flight take twice the budget', () => {
+    const budget = budgetOf()
+    budget.holdAnswer(900 * KIB, 'staller')
+    for (const tenant of ['a', 'b', 'c']) budget.reserveRead(400 * KIB, tenant)
+    expect(budget.answerBytes).toBe(2100 * KIB)
+    expect(() => budget.reserveRead(400 * KIB, 'd')).toThrow(/over capacity/)
+  })
+
+  it('always lets a read through with nothing in flight, even one larger than twice the budget', () => {
+    const budget = budgetOf()
+    const release = budget.reserveRead(3000 * KIB, 'alone')
+    expect(budget.answerBytes).toBe(3000 * KIB)
+    release()
+    expect(budget.answerBytes).toBe(0)
+  })
+})
+
 describe('which scenarios a tenant may switch to', () => {
   it('answers 403 scenario_not_allowed for a scenario off the operator’s list, and switches to one on it', async () => {
     const { fetch } = await startSandbox({ scenarioAllow: ['empty', 'default'] })
