@@ -35,7 +35,9 @@ export function exchangeViolations(exchange: Exchange): string[] {
   const { status } = response
   const declared = answerableStatuses(operation)
   if (!declared.includes(status)) violations.push(`response: status ${status} is not one ${operation.id} answers (${declared.join(', ')})`)
-  const answersJson = status >= 400 || status === operation.success.status
+  // @note Pets and orders: the interface shows no answer of theirs beyond the errors' rule.
+  const published = operation.success.schema === 'Category' || operation.success.schema === 'Category[]'
+  const answersJson = status >= 400 || (status === operation.success.status && published)
   if (!answersJson) return violations
   if (!isJsonMediaType(response.contentType)) violations.push(`response: ${status} Content-Type is ${shown(response.contentType)}, not application/json`)
   const body = parse(response.text)

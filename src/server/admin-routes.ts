@@ -306,7 +306,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/violations', {
     get: onTenant(async ({ tenant }, _req, res) => {
-      sendCounted(res, violationSummary(await tenant.journal.all(), options.proxy))
+      sendCounted(res, violationSummary(await tenant.journal.all(), options.proxy), tenant)
     }),
   })
 
