@@ -228,11 +228,42 @@ async function loadJournal() {
     const summary = document.createElement('summary')
     summary.textContent = 'Show'
     details.append(summary, formatBody('Request', entry.request), formatBody('Response', entry.response))
+    if (Array.isArray(entry.violations) && entry.violations.length > 0) {
+      status.textContent += ` ⚠ ${entry.violations.length}`
+      status.title = entry.violations.join('\n')
+      const list = document.createElement('pre')
+      list.textContent = `Contract violations\n${entry.violations.join('\n')}`
+      details.append(list)
+    }
     row.append(document.createElement('td'))
     row.lastElementChild.append(details)
     body.append(row)
   }
+  await loadViolations()
   if (wrote) await Promise.all([loadCategories(), loadState()])
+}
+
+/** Proxy mode's summary of the journal's contract violations; the panel shows only in proxy mode. */
+async function loadViolations() {
+  const result = await call('GET', '/__sandbox/violations')
+  const summary = result.body
+  if (result.status !== 200 || !summary || typeof summary.proxy !== 'string') {
+    $('violations-panel').hidden = true
+    return
+  }
+  $('violations-panel').hidden = false
+  $('violations-upstream').textContent = summary.proxy
+  $('violations-count').textContent = `(${summary.violating} of ${summary.exchanges} requests)`
+  const body = $('violations').querySelector('tbody')
+  body.replaceChildren()
+  for (const row of summary.violations) {
+    const line = document.createElement('tr')
+    cell(line, `${row.count}×`, 'number')
+    cell(line, row.operation ?? '—')
+    cell(line, row.violation, 'code').classList.add('bad')
+    cell(line, new Date(row.lastSeen).toLocaleTimeString())
+    body.append(line)
+  }
 }
 
 async function refreshAll() {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { describe, expect, it } from 'vitest'
-import { isHttpCode, type ErrorCode } from '../src/contract/errors.js'
+import { isHttpCode, isProxyCode, type ErrorCode } from '../src/contract/errors.js'
 import { buildOpenApiDocument } from '../src/contract/openapi.js'
 import { generatedFiles } from '../scripts/generated-files.js'
 import { openApiDocument } from './support/openapi-validator.js'
@@ -43,7 +43,7 @@ describe('the OpenAPI document', () => {
     })
   })
 
-  it('lists only error codes whose status an operation declares, or the router or HTTP itself answers, and none of the admin API', () => {
+  it('lists only error codes whose status an operation declares, or the router, HTTP itself or proxy mode answers, and none of the admin API', () => {
     const document = openApiDocument as unknown as {
       'x-error-codes': Record<string, { status: number }>
       paths: Record<string, Record<string, { responses: Record<string, unknown> }>>
@@ -54,7 +54,7 @@ describe('the OpenAPI document', () => {
     const codes = Object.entries(document['x-error-codes'])
     for (const [code, { status }] of codes) {
       const byRouter = code === 'not_found' || code === 'method_not_allowed'
-      const answerable = declared.has(String(status)) || (declared.has('default') && (status === 500 || status === 503)) || byRouter || isHttpCode(code as ErrorCode)
+      const answerable = declared.has(String(status)) || (declared.has('default') && (status === 500 || status === 503)) || byRouter || isHttpCode(code as ErrorCode) || isProxyCode(code as ErrorCode)
       expect(answerable, `${code} (${status}) is listed, but no operation declares ${status}`).toBe(true)
     }
     expect(codes.map(([code]) => code)).toEqual(expect.arrayContaining(['invalid_api_key', 'missing_api_key', 'missing_field', 'invalid_body']))

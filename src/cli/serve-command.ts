@@ -51,6 +51,10 @@ export function serveOptions(cli: Argv) {
     .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
     .option('request-timeout', { type: 'string', default: String(DEFAULT_REQUEST_TIMEOUT_MS), coerce: integer('request-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
     .option('public-url', { type: 'string', describe: 'URL clients reach the sandbox at, listed first in /__sandbox/openapi.json (default: the address the client connected to)' })
+    .option('proxy', {
+      type: 'string',
+      describe: "Validating proxy: pass every API request on to the real service at this base URL (https://staging.shop.test/v1) and check its answers against the contract",
+    })
     .option('trust-proxy', { type: 'boolean', default: false, describe: 'Believe X-Forwarded-Host and X-Forwarded-Proto (only behind a proxy that sets them)' })
     .option('redact-header', { type: 'array', string: true, coerce: list, describe: 'Request header the journal shows as [redacted], beyond the defaults (repeat; see README, Journal redaction)' })
     .option('redact-query-param', { type: 'array', string: true, coerce: list, describe: 'Query parameter journaled URLs show as [redacted], beyond the defaults (repeat)' })
@@ -149,6 +153,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     requestTimeoutMs: argv['request-timeout'],
     publicUrl: argv['public-url'],
     trustProxy: argv['trust-proxy'],
+    proxy: argv['proxy'],
     redactHeaders: argv['redact-header'],
     redactQueryParams: argv['redact-query-param'],
   })
@@ -167,7 +172,9 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
   const origin = displayOrigin(argv.host, port)
   const { scenario, limits } = sandbox
   const keys =
-    sandbox.apiKeys === 'any'
+    argv['proxy'] !== undefined
+      ? 'judged by the real service (passed on, never logged); one journal per key'
+      : sandbox.apiKeys === 'any'
       ? `any non-empty key, one store per key (at most ${argv['max-tenants']})`
       : sandbox.apiKeys.join(', ') + (sandbox.apiKeys.length === 1 && sandbox.apiKeys[0] === DEV_API_KEY ? ' (development key; choose your own with --api-key)' : '')
   const exposed = argv.host === '0.0.0.0' || argv.host === '::' ? ` (bound to ${argv.host}: reachable from the network)` : ''
@@ -176,6 +183,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
       `petstore-sandbox ${PACKAGE.version} is running`,
       `  API        ${origin}${API_BASE_PATH}${exposed}`,
       `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}`,
+      ...(argv['proxy'] === undefined ? [] : [`  proxy      every API request passed on to ${argv['proxy']}, its answers checked against the contract (Sandbox-Violations header, GET ${ADMIN_BASE_PATH}/violations)`]),
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,

@@ -21,6 +21,11 @@ interface ErrorSpec {
    * among its `x-error-codes`.
    */
   readonly http?: true
+  /**
+   * Only the server in proxy mode (`serve --proxy`) answers it, when the real service does not:
+   * `Prefer: code=` cannot force it, and the OpenAPI document lists it only among its `x-error-codes`.
+   */
+  readonly proxy?: true
 }
 
 /** Every error the sandbox answers: code → status, when it happens, and the message template. */
@@ -197,6 +202,18 @@ export const ERROR_TABLE = {
     when: 'Server: an `Expect` header other than `100-continue`',
     http: true,
   },
+  upstream_unavailable: {
+    status: 502,
+    message: 'The real service could not be reached: {reason}',
+    when: 'Proxy mode (`serve --proxy`): the upstream refused the connection, closed it without an answer, or answered more than the sandbox accepts',
+    proxy: true,
+  },
+  upstream_timeout: {
+    status: 504,
+    message: 'The real service did not answer within {timeoutMs} ms',
+    when: 'Proxy mode (`serve --proxy`): the upstream took longer than the request timeout allows',
+    proxy: true,
+  },
 } as const satisfies Record<string, ErrorSpec>
 
 /** A stable, machine-readable error code. */
@@ -228,6 +245,12 @@ export function isHttpCode(code: ErrorCode): boolean {
   return spec.http === true
 }
 
+/** Whether only the server in proxy mode answers this code (the real service could not be reached). */
+export function isProxyCode(code: ErrorCode): boolean {
+  const spec: ErrorSpec = ERROR_TABLE[code]
+  return spec.proxy === true
+}
+
 /** The codes a client of the API can see (the admin API's left out). */
 export const API_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_TABLE) as ErrorCode[]).filter(
   (code) => !isAdminCode(code),
@@ -247,5 +270,5 @@ export function codeForStatus(status: number): ErrorCode | undefined {
  * the codes a planned answer may name for it (`{ "status": 401, "code": "missing_api_key" }`).
  */
 export function codesForStatus(status: number): ErrorCode[] {
-  return API_ERROR_CODES.filter((code) => ERROR_TABLE[code].status === status && !isHttpCode(code))
+  return API_ERROR_CODES.filter((code) => ERROR_TABLE[code].status === status && !isHttpCode(code) && !isProxyCode(code))
 }

@@ -31,6 +31,12 @@ export interface JournalEntry {
   readonly request: JournalBody & { readonly headers: Readonly<Record<string, string>> }
   /** The status answered (0 for a dropped connection) and the body. */
   readonly response: JournalBody & { readonly status: number }
+  /**
+   * Proxy mode (`serve --proxy`): where the real service's answer (or the client's request)
+   * departs from the contract, one sentence each; absent when the exchange holds to it, and
+   * for every answer the sandbox makes itself.
+   */
+  readonly violations?: readonly string[]
 }
 
 /** A request or response body as the journal keeps it. */
@@ -89,6 +95,8 @@ export interface JournalFacts {
   readonly responseText: string | undefined
   /** What a reader never sees of the headers and the URL. @default the default rule ({@link DEFAULT_REDACTION}) */
   readonly redaction?: Redaction | undefined
+  /** Proxy mode: where the exchange departs from the contract. @default none */
+  readonly violations?: readonly string[] | undefined
 }
 
 /**
@@ -115,6 +123,7 @@ export class JournalDraft {
   readonly #responseText: string | undefined
   readonly #responseSize: number
   readonly #redaction: Redaction
+  readonly #violations: readonly string[] | undefined
   /** What the draft holds on the heap, estimated. */
   readonly weight: number
 
@@ -129,6 +138,7 @@ export class JournalDraft {
     this.status = facts.status
     this.#headers = facts.headers
     this.#redaction = facts.redaction ?? DEFAULT_REDACTION
+    this.#violations = facts.violations !== undefined && facts.violations.length > 0 ? facts.violations : undefined
     this.#requestSize = facts.requestText.length
     this.#requestText = keptText(facts.requestText)
     this.#responseSize = facts.responseText?.length ?? 0
@@ -139,6 +149,7 @@ export class JournalDraft {
     weight += facts.headers.heldBytes?.() ?? headersWeight(facts.headers)
     weight += keptTextWeight(this.#requestText)
     if (this.#responseText !== undefined) weight += keptTextWeight(this.#responseText)
+    if (this.#violations !== undefined) for (const violation of this.#violations) weight += HEADER_BASE + stringWeight(violation)
     this.weight = weight
   }
 
@@ -164,6 +175,7 @@ export class JournalDraft {
       path: this.path,
       request: { headers: { ...this.#headers }, ...keptBody(this.#requestText, this.#requestSize) },
       response: { status: this.status, ...keptBody(this.#responseText, this.#responseSize) },
+      ...(this.#violations === undefined ? {} : { violations: this.#violations }),
     }
   }
 }

@@ -17,6 +17,8 @@ import type { ApiAnswer, ApiRequest } from './api-request.js'
 import { failure, type Operation, type Outcome } from './operation.js'
 import { DEFAULT_MAX_DELAY_MS, readPrefer } from './prefer.js'
 import { route } from './router.js'
+import { exchangeViolations } from '../contract/conformance.js'
+import { UpstreamError, VIOLATIONS_HEADER, violationsHeader, type ProxyTarget } from './proxy.js'
 
 /** Finds the tenant an API key belongs to. */
 export interface TenantResolver {
@@ -58,6 +60,12 @@ export interface PipelineOptions {
    * (it may name a file path). @default none
    */
   readonly onUnexpectedError?: ((error: unknown, request: ApiRequest) => void) | undefined
+  /**
+   * Proxy mode: every request under the base path is passed on to the real service and its answer
+   * checked against the contract (`conformance.ts`), instead of being answered from the tenant's
+   * data. Keys are the service's to judge; the tenant is the key's, for its journal. @default none
+   */
+  readonly proxy?: { readonly target: ProxyTarget; readonly timeoutMs: number } | undefined
 }
 
 type Params = Readonly<Record<string, string>>
@@ -77,6 +85,7 @@ export class Pipeline {
    */
   handle(request: ApiRequest, path: string): Promise<ApiAnswer> {
     const found = route(request.method, path)
+    if (this.#options.proxy !== undefined) return this.#proxied(this.#options.proxy, request, path, found.kind === 'operation' ? found.operation : undefined)
     if (found.kind === 'operation') return this.#operation(found.operation, request, found.params)
     return this.#unrouted(request, found.kind === 'not_allowed' ? found.allow : undefined)
   }
@@ -177,6 +186,70 @@ export class Pipeline {
     return this.#leaving(tenant, answer)
   }
 
+  /**
+   * Proxy mode: the request passed on to the real service as the client sent it, the answer
+   * passed back as the service gave it, and where the exchange departs from the contract named
+   * in the {@link VIOLATIONS_HEADER} header and the tenant's journal. The service judges keys: a
+   * request without a key, or with one it refuses, is passed on too (its 401 is checked).
+   */
+  async #proxied(proxy: NonNullable<PipelineOptions['proxy']>, request: ApiRequest, path: string, operation: Operation | undefined): Promise<ApiAnswer> {
+    const started = performance.now()
+    const arrived = Date.now()
+    let tenant: Tenant | undefined
+    let bodyText = ''
+    let outcome: Outcome | undefined
+    let headers: Record<string, string> | undefined
+    let passed: { text: string; violations: string[] } | undefined
+    try {
+      let refused: { error: unknown } | undefined
+      try {
+        tenant = await this.#tenantOf(request)
+      } catch (error) {
+        refused = { error }
+      }
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        const raw = await request.readBody(this.#options.maxBodyBytes)
+        bodyText = raw.ok ? raw.text : ''
+        if (!raw.ok) outcome = raw.gone ? { kind: 'network' } : failure(raw.code, raw.params)
+      }
+      if (refused) throw refused.error
+      if (!outcome) {
+        const query = request.url.includes('?') ? request.url.slice(request.url.indexOf('?')) : ''
+        const timeLeft = proxy.timeoutMs - (performance.now() - started)
+        const answer = await proxy.target.send(request.method, `${path}${query}`, bodyText, request.headers, timeLeft)
+        const text = request.method === 'HEAD' ? '' : answer.text
+        const violations = exchangeViolations({
+          operation: operation?.id ?? null,
+          request: { contentType: request.headers.get('content-type'), text: bodyText },
+          response: { status: answer.status, contentType: answer.contentType, text },
+        })
+        headers = violations.length > 0 ? { ...answer.headers, [VIOLATIONS_HEADER]: violationsHeader(violations) } : { ...answer.headers }
+        passed = { text, violations }
+        outcome = { kind: 'json', status: answer.status, body: undefined, text }
+      }
+    } catch (error) {
+      if (error instanceof UpstreamError) {
+        outcome =
+          error.kind === 'timeout'
+            ? failure('upstream_timeout', { timeoutMs: proxy.timeoutMs })
+            : failure('upstream_unavailable', { reason: error.message })
+      } else {
+        const failed = failureOf(error)
+        if (failed.unexpected) this.#options.onUnexpectedError?.(error, request)
+        outcome = failed.outcome
+        headers = { ...headers, ...failed.headers }
+      }
+    }
+    let answer: ApiAnswer | Promise<ApiAnswer>
+    try {
+      answer = this.#answer({ request, operation: operation?.id ?? null, outcome, started, arrived, tenant, bodyText, headers, passed })
+    } catch (error) {
+      tenant?.leave()
+      throw error
+    }
+    return this.#leaving(tenant, answer)
+  }
+
   /** `started`: `performance.now()` when the request arrived, which its delay counts from. */
   #run(operation: Operation, request: ApiRequest, params: Params, tenant: Tenant, bodyText: string, started: number): Outcome | Promise<Outcome> {
     const maxDelay = this.#options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS
@@ -230,9 +303,12 @@ export class Pipeline {
     return tenant.settled ? operation.run(context) : tenant.ready.then(() => operation.run(context))
   }
 
-  #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders }: AnswerParts): ApiAnswer | Promise<ApiAnswer> {
+  #answer({ request, operation, outcome, started, arrived, tenant, bodyText, headers: extraHeaders, passed }: AnswerParts): ApiAnswer | Promise<ApiAnswer> {
     let answer: ApiAnswer
-    if (outcome.kind === 'network') {
+    if (passed !== undefined && outcome.kind === 'json') {
+      // The real service's answer, as it gave it: its status, headers and body.
+      answer = { kind: 'http', status: outcome.status, headers: extraHeaders ?? {}, body: passed.text, tenant }
+    } else if (outcome.kind === 'network') {
       answer = tenant ? { kind: 'network', tenant } : NETWORK_ERROR
     } else {
       const status = outcome.kind === 'json' ? outcome.status : apiError(outcome.code).status
@@ -263,6 +339,7 @@ export class Pipeline {
           // @note A HEAD answer's body is never sent, so the journal keeps none either.
           responseText: answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined,
           redaction: this.#options.redaction,
+          violations: passed?.violations,
         }),
         { grow: this.#options.mayGrow?.() ?? true },
       )
@@ -293,6 +370,8 @@ interface AnswerParts {
   readonly tenant?: Tenant | undefined
   readonly bodyText?: string | undefined
   readonly headers?: Record<string, string> | undefined
+  /** Proxy mode: the real service's answer text, and where the exchange departs from the contract. */
+  readonly passed?: { readonly text: string; readonly violations: readonly string[] } | undefined
 }
 
 /**

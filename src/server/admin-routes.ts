@@ -7,7 +7,7 @@ import * as z from 'zod'
 import type { Request, Response, Router } from 'express'
 import { buildOpenApiDocument } from '../contract/openapi.js'
 import { authError, NOT_ACCEPTED, readBearer } from '../core/auth.js'
-import type { JournalFilter } from '../core/journal.js'
+import type { JournalEntry, JournalFilter } from '../core/journal.js'
 import { judgeJournalFilter, type FilterJudgement } from '../core/journal-filter.js'
 import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
@@ -52,6 +52,8 @@ export interface AdminRoutesOptions {
   readonly publicUrl?: string | undefined
   /** `X-Forwarded-Host` and `X-Forwarded-Proto` name the origin a client used (a proxy the operator trusts sets them). */
   readonly trustProxy: boolean
+  /** Proxy mode: the real service's base URL. @default none */
+  readonly proxy?: string | undefined
 }
 
 /** Who called: a tenant through its own key, or the admin (optionally naming a tenant). */
@@ -302,6 +304,12 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     }),
   })
 
+  route('/violations', {
+    get: onTenant(async ({ tenant }, _req, res) => {
+      sendCounted(res, violationSummary(await tenant.journal.all(), options.proxy), tenant)
+    }),
+  })
+
   route('/state', {
     get: onTenant(async ({ id, tenant }, _req, res) => {
       await tenant.ready
@@ -413,4 +421,40 @@ function filterFromQuery(query: Request['query'], basePath: string): FilterJudge
     return { ok: false, problem: { field: 'status', reason: `an HTTP status (100-599), got ${JSON.stringify(fields['status'].slice(0, 50))}` } }
   }
   return judged
+}
+
+/** What `GET /__sandbox/violations` answers: the tenant's journal, summed up by violation. */
+interface ViolationSummary {
+  /** The real service's base URL in proxy mode; null when the sandbox answers from its own data. */
+  readonly proxy: string | null
+  /** Requests in the journal (what was checked, as far as the journal still holds). */
+  readonly exchanges: number
+  /** Those whose exchange departed from the contract. */
+  readonly violating: number
+  /** Each violation once, most frequent first: where, how often, and the newest request it was seen in. */
+  readonly violations: readonly { operation: string | null; violation: string; count: number; lastSeen: string; lastRequestId?: string }[]
+}
+
+/**
+ * Sums a journal up by violation: the same sentence on the same operation is one row. Read from
+ * the journal, so every replica sharing a journal (Redis) shows the same summary, and clearing
+ * the journal clears it.
+ */
+function violationSummary(entries: readonly JournalEntry[], proxy: string | undefined): ViolationSummary {
+  const rows = new Map<string, { operation: string | null; violation: string; count: number; lastSeen: string; lastRequestId?: string }>()
+  let violating = 0
+  for (const entry of entries) {
+    if (entry.violations === undefined || entry.violations.length === 0) continue
+    violating++
+    for (const violation of entry.violations) {
+      const key = `${entry.operation ?? ''}\n${violation}`
+      const row = rows.get(key) ?? { operation: entry.operation, violation, count: 0, lastSeen: entry.time }
+      row.count++
+      row.lastSeen = entry.time
+      if (entry.requestId !== undefined) row.lastRequestId = entry.requestId
+      rows.set(key, row)
+    }
+  }
+  const violations = [...rows.values()].sort((a, b) => b.count - a.count || (a.lastSeen < b.lastSeen ? 1 : -1))
+  return { proxy: proxy ?? null, exchanges: entries.length, violating, violations }
 }

@@ -51,6 +51,7 @@ import {
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
+import { MAX_UPSTREAM_ANSWER_BYTES, Upstream } from './upstream.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
 /** @default 30 days without a write before a tenant is forgotten */
@@ -218,6 +219,16 @@ export interface SandboxAppOptions {
    * @default false
    */
   trustProxy?: boolean
+  /**
+   * Proxy mode: the real service's base URL (`https://staging.shop.test/v1`). Every API request is
+   * passed on to it (the client's key included; the service judges keys, so every key has a
+   * tenant here, as with `anyKey`), its answer passed back within the request timeout, and
+   * where the exchange departs from the contract named in the `Sandbox-Violations` answer
+   * header, the tenant's journal (`violations`) and `GET /__sandbox/violations`. The service
+   * unreachable: 502 `upstream_unavailable`; too slow: 504 `upstream_timeout`.
+   * @default none: the sandbox answers from its own data
+   */
+  proxy?: string
 }
 
 /** What {@link createSandboxApp} returns. */
@@ -314,6 +325,7 @@ const Options = z
     requestTimeoutMs: z.int().min(1).default(DEFAULT_REQUEST_TIMEOUT_MS),
     publicUrl: PublicUrl.optional(),
     trustProxy: z.boolean().default(false),
+    proxy: PublicUrl.optional(),
     redactHeaders: RedactHeaders.optional(),
     redactQueryParams: RedactQueryParams.optional(),
   })
@@ -370,6 +382,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   headersTimeoutMs: 'whole milliseconds, 1 or more, at most requestTimeoutMs',
   requestTimeoutMs: 'whole milliseconds, 1 or more',
   publicUrl: 'an http:// or https:// URL without credentials, query or fragment (https://sandbox.example.com)',
+  proxy: "the real service's base URL: an http:// or https:// URL without credentials, query or fragment (https://staging.shop.test/v1)",
   trustProxy: 'true or false',
   ...REDACT_ACCEPTED,
 }
@@ -389,7 +402,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const settings = parseSandboxOptions(options)
   const scenariosDir = settings.scenariosDir
   const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
-  const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
+  // @note In proxy mode the real service judges keys: each key has a tenant, for its journal.
+  const apiKeys = settings.anyKey || settings.proxy !== undefined ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
   const catalog = new ScenarioCatalog(scenariosDir)
   if (settings.scenarioAllow !== undefined) {
     const known = await catalog.names()
@@ -471,6 +485,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const reportUnexpected = (error: unknown, where: string) =>
     warn?.(`unexpected error on ${where}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
   const redaction = new Redaction({ headers: settings.redactHeaders, queryParams: settings.redactQueryParams })
+  // @note An answer of the real service is read whole (to be checked) and reserved like a list the sandbox makes.
+  const upstream = settings.proxy === undefined ? undefined : new Upstream({ baseUrl: settings.proxy, maxAnswerBytes: MAX_UPSTREAM_ANSWER_BYTES })
   // On Redis, a delay leaves the request's Redis work one command timeout of its deadline.
   const maxDelayMs = settings.redisUrl === undefined ? limits.requestTimeoutMs : redisDelayLimit(limits.requestTimeoutMs)
   const pipeline = new Pipeline({
@@ -484,6 +500,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     reserve,
     mayGrow: () => budget.refusal('grow') === undefined,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
+    proxy: upstream && { target: upstream, timeoutMs: limits.requestTimeoutMs },
   })
 
   // Everything but the API: the admin routes, the demo page, and Error bodies for the rest.
@@ -516,6 +533,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         warn,
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,
+        proxy: settings.proxy,
       }),
     )
     if (demoDir !== false) {
@@ -595,6 +613,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   }
   const close = async () => {
     clearInterval(sweeper)
+    upstream?.close()
     await storage.close()
   }
   // Requests the server refuses itself (too many connections, an unmet Expect, a malformed

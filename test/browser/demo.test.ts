@@ -1,9 +1,12 @@
 import { mkdir } from 'node:fs/promises'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import type { Page } from 'playwright-core'
-import { expect, it } from 'vitest'
+import { expect, it, onTestFinished } from 'vitest'
 import { describeWithChromium, useChromium } from '../support/chromium.js'
-import { useDemoSandbox } from '../support/demo-sandbox.js'
+import { DEMO_DIR, useDemoSandbox } from '../support/demo-sandbox.js'
+import { startSandbox } from '../support/sandbox-server.js'
 
 const KEY = 'demo-key-1'
 const RESULTS = fileURLToPath(new URL('../../test-results/', import.meta.url))
@@ -85,5 +88,44 @@ describeWithChromium('the demo page at /__sandbox/', () => {
     expect(await keyError.textContent()).toMatch(/^Invalid API key/)
     expect(await page.locator('#workspace').isHidden()).toBe(true)
     await page.close()
+  })
+})
+
+describeWithChromium('the demo page in proxy mode (serve --proxy)', () => {
+  const chromium = useChromium()
+
+  it('shows the contract violations of the real service’s answers, and marks them in the journal', async () => {
+    // The real service: a node:http server whose list gives a category without its id.
+    const real = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('[{"name":"Dogs"}]'))
+    await new Promise<void>((resolve) => real.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => new Promise<void>((resolve) => real.close(() => resolve())))
+    const { origin } = await startSandbox({ proxy: `http://127.0.0.1:${(real.address() as AddressInfo).port}/v1`, demoDir: DEMO_DIR })
+    const page = await chromium.newPage()
+    onTestFinished(() => page.close())
+    await page.goto(`${origin}/__sandbox/`)
+    await page.getByLabel('API key', { exact: true }).fill('partner-key')
+    await page.getByRole('button', { name: 'Connect' }).click()
+    const panel = page.getByRole('region', { name: /Contract violations/ })
+    await panel.locator('tbody tr').first().waitFor()
+    expect(await panel.locator('#violations-upstream').textContent()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/)
+    expect(await panel.locator('tbody tr').first().locator('td').allTextContents()).toEqual([
+      expect.stringMatching(/^\d+×$/),
+      'listCategories',
+      expect.stringMatching(/^response: 200 body \[0\]: id: /),
+      expect.any(String),
+    ])
+    const flagged = page.locator('#journal tbody tr td:nth-child(3)', { hasText: '⚠' }).first()
+    expect(await flagged.textContent()).toBe('200 ⚠ 1')
+  })
+
+  it('hides the violations panel when the sandbox answers from its own data', async () => {
+    const { origin } = await startSandbox({ apiKeys: [KEY], demoDir: DEMO_DIR })
+    const page = await chromium.newPage()
+    onTestFinished(() => page.close())
+    await page.goto(`${origin}/__sandbox/`)
+    await page.getByLabel('API key', { exact: true }).fill(KEY)
+    await page.getByRole('button', { name: 'Connect' }).click()
+    await page.locator('#journal tbody tr').first().waitFor()
+    expect(await page.locator('#violations-panel').isHidden()).toBe(true)
   })
 })

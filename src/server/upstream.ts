@@ -1,0 +1,129 @@
+/**
+ * The real service behind the validating proxy (`serve --proxy <base-url>`): a request is sent on
+ * as the client sent it (its key included, hop-by-hop headers left out), and the whole answer is
+ * read back within the request's time, so that it can be checked against the contract before it
+ * is passed on.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http'
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https'
+import type { HeaderReader } from '../pipeline/api-request.js'
+import { UpstreamError, type ProxyTarget, type UpstreamAnswer } from '../pipeline/proxy.js'
+
+/**
+ * Headers a proxy never passes on (RFC 9110 §7.6.1), and those it sets itself: `host` (the
+ * upstream's own), the body's length and encoding (the body is passed whole), `accept-encoding`
+ * (the answer must be readable to be checked).
+ */
+const NOT_FORWARDED = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'content-length',
+  'accept-encoding',
+  'expect',
+])
+
+/** Headers of the answer the sandbox does not pass back: hop-by-hop, and the framing it does itself. */
+const NOT_RETURNED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length'])
+
+/**
+ * The most bytes of one answer of the real service the proxy reads: above the longest list the
+ * sandbox itself makes under its default limits (20,000 categories of 200 + 2,000 characters,
+ * about 44 MB of JSON). A larger answer is a 502.
+ */
+export const MAX_UPSTREAM_ANSWER_BYTES = 64 * 1024 * 1024
+
+/** Options of {@link Upstream}. */
+export interface UpstreamOptions {
+  /** The real service's base URL, the interface's `{base_url}` (`https://staging.shop.test/v1`). */
+  readonly baseUrl: string
+  /** The most bytes of one answer the sandbox reads (a larger answer is a 502). */
+  readonly maxAnswerBytes: number
+}
+
+/**
+ * The real service, as the proxy reaches it: one keep-alive agent, every request bounded by the
+ * time it has left.
+ * @example await new Upstream({ baseUrl: 'https://staging.shop.test/v1', maxAnswerBytes: 2 ** 26 }).send('GET', '/categories', '', headers, 30_000)
+ */
+export class Upstream implements ProxyTarget {
+  readonly #base: URL
+  readonly #options: UpstreamOptions
+  readonly #agent: HttpAgent
+
+  constructor(options: UpstreamOptions) {
+    this.#base = new URL(options.baseUrl)
+    this.#options = options
+    this.#agent = this.#base.protocol === 'https:' ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true })
+  }
+
+  /** The base URL requests go to. */
+  get baseUrl(): string {
+    return this.#options.baseUrl
+  }
+
+  /**
+   * Sends a request for `pathAndQuery` (under the base URL, `/categories?x=1`) and reads its whole
+   * answer; rejects with {@link UpstreamError} when none comes within `timeoutMs`.
+   */
+  send(method: string, pathAndQuery: string, body: string, headers: HeaderReader, timeoutMs: number): Promise<UpstreamAnswer> {
+    const target = new URL(`${this.#base.pathname.replace(/\/$/, '')}${pathAndQuery}`, this.#base)
+    const sent: Record<string, string> = {}
+    for (const [name, value] of headers) if (!NOT_FORWARDED.has(name.toLowerCase())) sent[name] = value
+    if (body.length > 0) sent['content-length'] = String(Buffer.byteLength(body))
+    const send = target.protocol === 'https:' ? httpsRequest : httpRequest
+    return new Promise<UpstreamAnswer>((resolve, reject) => {
+      let settled = false
+      const fail = (error: UpstreamError) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        request.destroy()
+        reject(error)
+      }
+      const timer = setTimeout(() => fail(new UpstreamError('timeout', `no answer within ${timeoutMs} ms`)), Math.max(1, timeoutMs))
+      const request = send(target, { method, headers: sent, agent: this.#agent }, (response) => {
+        const chunks: Buffer[] = []
+        let bytes = 0
+        response.on('data', (chunk: Buffer) => {
+          bytes += chunk.length
+          if (bytes > this.#options.maxAnswerBytes) fail(new UpstreamError('unavailable', `its answer is larger than ${this.#options.maxAnswerBytes} bytes`))
+          else chunks.push(chunk)
+        })
+        response.on('error', () => fail(new UpstreamError('unavailable', 'the connection broke while it answered')))
+        response.on('aborted', () => fail(new UpstreamError('unavailable', 'the connection broke while it answered')))
+        response.on('end', () => {
+          if (settled) return
+          settled = true
+          clearTimeout(timer)
+          const returned = returnedHeaders(response.headers)
+          resolve({ status: response.statusCode ?? 502, headers: returned, contentType: returned['content-type'] ?? null, text: Buffer.concat(chunks).toString('utf8') })
+        })
+      })
+      request.on('error', (error: NodeJS.ErrnoException) => fail(new UpstreamError('unavailable', error.code ?? error.message)))
+      request.end(body.length > 0 ? body : undefined)
+    })
+  }
+
+  /** Lets go of the kept-alive connections. */
+  close(): void {
+    this.#agent.destroy()
+  }
+}
+
+function returnedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const returned: Record<string, string> = {}
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || NOT_RETURNED.has(name)) continue
+    // @note Several `Set-Cookie` lines cannot be joined with a comma; the proxy keeps the first (the API sets none).
+    returned[name] = Array.isArray(value) ? (name === 'set-cookie' ? value[0]! : value.join(', ')) : value
+  }
+  return returned
+}
