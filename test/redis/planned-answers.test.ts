@@ -160,12 +160,17 @@ describe.runIf(REQUIRE_REDIS)('the plan book on Redis: all tenants’ plans toge
     await nextMs()
     await fill(b, 'new-2', 1)
     expect([await held(b, 'used'), await held(b, 'new-1'), await held(b, 'new-2')]).toEqual([0, 100, 1])
-    // A tenant alone in a full book keeps its own plans.
-    const small = await replicaStorage(redisUrl(), redisPrefix(), 100)
-    await fill(small, 'alone', 99)
-    await fill(small, 'alone', 1)
-    await expect(fill(small, 'alone', 1)).rejects.toThrow('the tenant holds the most planned answers allowed (100)')
-    expect(await held(small, 'alone')).toBe(100)
+    // The planner idle longest keeps its own plans: the next idle goes.
+    const other = redisPrefix()
+    const [c, d] = [await replicaStorage(redisUrl(), other, 200), await replicaStorage(redisUrl(), other, 200)]
+    await fill(c, 'planner', 50)
+    await nextMs()
+    await fill(d, 'next', 100)
+    await nextMs()
+    await fill(c, 'last', 50)
+    await fill(d, 'planner', 1)
+    expect([await held(c, 'planner'), await held(c, 'next'), await held(c, 'last')]).toEqual([51, 0, 50])
+    await expect(fill(d, 'last', 51)).rejects.toThrow('the tenant holds the most planned answers allowed (100)')
   })
 
   it('keeps its count true through takes, clears, deletes and keys Redis expired, so that it drops no plan before the cap and one at it', async () => {
