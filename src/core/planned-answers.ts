@@ -195,8 +195,9 @@ export class AnswerQueue implements TenantAnswers {
 }
 
 /**
- * The most plans all tenants of one server process may hold together (without Redis): room for a
- * hundred tenants holding the most each may, about 2.5 MiB at an estimated 256 B a plan.
+ * The most plans all tenants may hold together: those of one server process (without Redis), or
+ * of every replica on one Redis key prefix (`redis-answers.ts`). Room for a hundred tenants
+ * holding the most each may, about 2.5 MiB at an estimated 256 B a plan (about 1.1 MB in Redis).
  */
 export const MAX_BOOK_PLANS = 100 * MAX_PLANNED_ANSWERS
 

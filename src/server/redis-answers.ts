@@ -6,6 +6,13 @@
  * `<operation>\t<times left>\t<answer as JSON>`. Taking is one script (find the operation's
  * oldest plan, count one down, drop it at zero), so two replicas never take the same one.
  *
+ * The plan book, shared by all tenants (no hash tag, so not on a Redis Cluster): `Pplans`, a
+ * sorted set of the tenants holding plans, each scored by its last plan or use (Redis's time), and
+ * `Pplanned`, how many plans their lists hold together. The scripts that add, take and drop plans
+ * keep both true, and the one that adds makes room under the cap by dropping the plans of the
+ * tenant planned for or answered longest ago, never its own: the rule of the in-process
+ * `AnswerBook`, decided in one script so that replicas agree.
+ *
  * A request only sends the take when the list may hold plans: the tenant's scenario read (one
  * script per request, `RedisStorage.look`) also says whether the list exists, and tells
  * {@link RedisAnswers.saw}. A tenant that never planned costs no round trip more than before plans.
@@ -21,26 +28,80 @@ import type { OperationId } from '../contract/operations.js'
 import { NOW, redisScript, RedisScriptRefusal, type RedisLink } from './redis-connection.js'
 import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
 
+/** The plan book's keys (`Pplans`, `Pplanned`), and what a script needs to name other tenants' lists. */
+export interface PlanBookKeys {
+  /** Sorted set: tenant id → its last plan or use (ms, Redis's clock). */
+  readonly tenants: string
+  /** How many plans the lists of {@link tenants} hold together. */
+  readonly count: string
+  /** The key prefix, to name another tenant's list (`<prefix>{<id>}:answers`). */
+  readonly prefix: string
+  /** The most plans all tenants may hold together. */
+  readonly maxPlans: number
+}
+
+/** Lua: the `answers` list of tenant `id`, from the key prefix `prefix` (as `RedisStorage.keys` names it). */
+const listOf = (prefix: string, id: string) => `${prefix} .. '{' .. ${id} .. '}:answers'`
+
 /**
- * Adds a plan. KEYS: the list, then the tenant's outcome record (ops, opt). ARGV: the most plans
- * the list may hold; ttl ms (0: none); the element; the operation id; how long to keep its outcome
- * on record (ms). Refuses with FULL when the list holds the most already. Recorded, so that a plan
- * whose reply was lost is settled, never added twice (`redis-outcomes.ts`).
+ * Lua: takes tenant ARGV[`id`] (whose list is `list`) out of the plan book (`book`, `count`),
+ * its plans no longer counted. Before the list is deleted.
+ */
+export const leaveBook = (book: string, count: string, list: string, id: number) => `if redis.call('ZREM', ${book}, ARGV[${id}]) == 1 then
+  local gone = redis.call('LLEN', ${list})
+  if gone > 0 then redis.call('DECRBY', ${count}, gone) end
+end`
+
+/**
+ * Adds a plan. KEYS: the list, then the tenant's outcome record (ops, opt), then the plan book
+ * (`Pplans`, `Pplanned`; not on a Cluster). ARGV: the most plans the list may hold; ttl ms (0:
+ * none); the element; the operation id; how long to keep its outcome on record (ms); the most
+ * plans the book may hold; the tenant's id; the key prefix. Refuses with FULL when the list holds
+ * the most already. With the book full, drops whole lists of other tenants, planned for or used
+ * longest ago first, until one more fits (a list planned before the book existed is counted when
+ * its tenant next plans or takes). Recorded, so that a plan whose reply was lost is settled, never
+ * added twice (`redis-outcomes.ts`).
  */
 const PLAN = redisScript(`
 ${replayOutcome('KEYS[2]', 4)}
-if redis.call('LLEN', KEYS[1]) >= tonumber(ARGV[1]) then return redis.error_reply('FULL') end
+local held = redis.call('LLEN', KEYS[1])
+if held >= tonumber(ARGV[1]) then return redis.error_reply('FULL') end
+${NOW}
+if KEYS[4] then
+  local count = math.max(0, tonumber(redis.call('GET', KEYS[5]) or '0'))
+  if not redis.call('ZSCORE', KEYS[4], ARGV[7]) then count = count + held end
+  while count >= tonumber(ARGV[6]) do
+    local oldest = redis.call('ZRANGE', KEYS[4], 0, 1)
+    local other = oldest[1]
+    if other == ARGV[7] then other = oldest[2] end
+    if not other then
+      count = held
+      break
+    end
+    local list = ${listOf('ARGV[8]', 'other')}
+    count = math.max(0, count - redis.call('LLEN', list))
+    redis.call('DEL', list)
+    redis.call('ZREM', KEYS[4], other)
+  end
+  redis.call('ZADD', KEYS[4], now, ARGV[7])
+  redis.call('SET', KEYS[5], string.format('%d', count + 1))
+end
 redis.call('RPUSH', KEYS[1], ARGV[3])
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
-${NOW}
 ${recordOutcome('KEYS[2]', 'KEYS[3]', 4, 5, "'1'")}
 return '1'
 `)
 
-/** Drops every plan. KEYS: the list, ops, opt. ARGV: the operation id, how long to keep its outcome on record (ms). Recorded as {@link PLAN}. */
+/**
+ * Drops every plan. KEYS: the list, ops, opt, then the plan book (not on a Cluster). ARGV: the
+ * operation id, how long to keep its outcome on record (ms), the tenant's id. Recorded as {@link PLAN}.
+ */
 const CLEAR = redisScript(`
 ${replayOutcome('KEYS[2]', 1)}
+if KEYS[4] then
+  ${leaveBook('KEYS[4]', 'KEYS[5]', 'KEYS[1]', 3).replaceAll('\n', '\n  ')}
+end
 redis.call('DEL', KEYS[1])
 ${NOW}
 ${recordOutcome('KEYS[2]', 'KEYS[3]', 1, 2, "'1'")}
@@ -49,21 +110,35 @@ return '1'
 
 /**
  * Takes one answer of operation ARGV[1]: the oldest plan of that operation has one time less (and
- * goes at zero). Returns the answer's JSON, or false when none is planned.
+ * goes at zero). KEYS: the list, then the plan book (not on a Cluster). ARGV[2]: the tenant's id.
+ * A take is a use: the tenant's score in the book is renewed, or it leaves the book with its last
+ * plan. Returns the answer's JSON, or false when none is planned.
  */
 const TAKE = redisScript(`
 local plans = redis.call('LRANGE', KEYS[1], 0, -1)
 for i, plan in ipairs(plans) do
-  local first = string.find(plan, '\\t', 1, true)
+  local first = string.find(plan, '\t', 1, true)
   if string.sub(plan, 1, first - 1) == ARGV[1] then
-    local second = string.find(plan, '\\t', first + 1, true)
+    local second = string.find(plan, '\t', first + 1, true)
     local left = tonumber(string.sub(plan, first + 1, second - 1)) - 1
     local answer = string.sub(plan, second + 1)
+    local counted = 0
+    if KEYS[2] and redis.call('ZSCORE', KEYS[2], ARGV[2]) then counted = #plans end
     if left > 0 then
-      redis.call('LSET', KEYS[1], i - 1, ARGV[1] .. '\\t' .. string.format('%d', left) .. '\\t' .. answer)
+      redis.call('LSET', KEYS[1], i - 1, ARGV[1] .. '\t' .. string.format('%d', left) .. '\t' .. answer)
     else
       redis.call('LSET', KEYS[1], i - 1, '')
       redis.call('LREM', KEYS[1], 1, '')
+    end
+    if KEYS[2] then
+      local remaining = #plans - (left > 0 and 0 or 1)
+      if remaining ~= counted then redis.call('INCRBY', KEYS[3], remaining - counted) end
+      if remaining > 0 then
+        ${NOW.replaceAll('\n', '\n        ')}
+        redis.call('ZADD', KEYS[2], now, ARGV[2])
+      else
+        redis.call('ZREM', KEYS[2], ARGV[2])
+      end
     end
     return answer
   end
@@ -85,18 +160,26 @@ export class RedisAnswers implements TenantAnswers {
   readonly #key: string
   readonly #outcomes: OutcomeKeys
   readonly #ttlMs: number
+  /** The tenant's id, and the plan book it is counted in (undefined on a Cluster: not enforced there). */
+  readonly #tenant: string
+  readonly #book: PlanBookKeys | undefined
   /** Tickets given to reads of whether the list exists (and to this replica's plans), in order. */
   #issued = 0
   /** The ticket of the read (or plan) that decided {@link #mayHold}. */
   #decidedBy = 0
   /** Whether the list may hold plans: a take is sent only then. */
   #mayHold = true
-  /** @param keys the tenant's `answers` list and outcome record; @param ttlMs its keys' TTL (0: none) */
-  constructor(link: RedisLink, keys: OutcomeKeys & { readonly answers: string }, ttlMs: number) {
+  /**
+   * @param keys the tenant's `answers` list and outcome record; @param ttlMs its keys' TTL (0: none);
+   * @param tenant its id; @param book the plan book, undefined on a Cluster
+   */
+  constructor(link: RedisLink, keys: OutcomeKeys & { readonly answers: string }, ttlMs: number, tenant: string, book: PlanBookKeys | undefined) {
     this.#link = link
     this.#key = keys.answers
     this.#outcomes = { outcomes: keys.outcomes, outcomeTimes: keys.outcomeTimes }
     this.#ttlMs = ttlMs
+    this.#tenant = tenant
+    this.#book = book
   }
 
   /** A read of whether the list exists is being sent: its ticket, for {@link saw}. */
@@ -111,16 +194,30 @@ export class RedisAnswers implements TenantAnswers {
     this.#mayHold = exists
   }
 
-  /** The script's keys: the list, then the outcome record. */
+  /** The plan book's keys, last of a script's keys, when it is kept (not on a Cluster). */
+  #bookKeys(): string[] {
+    return this.#book === undefined ? [] : [this.#book.tenants, this.#book.count]
+  }
+
+  /** The script's keys: the list, then the outcome record, then the plan book. */
   #keys(): string[] {
-    return [this.#key, this.#outcomes.outcomes, this.#outcomes.outcomeTimes]
+    return [this.#key, this.#outcomes.outcomes, this.#outcomes.outcomeTimes, ...this.#bookKeys()]
   }
 
   async plan(answer: PendingAnswer): Promise<void> {
     const { times, ...planned } = answer
     try {
       const element = `${answer.operation}\t${times}\t${JSON.stringify(planned)}`
-      await recordedWrite(this.#link, this.#outcomes, `a planned answer of ${this.#key}`, PLAN, this.#keys(), (op, keepMs) => [MAX_PLANNED_ANSWERS, this.#ttlMs, element, op, keepMs])
+      await recordedWrite(this.#link, this.#outcomes, `a planned answer of ${this.#key}`, PLAN, this.#keys(), (op, keepMs) => [
+        MAX_PLANNED_ANSWERS,
+        this.#ttlMs,
+        element,
+        op,
+        keepMs,
+        this.#book?.maxPlans ?? 0,
+        this.#tenant,
+        this.#book?.prefix ?? '',
+      ])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'FULL') throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
       throw error
@@ -132,7 +229,7 @@ export class RedisAnswers implements TenantAnswers {
   take(operation: OperationId): Promise<PlannedAnswer | undefined> | undefined {
     // @note Every API request asks: when the last read found no list, no round trip.
     if (!this.#mayHold) return undefined
-    return this.#link.script(TAKE, [this.#key], [operation]).then((reply) => (typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined))
+    return this.#link.script(TAKE, [this.#key, ...this.#bookKeys()], [operation, this.#tenant]).then((reply) => (typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined))
   }
 
   async pending(): Promise<PendingAnswer[]> {
@@ -144,6 +241,27 @@ export class RedisAnswers implements TenantAnswers {
   }
 
   async clear(): Promise<void> {
-    await recordedWrite(this.#link, this.#outcomes, `the planned answers' clear of ${this.#key}`, CLEAR, this.#keys(), (op, keepMs) => [op, keepMs])
+    await recordedWrite(this.#link, this.#outcomes, `the planned answers' clear of ${this.#key}`, CLEAR, this.#keys(), (op, keepMs) => [op, keepMs, this.#tenant])
   }
+}
+
+/**
+ * Counts the plan book again from the lists themselves. KEYS: `Pplans`, `Pplanned`. ARGV: the key
+ * prefix. A tenant whose list Redis expired by its TTL leaves the book (nothing tells a replica
+ * when Redis expires a key). Returns the count. One script over at most the book's tenants (each
+ * holding at least one plan, but for those expired since the last sweep). An empty book leaves no key.
+ */
+const RECOUNT = redisScript(`
+local count = 0
+for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  local held = redis.call('LLEN', ${listOf('ARGV[1]', 'id')})
+  if held == 0 then redis.call('ZREM', KEYS[1], id) else count = count + held end
+end
+if count > 0 then redis.call('SET', KEYS[2], string.format('%d', count)) else redis.call('DEL', KEYS[2]) end
+return count
+`)
+
+/** Counts the plan book again (part of the sweep, at start and hourly); how many plans it holds. */
+export async function recountPlans(link: RedisLink, book: PlanBookKeys): Promise<number> {
+  return Number(await link.script(RECOUNT, [book.tenants, book.count], [book.prefix]))
 }

@@ -12,6 +12,8 @@
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
  * - `Ptenants` sorted set: the tenant registry, id → last write (ms);
+ * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers and how
+ *   many they hold together (`redis-answers.ts`; not on a Redis Cluster);
  * - with a store budget, `Pusage` hash (what tenants hold) and `Pjweights` sorted set (each
  *   tenant's journal weight).
  *
@@ -34,7 +36,8 @@ import {
 } from '../core/storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { operationId, outcomeRecordMs, recordedWrite, recordOutcome, replayOutcome, settleOutcome } from './redis-outcomes.js'
-import { RedisAnswers } from './redis-answers.js'
+import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
+import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
 import { CATEGORY_OVERHEAD, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
 
@@ -81,6 +84,14 @@ export interface RedisStorageOptions {
    * @default none: unbounded (size Redis with `maxmemory` and `noeviction`)
    */
   readonly storedBytesBudget?: number | undefined
+  /**
+   * The most planned answers all tenants may hold together, as the server's plan book holds
+   * without Redis (never fewer than one tenant's {@link MAX_PLANNED_ANSWERS}); past it, a new plan
+   * drops the plans of the tenant planned for or answered longest ago (`redis-answers.ts`). Every
+   * replica on one prefix should use the same. Not enforced on a Redis Cluster (the operator is told).
+   * @default {@link MAX_BOOK_PLANS}
+   */
+  readonly maxPlans?: number | undefined
 }
 
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
@@ -288,25 +299,29 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 `)
 
 /**
- * Deletes a tenant's keys (KEYS 1 to 8; ARGV[1]: only when its last write and last use are older
- * than this many ms by Redis's time, or `any`); 1 when it had state. With a store budget, KEYS[9]
- * is the usage hash, KEYS[10] the journal weights, ARGV[2] the tenant's id and ARGV[3] the tenant
- * floor: its share and its journal's slot are given back.
+ * Deletes a tenant's keys (KEYS 1 to 8, its planned answers' list the 8th; ARGV[1]: only when its
+ * last write and last use are older than this many ms by Redis's time, or `any`); 1 when it had
+ * state. ARGV[2] is the tenant's id. But on a Cluster (no plan book there), KEYS[9] and KEYS[10] are the plan book
+ * (its plans leave the count); with a store budget, KEYS[11] is the usage hash, KEYS[12] the
+ * journal weights and ARGV[3] the tenant floor: its share and its journal's slot are given back.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
 local used = redis.call('HGET', KEYS[1], 'used')
 ${NOW}
 if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 if KEYS[9] then
-  local data = tonumber(redis.call('HGET', KEYS[9], ARGV[2]) or '0')
-  redis.call('HDEL', KEYS[9], ARGV[2])
+  ${leaveBook('KEYS[9]', 'KEYS[10]', 'KEYS[8]', 2).replaceAll('\n', '\n  ')}
+end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
+if KEYS[11] then
+  local data = tonumber(redis.call('HGET', KEYS[11], ARGV[2]) or '0')
+  redis.call('HDEL', KEYS[11], ARGV[2])
   if data > 0 then
-    redis.call('HINCRBY', KEYS[9], '!total', string.format('%d', -data))
-    redis.call('HINCRBY', KEYS[9], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])')}))
+    redis.call('HINCRBY', KEYS[11], '!total', string.format('%d', -data))
+    redis.call('HINCRBY', KEYS[11], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])')}))
   end
-  ${releaseJournal('KEYS[9]', 'KEYS[10]', 2)}
+  ${releaseJournal('KEYS[11]', 'KEYS[12]', 2)}
 end
 if updated then return 1 end
 return 0
@@ -337,6 +352,10 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.('the store budget is not enforced on a Redis Cluster: the script writing a tenant cannot count what the other tenants hold (other slots); bound Redis with maxmemory and noeviction')
     budget = undefined
   }
+  if (parseRedisUrl(options.url).mode === 'cluster') {
+    // @note The same reason: the plan book is one sorted set, in a slot of its own.
+    options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
+  }
   const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, unreachableAtStart: options.unreachableAtStart })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
@@ -359,6 +378,8 @@ export class RedisStorage implements TenantStorage {
   readonly #budget: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
   readonly #floor: number
+  /** The plan book (`Pplans`, `Pplanned`), but on a Cluster. */
+  readonly #book: PlanBookKeys | undefined
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -372,6 +393,9 @@ export class RedisStorage implements TenantStorage {
     this.#floor = tenantFloorBytes(options.storedBytesBudget ?? Number.POSITIVE_INFINITY)
     this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
     this.#weights = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jweights`
+    this.#book = link.cluster
+      ? undefined
+      : { tenants: `${this.prefix}plans`, count: `${this.prefix}planned`, prefix: this.prefix, maxPlans: Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS) }
   }
 
   /** The usage hash as the last key of a script, when there is a budget. */
@@ -478,6 +502,7 @@ export class RedisStorage implements TenantStorage {
         await this.link.call(this.#registry, ['ZREM', this.#registry, id])
       }
     }
+    if (this.#book !== undefined) await recountPlans(this.link, this.#book)
     await this.#reconcile()
     return expired
   }
@@ -492,7 +517,8 @@ export class RedisStorage implements TenantStorage {
 
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...this.#journalUsageKeys()]
+    const book = this.#book === undefined ? [] : [this.#book.tenants, this.#book.count]
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...book, ...this.#journalUsageKeys()]
     return (await this.link.script(DELETE, all, [before, id, this.#floor])) === 1
   }
 
@@ -533,7 +559,7 @@ export class RedisStorage implements TenantStorage {
 
   /** @internal The planned answers of tenant `id` (its `answers` list). */
   answersOf(id: string): RedisAnswers {
-    return new RedisAnswers(this.link, this.keys(id), this.ttlMs)
+    return new RedisAnswers(this.link, this.keys(id), this.ttlMs, id, this.#book)
   }
 
   /** @internal The tenant's scenario, and whether its planned answers' list exists: one script, one round trip. */

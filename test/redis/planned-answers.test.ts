@@ -2,10 +2,12 @@
  * Planned answers on Redis: two sandbox replicas on one real redis-server serve one tenant, and
  * a plan made through either answers exactly as many requests as it says, whichever replica they reach.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, type PendingAnswer } from '../../src/core/planned-answers.js'
 import { tenantId } from '../../src/server.js'
-import { openRedisStorage } from '../../src/server/redis-storage.js'
-import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
+import { openRedisStorage, type RedisStorage } from '../../src/server/redis-storage.js'
+import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { redisPrefix, redisUrl } from '../support/stores.js'
 
@@ -111,5 +113,138 @@ describe.runIf(REQUIRE_REDIS)('planned answers across two replicas on one Redis'
     await answers.plan({ operation: 'listCategories', status: 500, code: 'internal_error', times: 1 })
     answers.saw(sentBeforePlan, false)
     expect(await answers.take('listCategories')).toEqual({ operation: 'listCategories', status: 500, code: 'internal_error' })
+  })
+})
+
+/** The plan of attack 3 G3: a long delay, a thousand times, on an operation the partner never calls. */
+const JUNK: PendingAnswer = { operation: 'listOrders', status: 500, code: 'internal_error', delayMs: 27500, times: 1000 }
+
+/** A replica's storage on `url` (one prefix: replicas share it), closed when the test finishes. */
+async function replicaStorage(url: string, prefix: string, maxPlans?: number): Promise<RedisStorage> {
+  const storage = await openRedisStorage({ url, seed: { scenario: 'default', categories: [], nextCategoryId: 1 }, prefix, maxPlans })
+  onTestFinished(() => storage.close())
+  return storage
+}
+
+/** Tenant `id` plans `count` of `plan` through `storage`, one after another. */
+async function fill(storage: RedisStorage, id: string, count = MAX_PLANNED_ANSWERS, plan: PendingAnswer = JUNK): Promise<void> {
+  const answers = storage.answersOf(id)
+  for (let i = 0; i < count; i++) await answers.plan(plan)
+}
+
+/** Keys of the flood, 100 plans each through either replica, and the room Redis has left for them (bytes). */
+const FLOOD_KEYS = 40
+const FLOOD_HEADROOM = 420_000
+
+const held = async (storage: RedisStorage, id: string) => (await storage.answersOf(id).pending()).length
+
+/** @note The book orders tenants by Redis's clock, in ms: a pause makes "before" unambiguous. */
+const nextMs = () => sleep(3)
+
+describe.runIf(REQUIRE_REDIS)('the plan book on Redis: all tenants’ plans together bounded, as in memory (attack3 G3)', () => {
+  it('holds at most its cap over all tenants across two replicas, dropping the plans of the tenant planned for or used longest ago, never the planner’s own', async () => {
+    const prefix = redisPrefix()
+    const [a, b] = [await replicaStorage(redisUrl(), prefix, 200), await replicaStorage(redisUrl(), prefix, 200)]
+    await fill(a, 'used', 100, { ...JUNK, times: 2 })
+    await nextMs()
+    await fill(b, 'idle')
+    await nextMs()
+    // A use renews the tenant: the one idle longest is now 'idle', though 'used' planned first.
+    expect(await b.answersOf('used').take('listOrders')).toBeDefined()
+    await nextMs()
+    await fill(b, 'new-1', 1)
+    expect(await held(a, 'idle')).toBe(0)
+    expect(await held(a, 'used')).toBe(100)
+    await nextMs()
+    await fill(a, 'new-1', 99)
+    await nextMs()
+    await fill(b, 'new-2', 1)
+    expect([await held(b, 'used'), await held(b, 'new-1'), await held(b, 'new-2')]).toEqual([0, 100, 1])
+    // The planner idle longest keeps its own plans: the next idle goes.
+    const other = redisPrefix()
+    const [c, d] = [await replicaStorage(redisUrl(), other, 200), await replicaStorage(redisUrl(), other, 200)]
+    await fill(c, 'planner', 50)
+    await nextMs()
+    await fill(d, 'next', 100)
+    await nextMs()
+    await fill(c, 'last', 50)
+    await fill(d, 'planner', 1)
+    expect([await held(c, 'planner'), await held(c, 'next'), await held(c, 'last')]).toEqual([51, 0, 50])
+    await expect(fill(d, 'last', 51)).rejects.toThrow('the tenant holds the most planned answers allowed (100)')
+  })
+
+  it('keeps its count true through takes, clears, deletes and keys Redis expired, so that it drops no plan before the cap and one at it', async () => {
+    const redis = await startRedis()
+    const [a, b] = [await replicaStorage(redis.url, 'p:', 200), await replicaStorage(redis.url, 'p:', 200)]
+    const once: PendingAnswer = { ...JUNK, times: 1 }
+    await fill(a, 'kept')
+    await nextMs()
+    await fill(b, 'taken', 100, once)
+    for (let i = 0; i < 100; i++) expect(await a.answersOf('taken').take('listOrders')).toBeDefined()
+    await fill(b, 'cleared')
+    await a.answersOf('cleared').clear()
+    await fill(b, 'deleted')
+    await a.delete('deleted')
+    await fill(b, 'expired')
+    // As Redis expires a list by its TTL: nothing tells a replica; the sweep counts again.
+    await redis.cli('PEXPIRE', 'p:{expired}:answers', '1')
+    await sleep(20)
+    await b.expire(24 * 60 * 60 * 1000)
+    await nextMs()
+    await fill(a, 'last')
+    expect(await held(b, 'kept')).toBe(100)
+    await nextMs()
+    await fill(a, 'past-the-cap', 1)
+    expect([await held(b, 'kept'), await held(b, 'last'), await held(b, 'past-the-cap')]).toEqual([0, 100, 1])
+  })
+
+  it('no longer lets a flood of throw-away keys’ plans fill Redis: the partner still creates and switches on both replicas, and the flood’s oldest plans are gone', async () => {
+    const redis = await startRedis()
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    const shared = { redisUrl: redis.url, adminToken: ADMIN, anyKey: true }
+    const [a, b] = [await startSandbox(shared), await startSandbox(shared)]
+    expect((await a.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: '{"name":"before"}' })).status).toBe(201)
+    // The book filled to one tenant short of its cap by earlier keys (the same script a replica runs, without HTTP).
+    const earlier = Array.from({ length: MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS - 1 }, (_, i) => `earlier-${i}`)
+    const storage = await replicaStorage(redis.url, 'petstore-sandbox:')
+    for (const id of earlier) {
+      await Promise.all(Array.from({ length: MAX_PLANNED_ANSWERS }, () => storage.answersOf(tenantId(id)).plan(JUNK)))
+      await nextMs()
+    }
+    // Room for what the flood leaves besides plans (its lost-reply records, for 2 minutes, and its
+    // keys: 280 KB measured), not for its plans too (about 170 bytes each with those: 680 KB).
+    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))![1])
+    await redis.cli('CONFIG', 'SET', 'maxmemory', String(used + FLOOD_HEADROOM))
+    const flood = Array.from({ length: FLOOD_KEYS }, (_, i) => `flood-${i}`)
+    for (let i = 0; i < flood.length; i += 10) {
+      await Promise.all(flood.slice(i, i + 10).map(async (key) => {
+        for (let n = 0; n < MAX_PLANNED_ANSWERS; n++) await plan(n % 2 === 0 ? a : b, { ...JUNK, times: 1000 }, key)
+      }))
+    }
+    expect((await b.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: '{"name":"after"}' })).status).toBe(201)
+    expect((await a.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: '{"name":"empty"}' })).status).toBe(200)
+    expect(await pending(a, 'earlier-0')).toEqual([])
+    expect(await pending(b, flood[flood.length - 1])).toHaveLength(MAX_PLANNED_ANSWERS)
+    const counts = await Promise.all([...earlier, ...flood].map(async (key) => ((await pending(b, key)) as unknown[]).length))
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(MAX_BOOK_PLANS)
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('planned answers on a Redis Cluster', () => {
+  it('plans, answers, clears and deletes a tenant’s plans as on one Redis, and tells the operator the cap over all tenants is not enforced there', async () => {
+    const cluster = await startRedisCluster()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: cluster.url, adminToken: ADMIN, anyKey: true, warn: (message) => warnings.push(message) })
+    expect(warnings).toContain(`the cap on planned answers over all tenants (${MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
+    expect((await plan(sandbox, { operation: 'listCategories', status: 401, times: 2 })).status).toBe(201)
+    expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(401)
+    expect(await pending(sandbox)).toEqual([{ operation: 'listCategories', status: 401, code: 'invalid_api_key', times: 1 }])
+    expect((await sandbox.fetch('/__sandbox/answers', { method: 'DELETE', headers: auth('partner') })).status).toBe(204)
+    expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(200)
+    expect((await plan(sandbox, { operation: 'createCategory', status: 500 })).status).toBe(201)
+    expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: '{"name":"x"}' })).status).toBe(500)
+    expect((await plan(sandbox, { operation: 'createCategory', status: 500 })).status).toBe(201)
+    expect((await sandbox.fetch(`/__sandbox/tenants/${tenantId('partner')}`, { method: 'DELETE', headers: auth(ADMIN) })).status).toBe(204)
+    expect(await pending(sandbox)).toEqual([])
   })
 })
