@@ -176,14 +176,19 @@ export class Pipeline {
       outcome = failed.outcome
       headers = { ...headers, ...failed.headers }
     }
+    return this.#answered({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
+  }
+
+  /** The answer made and journaled, its tenant left once it is ready (or at once should making it throw). */
+  #answered(parts: AnswerParts): ApiAnswer | Promise<ApiAnswer> {
     let answer: ApiAnswer | Promise<ApiAnswer>
     try {
-      answer = this.#answer({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
+      answer = this.#answer(parts)
     } catch (error) {
-      tenant?.leave()
+      parts.tenant?.leave()
       throw error
     }
-    return this.#leaving(tenant, answer)
+    return this.#leaving(parts.tenant, answer)
   }
 
   /**
@@ -240,14 +245,7 @@ export class Pipeline {
         headers = { ...headers, ...failed.headers }
       }
     }
-    let answer: ApiAnswer | Promise<ApiAnswer>
-    try {
-      answer = this.#answer({ request, operation: operation?.id ?? null, outcome, started, arrived, tenant, bodyText, headers, passed })
-    } catch (error) {
-      tenant?.leave()
-      throw error
-    }
-    return this.#leaving(tenant, answer)
+    return this.#answered({ request, operation: operation?.id ?? null, outcome, started, arrived, tenant, bodyText, headers, passed })
   }
 
   /** `started`: `performance.now()` when the request arrived, which its delay counts from. */
