@@ -4,25 +4,13 @@
  * departure the answer's header and the summary name. The port is the one the server got (the
  * README's 4010 is replaced), nothing else.
  */
-import { execFile, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { execFile } from 'node:child_process'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { expect, it, onTestFinished } from 'vitest'
-import { READY_LINE } from '../../src/cli/serve-command.js'
-import { CLI_BINARY } from '../support/sandbox-cli.js'
+import { readmeBlock, serveLine } from '../support/readme-shell.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
-const NPX = `npx() { [ "$1" = petstore-sandbox ] || exit 99; shift; exec "${process.execPath}" "${join(ROOT, CLI_BINARY)}" "$@"; }`
-
-function proxyBlock(): string[] {
-  const block = /<!-- run by test\/cli\/readme-proxy\.test\.ts -->\n```sh\n([\s\S]*?)```/.exec(README)?.[1]
-  if (block === undefined) throw new Error('the README has no sh block marked as run by test/cli/readme-proxy.test.ts')
-  return block.split('\n').filter((line) => line !== '')
-}
+const proxyBlock = () => readmeBlock('test/cli/readme-proxy.test.ts')
 
 it("runs the README's serve --proxy lines: the real service's answer comes back with its departures named", async () => {
   const [serve, list, summary] = proxyBlock()
@@ -36,18 +24,7 @@ it("runs the README's serve --proxy lines: the real service's answer comes back 
   onTestFinished(() => new Promise<void>((resolve) => real.close(() => resolve())))
   const env = { ...process.env, NO_COLOR: '1', STAGING_URL: `http://127.0.0.1:${(real.address() as AddressInfo).port}/v1`, STAGING_KEY: 'staging-key' }
 
-  const child = spawn('sh', ['-c', `${NPX}\n${serve!}`], { env: { ...env, PETSTORE_SANDBOX_PORT: '0', PETSTORE_SANDBOX_QUIET: 'true' } })
-  onTestFinished(() => {
-    child.kill('SIGKILL')
-  })
-  let banner = ''
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      banner += chunk
-      if (banner.includes(READY_LINE)) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}:\n${banner}`)))
-  })
+  const banner = await serveLine(serve!, { env })
   expect(banner).toContain(`proxy      every API request passed on to ${env.STAGING_URL}`)
   const origin = /API\s+(http:\/\/[^/\s]+)\/v1/.exec(banner)![1]!
   const run = (line: string) =>

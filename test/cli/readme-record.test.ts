@@ -3,29 +3,16 @@
  * being the built binary (`dist/cli.js`): record a running sandbox, validate the file, serve it,
  * and the served list is the recorded one.
  */
-import { spawn, execFile } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { expect, it, onTestFinished } from 'vitest'
-import { READY_LINE } from '../../src/cli/serve-command.js'
-import { CLI_BINARY } from '../support/sandbox-cli.js'
+import { NPX, readmeBlock, serveLine } from '../support/readme-shell.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
-
 /** The command lines of the sh block that records a scenario. */
-function recordBlock(): string[] {
-  const block = /<!-- run by test\/cli\/readme-record\.test\.ts -->\n```sh\n([\s\S]*?)```/.exec(README)?.[1]
-  if (block === undefined) throw new Error('the README has no sh block marked as run by test/cli/readme-record.test.ts')
-  return block.split('\n').filter((line) => line.startsWith('npx '))
-}
-
-/** `npx petstore-sandbox …` as the installed binary would run, in place of the shell. */
-const NPX = `npx() { [ "$1" = petstore-sandbox ] || exit 99; shift; exec "${process.execPath}" "${join(ROOT, CLI_BINARY)}" "$@"; }`
+const recordBlock = () => readmeBlock('test/cli/readme-record.test.ts').filter((line) => line.startsWith('npx '))
 
 function runLine(line: string, cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -50,18 +37,7 @@ it("runs the README's record, validate and serve lines word for word: the served
   const validated = await runLine(validate!, cwd, env)
   expect(validated.stdout).toBe('ok   scenarios/staging.json: staging 1.0.0\n')
 
-  const child = spawn('sh', ['-c', `${NPX}\n${serve!}`], { cwd, env: { ...process.env, NO_COLOR: '1', PETSTORE_SANDBOX_PORT: '0', PETSTORE_SANDBOX_QUIET: 'true' } })
-  onTestFinished(() => {
-    child.kill('SIGKILL')
-  })
-  let banner = ''
-  await new Promise<void>((resolve, reject) => {
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      banner += chunk
-      if (banner.includes(READY_LINE)) resolve()
-    })
-    child.once('exit', (code) => reject(new Error(`serve exited with ${code}:\n${banner}`)))
-  })
+  const banner = await serveLine(serve!, { cwd })
   const api = /API\s+(http:\/\/\S+\/v1)/.exec(banner)?.[1]
   const served = await fetch(`${api}/categories`, { headers: auth() }).then(jsonOf)
   expect(served).toEqual(await upstream.fetch('/v1/categories', { headers: auth('staging-key') }).then(jsonOf))
