@@ -43,6 +43,24 @@ describe('the OpenAPI document', () => {
     })
   })
 
+  it('tags each operation with the area of the interface it is in, and declares each tag', () => {
+    const document = openApiDocument as unknown as {
+      tags: { name: string; description: string }[]
+      paths: Record<string, Record<string, { tags: string[] }>>
+    }
+    const tags = Object.fromEntries(
+      Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => [`${method} ${path}`, operation.tags])),
+    )
+    expect(tags).toEqual({
+      'get /categories': ['categories'],
+      'post /categories': ['categories'],
+      'get /pets/{petId}': ['pets'],
+      'get /store/orders': ['store'],
+    })
+    expect(document.tags.map((tag) => tag.name)).toEqual(['categories', 'pets', 'store'])
+    for (const tag of document.tags) expect(tag.description, tag.name).not.toBe('')
+  })
+
   it('lists only error codes whose status an operation declares, or the router or HTTP itself answers, and none of the admin API', () => {
     const document = openApiDocument as unknown as {
       'x-error-codes': Record<string, { status: number }>

@@ -6,7 +6,7 @@
 import * as z from 'zod'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
-import { declaredErrorStatuses, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
+import { areaOf, declaredErrorStatuses, INTERFACE_AREAS, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
 import { ApiError, categorySchemas, Order, Pet } from './schemas.js'
 
 /** The interface description version of the published interface. */
@@ -172,6 +172,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
     methods[operation.method.toLowerCase()] = {
       operationId: operation.id,
       summary: operation.summary,
+      tags: [areaOf(operation)],
       ...(operation.deprecated && { deprecated: true }),
       ...(operation.params && {
         parameters: operation.params.map(({ name, description, example }) => ({
@@ -204,6 +205,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
     },
     servers: [{ url: serverUrl, description: 'petstore-sandbox' }],
     security: [{ bearerAuth: [] }],
+    tags: Object.entries(INTERFACE_AREAS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },
