@@ -61,6 +61,20 @@ describe('the OpenAPI document', () => {
     for (const tag of document.tags) expect(tag.description, tag.name).not.toBe('')
   })
 
+  it('marks the headers every such answer carries as required: WWW-Authenticate on a 401, Deprecation on the pet', () => {
+    type Headers = Record<string, { required?: boolean }>
+    const document = openApiDocument as unknown as { paths: Record<string, Record<string, { responses: Record<string, { headers?: Headers }> }>> }
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const operation of Object.values(methods)) expect(operation.responses['401']?.headers?.['WWW-Authenticate']?.required, path).toBe(true)
+    }
+    const pet = document.paths['/pets/{petId}']!['get']!.responses['200']!.headers!
+    expect(Object.entries(pet).map(([name, header]) => [name, header.required ?? false])).toEqual([
+      ['Deprecation', true],
+      ['Sunset', false],
+      ['Link', false],
+    ])
+  })
+
   it('lists only error codes whose status an operation declares, or the router or HTTP itself answers, and none of the admin API', () => {
     const document = openApiDocument as unknown as {
       'x-error-codes': Record<string, { status: number }>
