@@ -35,13 +35,17 @@
 #   pact       @pactflow/pact-msw-adapter records the petstore's answers as a Pact file (Node 22, which
 #              the adapter needs); a second run checks the file against the package's OpenAPI document;
 #              with msw 2, then msw 3
+#   contract-tools   Spectral (spectral:oas), Dredd and Portman (with newman), each from the registry
+#              at the versions of the project's package-lock.json, on the OpenAPI document
+#              `petstore-sandbox serve` serves, and Dredd and Portman against that server; a JUnit
+#              report (consumer-contract-tools.xml) and Dredd's and newman's own
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 results="$root/test-results"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$results"
-SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular bun pact)
+SECTIONS=(start publish vitest msw3 jest29 jest30 react browser storybook node-test vitest-browser vue next angular bun pact contract-tools)
 asked=("$@")
 [ ${#asked[@]} -eq 0 ] && asked=("${SECTIONS[@]}")
 
@@ -303,6 +307,20 @@ section_pact() {
   msw3="$(node -p "require('$root/package.json').peerDependencies.msw.split('||').pop().trim()")"
   npm install --no-audit --no-fund --silent --no-package-lock "msw@$msw3" >/dev/null 2>&1 && npx tsc -p tsconfig.json && pact_run -msw3 &&
     echo "package check: the Pact adapter records the petstore with msw $MSW and $(node -p "require('./node_modules/msw/package.json').version")"
+}
+
+section_contract-tools() {
+  # The tools at the versions of the project's own lockfile (they bring some 600 packages), then
+  # the tarball beside them.
+  local dir="$work/contract-tools"
+  mkdir -p "$dir"
+  cp -r "$root/test/consumers/contract-tools/." "$dir/"
+  cd "$dir"
+  { npm ci --no-audit --no-fund --silent && npm install --no-audit --no-fund --silent --no-save "$tarball" "msw@$MSW"; } \
+    >/dev/null 2>"$dir/npm-install.log" || { cat "$dir/npm-install.log"; return 1; }
+  RESULTS_DIR="$results" node --test --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=junit --test-reporter-destination="$results/consumer-contract-tools.xml" contract-tools.test.mjs || return 1
+  echo "package check: Spectral $(node -p "require('@stoplight/spectral-cli/package.json').version"), Dredd $(node -p "require('dredd/package.json').version") and Portman $(node -p "require('@apideck/portman/package.json').version") find nothing wrong with the served document"
 }
 
 status=0

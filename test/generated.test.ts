@@ -43,6 +43,38 @@ describe('the OpenAPI document', () => {
     })
   })
 
+  it('tags each operation with the area of the interface it is in, and declares each tag', () => {
+    const document = openApiDocument as unknown as {
+      tags: { name: string; description: string }[]
+      paths: Record<string, Record<string, { tags: string[] }>>
+    }
+    const tags = Object.fromEntries(
+      Object.entries(document.paths).flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => [`${method} ${path}`, operation.tags])),
+    )
+    expect(tags).toEqual({
+      'get /categories': ['categories'],
+      'post /categories': ['categories'],
+      'get /pets/{petId}': ['pets'],
+      'get /store/orders': ['store'],
+    })
+    expect(document.tags.map((tag) => tag.name)).toEqual(['categories', 'pets', 'store'])
+    for (const tag of document.tags) expect(tag.description, tag.name).not.toBe('')
+  })
+
+  it('marks the headers every such answer carries as required: WWW-Authenticate on a 401, Deprecation on the pet', () => {
+    type Headers = Record<string, { required?: boolean }>
+    const document = openApiDocument as unknown as { paths: Record<string, Record<string, { responses: Record<string, { headers?: Headers }> }>> }
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const operation of Object.values(methods)) expect(operation.responses['401']?.headers?.['WWW-Authenticate']?.required, path).toBe(true)
+    }
+    const pet = document.paths['/pets/{petId}']!['get']!.responses['200']!.headers!
+    expect(Object.entries(pet).map(([name, header]) => [name, header.required ?? false])).toEqual([
+      ['Deprecation', true],
+      ['Sunset', false],
+      ['Link', false],
+    ])
+  })
+
   it('lists only error codes whose status an operation declares, or the router, HTTP itself or proxy mode answers, and none of the admin API', () => {
     const document = openApiDocument as unknown as {
       'x-error-codes': Record<string, { status: number }>

@@ -6,7 +6,7 @@
 import * as z from 'zod'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
-import { declaredErrorStatuses, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
+import { areaOf, declaredErrorStatuses, INTERFACE_AREAS, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
 import { ApiError, categorySchemas, Order, Pet } from './schemas.js'
 
 /** The interface description version of the published interface. */
@@ -119,10 +119,14 @@ function schemaOf(name: ResponseSchema): Json {
   return name.endsWith('[]') ? { type: 'array', items: ref(name.slice(0, -2)) } : ref(name)
 }
 
-/** The headers every answer of a deprecated operation carries. */
+/**
+ * The headers of a deprecated operation's answers. `Deprecation` is on every one, so it is
+ * `required` (contract tools such as Dredd then check it); the others only when the scenario sets them.
+ */
 const DEPRECATION_HEADERS: Json = {
   Deprecation: {
     description: 'When the operation was deprecated (RFC 9745): `@<seconds since the epoch>`',
+    required: true,
     schema: { type: 'string', pattern: '^@-?\\d+$' },
   },
   Sunset: { description: 'The sunset date (RFC 8594), when the scenario sets one', schema: { type: 'string' } },
@@ -164,7 +168,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
       if (status === 500 || status === 503) continue // under `default`
       responses[String(status)] =
         status === 401
-          ? { ...errorResponse(errorText(status, limits)), headers: { 'WWW-Authenticate': { schema: { type: 'string' } } } }
+          ? { ...errorResponse(errorText(status, limits)), headers: { 'WWW-Authenticate': { required: true, schema: { type: 'string' } } } }
           : errorResponse(errorText(status, limits))
     }
     responses['default'] = errorResponse('Any other error: simulated faults (500, 503), `Prefer: code=…`, 503 `over_capacity` with `Retry-After`')
@@ -172,6 +176,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
     methods[operation.method.toLowerCase()] = {
       operationId: operation.id,
       summary: operation.summary,
+      tags: [areaOf(operation)],
       ...(operation.deprecated && { deprecated: true }),
       ...(operation.params && {
         parameters: operation.params.map(({ name, description, example }) => ({
@@ -204,6 +209,7 @@ export function buildOpenApiDocument(options: OpenApiOptions = {}): Json {
     },
     servers: [{ url: serverUrl, description: 'petstore-sandbox' }],
     security: [{ bearerAuth: [] }],
+    tags: Object.entries(INTERFACE_AREAS).map(([name, description]) => ({ name, description })),
     paths,
     components: {
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer' } },

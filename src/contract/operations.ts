@@ -75,6 +75,27 @@ export const OPERATION_CONTRACTS = [
   },
 ] as const satisfies readonly OperationContract[]
 
+/**
+ * The areas the interface names (the category resource, the pets area, the store area), each
+ * with what it says of it: the OpenAPI document's tags, by which generated clients group
+ * operations.
+ */
+export const INTERFACE_AREAS = {
+  categories: 'The category resource, which classifies pets (for example dog, cat, rabbit)',
+  pets: 'The pets area: the interface names the read by id and does not show its behaviour or the fields of pets',
+  store: 'The store area: the interface names the list of orders and does not show its behaviour or the fields of orders',
+} as const
+
+/** An area of the interface ({@link INTERFACE_AREAS}). */
+export type InterfaceArea = keyof typeof INTERFACE_AREAS
+
+/** The area an operation belongs to: the first segment of its path (`/store/orders` is the store's). */
+export function areaOf(operation: OperationContract): InterfaceArea {
+  const area = operation.path.split('/')[1] ?? ''
+  if (!Object.hasOwn(INTERFACE_AREAS, area)) throw new Error(`${operation.id}: ${operation.path} is in no area of the interface`)
+  return area as InterfaceArea
+}
+
 /** The contract of the operation named `id`. */
 export function contractOf(id: OperationId): OperationContract {
   return OPERATION_CONTRACTS.find((contract) => contract.id === id)!
