@@ -23,7 +23,7 @@ import {
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
 import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import type { TenantKeys } from './redis-storage.js'
-import { tenantFloorBytes } from './stored-bytes.js'
+import { FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, tenantFloorBytes } from './stored-bytes.js'
 
 /**
  * Lua: the keys of tenant `id`'s journal, `kind` being `journal`, `jsizes` or `jmeta`, from the
@@ -33,7 +33,8 @@ const otherKey = (prefix: number, id: string, kind: string) => `ARGV[${prefix}] 
 
 /**
  * KEYS: journal, jsizes, jmeta, then the tenant's meta and categories, then with a store budget
- * the usage hash and the journal weights (sorted set). ARGV: the entry's JSON after its `{`,
+ * the usage hash, the journal weights (sorted set) and the journals' last entries (`Pjused`,
+ * sorted set: tenant id → when its journal last recorded, by Redis's time). ARGV: the entry's JSON after its `{`,
  * prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; the journals'
  * budget (the store budget); the tenant's id; the journal floor (`tenantFloorBytes` of the
  * journals' budget); the key prefix.
@@ -46,7 +47,9 @@ const otherKey = (prefix: number, id: string, kind: string) => `ARGV[${prefix}] 
  * any tenant's categories): all journals' weight in the usage hash as `!journals`, each tenant's
  * in the sorted set `jweights` (tenant id → weight). A tenant there holds a **slot**: it keeps it
  * once journaled, with a weight of 0 after a clear, until its journal's keys expire or it is
- * deleted; a new tenant gets one only while the floors of all slots fit in the budget. Past the
+ * deleted; a new tenant gets one only while the floors of all slots fit in the budget, or by
+ * taking the slot of a journal that recorded nothing for {@link FLOOR_IDLE_MS} (its entries go,
+ * its id sequence stays, as after a clear), oldest first. Past the
  * budget, room is made in this order, the whole decision in this script so that replicas agree:
  * - the recording journal drops its oldest entries while it is above its share (the budget over
  *   the slots; never under the floor, as slots are bounded); its newest entry alone above its
@@ -62,8 +65,8 @@ const otherKey = (prefix: number, id: string, kind: string) => `ARGV[${prefix}] 
 const RECORD = redisScript(`
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
+${NOW}
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  ${NOW}
   redis.call('HSET', KEYS[4], 'used', string.format('%d', now))
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[4], ttl)
@@ -88,7 +91,22 @@ if KEYS[6] then
   local held = redis.call('ZSCORE', KEYS[7], ARGV[7])
   local slots = redis.call('ZCARD', KEYS[7])
   if not held then
-    if (slots + 1) * floor > room then return 0 end
+    if (slots + 1) * floor > room then
+      local idle = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', '(' .. string.format('%d', now - ${FLOOR_IDLE_MS}), 'LIMIT', 0, ${FLOOR_LAPSES_PER_WRITE})
+      for _, other in ipairs(idle) do
+        if (slots + 1) * floor <= room then break end
+        redis.call('ZREM', KEYS[8], other)
+        local weight = redis.call('ZSCORE', KEYS[7], other)
+        if weight and other ~= ARGV[7] then
+          redis.call('ZREM', KEYS[7], other)
+          redis.call('DEL', ${otherKey(9, 'other', 'journal')}, ${otherKey(9, 'other', 'jsizes')})
+          if redis.call('EXISTS', ${otherKey(9, 'other', 'jmeta')}) == 1 then redis.call('HSET', ${otherKey(9, 'other', 'jmeta')}, 'bytes', '0') end
+          redis.call('HINCRBY', KEYS[6], '!journals', string.format('%d', -tonumber(weight)))
+          slots = slots - 1
+        end
+      end
+      if (slots + 1) * floor > room then return 0 end
+    end
     slots = slots + 1
   end
   old = tonumber(held or '0')
@@ -141,6 +159,7 @@ end
 if KEYS[6] then
   redis.call('HSET', KEYS[6], '!journals', string.format('%d', others + bytes))
   redis.call('ZADD', KEYS[7], string.format('%d', bytes), ARGV[7])
+  redis.call('ZADD', KEYS[8], string.format('%d', now), ARGV[7])
 end
 return id
 `)
@@ -156,7 +175,8 @@ export const releaseJournal = (usage: string, weights: string, arg: number) => `
 /**
  * Empties the journal; the id sequence goes on. KEYS: journal, jsizes, jmeta, ops, opt (the
  * tenant's outcome record), then with a store budget the usage hash and the journal weights.
- * ARGV: the tenant's id, the operation id, how long to keep its outcome on record (ms). The tenant
+ * ARGV: the tenant's id, the operation id, how long to keep its outcome on record (ms). (KEYS[8],
+ * the journals' last entries, is not read.) The tenant
  * keeps its slot, weighing 0 (so a partner that clears its journal records again whatever other
  * keys hold). Recorded, so that a clear whose reply was lost is settled (`redis-outcomes.ts`).
  */
@@ -188,6 +208,8 @@ export interface RedisJournalOptions {
   readonly usage?: string | undefined
   /** With {@link usage}: the sorted set of every tenant's journal weight (the tenants holding a slot). */
   readonly weights?: string | undefined
+  /** With {@link usage}: the sorted set of when each slot's journal last recorded (a slot idle past `FLOOR_IDLE_MS` can be taken). */
+  readonly uses?: string | undefined
   /** With {@link usage}: the prefix of every key, to name other tenants' journals when room is made in theirs. */
   readonly prefix?: string | undefined
   /** The tenant's id, its field in {@link usage}. */
@@ -213,7 +235,7 @@ export class RedisJournal implements TenantJournal {
 
   constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
     this.#link = link
-    this.#usageKeys = options.usage === undefined ? [] : [options.usage, options.weights ?? `${options.usage}:jweights`]
+    this.#usageKeys = options.usage === undefined ? [] : [options.usage, options.weights ?? `${options.usage}:jweights`, options.uses ?? `${options.usage}:jused`]
     this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...this.#usageKeys]
     this.#usageArgs = [options.storeBudget ?? -1, options.tenant ?? '', tenantFloorBytes(options.storeBudget ?? Number.POSITIVE_INFINITY), options.prefix ?? '']
     this.#outcomes = keys

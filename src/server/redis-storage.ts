@@ -14,8 +14,9 @@
  * - `Ptenants` sorted set: the tenant registry, id → last write (ms);
  * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers and how
  *   many they hold together (`redis-answers.ts`; not on a Redis Cluster);
- * - with a store budget, `Pusage` hash (what tenants hold) and `Pjweights` sorted set (each
- *   tenant's journal weight).
+ * - with a store budget, `Pusage` hash (what tenants hold), `Pfloors` sorted set (the tenants
+ *   holding their floor, id → last write, ms), `Pjweights` sorted set (each tenant's journal
+ *   weight) and `Pjused` sorted set (the journals' last entry, ms).
  *
  * Every write is one Lua script on one tenant's keys: Redis runs a script alone, so a create's id
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
@@ -39,7 +40,7 @@ import { operationId, outcomeRecordMs, recordedWrite, recordOutcome, replayOutco
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
-import { CATEGORY_OVERHEAD, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
+import { CATEGORY_OVERHEAD, FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -104,34 +105,73 @@ if ttl > 0 then
   redis.call('PEXPIRE', KEYS[2], ttl)
 end`
 
-/** Lua: what a tenant holding `held` bytes claims of the budget, its floor being `floor` (`claimedBytes` in `stored-bytes.ts`). */
-const claimed = (held: string, floor: string) => `(${held} == 0 and 0 or math.max(${held}, ${floor}))`
+/**
+ * Lua: what a tenant holding `held` bytes claims of the budget, its floor being `floor`, holding
+ * its floor or not (`floored`, a Lua boolean) (`claimedBytes` in `stored-bytes.ts`).
+ */
+const claimed = (held: string, floor: string, floored: string) => `(${held} == 0 and 0 or ((${floored}) and math.max(${held}, ${floor}) or ${held}))`
 
 /**
  * Lua: counts a change of what tenant ARGV[`id`] holds in the usage hash KEYS[`usage`] (only
- * given with a store budget): its field becomes `bytes`, `!total` (what tenants hold) and
- * `!claimed` (what they claim: each at least its floor ARGV[`floor`]) follow. Refuses as
- * `storeRefusal` in `stored-bytes.ts` does: BUDGET when the total would pass ARGV[`budget`], KEPT
- * when the claims would (room kept for other tenants' floors); a write that stores no more than
- * the tenant holds is never refused, so room can always be made. Runs before the script's first write.
+ * given with a store budget), KEYS[`usage`+1] being the floors (`Pfloors`: the tenants holding
+ * their floor, id → last write): its field becomes `bytes`, `!total` (what tenants hold) and
+ * `!claimed` (what they claim: each at least its floor ARGV[`floor`] while it holds one) follow.
+ * Decides as `storeCharge` in `stored-bytes.ts` does: BUDGET when the total would pass
+ * ARGV[`budget`]; the tenant takes (or keeps) its floor when the claims allow it, else, once the
+ * floors of tenants idle for {@link FLOOR_IDLE_MS} by Redis's time (their meta's `updated` and
+ * `used`) have lapsed, writes without one when the claims allow that, KEPT otherwise. A write
+ * that stores no more than the tenant holds is never refused, so room can always be made. Runs
+ * before the script's first write, except the lapses (counted as they are made).
  */
 const charge = (usage: number, id: number, bytes: string, budget: number, floor: number) => `if KEYS[${usage}] then
+  ${NOW.replaceAll('\n', '\n  ')}
   local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}]) or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
+  local claims = tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0')
+  local budget = tonumber(ARGV[${budget}])
   local floor = tonumber(ARGV[${floor}])
-  local more = ${claimed(bytes, 'floor')} - ${claimed('old', 'floor')}
-  if ${bytes} > old then
-    if total - old + ${bytes} > tonumber(ARGV[${budget}]) then return redis.error_reply('BUDGET') end
-    if more > 0 and tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0') + more > tonumber(ARGV[${budget}]) then return redis.error_reply('KEPT') end
+  local floored = old > 0 and redis.call('ZSCORE', KEYS[${usage + 1}], ARGV[${id}]) ~= false
+  if ${bytes} > old and total - old + ${bytes} > budget then return redis.error_reply('BUDGET') end
+  local before = ${claimed('old', 'floor', 'floored')}
+  local keeps = ${bytes} > 0
+  local more = ${claimed(bytes, 'floor', 'true')} - before
+  if keeps and more > 0 and claims + more > budget then
+    local prefix = string.sub(KEYS[${usage}], 1, -6)
+    local since = now - ${FLOOR_IDLE_MS}
+    local lapsing = redis.call('ZRANGEBYSCORE', KEYS[${usage + 1}], '-inf', '(' .. string.format('%d', since), 'LIMIT', 0, ${FLOOR_LAPSES_PER_WRITE})
+    for _, other in ipairs(lapsing) do
+      if claims + more <= budget then break end
+      if other ~= ARGV[${id}] then
+        local stamps = redis.call('HMGET', prefix .. '{' .. other .. '}:meta', 'updated', 'used')
+        local last = math.max(tonumber(stamps[1] or '0'), tonumber(stamps[2] or '0'))
+        if last >= since then
+          redis.call('ZADD', KEYS[${usage + 1}], string.format('%d', last), other)
+        else
+          redis.call('ZREM', KEYS[${usage + 1}], other)
+          local theirs = tonumber(redis.call('HGET', KEYS[${usage}], other) or '0')
+          local freed = theirs > 0 and math.max(0, floor - theirs) or 0
+          if freed > 0 then
+            redis.call('HINCRBY', KEYS[${usage}], '!claimed', string.format('%d', -freed))
+            claims = claims - freed
+          end
+        end
+      end
+    end
+    if claims + more > budget then
+      keeps = false
+      more = ${bytes} - before
+      if ${bytes} > old and claims + more > budget then return redis.error_reply('KEPT') end
+    end
   end
   redis.call('HINCRBY', KEYS[${usage}], '!total', string.format('%d', ${bytes} - old))
   redis.call('HINCRBY', KEYS[${usage}], '!claimed', string.format('%d', more))
   if ${bytes} > 0 then redis.call('HSET', KEYS[${usage}], ARGV[${id}], string.format('%d', ${bytes})) else redis.call('HDEL', KEYS[${usage}], ARGV[${id}]) end
+  if keeps then redis.call('ZADD', KEYS[${usage + 1}], string.format('%d', now), ARGV[${id}]) else redis.call('ZREM', KEYS[${usage + 1}], ARGV[${id}]) end
 end`
 
 /**
  * Writes a tenant's whole state. KEYS: meta, cats, ops, opt (its outcome record), then the usage
- * hash with a store budget. ARGV: the operation id (empty for `init`, which is not recorded: it
+ * hash and the floors with a store budget. ARGV: the operation id (empty for `init`, which is not recorded: it
  * writes only what is not there); how long to keep its outcome on record (ms); mode (`init`: only
  * when the tenant has none yet; `replace`; `default`: back on the default seed, so its keys go),
  * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
@@ -170,7 +210,7 @@ return '1'
 
 /**
  * Creates a category under the tenant's next id. KEYS: meta, cats, ops, opt, then the usage hash
- * with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
+ * and the floors with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
  * the outcome on record (ms); the store budget (bytes); {@link CATEGORY_OVERHEAD}; the tenant's
  * id; the tenant floor (bytes). The category counts the bytes of the JSON the script writes
@@ -233,8 +273,8 @@ return redis.call('ZADD', KEYS[1], now, ARGV[1])
 
 /**
  * Gives back the share of a tenant (ARGV[1]) whose keys Redis expired by their TTL. KEYS: its
- * meta, its jmeta, the usage hash, the journal weights. ARGV[2]: the tenant floor. Returns the
- * bytes given back.
+ * meta, its jmeta, the usage hash, the journal weights, the floors. ARGV[2]: the tenant floor.
+ * Returns the bytes given back.
  */
 const RECONCILE = redisScript(`
 local freed = 0
@@ -243,8 +283,9 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HDEL', KEYS[3], ARGV[1])
   if held > 0 then
     redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -held))
-    redis.call('HINCRBY', KEYS[3], '!claimed', string.format('%d', -${claimed('held', 'tonumber(ARGV[2])')}))
+    redis.call('HINCRBY', KEYS[3], '!claimed', string.format('%d', -${claimed('held', 'tonumber(ARGV[2])', "redis.call('ZSCORE', KEYS[5], ARGV[1]) ~= false")}))
   end
+  redis.call('ZREM', KEYS[5], ARGV[1])
   freed = freed + held
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
@@ -256,10 +297,12 @@ return freed
 
 /**
  * Sets the usage hash's totals (KEYS[1]: `!total` of data, `!claimed`, `!journals`) from its
- * tenants' fields and the journal weights (KEYS[2]), in one step: heals a count that drifted, and
- * counts a hash written before journals were counted apart (when `!total` held both), before
- * floors (no `!claimed`) or before journal weights had their sorted set (`<id>:j` fields, moved
- * into it). ARGV[1]: the tenant floor.
+ * tenants' fields, the floors (KEYS[3]) and the journal weights (KEYS[2]), in one step: heals a
+ * count that drifted, and counts a hash written before journals were counted apart (when `!total`
+ * held both), before floors (no `!claimed`), before floors lapsed (no `Pfloors`: its tenants
+ * hold no floor until their next write) or before journal weights had their sorted set
+ * (`<id>:j` fields, moved into it). Forgets the floors and journal uses (KEYS[4]) of tenants
+ * that hold no data or no slot any more. ARGV[1]: the tenant floor.
  */
 const RETOTAL = redisScript(`
 local flat = redis.call('HGETALL', KEYS[1])
@@ -274,9 +317,15 @@ for i = 1, #flat, 2 do
       if bytes > 0 then redis.call('ZADD', KEYS[2], 'NX', string.format('%d', bytes), string.sub(field, 1, -3)) end
     else
       data = data + bytes
-      claimed = claimed + ${claimed('bytes', 'floor')}
+      claimed = claimed + ${claimed('bytes', 'floor', "redis.call('ZSCORE', KEYS[3], field) ~= false")}
     end
   end
+end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+  if tonumber(redis.call('HGET', KEYS[1], id) or '0') == 0 then redis.call('ZREM', KEYS[3], id) end
+end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  if not redis.call('ZSCORE', KEYS[2], id) then redis.call('ZREM', KEYS[4], id) end
 end
 local weights = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
 for i = 2, #weights, 2 do journals = journals + tonumber(weights[i]) end
@@ -301,9 +350,10 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 /**
  * Deletes a tenant's keys (KEYS 1 to 8, its planned answers' list the 8th; ARGV[1]: only when its
  * last write and last use are older than this many ms by Redis's time, or `any`); 1 when it had
- * state. ARGV[2] is the tenant's id. But on a Cluster (no plan book there), KEYS[9] and KEYS[10] are the plan book
- * (its plans leave the count); with a store budget, KEYS[11] is the usage hash, KEYS[12] the
- * journal weights and ARGV[3] the tenant floor: its share and its journal's slot are given back.
+ * state. ARGV[2] is the tenant's id. But on a Cluster (no plan book there, nor a store budget),
+ * KEYS[9] and KEYS[10] are the plan book (its plans leave the count); with a store budget,
+ * KEYS[11] is the usage hash, KEYS[12] the journal weights, KEYS[13] the floors and ARGV[3] the
+ * tenant floor: its share, its floor and its journal's slot are given back.
  */
 const DELETE = redisScript(`
 local updated = redis.call('HGET', KEYS[1], 'updated')
@@ -319,8 +369,9 @@ if KEYS[11] then
   redis.call('HDEL', KEYS[11], ARGV[2])
   if data > 0 then
     redis.call('HINCRBY', KEYS[11], '!total', string.format('%d', -data))
-    redis.call('HINCRBY', KEYS[11], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])')}))
+    redis.call('HINCRBY', KEYS[11], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])', "redis.call('ZSCORE', KEYS[13], ARGV[2]) ~= false")}))
   end
+  redis.call('ZREM', KEYS[13], ARGV[2])
   ${releaseJournal('KEYS[11]', 'KEYS[12]', 2)}
 end
 if updated then return 1 end
@@ -375,6 +426,10 @@ export class RedisStorage implements TenantStorage {
   readonly #usage: string | undefined
   /** The journal weights (`Pjweights` sorted set: tenant id → its journal's weight; a member holds a slot), with a budget. */
   readonly #weights: string | undefined
+  /** The floors (`Pfloors` sorted set: the tenants holding their floor, id → last write by Redis's time), with a budget. */
+  readonly #floors: string | undefined
+  /** When each journal last recorded (`Pjused` sorted set, by Redis's time): a slot idle past {@link FLOOR_IDLE_MS} can be taken. */
+  readonly #journalUses: string | undefined
   readonly #budget: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
   readonly #floor: number
@@ -396,16 +451,18 @@ export class RedisStorage implements TenantStorage {
     this.#book = link.cluster
       ? undefined
       : { tenants: `${this.prefix}plans`, count: `${this.prefix}planned`, prefix: this.prefix, maxPlans: Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS) }
+    this.#floors = options.storedBytesBudget === undefined ? undefined : `${this.prefix}floors`
+    this.#journalUses = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jused`
   }
 
-  /** The usage hash as the last key of a script, when there is a budget. */
+  /** The usage hash and the floors as the last keys of a script, when there is a budget. */
   #usageKeys(): string[] {
-    return this.#usage === undefined ? [] : [this.#usage]
+    return this.#usage === undefined || this.#floors === undefined ? [] : [this.#usage, this.#floors]
   }
 
-  /** The usage hash and the journal weights as the last keys of a script, when there is a budget. */
+  /** The usage hash, the journal weights and the floors as the last keys of a script, when there is a budget. */
   #journalUsageKeys(): string[] {
-    return this.#usage === undefined || this.#weights === undefined ? [] : [this.#usage, this.#weights]
+    return this.#usage === undefined || this.#weights === undefined || this.#floors === undefined ? [] : [this.#usage, this.#weights, this.#floors]
   }
 
   /** What all tenants' data (categories and state, journals apart) holds in Redis by the budget's count (bytes), or undefined without a budget. */
@@ -446,7 +503,17 @@ export class RedisStorage implements TenantStorage {
   }
 
   journal(id: string, limit: number | undefined): TenantJournal {
-    return new RedisJournal(this.link, this.keys(id), { limit, bytes: this.#journalBytes, ttlMs: this.ttlMs, usage: this.#usage, weights: this.#weights, prefix: this.prefix, tenant: id, storeBudget: this.#budget })
+    return new RedisJournal(this.link, this.keys(id), {
+      limit,
+      bytes: this.#journalBytes,
+      ttlMs: this.ttlMs,
+      usage: this.#usage,
+      weights: this.#weights,
+      uses: this.#journalUses,
+      prefix: this.prefix,
+      tenant: id,
+      storeBudget: this.#budget,
+    })
   }
 
   /** Nothing to let go of: every tenant lives in Redis, none in this process. */
@@ -529,7 +596,9 @@ export class RedisStorage implements TenantStorage {
   async #reconcile(): Promise<void> {
     const usage = this.#usage
     const weights = this.#weights
-    if (usage === undefined || weights === undefined) return
+    const floors = this.#floors
+    const uses = this.#journalUses
+    if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
     // The tenants holding data (the usage hash's fields) and those holding a journal slot (the weights).
     for (const [key, scan] of [
       [usage, 'HSCAN'],
@@ -543,11 +612,11 @@ export class RedisStorage implements TenantStorage {
         for (let i = 0; i < flat.length; i += 2) if (!flat[i]!.startsWith('!')) ids.add(flat[i]!.replace(/:j$/, ''))
         for (const id of ids) {
           const keys = this.keys(id)
-          await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage, weights], [id, this.#floor])
+          await this.link.script(RECONCILE, [keys.meta, keys.journalMeta, usage, weights, floors], [id, this.#floor])
         }
       } while (cursor !== '0')
     }
-    await this.link.script(RETOTAL, [usage, weights], [this.#floor])
+    await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor])
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */

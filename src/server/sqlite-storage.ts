@@ -5,9 +5,10 @@
  *
  * Schema (see docs/decisions/0002-sqlite-storage.md):
  * - `meta(key, value)`: the format version, and the store's clock (`clock`, see below);
- * - `tenants(id, scenario, next_category_id, updated_at, used_at)`: one row per tenant that has
- *   written; `updated_at` is the machine's time of its last use (shown to the operator),
- *   `used_at` the store's (what the TTL measures);
+ * - `tenants(id, scenario, next_category_id, updated_at, used_at, floored)`: one row per tenant
+ *   that has written; `updated_at` is the machine's time of its last use (shown to the operator),
+ *   `used_at` the store's (what the TTL and the floors' lapse measure), `floored` 1 while the
+ *   tenant holds its floor under the store budget (`stored-bytes.ts`);
  * - `categories(seq, tenant, id, name, description)`: `seq` (the rowid) keeps creation order.
  *
  * A tenant without a row is on the default seed; it gets one on its first write, so a key that
@@ -44,7 +45,19 @@ import {
   type TenantSummary,
 } from '../core/storage.js'
 import { monotonicNow } from '../core/clock.js'
-import { CATEGORY_OVERHEAD, categoryStoredBytes, claimedBytes, stateStoredBytes, storeFull, storeKept, storeRefusal, TENANT_OVERHEAD, tenantFloorBytes } from './stored-bytes.js'
+import {
+  CATEGORY_OVERHEAD,
+  categoryStoredBytes,
+  FLOOR_IDLE_MS,
+  FLOOR_LAPSES_PER_WRITE,
+  stateStoredBytes,
+  storeCharge,
+  storeFull,
+  storeKept,
+  TENANT_OVERHEAD,
+  tenantFloorBytes,
+  type StoreClaim,
+} from './stored-bytes.js'
 
 /** The database's file name inside the data directory. */
 export const DATABASE_FILE = 'sandbox.db'
@@ -141,7 +154,8 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
         scenario TEXT NOT NULL,
         next_category_id INTEGER NOT NULL,
         updated_at INTEGER NOT NULL,
-        used_at INTEGER NOT NULL DEFAULT 0
+        used_at INTEGER NOT NULL DEFAULT 0,
+        floored INTEGER NOT NULL DEFAULT 1
       );
       CREATE TABLE IF NOT EXISTS categories (
         seq INTEGER PRIMARY KEY,
@@ -161,6 +175,9 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     // A database made before the store's clock: its tenants count as used when the clock starts.
     const columns = db.prepare<[], { name: string }>('PRAGMA table_info(tenants)').all()
     if (!columns.some((column) => column.name === 'used_at')) db.exec('ALTER TABLE tenants ADD COLUMN used_at INTEGER NOT NULL DEFAULT 0')
+    // A database made before floors lapsed: every tenant holding data holds its floor, as it did.
+    if (!columns.some((column) => column.name === 'floored')) db.exec('ALTER TABLE tenants ADD COLUMN floored INTEGER NOT NULL DEFAULT 1')
+    db.exec('CREATE INDEX IF NOT EXISTS tenants_by_floor_use ON tenants (floored, used_at)')
     const wal = await open(`${path}-wal`, 'r')
     return new SqliteStorage(db, path, wal, options)
   } catch (error) {
@@ -250,10 +267,10 @@ export class SqliteStorage implements TenantStorage {
   #storedBytes: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
   readonly #floor: number
-  /** What the tenants claim of {@link #budget}: what each holds, at least its floor ({@link claimedBytes}). */
+  /** What the tenants claim of {@link #budget}: what each holds, at least its floor while it holds one (`claimedBytes` in `stored-bytes.ts`). */
   #claimedBytes = 0
-  /** What each tenant holds (`stored-bytes.ts`), read from the database when first needed, then kept by every write. */
-  readonly #held = new Map<string, number>()
+  /** What each tenant holds (`stored-bytes.ts`) and whether it holds its floor, read from the database when first needed, then kept by every write. */
+  readonly #held = new Map<string, { bytes: number; floored: boolean }>()
   /** The store's clock when it was opened, and {@link monotonicNow} then (see {@link now}). */
   readonly #clockAtOpen: number
   readonly #openedAt: number
@@ -270,6 +287,9 @@ export class SqliteStorage implements TenantStorage {
     this.#warn = options.warn ?? (() => undefined)
     this.#sql = {
       tenant: db.prepare<[string], { scenario: string; next: number }>('SELECT scenario, next_category_id AS next FROM tenants WHERE id = ?'),
+      floored: db.prepare<[string], { floored: number }>('SELECT floored FROM tenants WHERE id = ?'),
+      setFloored: db.prepare<[number, string]>('UPDATE tenants SET floored = ? WHERE id = ?'),
+      lapsing: db.prepare<[number, string, number], { id: string }>('SELECT id FROM tenants WHERE floored = 1 AND used_at < ? AND id <> ? ORDER BY used_at LIMIT ?'),
       insertTenant: db.prepare<[string, string, number, number, number]>('INSERT INTO tenants (id, scenario, next_category_id, updated_at, used_at) VALUES (?, ?, ?, ?, ?)'),
       upsertTenant: db.prepare<[string, string, number, number, number]>(
         'INSERT INTO tenants (id, scenario, next_category_id, updated_at, used_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET scenario = excluded.scenario, next_category_id = excluded.next_category_id, updated_at = excluded.updated_at, used_at = excluded.used_at',
@@ -293,7 +313,7 @@ export class SqliteStorage implements TenantStorage {
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
       ),
       claimedBytes: db.prepare<[number], { n: number }>(
-        `SELECT COALESCE(SUM(MAX(${TENANT_BYTES_SQL} + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories c WHERE c.tenant = t.id), ?)), 0) AS n FROM tenants t`,
+        `SELECT COALESCE(SUM(MAX(${TENANT_BYTES_SQL} + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories c WHERE c.tenant = t.id), t.floored * ?)), 0) AS n FROM tenants t`,
       ),
       totalBytes: db.prepare<[], { n: number }>(
         `SELECT (SELECT COALESCE(SUM(${TENANT_BYTES_SQL}), 0) FROM tenants) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories) AS n`,
@@ -323,33 +343,74 @@ export class SqliteStorage implements TenantStorage {
     return this.#storedBytes
   }
 
-  /** What the tenants claim of the store budget: what each holds, at least its floor (`stored-bytes.ts`). */
+  /** What the tenants claim of the store budget: what each holds, at least its floor while it holds one (`stored-bytes.ts`). */
   get claimedBytes(): number {
     return this.#claimedBytes
   }
 
-  /** What a tenant stores now (its row and categories), 0 when it has no row. */
-  #tenantBytes(id: string): number {
+  /** What a tenant stores now (its row and categories, 0 when it has no row), and whether it holds its floor. */
+  #tenantHeld(id: string): { bytes: number; floored: boolean } {
     let held = this.#held.get(id)
     if (held === undefined) {
-      held = this.#sql.tenantBytes.get(id, id)?.n ?? 0
+      const bytes = this.#sql.tenantBytes.get(id, id)?.n ?? 0
+      held = { bytes, floored: bytes > 0 && (this.#sql.floored.get(id)?.floored ?? 0) === 1 }
       this.#held.set(id, held)
     }
     return held
   }
 
+  /** What a tenant stores now (its row and categories), 0 when it has no row. */
+  #tenantBytes(id: string): number {
+    return this.#tenantHeld(id).bytes
+  }
+
+  /**
+   * Decides a tenant going from holding `old` to `next` bytes (`storeCharge`): past the budget,
+   * or into room kept for other tenants, the refusal to answer; else whether it holds its floor.
+   * When its floor does not fit, the floors of tenants idle for {@link FLOOR_IDLE_MS} by the
+   * store's clock lapse first (at most {@link FLOOR_LAPSES_PER_WRITE}), in this transaction.
+   */
+  #claim(id: string, old: number, next: number): StoreClaim | OverCapacityError {
+    const floored = this.#tenantHeld(id).floored
+    let decided = storeCharge(old, floored, next, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
+    if (decided === 'kept' || (typeof decided === 'object' && !decided.floored && next > 0)) {
+      for (const row of this.#sql.lapsing.all(this.now() - FLOOR_IDLE_MS, id, FLOOR_LAPSES_PER_WRITE)) {
+        const held = this.#tenantHeld(row.id)
+        this.#sql.setFloored.run(0, row.id)
+        this.#claimedBytes -= Math.max(0, this.#floor - held.bytes)
+        held.floored = false
+      }
+      decided = storeCharge(old, floored, next, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
+    }
+    if (decided === 'full') return storeFull()
+    if (decided === 'kept') return storeKept()
+    return decided
+  }
+
+  /** Counts a tenant going from holding `old` to `next` bytes as {@link #claim} decided (its row, when it has one, says whether it holds its floor). */
+  #count(id: string, old: number, next: number, claim: StoreClaim): void {
+    this.#storedBytes += next - old
+    this.#claimedBytes += claim.more
+    if (next === 0) this.#held.delete(id)
+    else this.#held.set(id, { bytes: next, floored: claim.floored })
+  }
+
   /**
    * Counts a tenant going from holding `old` to `next` bytes, or returns the refusal to answer
-   * (`storeRefusal`: past the budget, or into room kept for other tenants), counting nothing.
+   * (past the budget, or into room kept for other tenants), counting nothing. The caller writes
+   * the tenant's row, then {@link #markFloor}.
    */
   #charge(id: string, old: number, next: number): OverCapacityError | undefined {
-    const refusal = storeRefusal(old, next, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
-    if (refusal !== undefined) return refusal === 'full' ? storeFull() : storeKept()
-    this.#storedBytes += next - old
-    this.#claimedBytes += claimedBytes(next, this.#floor) - claimedBytes(old, this.#floor)
-    if (next === 0) this.#held.delete(id)
-    else this.#held.set(id, next)
+    const claim = this.#claim(id, old, next)
+    if (!('more' in claim)) return claim
+    this.#count(id, old, next, claim)
     return undefined
+  }
+
+  /** Writes whether the tenant holds its floor into its row (once the row is written). */
+  #markFloor(id: string): void {
+    const held = this.#held.get(id)
+    if (held !== undefined) this.#sql.setFloored.run(held.floored ? 1 : 0, id)
   }
 
   /**
@@ -517,6 +578,7 @@ export class SqliteStorage implements TenantStorage {
             return false
           }
           this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now(), this.now())
+          this.#markFloor(id)
           for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
           return true
         }),
@@ -639,8 +701,8 @@ export class SqliteStorage implements TenantStorage {
     // The tenant's first write stores its seed too.
     const cost = bytes + (row ? 0 : stateStoredBytes(tenant, this.#seed))
     const held = row ? this.#tenantBytes(tenant) : 0
-    const refusal = storeRefusal(held, held + cost, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
-    if (refusal !== undefined) return refusal === 'full' ? storeFull() : storeKept()
+    const claim = this.#claim(tenant, held, held + cost)
+    if (!('more' in claim)) return claim
     if (!row) {
       // The tenant's first write: its seed goes to disk with it, in the same transaction.
       this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now, used)
@@ -652,8 +714,9 @@ export class SqliteStorage implements TenantStorage {
     if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
     // @note Counted inside the batch's transaction, after the creates before it in the batch.
     if (Number.isFinite(maxCategories) && this.#countOf(tenant) >= maxCategories) return new CategoryLimitError(maxCategories)
-    this.#charge(tenant, held, held + cost)
+    this.#count(tenant, held, held + cost, claim)
     this.#sql.advance.run(now, used, tenant)
+    this.#markFloor(tenant)
     const seq = Number(this.#sql.insertCategory.run(tenant, id, input.name, input.description ?? null).lastInsertRowid)
     const counted = this.#counts.get(tenant)
     if (counted !== undefined) this.#counts.set(tenant, counted + 1)

@@ -15,11 +15,13 @@
  * @note A count of the characters sent, not of what is written, let a `\x01` count 1 byte that
  * Redis held as 6: Redis ran out of memory at 1.9 MB counted of a 4 MiB budget (attack2 F1).
  *
- * Each tenant holding data has room kept for it: its *floor* ({@link tenantFloorBytes}, 256 KiB
- * at most). The budget bounds what tenants *claim* ({@link claimedBytes}: what each holds, but
- * at least its floor), as well as what they hold. So a tenant grows up to its floor whatever
- * other keys store, and a flood of new keys is refused once the floors of the tenants already
- * holding data fill the budget (docs/decisions/0014-store-floors-and-the-store-clock.md).
+ * Each tenant holding data and in use has room kept for it: its *floor* ({@link tenantFloorBytes},
+ * 256 KiB at most). The budget bounds what tenants *claim* ({@link claimedBytes}: what each holds,
+ * but at least its floor while it holds one), as well as what they hold. So a tenant in use grows
+ * up to its floor whatever other keys store. A floor **lapses** once its tenant is idle for
+ * {@link FLOOR_IDLE_MS} (by the store's clock): a write that finds no room for its floor first
+ * takes back the floors of tenants idle that long, so a flood of new keys that is not kept busy
+ * locks no one out for longer than that (docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
 import { OverCapacityError } from '../core/capacity.js'
 import type { TenantState } from '../core/storage.js'
@@ -64,21 +66,47 @@ export function tenantFloorBytes(budget: number): number {
   return Number.isFinite(budget) && budget > 0 ? Math.min(TENANT_FLOOR_BYTES, Math.floor(budget / FLOORED_TENANTS)) : 0
 }
 
-/** What a tenant holding `held` bytes claims of the store budget: nothing when it holds nothing, else at least `floor`. */
-export function claimedBytes(held: number, floor: number): number {
-  return held === 0 ? 0 : Math.max(held, floor)
+/** What a tenant holding `held` bytes claims of the store budget: nothing when it holds nothing, else at least `floor` while it holds its floor (`floored`). */
+export function claimedBytes(held: number, floor: number, floored = true): number {
+  return held === 0 ? 0 : floored ? Math.max(held, floor) : held
 }
 
 /**
- * Whether a tenant going from holding `old` to `next` bytes must be refused, and why, given
- * what all tenants hold (`total`) and claim (`claimed`) now: the one rule SQLite applies in its
- * transactions and Redis in its scripts (`charge` in `redis-storage.ts`). A write that holds no more is never refused.
+ * How long a tenant may stay idle (no request, by the store's clock: SQLite's `used_at`, Redis's
+ * `TIME`) and keep its floor. Past it, the tenant claims only what it holds (its data and TTL are
+ * untouched), and regains its floor with its next write that the room allows.
  */
-export function storeRefusal(old: number, next: number, total: number, claimed: number, budget: number, floor: number): 'full' | 'kept' | undefined {
-  if (next <= old) return undefined
-  if (total - old + next > budget) return 'full'
-  const more = claimedBytes(next, floor) - claimedBytes(old, floor)
-  return more > 0 && claimed + more > budget ? 'kept' : undefined
+export const FLOOR_IDLE_MS = 60 * 60 * 1000
+
+/** The most idle floors one write takes back (the rest wait for the next write that needs room). */
+export const FLOOR_LAPSES_PER_WRITE = 64
+
+/** What {@link storeCharge} decides for a write that is not refused: whether the tenant then holds its floor, and how much the claims grow. */
+export interface StoreClaim {
+  readonly floored: boolean
+  readonly more: number
+}
+
+/**
+ * Whether a tenant going from holding `old` to `next` bytes (holding its floor before:
+ * `floored`) must be refused, and why, given what all tenants hold (`total`) and claim
+ * (`claimed`) now, or else whether it holds its floor after it: the one rule SQLite applies in
+ * its transactions and Redis in its scripts (`charge` in `redis-storage.ts`).
+ * - `full` when the data would pass the budget; a write that holds no more is never refused.
+ * - A tenant holding data takes (or keeps) its floor when the claims allow it; else it writes
+ *   *without* a floor, claiming what it holds, when the claims allow that (`kept` otherwise).
+ * The store takes back idle floors ({@link FLOOR_IDLE_MS}) and asks again before refusing or
+ * writing without a floor.
+ */
+export function storeCharge(old: number, floored: boolean, next: number, total: number, claimed: number, budget: number, floor: number): StoreClaim | 'full' | 'kept' {
+  if (next > old && total - old + next > budget) return 'full'
+  const before = claimedBytes(old, floor, floored)
+  if (next === 0) return { floored: false, more: -before }
+  const withFloor = claimedBytes(next, floor, true) - before
+  if (withFloor <= 0 || claimed + withFloor <= budget) return { floored: true, more: withFloor }
+  const without = next - before
+  if (next <= old || claimed + without <= budget) return { floored: false, more: without }
+  return 'kept'
 }
 
 /** Why a write is refused when the room left is kept for the tenants already holding data (their floors). */

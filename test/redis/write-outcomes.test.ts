@@ -49,6 +49,31 @@ return {counted, weights, lists, stored}`
   return { counted: counted!, weights: weights!, lists: lists!, stored: stored! }
 }
 
+/**
+ * Makes every tenant but `key` idle for `ms` more: its last write and use (meta), and its scores
+ * in the registry, the floors and the journals' last entries, all by Redis's time, moved back.
+ */
+const IDLE_ALL_BUT = `local shift = tonumber(ARGV[2])
+for _, set in ipairs({'petstore-sandbox:floors', 'petstore-sandbox:jused', 'petstore-sandbox:tenants'}) do
+  local flat = redis.call('ZRANGE', set, 0, -1, 'WITHSCORES')
+  for i = 1, #flat, 2 do
+    if flat[i] ~= ARGV[1] then redis.call('ZADD', set, string.format('%d', tonumber(flat[i + 1]) - shift), flat[i]) end
+  end
+end
+for _, key in ipairs(redis.call('KEYS', 'petstore-sandbox:{*}:meta')) do
+  if key ~= 'petstore-sandbox:{' .. ARGV[1] .. '}:meta' then
+    for _, field in ipairs({'updated', 'used'}) do
+      local stamp = redis.call('HGET', key, field)
+      if stamp then redis.call('HSET', key, field, string.format('%d', tonumber(stamp) - shift)) end
+    end
+  end
+end
+return 1`
+
+async function idleAllBut(redis: { cli(...args: string[]): Promise<string> }, key: string, ms: number): Promise<void> {
+  await redis.cli('EVAL', IDLE_ALL_BUT, '0', tenantId(key), String(ms))
+}
+
 /** Sends a 60 KB text/plain POST (refused, journaled with its body) under `key`. */
 async function junkPost(sandbox: RunningSandbox, key: string): Promise<void> {
   const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: { ...auth(key), 'content-type': 'text/plain' }, body: 'x'.repeat(60_000) })
@@ -434,6 +459,47 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await usage('!claimed')).toBeLessThanOrEqual(budget)
   })
 
+  it('lets new partners create and be journaled again once the keys of a flood of one-line creates are idle for an hour, and never refuses the partner in use (issue 20 attack G5: floors and journal slots that cost nothing to keep)', async () => {
+    const redis = await startRedis()
+    const budget = 1024 * 1024
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: budget })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    // New keys, one {"name":"j"} each, until refused: their floors and journal slots fill the budget (16 KiB each here).
+    let refused: Response | undefined
+    for (let i = 0; i < 1000 && refused === undefined; i++) {
+      const response = await create(sandbox, 'j', `flood-${i}`)
+      if (response.status === 201) await response.body?.cancel()
+      else refused = response
+    }
+    expect(refused, 'the flood is refused at last').toBeDefined()
+    expectErrorBody(await jsonOf(refused!), 503, 'over_capacity')
+    const early = await create(sandbox, 'first', 'newcomer-0')
+    expectErrorBody(await jsonOf(early), 503, 'over_capacity')
+    expect(await statusesJournaled(sandbox, 'newcomer-0')).toEqual([])
+    // An hour and a minute pass for the flood's keys (their last write and use, by Redis's time); the partner is in use.
+    await idleAllBut(redis, 'partner', 61 * 60 * 1000)
+    for (let i = 0; i < 5; i++) {
+      expect((await create(sandbox, 'first', `newcomer-${i}`)).status).toBe(201)
+      expect(await statusesJournaled(sandbox, `newcomer-${i}`)).toEqual([201])
+    }
+    const statuses = []
+    for (let i = 0; i < 100; i++) statuses.push((await create(sandbox, `partner ${i}`)).status)
+    expect(statuses).toEqual(Array.from({ length: 100 }, () => 201))
+    expect(await names(sandbox)).toHaveLength(101)
+    expect((await statusesJournaled(sandbox, 'partner')).at(-1)).toBe(201)
+    // The flood's data stays (only its floors and idle journals went); every count stays true.
+    expect(await names(sandbox, 'flood-0')).toEqual(['j'])
+    const usage = async (field: string) => Number((await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim())
+    const claimed = await usage('!claimed')
+    expect(claimed).toBeLessThanOrEqual(budget)
+    await sandbox.sandbox.tenants.expireIdle(30 * DAY_MS)
+    expect(await usage('!claimed')).toBe(claimed)
+    const held = await journalHoldings(redis)
+    expect(held.counted).toBeLessThanOrEqual(budget)
+    expect(held.weights).toBe(held.counted)
+    expect(held.lists).toBe(held.counted)
+  })
+
   it('counts what tenants claim again at the sweep, for a usage hash an older version wrote without !claimed', async () => {
     const redis = await startRedis()
     const budget = 1024 * 1024
@@ -659,6 +725,30 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(held.stored).toBeLessThanOrEqual(held.counted)
     // At most as many tenants hold a journal as floors fit in the budget (8 KiB here).
     expect(Number((await redis.cli('ZCARD', 'petstore-sandbox:jweights')).trim())).toBeLessThanOrEqual(budget / (8 * 1024))
+  })
+
+  it('journals new keys again once the keys of a flood of GETs of a 404 path are idle for an hour, and keeps the partner’s journal (issue 20 attack G5: journal slots that cost nothing to keep)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, storeBudgetBytes: 1024 * 1024 })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    // 64 slots of 16 KiB fill the journals' budget: the partner holds one, 63 new keys the rest.
+    for (let i = 0; i < 64; i++) {
+      const response = await sandbox.fetch('/v1/nothing-here', { headers: auth(`flood-${i}`) })
+      expect(response.status).toBe(404)
+      await response.body?.cancel()
+    }
+    expect((await create(sandbox, 'first', 'newcomer-0')).status).toBe(201)
+    expect(await statusesJournaled(sandbox, 'newcomer-0')).toEqual([])
+    await idleAllBut(redis, 'partner', 61 * 60 * 1000)
+    for (let i = 1; i < 4; i++) {
+      expect((await create(sandbox, 'first', `newcomer-${i}`)).status).toBe(201)
+      expect(await statusesJournaled(sandbox, `newcomer-${i}`)).toEqual([201])
+    }
+    expect((await create(sandbox, 'again')).status).toBe(201)
+    expect(await statusesJournaled(sandbox, 'partner')).toEqual([201, 201])
+    const held = await journalHoldings(redis)
+    expect(held.weights).toBe(held.counted)
+    expect(held.lists).toBe(held.counted)
   })
 
   it('never cuts a partner’s journal because of what other tenants’ data holds (issue 20 redis2: journal lockout)', async () => {

@@ -5,9 +5,9 @@
  */
 import { statSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { SqliteStorage } from '../../src/server/sqlite-storage.js'
-import { categoryStoredBytes, tenantStoredBytes } from '../../src/server/stored-bytes.js'
+import { categoryStoredBytes, FLOOR_IDLE_MS, tenantStoredBytes } from '../../src/server/stored-bytes.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { runCliHere } from '../support/sandbox-cli.js'
@@ -16,6 +16,10 @@ import { dataDir } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
 
 const MiB = 1024 * 1024
+
+afterEach(() => {
+  vi.useRealTimers()
+})
 
 const storedBytes = (running: RunningSandbox) => (running.sandbox.storage as SqliteStorage).storedBytes
 const claimedBytes = (running: RunningSandbox) => (running.sandbox.storage as SqliteStorage).claimedBytes
@@ -163,6 +167,48 @@ describe('the store budget on SQLite (--data-dir)', () => {
     const listed = (await jsonOf(await running.fetch('/v1/categories', { headers: auth('partner') }))) as unknown[]
     expect(listed).toHaveLength(101)
     expect(storedBytes(running)).toBeLessThanOrEqual(budget)
+    expect(rejections).toEqual([])
+  })
+
+  it('lets new partners create again once the keys of a flood of one-line creates are idle for an hour, and never refuses the partner in use (issue 20 attack G5: floors that cost nothing to keep)', async () => {
+    const rejections = unhandledRejections()
+    const budget = 4 * MiB
+    // The store's clock runs on the monotonic clock: moved here as an hour would move it.
+    vi.useFakeTimers({ toFake: ['performance'] })
+    const dir = dataDir()
+    const running = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir, storeBudgetBytes: budget })
+    expect((await post(running, 'partner', 'kept')).status).toBe(201)
+    let flooded = 0
+    let refused: Response | undefined
+    for (let i = 0; i < 1000 && refused === undefined; i++) {
+      const response = await post(running, `flood-${flooded++}`, 'j')
+      if (response.status !== 201) refused = response
+    }
+    await expectStoreFull(refused!)
+    // Every floor is taken: a new partner is refused for now (the floors of keys in use hold).
+    await expectStoreFull(await post(running, 'newcomer-0', 'first'))
+    vi.advanceTimersByTime(FLOOR_IDLE_MS / 2)
+    // The partner is in use; the flood's keys are not.
+    const listed = await running.fetch('/v1/categories', { headers: auth('partner') })
+    expect(listed.status).toBe(200)
+    await listed.body?.cancel()
+    vi.advanceTimersByTime(FLOOR_IDLE_MS / 2 + 1000)
+    const newcomers = []
+    for (let i = 0; i < 10; i++) newcomers.push((await post(running, `newcomer-${i}`, 'first')).status)
+    expect(newcomers).toEqual(Array.from({ length: 10 }, () => 201))
+    const statuses = []
+    for (let i = 0; i < 100; i++) statuses.push((await post(running, 'partner', `partner-${i}`)).status)
+    expect(statuses).toEqual(Array.from({ length: 100 }, () => 201))
+    // The flood's data is kept (only its floors lapsed), and the claims stay within the budget.
+    const flood = await running.fetch('/v1/categories', { headers: auth('flood-0') })
+    expect(((await jsonOf(flood)) as { name: string }[]).map((category) => category.name)).toEqual(['j'])
+    expect(claimedBytes(running)).toBeLessThanOrEqual(budget)
+    // Counted again at a restart: the floors that lapsed stay lapsed.
+    const claimed = claimedBytes(running)
+    await stop(running)
+    const again = await startSandbox({ anyKey: true, scenario: 'empty', dataDir: dir, storeBudgetBytes: budget })
+    expect(claimedBytes(again)).toBe(claimed)
+    await stop(again)
     expect(rejections).toEqual([])
   })
 

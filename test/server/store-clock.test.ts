@@ -102,7 +102,8 @@ describe('SQLite databases made before the store clock', () => {
     await made.open('old').createCategory({ name: 'from before' })
     await made.close()
     const db = new Sqlite(join(dir, DATABASE_FILE))
-    db.exec("ALTER TABLE tenants DROP COLUMN used_at; DELETE FROM meta WHERE key = 'clock'")
+    // As an older version made it: no used_at, no floored, no index on them.
+    db.exec("DROP INDEX tenants_by_floor_use; ALTER TABLE tenants DROP COLUMN used_at; ALTER TABLE tenants DROP COLUMN floored; DELETE FROM meta WHERE key = 'clock'")
     db.close()
     vi.useFakeTimers({ toFake: ['performance'] })
     const reopened = await openSqliteStorage({ dir, seed: SEED })
