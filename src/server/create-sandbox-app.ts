@@ -29,7 +29,7 @@ import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import { Latency, type Scenario } from '../scenario/scenario-format.js'
 import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../petstore-options.js'
 import { Redaction } from '../core/redaction.js'
-import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
+import { loadScenario, loadScenarioFile, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
@@ -50,6 +50,7 @@ import {
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
+import { ScenarioWatcher, startScenarioFile, type ScenarioReload, type WatchStatus } from './scenario-watcher.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
 /** @default 30 days without a write before a tenant is forgotten */
@@ -217,6 +218,18 @@ export interface SandboxAppOptions {
    * @default false
    */
   trustProxy?: boolean
+  /**
+   * Live reload for scenario authors: watch the start scenario's file, the fixtures it names, and
+   * the files of `scenariosDir`; an edit is validated whole and taken up within a second. Tenants
+   * that never wrote (or were reset since) see the new seed at once, the others at their next
+   * reset; a broken edit keeps the last good version serving, and says why (`onReload`, else
+   * `warn`, and `GET /__sandbox/health`). A built-in scenario is not watched.
+   * @default false
+   * @example await createSandboxApp({ scenario: './shop.json', watch: true })
+   */
+  watch?: boolean
+  /** With `watch`: told of every reload, taken up or refused (each with its one log line). @default refused ones go to `warn` */
+  onReload?: (reload: ScenarioReload) => void
 }
 
 /** What {@link createSandboxApp} returns. */
@@ -239,7 +252,9 @@ export interface SandboxApp {
   readonly tenants: TenantRegistry
   /** Where tenants' state lives: in memory, or the data directory's SQLite database. */
   readonly storage: TenantStorage
-  /** Stops the idle-tenant sweep and closes the storage (releasing the data directory's lock). */
+  /** With `watch`: what is watched, when it last reloaded, and the edits refused; undefined without `watch`. */
+  watchStatus(): WatchStatus | undefined
+  /** Stops the idle-tenant sweep and the file watch, and closes the storage (releasing the data directory's lock). */
   close(): Promise<void>
   /** The limits in force, every default filled in (the CLI prints them). */
   readonly limits: SandboxLimits
@@ -315,6 +330,8 @@ const Options = z
     trustProxy: z.boolean().default(false),
     redactHeaders: RedactHeaders.optional(),
     redactQueryParams: RedactQueryParams.optional(),
+    watch: z.boolean().default(false),
+    onReload: z.function().optional(),
   })
   .strict()
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
@@ -371,6 +388,8 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   publicUrl: 'an http:// or https:// URL without credentials, query or fragment (https://sandbox.example.com)',
   trustProxy: 'true or false',
   ...REDACT_ACCEPTED,
+  watch: 'true or false',
+  onReload: 'a function called with each scenario reload',
 }
 
 const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
@@ -387,7 +406,14 @@ const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
 export async function createSandboxApp(options: SandboxAppOptions = {}): Promise<SandboxApp> {
   const settings = parseSandboxOptions(options)
   const scenariosDir = settings.scenariosDir
-  const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
+  const input = (settings.scenario ?? 'default') as ScenarioInput
+  // With `watch`, the start scenario's file is read here with the files it names, to watch them all.
+  const startFile = settings.watch ? await startScenarioFile(input, scenariosDir) : undefined
+  const startFiles = new Set<string>()
+  const scenario = startFile === undefined ? await loadScenario(input, { scenariosDir }) : await loadScenarioFile(startFile, (path) => startFiles.add(path))
+  if (settings.watch && startFile === undefined && scenariosDir === undefined) {
+    throw new PetstoreError('invalid_option', `Invalid sandbox option watch: nothing to watch, the scenario ${typeof input === 'string' ? `"${input}" is built in` : 'is an object'}. Give a scenario file (scenario: './shop.json') or a scenariosDir`)
+  }
   const apiKeys = settings.anyKey ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
   const catalog = new ScenarioCatalog(scenariosDir)
   if (settings.scenarioAllow !== undefined) {
@@ -459,6 +485,18 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     warn,
     admit,
   })
+  const watcher = settings.watch
+    ? new ScenarioWatcher({
+        start: startFile === undefined ? undefined : { file: startFile, scenario, files: startFiles },
+        scenariosDir,
+        apply: (reloaded) => {
+          known.set(reloaded.name, reloaded)
+          tenants.reload(reloaded)
+        },
+        report: (settings.onReload as SandboxAppOptions['onReload']) ?? ((reload) => reload.error !== undefined && warn?.(reload.message)),
+      })
+    : undefined
+  await watcher?.start()
   const sweep = () =>
     void tenants.expireIdle(ttlMs).catch((error: unknown) => warn?.(`idle tenant sweep failed: ${error instanceof Error ? error.message : String(error)}`))
   if (ttlMs > 0) sweep()
@@ -512,6 +550,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         warn,
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,
+        watchStatus: watcher && (() => watcher.status()),
       }),
     )
     if (demoDir !== false) {
@@ -591,6 +630,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   }
   const close = async () => {
     clearInterval(sweeper)
+    watcher?.close()
     await storage.close()
   }
   // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
@@ -608,10 +648,14 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     get app() {
       return embeddable()
     },
-    scenario,
+    // The start scenario in its latest version (`watch`).
+    get scenario() {
+      return tenants.scenario
+    },
     apiKeys,
     tenants,
     storage,
+    watchStatus: () => watcher?.status(),
     close,
     limits,
     createServer,
