@@ -242,7 +242,8 @@ export class ScenarioWatcher {
       }
     } catch (error) {
       if (!(error instanceof PetstoreError)) throw error
-      source.files = new Set([source.file, ...files])
+      // The last good version's files stay watched beside those this read reached (a fixture missing).
+      source.files = new Set([source.file, ...source.files, ...files])
       source.error = error.message
       const kept = source.current === undefined ? 'not served' : `still serving ${source.current.name} ${source.current.version}`
       this.#options.report({ file: source.file, scenario: source.current, error: error.message, message: `scenario not reloaded: ${error.message} (${kept})` })

@@ -2,14 +2,16 @@
  * Live reload for scenario authors (`watch`, `serve --watch`): real files in a temporary
  * directory, edited as an author does, and a real server on loopback answering from them.
  */
-import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { Category } from '../../src/index.js'
 import { createSandboxApp } from '../../src/server.js'
 import type { ScenarioReload } from '../../src/server/scenario-watcher.js'
-import { runCliHere } from '../support/sandbox-cli.js'
+import { CLI_BINARY, runCliHere } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, useStore, type RunningSandbox } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
 
@@ -221,5 +223,44 @@ describe('serve --watch', () => {
     const run = await runCliHere(['serve', '--port', '0', '--watch'])
     expect(run.code).toBe(1)
     expect(run.stderr()).toContain('--watch has nothing to watch: scenario "default" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir')
+  })
+})
+
+/** The same keys at every depth (values differ: times, versions). */
+function shapeOf(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(shapeOf)
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, shapeOf(inner)]))
+  return typeof value
+}
+
+describe("the README's Live reload part", () => {
+  const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+  const part = /### Live reload for scenario authors[\s\S]*?(?=\n#|<!-- \/section)/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))?.[0] ?? ''
+
+  it('runs its command word for word in a project with scenarios/shop.json, and health answers a broken save as it shows', async () => {
+    const command = /```sh\n(npx petstore-sandbox serve [^\n]*)\n```/.exec(part)?.[1]
+    expect(command).toBe('npx petstore-sandbox serve --scenario scenarios/shop.json --watch')
+    const project = scenarioDir()
+    mkdirSync(join(project, 'scenarios'))
+    writeFileSync(join(project, 'scenarios', 'categories.json'), JSON.stringify([{ name: 'Dogs' }]))
+    writeFileSync(join(project, 'scenarios', 'shop.json'), shop({ categories: { fixture: 'categories.json' } }))
+    // The installed binary, in the project's directory; only the port is ours (4010 may be taken).
+    const args = command!.split(' ').slice(2)
+    const child = spawn(process.execPath, [join(ROOT, CLI_BINARY), ...args, '--port', '0', '--quiet'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] })
+    onTestFinished(() => void child.kill())
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    await eventually(async () => /API\s+http:\/\/127\.0\.0\.1:\d+/.test(stdout), true)
+    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1]!
+    writeFileSync(join(project, 'scenarios', 'shop.json'), '{ "name": "shop", ')
+    const read = async () => (await (await fetch(`${origin}/__sandbox/health`)).json()) as Health
+    await eventually(async () => (await read()).watch?.errors.length, 1)
+    const shown = JSON.parse(/```json\n([\s\S]*?)```/.exec(part)?.[1] ?? 'null') as Health
+    const answered = await read()
+    expect(shapeOf(answered)).toEqual(shapeOf(shown))
+    // The reason is V8's JSON message, worded differently from one Node.js to another.
+    const reason = (health: Health) => health.watch?.errors.map(({ file, error }) => `${file}: ${error.split(': ', 1)[0]}`)
+    expect(reason(answered)).toEqual(reason(shown))
+    expect(answered).toMatchObject({ status: 'ok', watch: { scenario: 'shop', version: '1.0.0', files: 2 } })
   })
 })
