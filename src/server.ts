@@ -12,6 +12,7 @@ export { formatVerifyJunit, formatVerifyJson, formatVerifyTable } from './verify
 export type { SandboxApp, SandboxAppOptions, SandboxLimits } from './server/create-sandbox-app.js'
 export type { RequestLogEntry } from './server/request-context.js'
 export type { CorsOrigins } from './server/cors.js'
+export type { ScenarioReload, WatchStatus } from './server/scenario-watcher.js'
 export type { VerifyCheck, VerifyExchange, VerifyOptions, VerifyOutcome, VerifyReport } from './verify/verify-service.js'
 export type { TenantListing, TenantRegistry } from './server/tenant-registry.js'
 export type { StorageHealth, TenantState, TenantStorage, TenantStore, TenantSummary } from './core/storage.js'

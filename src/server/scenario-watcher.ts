@@ -20,7 +20,10 @@ import { loadScenarioFile, looksLikePath, type ScenarioInput } from '../scenario
 /** How long after a file's last event it is read: one save is several events. */
 const DEBOUNCE_MS = 50
 
-/** What one reload did: took up a new version, or refused a broken edit. */
+/**
+ * What one reload did (`onReload` of `createSandboxApp`): took up a new version, or refused a broken edit.
+ * @example onReload: (reload) => console.log(reload.message)
+ */
 export interface ScenarioReload {
   /** The scenario file (also when the edit was to a fixture it names). */
   readonly file: string
@@ -32,7 +35,10 @@ export interface ScenarioReload {
   readonly message: string
 }
 
-/** What `GET /__sandbox/health` shows of the watch (file names only, never directories). */
+/**
+ * What `GET /__sandbox/health` shows of the watch as `watch` (file names only, never directories).
+ * @example { scenario: 'shop', version: '1.1.0', files: 2, reloadedAt: '2026-11-26T17:40:02.113Z', errors: [] }
+ */
 export interface WatchStatus {
   /** The start scenario as served now. */
   readonly scenario: string
