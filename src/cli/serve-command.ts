@@ -10,6 +10,7 @@ import { PACKAGE } from '../server/package-info.js'
 import { parseRedisUrl } from '../server/redis-connection.js'
 import type { RequestLogEntry } from '../server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-registry.js'
+import { looksLikePath } from '../scenario/scenario-loader.js'
 import { UsageError, type CliIo } from './cli-io.js'
 import { isWorker, reportReady } from '../cli-workers.js'
 import { bytes, integer, latency, list, showBytes, workers } from './option-values.js'
@@ -26,6 +27,7 @@ export function serveOptions(cli: Argv) {
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; 0.0.0.0 exposes the sandbox to the network' })
     .option('scenario', { type: 'string', default: 'default', describe: 'Scenario new tenants start from: a name or a path to a .json file' })
     .option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios, searched before the built-ins' })
+    .option('watch', { type: 'boolean', default: false, describe: 'Reload the scenario file, its fixtures and --scenarios-dir when edited (a broken edit keeps the last good version)' })
     .option('api-key', { type: 'array', string: true, coerce: list, describe: `Accepted API key (repeat, or comma-separate in the env); default: the scenario's, else ${DEV_API_KEY}` })
     .option('any-key', { type: 'boolean', default: false, describe: 'Accept every non-empty key, each with its own store' })
     .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept in memory; beyond, one that loses nothing by leaving is evicted' })
@@ -66,6 +68,9 @@ export function serveOptions(cli: Argv) {
       if (argv['api-key'] !== undefined && argv['api-key'].length === 0) throw new UsageError('--api-key must not be empty: give a key without spaces (--api-key k1)')
       if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
+      if (argv.watch && argv['scenarios-dir'] === undefined && !looksLikePath(argv.scenario)) {
+        throw new UsageError(`--watch has nothing to watch: scenario "${argv.scenario}" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir`)
+      }
       if (argv.workers > 1 && argv['redis-url'] === undefined) {
         throw new UsageError(`--workers ${argv.workers} needs --redis-url: each process would otherwise hold tenants of its own (in memory), or contend for one SQLite directory (--data-dir), and a partner's data would depend on which process answered. Run redis-server and add --redis-url redis://127.0.0.1:6379`)
       }
@@ -156,6 +161,12 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     proxy: argv['proxy'],
     redactHeaders: argv['redact-header'],
     redactQueryParams: argv['redact-query-param'],
+    watch: argv.watch,
+    // A refused edit is a warning (the last good version serves on); a reload, a line of the log.
+    onReload: (reload) => {
+      if (reload.error !== undefined) io.stderr(`petstore-sandbox: warning: ${reload.message}\n`)
+      else io.stdout(`${reload.message}\n`)
+    },
   })
   const server = sandbox.createServer()
   try {
@@ -171,6 +182,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
   const { port } = server.address() as AddressInfo
   const origin = displayOrigin(argv.host, port)
   const { scenario, limits } = sandbox
+  const watched = sandbox.watchStatus()
   const keys =
     argv['proxy'] !== undefined
       ? 'judged by the real service (passed on, never logged); one journal per key'
@@ -190,6 +202,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
       `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
       `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
       `  data       ${dataLine(argv)}`,
+      ...(watched ? [`  watching   ${watched.files} scenario and fixture files: edits reload (tenants that never wrote see them at once, the others at their next reset)`] : []),
       ...(argv.workers > 1 ? [`  workers    ${argv.workers} processes on this port (node:cluster), every tenant in Redis; the connection and memory limits hold per process`] : []),
       `  ${READY_LINE}`,
       '',

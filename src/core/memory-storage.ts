@@ -12,7 +12,7 @@ const SWEEP_RELEASED_AT = 1024
 export class MemoryStorage implements TenantStorage {
   readonly kind = 'memory'
   readonly durable = false
-  readonly #seed: TenantState
+  #seed: TenantState
   /** Stores that hold writes, or that a caller holds open. */
   readonly #held = new Map<string, PetstoreStore>()
   /**
@@ -85,6 +85,13 @@ export class MemoryStorage implements TenantStorage {
     const expired = [...this.#held].filter(([, store]) => store.usedAt < before).map(([id]) => id)
     for (const id of expired) this.#held.delete(id)
     return Promise.resolve(expired)
+  }
+
+  setSeed(seed: TenantState): void {
+    this.#seed = seed
+    // Stores on the old seed take the new one in their write queue: one that wrote first keeps its writes.
+    for (const store of this.#held.values()) void store.reseed(seed).catch(() => undefined)
+    for (const ref of this.#released.values()) void ref.deref()?.reseed(seed).catch(() => undefined)
   }
 
   health(): Promise<StorageHealth> {

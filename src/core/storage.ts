@@ -139,6 +139,11 @@ export interface TenantStorage {
    */
   expire(idleMs: number): Promise<string[]>
   health(): Promise<StorageHealth>
+  /**
+   * A new version of the default seed (the start scenario's file was reloaded, same name): a
+   * tenant that never wrote, or was reset since, reads it from now on; one holding writes keeps them.
+   */
+  setSeed(seed: TenantState): void
   /** Finishes pending writes and lets go of files and locks. */
   close(): Promise<void>
 }

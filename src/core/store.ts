@@ -87,22 +87,37 @@ export class PetstoreStore implements TenantStore {
   }
 
   replace(state: TenantState): Promise<void> {
+    return this.#serial(() => this.#replace(state))
+  }
+
+  /**
+   * Onto a new version of its default seed (the scenario file was reloaded), unless it holds
+   * writes when its turn in the queue comes: resolves to whether it did.
+   * @note Judged in the queue, so a create queued first is never wiped by the reload.
+   */
+  reseed(seed: TenantState): Promise<boolean> {
     return this.#serial(async () => {
-      this.#forgetListText()
-      this.#categories = emptyCollection()
-      // @note Counted before the chunked writes below, which let other work run: a memory budget
-      // must see what a switch is about to hold, or many switches in flight would all pass it.
-      this.#hold(categoriesWeight(state.categories), this.#listTextBytes)
-      let written = 0
-      for (const category of state.categories) {
-        await this.#categories.create(toCategory(category))
-        if (++written % SEED_CHUNK === 0) await yieldToOthers()
-      }
-      this.#scenario = state.scenario
-      this.#nextCategoryId = state.nextCategoryId
-      this.#setModified(state.scenario !== this.#defaultScenario)
-      this.#wrote()
+      if (this.#modified) return false
+      await this.#replace(seed)
+      return true
     })
+  }
+
+  async #replace(state: TenantState): Promise<void> {
+    this.#forgetListText()
+    this.#categories = emptyCollection()
+    // @note Counted before the chunked writes below, which let other work run: a memory budget
+    // must see what a switch is about to hold, or many switches in flight would all pass it.
+    this.#hold(categoriesWeight(state.categories), this.#listTextBytes)
+    let written = 0
+    for (const category of state.categories) {
+      await this.#categories.create(toCategory(category))
+      if (++written % SEED_CHUNK === 0) await yieldToOthers()
+    }
+    this.#scenario = state.scenario
+    this.#nextCategoryId = state.nextCategoryId
+    this.#setModified(state.scenario !== this.#defaultScenario)
+    this.#wrote()
   }
 
   /** The categories and the next id, as plain objects. */

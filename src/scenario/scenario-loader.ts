@@ -127,17 +127,26 @@ export async function listScenarioNames(options: LoadScenarioOptions = {}): Prom
   return [...names]
 }
 
-/** Reads a scenario file and the fixtures it names (relative to the file). */
-export async function loadScenarioFile(file: string): Promise<Scenario> {
+/**
+ * Reads a scenario file and the fixtures it names (relative to the file). `reading` is told each
+ * path before it is read (a fixture that fails too), so a watcher knows every file to watch.
+ */
+export async function loadScenarioFile(file: string, reading?: (path: string) => void): Promise<Scenario> {
+  reading?.(file)
   const json = await readJson(file)
-  return resolveScenarioFile(json, file, fs.dirname(file))
+  return resolveScenarioFile(json, file, fs.dirname(file), reading)
 }
 
 /**
  * Validates a scenario value and reads its fixtures. `origin` names it in error messages;
  * `baseDir` is where fixture paths start (the working directory when undefined).
  */
-export async function resolveScenarioFile(value: unknown, origin: string, baseDir: string | undefined): Promise<Scenario> {
+export async function resolveScenarioFile(
+  value: unknown,
+  origin: string,
+  baseDir: string | undefined,
+  reading?: (path: string) => void,
+): Promise<Scenario> {
   const parsed = ScenarioFile.safeParse(value)
   if (!parsed.success) {
     throw new PetstoreError('invalid_scenario', `Invalid scenario ${origin}: ${describeIssues(parsed.error)}`)
@@ -148,7 +157,7 @@ export async function resolveScenarioFile(value: unknown, origin: string, baseDi
     version: file.version,
     description: file.description,
     apiKeys: file.apiKeys,
-    seed: await readSeed(file.seed, origin, baseDir),
+    seed: await readSeed(file.seed, origin, baseDir, reading),
     latency: file.latency,
     faults: file.faults,
     deprecation: file.deprecation,
@@ -180,7 +189,12 @@ export async function seedScenario(scenario: Scenario, data: unknown): Promise<S
 type SeedSources = z.output<typeof SeedData>
 
 /** A seed's collections with the fixtures it names read in (an absent collection is empty). */
-async function readSeed(source: SeedSources, origin: string, baseDir: string | undefined): Promise<Scenario['seed']> {
+async function readSeed(
+  source: SeedSources,
+  origin: string,
+  baseDir: string | undefined,
+  reading?: (path: string) => void,
+): Promise<Scenario['seed']> {
   const fixture = async <T>(
     records: T | { fixture: string } | undefined,
     schema: z.ZodType<T>,
@@ -189,6 +203,7 @@ async function readSeed(source: SeedSources, origin: string, baseDir: string | u
     if (records === undefined) return []
     if (!isFixtureRef(records)) return records
     const path = baseDir === undefined ? records.fixture : fs.resolve(baseDir, records.fixture)
+    reading?.(path)
     const read = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
     if (!read.success) {
       throw new PetstoreError('invalid_scenario', `Invalid fixture ${path}: ${describeIssues(read.error)}`)

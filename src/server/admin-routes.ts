@@ -22,6 +22,7 @@ import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
 import { readJsonObject } from '../node-bridge/read-json-body.js'
 import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
+import type { WatchStatus } from './scenario-watcher.js'
 import { DISPLAY_ID_LENGTH, tenantId, type TenantRegistry } from './tenant-registry.js'
 
 export interface AdminRoutesOptions {
@@ -54,6 +55,8 @@ export interface AdminRoutesOptions {
   readonly trustProxy: boolean
   /** Proxy mode: the real service's base URL. @default none */
   readonly proxy?: string | undefined
+  /** With `watch`: the scenario files' state, shown by health. @default not watching */
+  readonly watchStatus?: (() => WatchStatus) | undefined
 }
 
 /** Who called: a tenant through its own key, or the admin (optionally naming a tenant). */
@@ -172,6 +175,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         version: PACKAGE.version,
         uptimeSeconds: Math.floor((monotonicNow() - options.startedAt) / 1000),
         storage: { kind: tenants.storage.kind, ok: storage.ok },
+        // @note A refused edit is the scenario author's to fix, and the last good version serves:
+        // it is said here, and the status stays 200 `ok` (a balancer must not drop a sandbox that serves).
+        ...(options.watchStatus ? { watch: options.watchStatus() } : {}),
       })
     },
   })

@@ -30,7 +30,7 @@ import { Latency, type Scenario } from '../scenario/scenario-format.js'
 import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../petstore-options.js'
 import { Redaction } from '../core/redaction.js'
 import type { Tenant } from '../core/tenant.js'
-import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js'
+import { loadScenario, loadScenarioFile, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
@@ -51,6 +51,7 @@ import {
 import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
+import { ScenarioWatcher, startScenarioFile, type ScenarioReload, type WatchStatus } from './scenario-watcher.js'
 import { MAX_UPSTREAM_ANSWER_BYTES, Upstream } from './upstream.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
@@ -229,6 +230,18 @@ export interface SandboxAppOptions {
    * @default none: the sandbox answers from its own data
    */
   proxy?: string
+  /**
+   * Live reload for scenario authors: watch the start scenario's file, the fixtures it names, and
+   * the files of `scenariosDir`; an edit is validated whole and taken up within a second. Tenants
+   * that never wrote (or were reset since) see the new seed at once, the others at their next
+   * reset; a broken edit keeps the last good version serving, and says why (`onReload`, else
+   * `warn`, and `GET /__sandbox/health`). A built-in scenario is not watched.
+   * @default false
+   * @example await createSandboxApp({ scenario: './shop.json', watch: true })
+   */
+  watch?: boolean
+  /** With `watch`: told of every reload, taken up or refused (each with its one log line). @default refused ones go to `warn` */
+  onReload?: (reload: ScenarioReload) => void
 }
 
 /** What {@link createSandboxApp} returns. */
@@ -251,7 +264,9 @@ export interface SandboxApp {
   readonly tenants: TenantRegistry
   /** Where tenants' state lives: in memory, or the data directory's SQLite database. */
   readonly storage: TenantStorage
-  /** Stops the idle-tenant sweep and closes the storage (releasing the data directory's lock). */
+  /** With `watch`: what is watched, when it last reloaded, and the edits refused; undefined without `watch`. */
+  watchStatus(): WatchStatus | undefined
+  /** Stops the idle-tenant sweep and the file watch, and closes the storage (releasing the data directory's lock). */
   close(): Promise<void>
   /** The limits in force, every default filled in (the CLI prints them). */
   readonly limits: SandboxLimits
@@ -328,6 +343,8 @@ const Options = z
     proxy: PublicUrl.optional(),
     redactHeaders: RedactHeaders.optional(),
     redactQueryParams: RedactQueryParams.optional(),
+    watch: z.boolean().default(false),
+    onReload: z.function().optional(),
   })
   .strict()
   .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
@@ -385,6 +402,8 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   proxy: "the real service's base URL: an http:// or https:// URL without credentials, query or fragment (https://staging.shop.test/v1)",
   trustProxy: 'true or false',
   ...REDACT_ACCEPTED,
+  watch: 'true or false',
+  onReload: 'a function called with each scenario reload',
 }
 
 const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
@@ -401,7 +420,14 @@ const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
 export async function createSandboxApp(options: SandboxAppOptions = {}): Promise<SandboxApp> {
   const settings = parseSandboxOptions(options)
   const scenariosDir = settings.scenariosDir
-  const scenario = await loadScenario((settings.scenario ?? 'default') as ScenarioInput, { scenariosDir })
+  const input = (settings.scenario ?? 'default') as ScenarioInput
+  // With `watch`, the start scenario's file is read here with the files it names, to watch them all.
+  const startFile = settings.watch ? await startScenarioFile(input, scenariosDir) : undefined
+  const startFiles = new Set<string>()
+  const scenario = startFile === undefined ? await loadScenario(input, { scenariosDir }) : await loadScenarioFile(startFile, (path) => startFiles.add(path))
+  if (settings.watch && startFile === undefined && scenariosDir === undefined) {
+    throw new PetstoreError('invalid_option', `Invalid sandbox option watch: nothing to watch, the scenario ${typeof input === 'string' ? `"${input}" is built in` : 'is an object'}. Give a scenario file (scenario: './shop.json') or a scenariosDir`)
+  }
   // @note In proxy mode the real service judges keys: each key has a tenant, for its journal.
   const apiKeys = settings.anyKey || settings.proxy !== undefined ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
   const catalog = new ScenarioCatalog(scenariosDir)
@@ -477,6 +503,18 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     warn,
     admit,
   })
+  const watcher = settings.watch
+    ? new ScenarioWatcher({
+        start: startFile === undefined ? undefined : { file: startFile, scenario, files: startFiles },
+        scenariosDir,
+        apply: (reloaded) => {
+          known.set(reloaded.name, reloaded)
+          tenants.reload(reloaded)
+        },
+        report: (settings.onReload as SandboxAppOptions['onReload']) ?? ((reload) => reload.error !== undefined && warn?.(reload.message)),
+      })
+    : undefined
+  await watcher?.start()
   const sweep = () =>
     void tenants.expireIdle(ttlMs).catch((error: unknown) => warn?.(`idle tenant sweep failed: ${error instanceof Error ? error.message : String(error)}`))
   if (ttlMs > 0) sweep()
@@ -534,6 +572,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,
         proxy: settings.proxy,
+        watchStatus: watcher && (() => watcher.status()),
       }),
     )
     if (demoDir !== false) {
@@ -614,6 +653,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   const close = async () => {
     clearInterval(sweeper)
     upstream?.close()
+    watcher?.close()
     await storage.close()
   }
   // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
@@ -631,10 +671,14 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     get app() {
       return embeddable()
     },
-    scenario,
+    // The start scenario in its latest version (`watch`).
+    get scenario() {
+      return tenants.scenario
+    },
     apiKeys,
     tenants,
     storage,
+    watchStatus: () => watcher?.status(),
     close,
     limits,
     createServer,

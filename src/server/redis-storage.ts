@@ -416,12 +416,13 @@ export class RedisStorage implements TenantStorage {
   readonly durable = true
   readonly shared = true
   readonly link: RedisLink
-  readonly seed: TenantState
+  /** The state of a tenant that has no keys (this process's start scenario's seed: see {@link setSeed}). */
+  seed: TenantState
   readonly ttlMs: number
   readonly prefix: string
   readonly #journalBytes: number
   readonly #registry: string
-  readonly #seedJson: string[]
+  #seedJson: string[]
   /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data, `!claimed`, `!journals` → all journals' weight), with a budget. */
   readonly #usage: string | undefined
   /** The journal weights (`Pjweights` sorted set: tenant id → its journal's weight; a member holds a slot), with a budget. */
@@ -617,6 +618,15 @@ export class RedisStorage implements TenantStorage {
       } while (cursor !== '0')
     }
     await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor])
+  }
+
+  /**
+   * A tenant without keys reads `seed` from now on, through this process: each replica holds its
+   * own seed (its own scenario file), so replicas reload their files each for itself.
+   */
+  setSeed(seed: TenantState): void {
+    this.seed = seed
+    this.#seedJson = seed.categories.map((category) => JSON.stringify(toCategory(category)))
   }
 
   /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */

@@ -248,7 +248,7 @@ export class SqliteStorage implements TenantStorage {
   /** The database file (for the operator's messages; never sent to clients). */
   readonly path: string
   readonly #db: Database
-  readonly #seed: TenantState
+  #seed: TenantState
   readonly #warn: (message: string) => void
   readonly #wal: FileHandle
   readonly #fsync: boolean
@@ -527,6 +527,12 @@ export class SqliteStorage implements TenantStorage {
     await this.#synced().catch(() => undefined)
     if (this.#db.open) this.#db.close()
     await this.#wal.close().catch(() => undefined)
+  }
+
+  /** A tenant without a row reads `seed` from now on (rows are never touched: they hold writes). */
+  setSeed(seed: TenantState): void {
+    this.#flush()
+    this.#seed = seed
   }
 
   /** The tenant's state: its row and categories, or the default seed when it has none. */

@@ -21,7 +21,7 @@ import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { monotonicNow } from '../core/clock.js'
 import { RequestJournal } from '../core/journal.js'
 import { AnswerBook } from '../core/planned-answers.js'
-import type { TenantStorage, TenantStore } from '../core/storage.js'
+import { seedState, type TenantStorage, type TenantStore } from '../core/storage.js'
 import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
 import type { TenantResolver } from '../pipeline/pipeline.js'
 import type { Scenario } from '../scenario/scenario-format.js'
@@ -139,6 +139,8 @@ const REMEMBERED_IDS = 4096
 
 export class TenantRegistry implements TenantResolver {
   readonly #options: TenantRegistryOptions
+  /** The start scenario, in its latest version ({@link reload}). */
+  #scenario: Scenario
   readonly #keys: KeyRing
   readonly #adminToken: Uint8Array | undefined
   /** Ids of the configured keys, so the admin token can name tenants before their first request. */
@@ -171,6 +173,7 @@ export class TenantRegistry implements TenantResolver {
 
   constructor(options: TenantRegistryOptions) {
     this.#options = options
+    this.#scenario = options.scenario
     this.#keys = new KeyRing(options.keys)
     this.#adminToken = options.adminToken === undefined ? undefined : encoder.encode(options.adminToken)
     const configured = options.keys === 'any' ? [] : options.keys.map((key) => [key, tenantId(key)] as const)
@@ -349,7 +352,22 @@ export class TenantRegistry implements TenantResolver {
 
   /** The scenario new tenants start from. */
   get scenario(): Scenario {
-    return this.#options.scenario
+    return this.#scenario
+  }
+
+  /**
+   * Takes up a new version of a scenario (its file was reloaded; same name). Tenants on it take
+   * its pets, orders, faults and latency at once; their categories are the storage's: for the
+   * start scenario, tenants that never wrote (or were reset since) get the new seed, and tenants
+   * holding writes keep them until their next reset, which seeds the new version.
+   */
+  reload(scenario: Scenario): void {
+    if (scenario.name === this.#scenario.name) {
+      this.#scenario = scenario
+      this.#options.storage.setSeed(seedState(scenario))
+    }
+    // A tenant still opening reads its scenario once opened (#scenarioOf): the new one then.
+    for (const entry of this.#tenants.values()) if (entry.tenant?.scenario.name === scenario.name) entry.tenant.follow(scenario)
   }
 
 
@@ -549,7 +567,7 @@ export class TenantRegistry implements TenantResolver {
 
   /** The scenario a stored scenario name means: that one, or the server's when it is not known (the operator is told). */
   #scenarioOf(id: string, name: string): Scenario {
-    const scenario = this.#options.scenario
+    const scenario = this.#scenario
     if (name === scenario.name) return scenario
     const named = this.#options.scenarioNamed?.(name)
     if (named) return named
@@ -638,7 +656,7 @@ export class TenantRegistry implements TenantResolver {
   }
 
   #seedSize(): number {
-    const { categories } = this.#options.scenario.seed
+    const { categories } = this.#scenario.seed
     return 'generate' in categories ? categories.generate.count : categories.length
   }
 }

@@ -1,0 +1,266 @@
+/**
+ * Live reload for scenario authors (`watch`, `serve --watch`): real files in a temporary
+ * directory, edited as an author does, and a real server on loopback answering from them.
+ */
+import { spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import type { Category } from '../../src/index.js'
+import { createSandboxApp } from '../../src/server.js'
+import type { ScenarioReload } from '../../src/server/scenario-watcher.js'
+import { CLI_BINARY, runCliHere } from '../support/sandbox-cli.js'
+import { auth, jsonOf, startSandbox, useStore, type RunningSandbox } from '../support/sandbox-server.js'
+import { STORES } from '../support/stores.js'
+
+/**
+ * How long a test waits for a reload before failing. An edit is taken up in about 60 ms (a
+ * 50 ms debounce); the margin is for a loaded machine, not a promise.
+ */
+const RELOAD_WAIT_MS = 5_000
+
+function scenarioDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-watch-'))
+  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+interface ShopOptions {
+  readonly name?: string
+  readonly version?: string
+  readonly categories?: unknown
+}
+
+/** A scenario file's text: categories inline, or a fixture reference. */
+function shop({ name = 'shop', version = '1.0.0', categories = [{ name: 'Dogs' }] }: ShopOptions = {}): string {
+  return JSON.stringify({ name, version, description: 'An author’s shop', seed: { categories } }, null, 2)
+}
+
+async function names(running: RunningSandbox, key: string): Promise<string[]> {
+  const response = await running.fetch('/v1/categories', { headers: auth(key) })
+  expect(response.status).toBe(200)
+  return ((await jsonOf(response)) as Category[]).map((category) => category.name)
+}
+
+async function create(running: RunningSandbox, key: string, name: string): Promise<void> {
+  const response = await running.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
+  expect(response.status).toBe(201)
+}
+
+async function reset(running: RunningSandbox, key: string): Promise<void> {
+  const response = await running.fetch('/__sandbox/reset', { method: 'POST', headers: auth(key) })
+  expect(response.status).toBe(200)
+}
+
+interface Health {
+  status: string
+  watch?: { scenario: string; version: string; files: number; reloadedAt: string | null; errors: { file: string; error: string }[] }
+}
+
+async function health(running: RunningSandbox): Promise<Health> {
+  const response = await running.fetch('/__sandbox/health')
+  expect(response.status).toBe(200)
+  return (await jsonOf(response)) as Health
+}
+
+/** Polls `read` until it equals `expected`; fails with the last value after {@link RELOAD_WAIT_MS}. */
+async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
+  const until = Date.now() + RELOAD_WAIT_MS
+  for (;;) {
+    const value = await read()
+    try {
+      expect(value).toEqual(expected)
+      return
+    } catch (error) {
+      if (Date.now() > until) throw error
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/** A sandbox on a scenario file in a fresh directory, with every reload recorded. */
+async function watchedShop(first: string = shop(), options: Parameters<typeof startSandbox>[0] = {}) {
+  const dir = scenarioDir()
+  const file = join(dir, 'shop.json')
+  writeFileSync(file, first)
+  const reloads: ScenarioReload[] = []
+  const running = await startSandbox({ scenario: file, watch: true, apiKeys: ['reader', 'writer'], onReload: (reload) => reloads.push(reload), ...options })
+  return { dir, file, reloads, running }
+}
+
+describe.each(STORES)('live reload ($name store)', (kind) => {
+  useStore(kind)
+
+  it('shows an edited seed at once to a tenant that never wrote, and at its next reset to one that did', async () => {
+    const { file, running } = await watchedShop()
+    expect(await names(running, 'reader')).toEqual(['Dogs'])
+    await create(running, 'writer', 'Mine')
+    writeFileSync(file, shop({ version: '1.1.0', categories: [{ name: 'Cats' }, { name: 'Birds' }] }))
+    await eventually(() => names(running, 'reader'), ['Cats', 'Birds'])
+    expect(await names(running, 'writer')).toEqual(['Dogs', 'Mine'])
+    await reset(running, 'writer')
+    expect(await names(running, 'writer')).toEqual(['Cats', 'Birds'])
+    expect((await health(running)).watch).toMatchObject({ scenario: 'shop', version: '1.1.0', errors: [] })
+  })
+
+  it('keeps serving the last good version of a broken edit, says why, and takes up the fix', async () => {
+    const { file, reloads, running } = await watchedShop()
+    writeFileSync(file, '{ "name": "shop", ')
+    await eventually(async () => (await health(running)).watch?.errors.map((error) => error.file), ['shop.json'])
+    const refused = await health(running)
+    expect(refused.status).toBe('ok')
+    expect(refused.watch?.errors[0]?.error).toMatch(/^Invalid JSON in shop\.json: /)
+    expect(reloads.at(-1)?.message).toContain(`Invalid JSON in ${file}`)
+    expect(reloads.at(-1)?.message).toContain('still serving shop 1.0.0')
+    expect(await names(running, 'reader')).toEqual(['Dogs'])
+    writeFileSync(file, shop({ version: '1.0.1', categories: [{ name: 'Fixed' }] }))
+    await eventually(() => names(running, 'reader'), ['Fixed'])
+    expect((await health(running)).watch?.errors).toEqual([])
+  })
+})
+
+describe('live reload', () => {
+  it('reloads the scenario when a fixture it names is edited', async () => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'categories.json'), JSON.stringify([{ name: 'From fixture' }]))
+    const { running } = await watchedShop(shop({ categories: { fixture: join(dir, 'categories.json') } }))
+    expect(await names(running, 'reader')).toEqual(['From fixture'])
+    expect((await health(running)).watch?.files).toBe(2)
+    writeFileSync(join(dir, 'categories.json'), JSON.stringify([{ name: 'Edited fixture' }]))
+    await eventually(() => names(running, 'reader'), ['Edited fixture'])
+  })
+
+  it('takes up an editor’s save through a temporary file renamed over the scenario', async () => {
+    const { dir, file, running } = await watchedShop()
+    for (const [version, category] of [['1.0.1', 'First save'], ['1.0.2', 'Second save']] as const) {
+      writeFileSync(join(dir, '.shop.json.swp'), shop({ version, categories: [{ name: category }] }))
+      renameSync(join(dir, '.shop.json.swp'), file)
+      await eventually(() => names(running, 'reader'), [category])
+    }
+  })
+
+  it.each([
+    ['a schema error', (file: string) => writeFileSync(file, shop({ categories: [{ name: 7 }] })), /^Invalid scenario shop\.json: /],
+    ['a renamed scenario', (file: string) => writeFileSync(file, shop({ name: 'other' })), /name changed from "shop" to "other"/],
+    ['a fixture deleted', (_file: string, fixture: string) => unlinkSync(fixture), /^Cannot read categories\.json .*ENOENT/],
+  ])('keeps the last good version on %s, and reloads once it is fixed', async (_case, breakIt, reason) => {
+    const dir = scenarioDir()
+    const fixture = join(dir, 'categories.json')
+    writeFileSync(fixture, JSON.stringify([{ name: 'Good' }]))
+    const good = shop({ categories: { fixture } })
+    const { file, reloads, running } = await watchedShop(good)
+    breakIt(file, fixture)
+    await eventually(async () => (await health(running)).watch?.errors.length, 1)
+    expect((await health(running)).watch?.errors[0]).toMatchObject({ file: 'shop.json', error: expect.stringMatching(reason) })
+    expect(reloads.at(-1)?.error).toBeDefined()
+    expect(await names(running, 'reader')).toEqual(['Good'])
+    writeFileSync(fixture, JSON.stringify([{ name: 'Fixed' }]))
+    writeFileSync(file, good)
+    await eventually(() => names(running, 'reader'), ['Fixed'])
+    expect((await health(running)).watch?.errors).toEqual([])
+  })
+
+  it('gives a tenant on a scenario of the scenarios directory its edited version at its next reset', async () => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'shop.json'), shop())
+    writeFileSync(join(dir, 'sale.json'), shop({ name: 'sale', categories: [{ name: 'Old sale' }] }))
+    const running = await startSandbox({ scenario: 'shop', scenariosDir: dir, watch: true, apiKeys: ['k1'], onReload: () => undefined })
+    const switched = await running.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'sale' }) })
+    expect(switched.status).toBe(200)
+    writeFileSync(join(dir, 'sale.json'), shop({ name: 'sale', version: '2.0.0', categories: [{ name: 'New sale' }] }))
+    await eventually(async () => (await health(running)).watch?.reloadedAt !== null, true)
+    expect(await names(running, 'k1')).toEqual(['Old sale'])
+    await reset(running, 'k1')
+    expect(await names(running, 'k1')).toEqual(['New sale'])
+  })
+
+  it('reports a broken file of the scenarios directory on health, the start scenario serving on', async () => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'shop.json'), shop())
+    const running = await startSandbox({ scenario: 'shop', scenariosDir: dir, watch: true, apiKeys: ['k1'], onReload: () => undefined })
+    writeFileSync(join(dir, 'draft.json'), '{')
+    await eventually(async () => (await health(running)).watch?.errors.map((error) => error.file), ['draft.json'])
+    expect(await names(running, 'k1')).toEqual(['Dogs'])
+  })
+
+  it('stops watching once closed', async () => {
+    const dir = scenarioDir()
+    const file = join(dir, 'shop.json')
+    writeFileSync(file, shop())
+    const reloads: ScenarioReload[] = []
+    const sandbox = await createSandboxApp({ scenario: file, watch: true, demoDir: false, onReload: (reload) => reloads.push(reload) })
+    await sandbox.close()
+    writeFileSync(file, shop({ version: '9.0.0' }))
+    // A reload would have been reported within its debounce; this waits for several.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    expect(reloads).toEqual([])
+    expect(sandbox.scenario.version).toBe('1.0.0')
+  })
+
+  it('refuses watch with nothing to watch, naming what to give', async () => {
+    await expect(createSandboxApp({ scenario: 'default', watch: true })).rejects.toThrow(
+      'Invalid sandbox option watch: nothing to watch, the scenario "default" is built in. Give a scenario file',
+    )
+  })
+})
+
+describe('serve --watch', () => {
+  it('says what it watches, and prints a line for each reload and a warning for each refused edit', async () => {
+    const dir = scenarioDir()
+    const file = join(dir, 'shop.json')
+    writeFileSync(file, shop())
+    const run = await runCliHere(['serve', '--port', '0', '--scenario', file, '--watch', '--quiet'])
+    expect(run.stdout()).toContain('watching   1 scenario and fixture files')
+    writeFileSync(file, shop({ version: '1.2.0' }))
+    await eventually(async () => run.stdout().includes(`scenario reloaded: shop 1.2.0 from ${file}`), true)
+    writeFileSync(file, '[')
+    await eventually(async () => /petstore-sandbox: warning: scenario not reloaded: Invalid JSON in .*shop\.json.*\(still serving shop 1\.2\.0\)/.test(run.stderr()), true)
+  })
+
+  it('refuses --watch on a built-in scenario without --scenarios-dir', async () => {
+    const run = await runCliHere(['serve', '--port', '0', '--watch'])
+    expect(run.code).toBe(1)
+    expect(run.stderr()).toContain('--watch has nothing to watch: scenario "default" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir')
+  })
+})
+
+/** The same keys at every depth (values differ: times, versions). */
+function shapeOf(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(shapeOf)
+  if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, shapeOf(inner)]))
+  return typeof value
+}
+
+describe("the README's Live reload part", () => {
+  const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+  const part = /### Live reload for scenario authors[\s\S]*?(?=\n#|<!-- \/section)/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))?.[0] ?? ''
+
+  it('runs its command word for word in a project with scenarios/shop.json, and health answers a broken save as it shows', async () => {
+    const command = /```sh\n(npx petstore-sandbox serve [^\n]*)\n```/.exec(part)?.[1]
+    expect(command).toBe('npx petstore-sandbox serve --scenario scenarios/shop.json --watch')
+    const project = scenarioDir()
+    mkdirSync(join(project, 'scenarios'))
+    writeFileSync(join(project, 'scenarios', 'categories.json'), JSON.stringify([{ name: 'Dogs' }]))
+    writeFileSync(join(project, 'scenarios', 'shop.json'), shop({ categories: { fixture: 'categories.json' } }))
+    // The installed binary, in the project's directory; only the port is ours (4010 may be taken).
+    const args = command!.split(' ').slice(2)
+    const child = spawn(process.execPath, [join(ROOT, CLI_BINARY), ...args, '--port', '0', '--quiet'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] })
+    onTestFinished(() => void child.kill())
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    await eventually(async () => /API\s+http:\/\/127\.0\.0\.1:\d+/.test(stdout), true)
+    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1]!
+    writeFileSync(join(project, 'scenarios', 'shop.json'), '{ "name": "shop", ')
+    const read = async () => (await (await fetch(`${origin}/__sandbox/health`)).json()) as Health
+    await eventually(async () => (await read()).watch?.errors.length, 1)
+    const shown = JSON.parse(/```json\n([\s\S]*?)```/.exec(part)?.[1] ?? 'null') as Health
+    const answered = await read()
+    expect(shapeOf(answered)).toEqual(shapeOf(shown))
+    // The reason is V8's JSON message, worded differently from one Node.js to another.
+    const reason = (health: Health) => health.watch?.errors.map(({ file, error }) => `${file}: ${error.split(': ', 1)[0]}`)
+    expect(reason(answered)).toEqual(reason(shown))
+    expect(answered).toMatchObject({ status: 'ok', watch: { scenario: 'shop', version: '1.0.0', files: 2 } })
+  })
+})
