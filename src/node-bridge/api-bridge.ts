@@ -66,5 +66,5 @@ function write(res: ServerResponse, answer: ApiAnswer, sending: AnswerSending): 
   // @note An answer already sent in this one's place (a 408 at the request timeout, while the
   // body was still arriving) stands.
   if (res.destroyed || res.headersSent) return
-  writeJson(res, answer.status, answer.headers, answer.body, sending, answer.tenant)
+  writeJson(res, answer.status, answer.headers, answer.bytes ?? answer.body, sending, answer.tenant)
 }

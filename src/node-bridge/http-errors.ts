@@ -54,7 +54,7 @@ export function writeJson(
   res: ServerResponse,
   status: number,
   headers: Readonly<Record<string, string>>,
-  body: string,
+  body: string | Buffer,
   sending?: AnswerSending,
   tenant?: Tenant,
 ): void {
@@ -80,7 +80,7 @@ export function writeJson(
   res.setHeader('Content-Length', Buffer.byteLength(body))
   // @note Counted as the heap holds it, not as the bytes sent: a text holding one character above
   // Latin-1 takes two bytes a character, twice its UTF-8 length when the rest is ASCII (attack2 F5).
-  sendInPieces(res, body, sending?.count?.(stringWeight(body), tenant), sending?.stallMs)
+  sendInPieces(res, body, sending?.count?.(typeof body === 'string' ? stringWeight(body) : body.length, tenant), sending?.stallMs)
 }
 
 /**
@@ -90,7 +90,7 @@ export function writeJson(
  * @note `res.end(body)` with a 44 MB list made Node copy all of it for a client that did not
  * read: 30 such clients took 2.7 GB (issue 20 F01).
  */
-function sendInPieces(res: ServerResponse, body: string, release: (() => void) | undefined, stallMs: number | undefined): void {
+function sendInPieces(res: ServerResponse, body: string | Buffer, release: (() => void) | undefined, stallMs: number | undefined): void {
   let at = 0
   // @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
   // idle timeout: that one would stay on the socket after this answer (Node sets it again only
@@ -106,9 +106,9 @@ function sendInPieces(res: ServerResponse, body: string, release: (() => void) |
     while (!res.destroyed) {
       let end = Math.min(at + ANSWER_CHUNK_CHARS, body.length)
       // @note Never between the two halves of a surrogate pair: each half alone would go out as U+FFFD.
-      const last = body.charCodeAt(end - 1)
+      const last = typeof body === 'string' ? body.charCodeAt(end - 1) : 0
       if (end < body.length && last >= 0xd800 && last <= 0xdbff) end--
-      const piece = body.slice(at, end)
+      const piece = typeof body === 'string' ? body.slice(at, end) : body.subarray(at, end)
       at = end
       if (at === body.length) {
         res.end(piece)

@@ -11,16 +11,19 @@ export interface UpstreamAnswer {
   /** Its headers, hop-by-hop and length headers left out (the sandbox frames the answer itself). */
   readonly headers: Readonly<Record<string, string>>
   readonly contentType: string | null
-  readonly text: string
+  /** Its body, the bytes as sent (passed on as they are, whatever their encoding). */
+  readonly body: Buffer
 }
 
 /** Where proxy mode sends requests. */
 export interface ProxyTarget {
   /**
    * Sends a request for `pathAndQuery` (under the service's base URL) and reads its whole answer;
-   * rejects with {@link UpstreamError} when none comes within `timeoutMs`.
+   * rejects with {@link UpstreamError} when none comes within `timeoutMs`. `hold` is told how
+   * many bytes of the answer will be held (its Content-Length, or what has arrived so far) before
+   * they are read; when it throws, the request is given up and the send rejects with its error.
    */
-  send(method: string, pathAndQuery: string, body: string, headers: HeaderReader, timeoutMs: number): Promise<UpstreamAnswer>
+  send(method: string, pathAndQuery: string, body: string, headers: HeaderReader, timeoutMs: number, hold?: (bytes: number) => void): Promise<UpstreamAnswer>
 }
 
 /** Why the real service gave no answer: it could not be reached (502), or took too long (504). */

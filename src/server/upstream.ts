@@ -30,8 +30,8 @@ const NOT_FORWARDED = new Set([
   'expect',
 ])
 
-/** Headers of the answer the sandbox does not pass back: hop-by-hop, and the framing it does itself. */
-const NOT_RETURNED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length'])
+/** Headers of the answer the sandbox does not pass back: hop-by-hop, the framing it does itself, and its own (request id, violations). */
+const NOT_RETURNED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'x-request-id', 'sandbox-violations'])
 
 /**
  * The most bytes of one answer of the real service the proxy reads: above the longest list the
@@ -73,29 +73,44 @@ export class Upstream implements ProxyTarget {
    * Sends a request for `pathAndQuery` (under the base URL, `/categories?x=1`) and reads its whole
    * answer; rejects with {@link UpstreamError} when none comes within `timeoutMs`.
    */
-  send(method: string, pathAndQuery: string, body: string, headers: HeaderReader, timeoutMs: number): Promise<UpstreamAnswer> {
-    const target = new URL(`${this.#base.pathname.replace(/\/$/, '')}${pathAndQuery}`, this.#base)
+  send(method: string, pathAndQuery: string, body: string, headers: HeaderReader, timeoutMs: number, hold?: (bytes: number) => void): Promise<UpstreamAnswer> {
+    const target = this.#target(pathAndQuery)
     const sent: Record<string, string> = {}
     for (const [name, value] of headers) if (!NOT_FORWARDED.has(name.toLowerCase())) sent[name] = value
     if (body.length > 0) sent['content-length'] = String(Buffer.byteLength(body))
     const send = target.protocol === 'https:' ? httpsRequest : httpRequest
     return new Promise<UpstreamAnswer>((resolve, reject) => {
       let settled = false
-      const fail = (error: UpstreamError) => {
+      const fail = (error: Error) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
         request.destroy()
         reject(error)
       }
+      /** Whether `bytes` may be held: within the cap, and `hold` lets them. */
+      const mayHold = (bytes: number): boolean => {
+        if (bytes > this.#options.maxAnswerBytes) {
+          fail(new UpstreamError('unavailable', `its answer is larger than ${this.#options.maxAnswerBytes} bytes`))
+          return false
+        }
+        try {
+          hold?.(bytes)
+          return true
+        } catch (error) {
+          fail(error instanceof Error ? error : new Error(String(error)))
+          return false
+        }
+      }
       const timer = setTimeout(() => fail(new UpstreamError('timeout', `no answer within ${timeoutMs} ms`)), Math.max(1, timeoutMs))
       const request = send(target, { method, headers: sent, agent: this.#agent }, (response) => {
+        const declared = Number(response.headers['content-length'])
+        if (Number.isSafeInteger(declared) && declared > 0 && !mayHold(declared)) return
         const chunks: Buffer[] = []
         let bytes = 0
         response.on('data', (chunk: Buffer) => {
           bytes += chunk.length
-          if (bytes > this.#options.maxAnswerBytes) fail(new UpstreamError('unavailable', `its answer is larger than ${this.#options.maxAnswerBytes} bytes`))
-          else chunks.push(chunk)
+          if (mayHold(bytes)) chunks.push(chunk)
         })
         response.on('error', () => fail(new UpstreamError('unavailable', 'the connection broke while it answered')))
         response.on('aborted', () => fail(new UpstreamError('unavailable', 'the connection broke while it answered')))
@@ -104,12 +119,25 @@ export class Upstream implements ProxyTarget {
           settled = true
           clearTimeout(timer)
           const returned = returnedHeaders(response.headers)
-          resolve({ status: response.statusCode ?? 502, headers: returned, contentType: returned['content-type'] ?? null, text: Buffer.concat(chunks).toString('utf8') })
+          resolve({ status: response.statusCode ?? 502, headers: returned, contentType: returned['content-type'] ?? null, body: Buffer.concat(chunks) })
         })
       })
       request.on('error', (error: NodeJS.ErrnoException) => fail(new UpstreamError('unavailable', error.code ?? error.message)))
       request.end(body.length > 0 ? body : undefined)
     })
+  }
+
+  /**
+   * The service's URL for a path under its base URL: the base's origin and path, then the path as
+   * the client sent it, joined as text, never resolved as a URL (attack4 H2: `/v1//host:port/x`
+   * resolved against a base without a path went to `host:port`, any host the client named).
+   */
+  #target(pathAndQuery: string): URL {
+    const basePath = this.#base.pathname.replace(/\/$/, '')
+    const text = `${this.#base.origin}${basePath}${pathAndQuery}`
+    const target = URL.canParse(text) ? new URL(text) : undefined
+    if (target === undefined || target.origin !== this.#base.origin || !target.pathname.startsWith(`${basePath}/`)) throw new UpstreamError('unavailable', 'the request path cannot be passed on under the base URL')
+    return target
   }
 
   /** Lets go of the kept-alive connections. */
@@ -121,7 +149,12 @@ export class Upstream implements ProxyTarget {
 function returnedHeaders(headers: IncomingHttpHeaders): Record<string, string> {
   const returned: Record<string, string> = {}
   for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || NOT_RETURNED.has(name)) continue
+    if (value === undefined) continue
+    // @note The sandbox's own X-Request-Id and Sandbox-Violations are the ones the client reads:
+    // the service's request id is kept under another name, and a `Sandbox-Violations` of its own is
+    // dropped (it could claim a clean exchange, or forge findings).
+    if (name === 'x-request-id') returned['upstream-request-id'] = Array.isArray(value) ? value.join(', ') : value
+    if (NOT_RETURNED.has(name)) continue
     // @note Several `Set-Cookie` lines cannot be joined with a comma; the proxy keeps the first (the API sets none).
     returned[name] = Array.isArray(value) ? (name === 'set-cookie' ? value[0]! : value.join(', ')) : value
   }

@@ -7,7 +7,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { gzipSync } from 'node:zlib'
+import type { Socket } from 'node:net'
+import { MAX_VIOLATIONS } from '../../src/contract/conformance.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
+import { openSocket } from '../support/raw-http.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 
 /** A node:http server on loopback answering with `answer`; closed when the test ends. */
@@ -150,5 +154,97 @@ describe('validating proxy (serve --proxy)', () => {
     const { fetch: call } = await startSandbox()
     await call('/v1/categories', { headers: auth() })
     expect(await jsonOf(await call('/__sandbox/violations', { headers: auth() }))).toEqual({ proxy: null, exchanges: 1, violating: 0, violations: [] })
+  })
+
+  it('never sends a request to another host or outside the base path, whatever the path says (attack4 H2)', async () => {
+    const elsewhere = await upstream((_req, res) => json(res, 200, []))
+    const service = await upstream((_req, res) => json(res, 200, []))
+    const elsewhereHost = new URL(elsewhere.base).host
+    for (const base of [service.base.replace(/\/v1$/, ''), service.base.replace(/\/v1$/, '/'), service.base]) {
+      const proxy = await startSandbox({ proxy: base })
+      for (const path of [`/v1//${elsewhereHost}/internal?x=1`, `/v1/\\${elsewhereHost}/other`, `/v1//%5c${elsewhereHost}/x`, '/v1/%2e%2e/%2e%2e/admin']) {
+        const socket = await openSocket(proxy.origin)
+        socket.end(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k\r\nConnection: close\r\n\r\n`)
+        const answer = await new Promise<string>((resolve) => {
+          let text = ''
+          socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('close', () => resolve(text))
+        })
+        expect(answer, `${base} ${path}`).toMatch(/^HTTP\/1\.1 (200|404|502) /)
+      }
+    }
+    expect(elsewhere.requests).toEqual([])
+    const basePath = new URL(service.base).pathname
+    for (const { url } of service.requests) expect(url.startsWith('/'), url).toBe(true)
+    expect(service.requests.filter(({ url }) => !url.startsWith(`${basePath}/`) && !url.startsWith('/v1/') && !url.startsWith('//'))).toEqual([])
+  })
+
+  it('passes an answer’s bytes on as the service sent them, gzip or binary, and checks what it can read (attack4 H3)', async () => {
+    const zipped = gzipSync(JSON.stringify([{ id: 1, name: 'Dogs' }]))
+    const binary = Buffer.from([0xff, 0x00, 0xfe, 0x80, 0x81])
+    const { base } = await upstream((req, res) => {
+      if (req.url === '/v1/categories') res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(zipped)
+      else res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(binary)
+    })
+    const proxy = await startSandbox({ proxy: base })
+    const listed = await fetch(`${proxy.origin}/v1/categories`, { headers: auth('k') })
+    expect(await listed.json()).toEqual([{ id: 1, name: 'Dogs' }])
+    expect(listed.headers.get('sandbox-violations')).toBeNull()
+    const orders = await fetch(`${proxy.origin}/v1/store/orders`, { headers: auth('k') })
+    expect(Buffer.from(await orders.arrayBuffer())).toEqual(binary)
+  })
+
+  it('names at most MAX_VIOLATIONS departures of one exchange, however many the answer holds (attack4 H4)', async () => {
+    const { base } = await upstream((_req, res) => json(res, 200, Array.from({ length: 5_000 }, () => ({ name: 7 }))))
+    const proxy = await startSandbox({ proxy: base })
+    const listed = await fetch(`${proxy.origin}/v1/categories`, { headers: auth('k') })
+    const named = violationsOf(listed)
+    expect(named).toHaveLength(MAX_VIOLATIONS + 1)
+    expect(named.at(-1)).toBe(`response: ...and more violations past the first ${MAX_VIOLATIONS} (not listed)`)
+    const [entry] = (await jsonOf(await fetch(`${proxy.origin}/__sandbox/requests`, { headers: auth('k') }))) as { violations: string[] }[]
+    expect(entry!.violations).toEqual(named)
+  })
+
+  it('keeps its own X-Request-Id and Sandbox-Violations: the service’s request id under another name, its forged findings dropped', async () => {
+    const { base } = await upstream((_req, res) => res.writeHead(200, { 'content-type': 'application/json', 'x-request-id': 'theirs', 'sandbox-violations': '["forged"]' }).end('[{"name":"no id"}]'))
+    const proxy = await startSandbox({ proxy: base })
+    const listed = await fetch(`${proxy.origin}/v1/categories`, { headers: auth('k') })
+    expect(listed.headers.get('x-request-id')).not.toBe('theirs')
+    expect(listed.headers.get('upstream-request-id')).toBe('theirs')
+    expect(violationsOf(listed)).toEqual([expect.stringMatching(/^response: 200 body \[0\]: id: /)])
+  })
+
+  it('counts proxied answers against the memory budget: a tenant whose answers stall is refused 503, another tenant is answered (attack4 H1)', async () => {
+    const list = JSON.stringify(Array.from({ length: 8_000 }, (_, i) => ({ id: i + 1, name: `c${i}`, description: 'd'.repeat(1_000) })))
+    const service = await upstream((_req, res) => json(res, 200, list))
+    const proxy = await startSandbox({ proxy: service.base, memoryBudgetBytes: 24 * 1024 * 1024 })
+    const stalled: Socket[] = []
+    onTestFinished(() => {
+      for (const socket of stalled) socket.destroy()
+    })
+    // @note 8 lists of 8 MB (more than the kernel's socket buffers take of one): more than the
+    // staller's share of the 24 MiB budget, so some are refused; the partner is answered.
+    for (let i = 0; i < 8; i++) {
+      const socket = await openSocket(proxy.origin)
+      socket.pause()
+      socket.on('error', () => undefined)
+      socket.write(`GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer staller\r\n\r\n`)
+      stalled.push(socket)
+    }
+    await expect.poll(() => service.requests.length, { timeout: 10_000 }).toBe(8)
+    const other = await fetch(`${proxy.origin}/v1/categories`, { headers: auth('partner') })
+    expect(other.status).toBe(200)
+    expect(((await other.json()) as unknown[]).length).toBe(8_000)
+    // What each stalled client finds once it reads: the first ones their list, the later ones 503.
+    const statuses = await Promise.all(
+      stalled.map(
+        (socket) =>
+          new Promise<string>((resolve) => {
+            socket.once('data', (chunk: Buffer) => resolve(chunk.toString('latin1').slice(9, 12)))
+            socket.resume()
+          }),
+      ),
+    )
+    expect(statuses).toContain('200')
+    expect(statuses).toContain('503')
   })
 })
