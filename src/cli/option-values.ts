@@ -63,22 +63,43 @@ export function latency(value: unknown): Latency {
 /** Every option may be set as `PETSTORE_SANDBOX_<OPTION>`: `PETSTORE_SANDBOX_MAX_TENANTS` is `--max-tenants`. */
 export const ENV_PREFIX = 'PETSTORE_SANDBOX_'
 
-/** The boolean options, which an environment variable may set too. */
-const BOOLEAN_OPTIONS = new Set(['any-key', 'strict', 'quiet', 'verbose', 'redis-allow-eviction', 'trust-proxy', 'read-only'])
+/**
+ * yargs' own `--help` and `--version` are actions, not settings: no variable runs them, nor is
+ * refused for naming them (`PETSTORE_SANDBOX_VERSION` may well hold an image's version).
+ */
+const ACTIONS = new Set(['help', 'version'])
+
+/** What a command's builder defined, as yargs records it (`getOptions()`): every option's name, and the booleans. */
+export interface DefinedOptions {
+  readonly key: Readonly<Record<string, unknown>>
+  readonly boolean: readonly string[]
+}
 
 /**
- * The options that `PETSTORE_SANDBOX_*` variables set, by option name (`max-tenants: '5'`). Reads
- * booleans as containers write them (`1`, `yes`, `on`, `true`; `0`, `no`, `off`, `false`) and
- * refuses anything else, where yargs alone would quietly read `1` as false.
+ * The options a command's `PETSTORE_SANDBOX_*` variables set, by option name (`max-tenants: '5'`),
+ * from the options its builder defined. A variable naming another command's option
+ * (`elsewhere(name)` is true) is left to that command: a shell that exports `serve`'s
+ * configuration runs `verify` too. One naming no option of any command is refused, naming it.
+ * Reads booleans as containers write them (`1`, `yes`, `on`, `true`; `0`, `no`, `off`, `false`)
+ * and refuses anything else, where yargs alone would quietly read `1` as false.
  */
-export function environmentOptions(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+export function environmentOptions(
+  env: Readonly<Record<string, string | undefined>>,
+  defined: DefinedOptions,
+  elsewhere: (name: string) => boolean,
+): Record<string, string> {
   const options: Record<string, string> = {}
   for (const [variable, value] of Object.entries(env)) {
     if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue
     const name = variable.slice(ENV_PREFIX.length).toLowerCase().split('_').filter((part) => part !== '').join('-')
-    // @note yargs reads a configuration object's `extends` as a file to load: no option has this name.
-    if (name === '' || name === 'extends') throw new UsageError(`${variable} is not an option of petstore-sandbox`)
-    if (!BOOLEAN_OPTIONS.has(name)) options[name] = value
+    if (ACTIONS.has(name)) continue
+    // @note Only names the builder defined reach yargs: it would read a configuration object's
+    // `extends` as a file to load, and `.strict()` refuses the rest with no word of the variable.
+    if (!Object.hasOwn(defined.key, name)) {
+      if (elsewhere(name)) continue
+      throw new UsageError(`${variable} names no option of any petstore-sandbox command: unset it or correct its name`)
+    }
+    if (!defined.boolean.includes(name)) options[name] = value
     else if (/^(1|true|yes|on)$/i.test(value.trim())) options[name] = 'true'
     else if (/^(0|false|no|off|)$/i.test(value.trim())) options[name] = 'false'
     else throw new UsageError(`${variable} must be true or false (1/0, yes/no, on/off), got "${value}"`)

@@ -3,10 +3,10 @@
  * through `io`, and resolves with the exit code, never exiting the process itself; `src/cli.ts`
  * (the installed binary) owns the process: signals and exit.
  */
-import yargs from 'yargs'
+import yargs, { type Argv } from 'yargs'
 import { PACKAGE } from '../server/package-info.js'
 import { type CliIo, UsageError } from './cli-io.js'
-import { environmentOptions } from './option-values.js'
+import { type DefinedOptions, environmentOptions } from './option-values.js'
 import { recordCommand, recordOptions } from './record-command.js'
 import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
@@ -35,6 +35,53 @@ export interface CliResult {
   readonly workers?: number
 }
 
+/** The option every command takes. */
+function globalOptions(cli: Argv) {
+  return cli.option('verbose', { type: 'boolean', default: false, describe: 'Print stack traces of errors' })
+}
+
+/** `scenarios list`. */
+function listOptions(cli: Argv) {
+  return cli.option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios' })
+}
+
+/** `scenarios validate <file...>`. */
+function validateOptions(cli: Argv) {
+  return cli.positional('file', { type: 'string', array: true, demandOption: true })
+}
+
+/** `tenants list|delete`. */
+function tenantsOptions(cli: Argv) {
+  return cli.option('data-dir', { type: 'string', demandOption: true, describe: 'The data directory the server uses' })
+}
+
+/** `tenants delete <id>`. */
+function deleteOptions(cli: Argv) {
+  return cli.positional('id', { type: 'string', demandOption: true })
+}
+
+/**
+ * Every command's options, so that a command leaves alone the `PETSTORE_SANDBOX_*` variables of
+ * the others' (a shell set up for `serve` runs `verify` too) and refuses only a variable that
+ * names none. A command registered below without its options here would see them refused by
+ * the others (test/cli/environment.test.ts sets a variable for every option every --help lists).
+ */
+const EVERY_COMMAND: readonly ((cli: Argv) => Argv<unknown>)[] = [globalOptions, serveOptions, listOptions, validateOptions, recordOptions, verifyOptions, tenantsOptions, deleteOptions]
+
+/** What a builder defined, as yargs records it. */
+function definedOptions(cli: Argv<unknown>): DefinedOptions {
+  // @note yargs 18 has getOptions() (its own reading of its options); @types/yargs leaves it out.
+  return (cli as Argv<unknown> & { getOptions(): DefinedOptions }).getOptions()
+}
+
+let everyOption: ReadonlySet<string> | undefined
+
+/** Whether some command has an option `name`; its options are read once, when a variable is not the running command's. */
+function isAnyCommandsOption(name: string): boolean {
+  everyOption ??= new Set(EVERY_COMMAND.flatMap((builder) => Object.keys(definedOptions(builder(yargs([]))).key)))
+  return everyOption.has(name)
+}
+
 /** Runs `petstore-sandbox <args>`; resolves when the command has finished or, for `serve`, once the server is up. */
 export async function runCli(args: readonly string[], io: CliIo): Promise<CliResult> {
   const red = (text: string) => (io.color ? `\x1b[31m${text}\x1b[39m` : text)
@@ -49,26 +96,26 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     return { exitCode: args.find((arg) => !arg.startsWith('-')) === 'verify' ? VERIFY_EXIT.usage : 1 }
   }
 
-  let environment: Record<string, string>
-  try {
-    environment = environmentOptions(io.env)
-  } catch (error) {
-    return fail(error, false)
-  }
-  const verbose = args.includes('--verbose') || environment['verbose'] === 'true'
+  let verbose = args.includes('--verbose')
+  /**
+   * A command's builder, then the variables of the options it defined, as a configuration object
+   * rather than yargs' .env(), which reads process.env itself and every variable alike: same
+   * precedence (a flag wins), from the environment given, and only the running command's options.
+   */
+  const withEnvironment =
+    <T, U>(builder: (cli: Argv<T>) => Argv<U>) =>
+    (cli: Argv<T>): Argv<U> => {
+      const defined = builder(cli)
+      const environment = environmentOptions(io.env, definedOptions(defined), isAnyCommandsOption)
+      if (environment['verbose'] === 'true') verbose = true
+      return defined.config(environment)
+    }
   let exitCode = 0
   let server: RunningSandbox | undefined
   let workers: number | undefined
   let output = ''
-  const cli = yargs([...args])
-    .scriptName('petstore-sandbox')
-    .usage('$0 <command> [options]')
-    // @note The environment's options as a configuration object rather than yargs' .env(), which
-    // reads process.env itself: same precedence (a flag wins), from the environment given.
-    .config(environment)
-    .exitProcess(false)
-    .option('verbose', { type: 'boolean', default: false, describe: 'Print stack traces of errors' })
-    .command('serve', 'Start the sandbox server', serveOptions, async (argv) => {
+  const cli = globalOptions(yargs([...args]).scriptName('petstore-sandbox').usage('$0 <command> [options]').exitProcess(false))
+    .command('serve', 'Start the sandbox server', withEnvironment(serveOptions), async (argv) => {
       if (argv.workers > 1 && !isWorker()) workers = argv.workers
       else server = await serve(argv, io)
     })
@@ -77,13 +124,13 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
         .command(
           'list',
           'List the scenarios serve --scenario accepts',
-          (cmd) => cmd.option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios' }),
+          withEnvironment(listOptions),
           (argv) => listScenarios(argv['scenarios-dir'], io),
         )
         .command(
           'validate <file...>',
           'Check scenario files (and the fixtures they name); exit 1 if any is broken',
-          (cmd) => cmd.positional('file', { type: 'string', array: true, demandOption: true }),
+          withEnvironment(validateOptions),
           async (argv) => {
             exitCode = await validateScenarios(argv.file, io, red)
           },
@@ -91,21 +138,20 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
         .command(
           'record',
           "Record a live service's categories, orders and pets into a scenario file; exit 2 if the service refuses the key, cannot be reached or answers what the contract refuses",
-          recordOptions,
+          withEnvironment(recordOptions),
           async (argv) => {
             exitCode = await recordCommand(argv, io, red)
           },
         )
         .demandCommand(1, 'Name a scenarios command: list, validate or record'),
     )
-    .command('verify <base-url>', 'Run the contract\'s conformance checks against a live deployment; exit 1 if any breaks', verifyOptions, async (argv) => {
+    .command('verify <base-url>', 'Run the contract\'s conformance checks against a live deployment; exit 1 if any breaks', withEnvironment(verifyOptions), async (argv) => {
       exitCode = await verify(argv, io)
     })
     .command('tenants', 'List or delete the tenants a data directory keeps (the server must be stopped; while it runs, use DELETE /__sandbox/tenants/<id>)', (cmd) =>
-      cmd
-        .option('data-dir', { type: 'string', demandOption: true, describe: 'The data directory the server uses' })
-        .command('list', 'List stored tenants: id, scenario, categories, last use', {}, (argv) => tenantsCommand(String(argv['data-dir']), undefined, io))
-        .command('delete <id>', "Delete a tenant's data (its full id, or a unique prefix of 12+ digits)", (sub) => sub.positional('id', { type: 'string', demandOption: true }), (argv) => tenantsCommand(String(argv['data-dir']), argv.id, io))
+      tenantsOptions(cmd)
+        .command('list', 'List stored tenants: id, scenario, categories, last use', withEnvironment((sub) => sub), (argv) => tenantsCommand(String(argv['data-dir']), undefined, io))
+        .command('delete <id>', "Delete a tenant's data (its full id, or a unique prefix of 12+ digits)", withEnvironment(deleteOptions), (argv) => tenantsCommand(String(argv['data-dir']), argv.id, io))
         .demandCommand(1, 'Name a tenants command: list or delete'),
     )
     .demandCommand(1, 'Name a command: serve, scenarios, tenants or verify')

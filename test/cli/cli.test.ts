@@ -238,7 +238,7 @@ describe('petstore-sandbox serve', () => {
   it('refuses a PETSTORE_SANDBOX_* variable that names no option', async () => {
     const { code, stderr } = await runCliHere(['serve', '--port', '0'], { PETSTORE_SANDBOX_PROT: '4011' })
     expect(code).toBe(1)
-    expect(stderr()).toBe('petstore-sandbox: Unknown argument: prot\n')
+    expect(stderr()).toBe('petstore-sandbox: PETSTORE_SANDBOX_PROT names no option of any petstore-sandbox command: unset it or correct its name\n')
   })
 
   it('stops on request: no longer accepts connections, and a second stop waits for the same close', async () => {
