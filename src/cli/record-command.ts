@@ -19,6 +19,9 @@ import { bytes, integer, list } from './option-values.js'
 /** The exit code when the service, not the command line, stopped the recording (401, unreachable, an answer the contract refuses). */
 export const RECORD_UPSTREAM_EXIT_CODE = 2
 
+/** A progress line on stderr every this many pet reads, or once this long has passed without one: a long recording is never silent. */
+const PROGRESS_EVERY = { pets: 100, ms: 10_000 } as const
+
 export function recordOptions(cli: Argv) {
   return cli
     .option('from', { type: 'string', demandOption: true, describe: 'Base URL of the service, ending in /v1' })
@@ -53,6 +56,7 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
   if (existing.length > 0 && !argv.force) throw new UsageError(`${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''}: pass --force to replace, or choose another --out`)
 
   let recorded
+  let lastLine = Date.now()
   try {
     recorded = await recordScenario({
       from: argv.from,
@@ -65,6 +69,11 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
       timeoutMs: argv.timeout,
       deadlineMs: argv.deadline,
       maxAnswerBytes: argv['max-answer-bytes'],
+      onPetRead: ({ petsRead, petsFound, petId }) => {
+        if (petsRead % PROGRESS_EVERY.pets !== 0 && Date.now() - lastLine < PROGRESS_EVERY.ms) return
+        lastLine = Date.now()
+        io.stderr(`reading pets: ${petsRead} read, ${petsFound} found, last id ${petId}\n`)
+      },
     })
   } catch (error) {
     if (!(error instanceof PetstoreError)) throw error

@@ -43,6 +43,18 @@ export interface RecordScenarioOptions {
   readonly deadlineMs?: number | undefined
   /** The most bytes of one answer read: a larger (or endless) body stops the recording with `upstream_nonconformant`. @default 67108864 (64 MiB) */
   readonly maxAnswerBytes?: number | undefined
+  /** Called after each pet read, so that a long recording can show how far it is. @default none */
+  readonly onPetRead?: ((progress: RecordProgress) => void) | undefined
+}
+
+/** How far the pet reads of {@link recordScenario} are, as {@link RecordScenarioOptions.onPetRead} gets it. */
+export interface RecordProgress {
+  /** Pet reads answered so far. */
+  readonly petsRead: number
+  /** Of those, the pets found (200). */
+  readonly petsFound: number
+  /** The id just read. */
+  readonly petId: number
 }
 
 /** A recorded scenario: the file's content, and what the recording noticed on the way. */
@@ -129,7 +141,7 @@ export async function recordScenario(options: RecordScenarioOptions): Promise<Re
   const dropped = new Set(categories.flatMap(({ raw }) => Object.keys(raw).filter((key) => !named.has(key))))
   if (dropped.size > 0) notes.push(`categories: fields the contract does not name were left out (${[...dropped].join(', ')})`)
   const orders = await readList(upstream, 'listOrders', Order, 'order')
-  const pets = await readPets(upstream, petIds, probe, notes)
+  const pets = await readPets(upstream, petIds, probe, notes, options.onPetRead)
 
   const recorded: RecordedScenarioFile = {
     name: name.data,
@@ -333,12 +345,20 @@ async function readPets(
   petIds: readonly number[],
   probe: number,
   notes: string[],
+  onPetRead: RecordScenarioOptions['onPetRead'],
 ): Promise<{ records: z.infer<typeof Pet>[]; deprecation: RecordedScenarioFile['deprecation'] }> {
   const pets = new Map<number, z.infer<typeof Pet>>()
   let deprecation: RecordedScenarioFile['deprecation']
   let gone = false
-  /** Reads one id: true when found. */
+  let petsRead = 0
+  /** Reads one id, then says how far the reads are: true when found. */
   const read = async (id: number): Promise<boolean> => {
+    const found = await readOne(id)
+    petsRead += 1
+    onPetRead?.({ petsRead, petsFound: pets.size, petId: id })
+    return found
+  }
+  const readOne = async (id: number): Promise<boolean> => {
     const answer = await upstream.get('getPetById', { petId: id })
     deprecation ??= deprecationOf(answer.headers)
     if (answer.status === 410) {

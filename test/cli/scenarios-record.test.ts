@@ -441,3 +441,24 @@ describe('scenarios record against a service whose answers are too large, never 
     expect(petsAsked).toBeLessThan(1000)
   })
 })
+
+describe('scenarios record progress', () => {
+  it('prints a progress line on stderr every 100 pet reads, then records them all', async () => {
+    const dir = await tempDir()
+    const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      const pet = /^\/v1\/pets\/(\d+)$/.exec(request.url ?? '')
+      if (pet && Number(pet[1]) > 250) return void response.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_found","message":"no","status":404}')
+      response.writeHead(200, { 'content-type': 'application/json' }).end(pet ? JSON.stringify({ id: Number(pet[1]), name: `Pet ${pet[1]}` }) : '[]')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+    const recorded = await runCliHere(['scenarios', 'record', '--from', base, '--api-key', KEY, '--out', join(dir, 'pets.json'), '--probe-pets', '1'])
+    expect(recorded.code).toBe(0)
+    const lines = recorded.stderr().trimEnd().split('\n')
+    // @note A line may also come after 10 s without one, on a very slow machine: the two every-100 lines are what must be there.
+    expect(lines).toEqual(expect.arrayContaining(['reading pets: 100 read, 100 found, last id 100', 'reading pets: 200 read, 200 found, last id 200']))
+    expect(lines.every((line) => /^reading pets: \d+ read, \d+ found, last id \d+$/.test(line))).toBe(true)
+    expect(recorded.stdout()).toContain('0 categories, 250 pets, 0 orders')
+  })
+})
