@@ -356,3 +356,86 @@ describe("the README's verify section", () => {
     expect(report.checks.map((check) => check.id).filter((id) => !covered(id))).toEqual([])
   })
 })
+
+/** What a body-bounding upstream saw: the bytes it managed to write, and whether the client hung up. */
+interface BodyUpstream {
+  readonly baseUrl: string
+  written(): number
+  /** Resolves once the client has closed the connection of the first answer. */
+  readonly hungUp: Promise<void>
+}
+
+/** Most an endless upstream writes before it stops writing (the connection left open): far above any cap a test gives. */
+const ENDLESS_STOPS_AT = 48 * 1024 * 1024
+
+/**
+ * A service answering every request 200 with a JSON array that never ends: `fast` writes as fast
+ * as the client reads (up to ENDLESS_STOPS_AT, then holds the connection open without a word more),
+ * else one byte every 50 ms.
+ */
+async function endlessUpstream(fast: boolean): Promise<BodyUpstream> {
+  let written = 0
+  let hungUp!: () => void
+  const closed = new Promise<void>((resolve) => (hungUp = resolve))
+  const chunk = Buffer.from(`${'{"id":1,"name":"Dogs"},'.repeat(700)}`)
+  const server = createServer((_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.write('[')
+    res.once('close', () => hungUp())
+    const timer = fast
+      ? undefined
+      : setInterval(() => {
+          res.write(' ')
+          written += 1
+        }, 50)
+    res.once('close', () => clearInterval(timer))
+    if (!fast) return
+    const pump = () => {
+      while (!res.destroyed && written < ENDLESS_STOPS_AT) {
+        written += chunk.length
+        if (!res.write(chunk)) return void res.once('drain', pump)
+      }
+    }
+    pump()
+  })
+  return { baseUrl: `${await listen(server)}/v1`, written: () => written, hungUp: closed }
+}
+
+describe('verify against a service whose answer is too large, never ends or drips', () => {
+  it('exits 2 at --max-answer-bytes on a body that never ends, naming the request and the cap, having let go of the connection', async () => {
+    const upstream = await endlessUpstream(true)
+    const run = await runCliHere(['verify', upstream.baseUrl, '--api-key', KEY, '--max-answer-bytes', '64KiB', '--timeout', '60000'])
+    expect(run.stderr()).toBe(`petstore-sandbox: GET ${upstream.baseUrl}/categories answered more than 65536 bytes, the most verify reads of one answer (--max-answer-bytes): the rest was not read\n`)
+    expect(run.stdout()).toBe('')
+    expect(run.code).toBe(2)
+    await upstream.hungUp
+    // Read no further than the cap: what the upstream wrote past it sits in socket buffers, far below what it would send.
+    expect(upstream.written()).toBeLessThan(ENDLESS_STOPS_AT / 2)
+  })
+
+  it('rejects with upstream_nonconformant when a whole list is larger than maxAnswerBytes', async () => {
+    const list = JSON.stringify(Array.from({ length: 2000 }, (_, index) => ({ id: index + 1, name: `category ${index + 1}` })))
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(list))
+    const baseUrl = `${await listen(server)}/v1`
+    expect(list.length).toBeGreaterThan(16_384)
+    const error = await verifyService({ baseUrl, apiKey: KEY, maxAnswerBytes: 16_384 }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(PetstoreError)
+    expect(error).toMatchObject({ code: 'upstream_nonconformant', message: `GET ${baseUrl}/categories answered more than 16384 bytes, the most verify reads of one answer (maxAnswerBytes): the rest was not read` })
+    const held = await verifyService({ baseUrl, apiKey: KEY, maxAnswerBytes: list.length, readOnly: true })
+    expect(held.checks.find((check) => check.id === 'listCategories.200')?.outcome).toBe('held')
+  })
+
+  it('exits 2 with the no-answer line when the body drips and never ends within --timeout', async () => {
+    const upstream = await endlessUpstream(false)
+    const run = await runCliHere(['verify', upstream.baseUrl, '--api-key', KEY, '--timeout', '300'])
+    expect(run.stderr()).toBe(`petstore-sandbox: Cannot reach ${upstream.baseUrl}/categories: no complete answer within 300 ms. Check the base URL (it ends in /v1) and that the service is running\n`)
+    expect(run.code).toBe(2)
+    await upstream.hungUp
+  })
+
+  it('refuses a --max-answer-bytes that is not a size, as a usage error', async () => {
+    const run = await runCliHere(['verify', 'http://127.0.0.1:1/v1', '--api-key', KEY, '--max-answer-bytes', 'lots'])
+    expect(run.stderr()).toBe('petstore-sandbox: --max-answer-bytes must be a size in bytes (1048576) or with a unit (512KiB, 64MiB, 2GiB), got "lots"\n')
+    expect(run.code).toBe(2)
+  })
+})

@@ -11,12 +11,16 @@ import { basename, dirname, extname, join, relative, resolve, sep } from 'node:p
 import type { Argv } from 'yargs'
 import { PetstoreError } from '../errors.js'
 import { PACKAGE_ROOT } from '../server/package-info.js'
-import { DEFAULT_RECORD_TIMEOUT_MS, recordScenario, type RecordedScenarioFile } from '../scenario/scenario-recorder.js'
+import { DEFAULT_RECORD_DEADLINE_MS, DEFAULT_RECORD_TIMEOUT_MS, recordScenario, type RecordedScenarioFile } from '../scenario/scenario-recorder.js'
+import { DEFAULT_MAX_ANSWER_BYTES } from '../verify/answer-body.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { integer, list } from './option-values.js'
+import { bytes, integer, list } from './option-values.js'
 
 /** The exit code when the service, not the command line, stopped the recording (401, unreachable, an answer the contract refuses). */
 export const RECORD_UPSTREAM_EXIT_CODE = 2
+
+/** A progress line on stderr every this many pet reads, or once this long has passed without one: a long recording is never silent. */
+const PROGRESS_EVERY = { pets: 100, ms: 10_000 } as const
 
 export function recordOptions(cli: Argv) {
   return cli
@@ -29,7 +33,9 @@ export function recordOptions(cli: Argv) {
     .option('pet-ids', { type: 'array', string: true, coerce: petIds, describe: 'Pet ids to read with GET /pets/{petId} (repeat or comma-separate)' })
     .option('probe-pets', { type: 'string', coerce: integer('probe-pets', 0, 1000), describe: 'Read pet ids 1, 2, 3… until this many in a row are not found (0: none); default 10 without --pet-ids, else 0' })
     .option('fixtures-dir', { type: 'string', describe: 'Write categories, pets and orders to <dir>/<collection>/<name>.json fixtures the scenario names, instead of inline' })
-    .option('timeout', { type: 'string', default: String(DEFAULT_RECORD_TIMEOUT_MS), coerce: integer('timeout', 1, 600_000), describe: 'Milliseconds each request to the service may take' })
+    .option('timeout', { type: 'string', default: String(DEFAULT_RECORD_TIMEOUT_MS), coerce: integer('timeout', 1, 600_000), describe: 'Milliseconds each request to the service may take, its whole answer included' })
+    .option('deadline', { type: 'string', default: String(DEFAULT_RECORD_DEADLINE_MS), coerce: integer('deadline', 1, 86_400_000), describe: 'Milliseconds the whole recording may take; past them it stops and writes nothing' })
+    .option('max-answer-bytes', { type: 'string', default: String(DEFAULT_MAX_ANSWER_BYTES), coerce: bytes('max-answer-bytes'), describe: 'The most bytes of one answer read (65536, 64MiB); a larger one stops the recording' })
     .option('force', { type: 'boolean', default: false, describe: 'Replace --out (and the fixtures) if they exist' })
 }
 
@@ -50,6 +56,7 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
   if (existing.length > 0 && !argv.force) throw new UsageError(`${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''}: pass --force to replace, or choose another --out`)
 
   let recorded
+  let lastLine = Date.now()
   try {
     recorded = await recordScenario({
       from: argv.from,
@@ -60,6 +67,13 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
       petIds: argv['pet-ids'],
       probePets: argv['probe-pets'],
       timeoutMs: argv.timeout,
+      deadlineMs: argv.deadline,
+      maxAnswerBytes: argv['max-answer-bytes'],
+      onPetRead: ({ petsRead, petsFound, petId }) => {
+        if (petsRead % PROGRESS_EVERY.pets !== 0 && Date.now() - lastLine < PROGRESS_EVERY.ms) return
+        lastLine = Date.now()
+        io.stderr(`reading pets: ${petsRead} read, ${petsFound} found, last id ${petId}\n`)
+      },
     })
   } catch (error) {
     if (!(error instanceof PetstoreError)) throw error

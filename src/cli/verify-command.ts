@@ -5,9 +5,10 @@ import type { Argv } from 'yargs'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
 import { PetstoreError } from '../errors.js'
 import { formatVerifyReport, formatVerifyTable, type VerifyReportFormat } from '../verify/verify-report.js'
+import { DEFAULT_MAX_ANSWER_BYTES } from '../verify/answer-body.js'
 import { verifyService } from '../verify/verify-service.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { integer } from './option-values.js'
+import { bytes, integer } from './option-values.js'
 
 /** Exit codes of `verify`: every check held; something broken; bad usage or no service to check. */
 export const VERIFY_EXIT = { held: 0, broken: 1, usage: 2 } as const
@@ -25,7 +26,8 @@ export function verifyOptions(cli: Argv) {
     .option('pet-id', { type: 'string', default: '1', describe: 'The pet the deprecated GET /pets/{petId} is asked for (200 or 404 alike: its headers are checked)' })
     .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'The longest name the service accepts' })
     .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 1, 1_000_000), describe: 'The longest description the service accepts' })
-    .option('timeout', { type: 'string', default: '10000', coerce: integer('timeout', 1, 600_000), describe: 'Milliseconds each request may take' })
+    .option('timeout', { type: 'string', default: '10000', coerce: integer('timeout', 1, 600_000), describe: 'Milliseconds each request may take, its whole answer included' })
+    .option('max-answer-bytes', { type: 'string', default: String(DEFAULT_MAX_ANSWER_BYTES), coerce: bytes('max-answer-bytes'), describe: 'The most bytes of one answer read (65536, 64MiB); a larger one stops the run' })
     .check((argv) => {
       if (argv['api-key'].trim() === '') throw new UsageError('--api-key must not be empty')
       if (argv.report === undefined && argv['report-format'] !== undefined) throw new UsageError('--report-format needs --report <file>')
@@ -51,11 +53,18 @@ export async function verify(argv: VerifyArgs, io: CliIo): Promise<number> {
       nameMaxLength: argv['name-max-length'],
       descriptionMaxLength: argv['description-max-length'],
       timeoutMs: argv.timeout,
+      maxAnswerBytes: argv['max-answer-bytes'],
     })
   } catch (error) {
     // @note The library's option names (baseUrl, apiKey) become the flags a CLI user typed.
-    if (error instanceof PetstoreError && (error.code === 'invalid_option' || error.code === 'upstream_unreachable')) {
-      throw new UsageError(error.message.replace(/\bbaseUrl\b/g, '<base-url>').replace(/\bapiKey\b/g, '--api-key').replace(/\bwrongKey\b/g, '--wrong-key'))
+    if (error instanceof PetstoreError && (error.code === 'invalid_option' || error.code === 'upstream_unreachable' || error.code === 'upstream_nonconformant')) {
+      throw new UsageError(
+        error.message
+          .replace(/\bbaseUrl\b/g, '<base-url>')
+          .replace(/\bapiKey\b/g, '--api-key')
+          .replace(/\bwrongKey\b/g, '--wrong-key')
+          .replace(/\bmaxAnswerBytes\b/g, '--max-answer-bytes'),
+      )
     }
     throw error
   }

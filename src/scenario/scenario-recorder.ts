@@ -15,6 +15,7 @@ import type * as z from 'zod'
 import { contractOf, type OperationId } from '../contract/operations.js'
 import { Category, Order, Pet } from '../contract/schemas.js'
 import { PetstoreError } from '../errors.js'
+import { AnswerTooLargeError, DEFAULT_MAX_ANSWER_BYTES, readAnswerText } from '../verify/answer-body.js'
 import { describeIssues, ScenarioFile, ScenarioName } from './scenario-format.js'
 
 /** Options of {@link recordScenario}. */
@@ -36,8 +37,24 @@ export interface RecordScenarioOptions {
    * @default 10 without `petIds`, 0 with them
    */
   readonly probePets?: number | undefined
-  /** How long each request may take, in milliseconds. @default 10000 */
+  /** How long each request may take, its whole answer included, in milliseconds. @default 10000 */
   readonly timeoutMs?: number | undefined
+  /** How long the whole recording may take, in milliseconds: past it, it stops with `upstream_unreachable`. @default 300000 (5 minutes) */
+  readonly deadlineMs?: number | undefined
+  /** The most bytes of one answer read: a larger (or endless) body stops the recording with `upstream_nonconformant`. @default 67108864 (64 MiB) */
+  readonly maxAnswerBytes?: number | undefined
+  /** Called after each pet read, so that a long recording can show how far it is. @default none */
+  readonly onPetRead?: ((progress: RecordProgress) => void) | undefined
+}
+
+/** How far the pet reads of {@link recordScenario} are, as {@link RecordScenarioOptions.onPetRead} gets it. */
+export interface RecordProgress {
+  /** Pet reads answered so far. */
+  readonly petsRead: number
+  /** Of those, the pets found (200). */
+  readonly petsFound: number
+  /** The id just read. */
+  readonly petId: number
 }
 
 /** A recorded scenario: the file's content, and what the recording noticed on the way. */
@@ -71,6 +88,8 @@ export interface RecordedScenarioFile {
 export const DEFAULT_PROBE_PETS = 10
 /** Default of {@link RecordScenarioOptions.timeoutMs}. */
 export const DEFAULT_RECORD_TIMEOUT_MS = 10_000
+/** Default of {@link RecordScenarioOptions.deadlineMs}: a service answering each pet slowly cannot hold the command for hours. */
+export const DEFAULT_RECORD_DEADLINE_MS = 300_000
 /** Probing stops here whatever answers: a service that answers every id would otherwise be read forever. */
 export const MAX_PROBED_PET_ID = 10_000
 /** How many refused records a message names before it says "and N more". */
@@ -79,8 +98,9 @@ const NAMED_RECORDS = 3
 /**
  * Reads a live service's categories, orders and pets into a scenario that `scenarios validate`
  * accepts. Throws {@link PetstoreError}: `upstream_refused_key` (401), `upstream_unreachable`
- * (no answer), `upstream_nonconformant` (an answer the contract or the scenario format refuses,
- * naming the record), `invalid_option`.
+ * (no whole answer within `timeoutMs`, or the recording past `deadlineMs`), `upstream_nonconformant`
+ * (an answer the contract or the scenario format refuses, naming the record, or one larger than
+ * `maxAnswerBytes`), `invalid_option`.
  *
  * @example
  * const { scenario } = await recordScenario({ from: 'https://staging.example.com/v1', apiKey: key, name: 'staging' })
@@ -105,7 +125,15 @@ export async function recordScenario(options: RecordScenarioOptions): Promise<Re
     if (!Number.isSafeInteger(id) || id < 1) throw new PetstoreError('invalid_option', `Cannot read pet ${id}: pet ids are whole numbers from 1`)
   }
   const probe = options.probePets ?? (petIds.length === 0 ? DEFAULT_PROBE_PETS : 0)
-  const upstream = new Upstream(base, options.apiKey, options.timeoutMs ?? DEFAULT_RECORD_TIMEOUT_MS)
+  const limits = {
+    timeoutMs: options.timeoutMs ?? DEFAULT_RECORD_TIMEOUT_MS,
+    deadlineMs: options.deadlineMs ?? DEFAULT_RECORD_DEADLINE_MS,
+    maxAnswerBytes: options.maxAnswerBytes ?? DEFAULT_MAX_ANSWER_BYTES,
+  }
+  for (const [option, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value < 1) throw new PetstoreError('invalid_option', `Cannot record with ${option} ${JSON.stringify(value)}: it must be a whole number from 1`)
+  }
+  const upstream = new Upstream(base, options.apiKey, limits)
   const notes: string[] = []
 
   const categories = await readList(upstream, 'listCategories', Category, 'category')
@@ -113,7 +141,7 @@ export async function recordScenario(options: RecordScenarioOptions): Promise<Re
   const dropped = new Set(categories.flatMap(({ raw }) => Object.keys(raw).filter((key) => !named.has(key))))
   if (dropped.size > 0) notes.push(`categories: fields the contract does not name were left out (${[...dropped].join(', ')})`)
   const orders = await readList(upstream, 'listOrders', Order, 'order')
-  const pets = await readPets(upstream, petIds, probe, notes)
+  const pets = await readPets(upstream, petIds, probe, notes, options.onPetRead)
 
   const recorded: RecordedScenarioFile = {
     name: name.data,
@@ -156,13 +184,20 @@ interface Answer {
   readonly request: string
 }
 
-/** The service, as the recording talks to it: one authenticated GET at a time. */
+/** The service, as the recording talks to it: one authenticated GET at a time, every one before the recording's deadline. */
 class Upstream {
+  /** Aborts whatever request is in flight once the whole recording has taken `deadlineMs`. */
+  private readonly deadline: AbortSignal
+  /** Requests answered whole so far, for the deadline's message. */
+  private answered = 0
+
   constructor(
     private readonly base: string,
     private readonly apiKey: string,
-    private readonly timeoutMs: number,
-  ) {}
+    private readonly limits: { readonly timeoutMs: number; readonly deadlineMs: number; readonly maxAnswerBytes: number },
+  ) {
+    this.deadline = AbortSignal.timeout(limits.deadlineMs)
+  }
 
   /** An error naming the base URL, with nothing of the key in it. */
   nonconformant(problem: string): PetstoreError {
@@ -172,26 +207,43 @@ class Upstream {
   async get(operation: OperationId, params: Record<string, number> = {}): Promise<Answer> {
     const path = contractOf(operation).path.replace(/\{(\w+)\}/g, (_, param: string) => String(params[param]))
     const request = `GET ${path}`
-    let response: Response
+    const { timeoutMs, deadlineMs, maxAnswerBytes } = this.limits
+    let response: Response | undefined
+    let text: string
     try {
+      if (this.deadline.aborted) throw this.deadline.reason
       response = await fetch(`${this.base}${path}`, {
         headers: { authorization: `Bearer ${this.apiKey}`, accept: 'application/json' },
         // @note Not followed: a redirect elsewhere is not the base URL given, and would see the key.
         redirect: 'manual',
-        signal: AbortSignal.timeout(this.timeoutMs),
+        // @note One signal for the head and the body: a body that drips or never ends is cut at the timeout too.
+        signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), this.deadline]),
       })
+      text = await readAnswerText(response, maxAnswerBytes)
     } catch (error) {
-      const reason =
-        error instanceof DOMException && error.name === 'TimeoutError'
-          ? `no answer within ${this.timeoutMs} ms`
-          : causeCode(error)
+      if (error instanceof AnswerTooLargeError) {
+        throw this.nonconformant(`${request} answered more than ${maxAnswerBytes} bytes, the most the recording reads of one answer (--max-answer-bytes); the rest was not read`)
+      }
+      if (this.deadline.aborted) {
+        throw new PetstoreError(
+          'upstream_unreachable',
+          `Cannot record from ${this.base}: the recording took longer than its deadline of ${deadlineMs} ms (stopped on ${request}, after ${this.answered} answers). Give more time with --deadline, or read fewer pets with --pet-ids or --probe-pets.`,
+          { cause: error },
+        )
+      }
+      const timedOut = error instanceof DOMException && error.name === 'TimeoutError'
+      const reason = timedOut
+        ? `no ${response === undefined ? '' : 'complete '}answer within ${timeoutMs} ms`
+        : response === undefined
+          ? causeCode(error)
+          : `the connection broke while it answered, ${causeCode(error)}`
       throw new PetstoreError(
         'upstream_unreachable',
         this.redact(`Cannot record from ${this.base}: the service cannot be reached (${reason}, on ${request}). Check --from and that the service is up.`),
         { cause: error },
       )
     }
-    const text = await response.text()
+    this.answered += 1
     if (response.status === 401) {
       throw new PetstoreError(
         'upstream_refused_key',
@@ -293,12 +345,20 @@ async function readPets(
   petIds: readonly number[],
   probe: number,
   notes: string[],
+  onPetRead: RecordScenarioOptions['onPetRead'],
 ): Promise<{ records: z.infer<typeof Pet>[]; deprecation: RecordedScenarioFile['deprecation'] }> {
   const pets = new Map<number, z.infer<typeof Pet>>()
   let deprecation: RecordedScenarioFile['deprecation']
   let gone = false
-  /** Reads one id: true when found. */
+  let petsRead = 0
+  /** Reads one id, then says how far the reads are: true when found. */
   const read = async (id: number): Promise<boolean> => {
+    const found = await readOne(id)
+    petsRead += 1
+    onPetRead?.({ petsRead, petsFound: pets.size, petId: id })
+    return found
+  }
+  const readOne = async (id: number): Promise<boolean> => {
     const answer = await upstream.get('getPetById', { petId: id })
     deprecation ??= deprecationOf(answer.headers)
     if (answer.status === 410) {

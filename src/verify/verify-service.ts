@@ -11,6 +11,7 @@ import { ApiError, StoredCategory } from '../contract/schemas.js'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
 import { PetstoreError } from '../errors.js'
 import { isJsonMediaType } from '../pipeline/request-body.js'
+import { AnswerTooLargeError, DEFAULT_MAX_ANSWER_BYTES, readAnswerText } from './answer-body.js'
 import { invalidBodies, type ProbeBody } from './invalid-bodies.js'
 
 /** Options of {@link verifyService}. */
@@ -29,8 +30,10 @@ export interface VerifyOptions {
   readonly nameMaxLength?: number
   /** The longest description the service accepts, as `serve --description-max-length`. @default 2000 */
   readonly descriptionMaxLength?: number
-  /** How long each request may take before it counts as unanswered, in milliseconds. @default 10000 */
+  /** How long each request may take before it counts as unanswered, in milliseconds: its whole answer, body included. @default 10000 */
   readonly timeoutMs?: number
+  /** The most bytes of one answer read: a larger (or endless) body stops the run with `upstream_nonconformant`. @default 67108864 (64 MiB) */
+  readonly maxAnswerBytes?: number
   /** The `fetch` requests go through. @default globalThis.fetch */
   readonly fetch?: typeof fetch
 }
@@ -84,15 +87,17 @@ interface Answer {
 
 /**
  * Runs the contract's conformance checks against the service at `baseUrl` and resolves with each
- * check's outcome. Rejects with a `PetstoreError` (`invalid_option`, `upstream_unreachable`) when
- * the options are wrong or the service does not answer at all.
+ * check's outcome. Rejects with a `PetstoreError` when the options are wrong (`invalid_option`),
+ * the service does not answer the first request whole (`upstream_unreachable`), or an answer is
+ * larger than `maxAnswerBytes` (`upstream_nonconformant`).
  * @example
  * const report = await verifyService({ baseUrl: 'http://127.0.0.1:4010/v1', apiKey: 'sandbox-dev-key' })
  * if (report.summary.broken > 0) console.log(report.checks.filter((check) => check.outcome === 'broken'))
  */
 export async function verifyService(options: VerifyOptions): Promise<VerifyReport> {
   const baseUrl = checkBaseUrl(options.baseUrl)
-  const { apiKey, readOnly = false, petId = '1', timeoutMs = 10_000, fetch: send = globalThis.fetch } = options
+  const { apiKey, readOnly = false, petId = '1', timeoutMs = 10_000, maxAnswerBytes = DEFAULT_MAX_ANSWER_BYTES, fetch: send = globalThis.fetch } = options
+  if (!Number.isSafeInteger(maxAnswerBytes) || maxAnswerBytes < 1) throw new PetstoreError('invalid_option', `maxAnswerBytes must be a whole number of bytes from 1, got ${JSON.stringify(maxAnswerBytes)}`)
   const wrongKey = options.wrongKey ?? `verify-wrong-key-${randomBytes(12).toString('hex')}`
   for (const [name, key] of [['apiKey', apiKey], ['wrongKey', wrongKey]] as const) {
     if (!/^\S+$/.test(key)) throw new PetstoreError('invalid_option', `${name} must be a bearer token: non-empty, without spaces, got ${JSON.stringify(key)}`)
@@ -122,16 +127,25 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
       headers: shownHeaders,
       ...(body && { body: cut(new TextDecoder().decode(body.bytes)) }),
     }
-    let response: Response
+    let response: Response | undefined
+    let text: string
     try {
+      // @note One signal for the head and the body: a body that drips or never ends is cut at `timeoutMs` too.
       response = await send(url, { method: operation.method, headers, body: body?.bytes, redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) })
+      text = await readAnswerText(response, maxAnswerBytes)
     } catch (error) {
-      const why = describeFetchError(error, timeoutMs)
+      if (error instanceof AnswerTooLargeError) {
+        throw new PetstoreError(
+          'upstream_nonconformant',
+          `${operation.method} ${url} answered more than ${maxAnswerBytes} bytes, the most verify reads of one answer (maxAnswerBytes): the rest was not read`,
+          { cause: error },
+        )
+      }
+      const why = describeFetchError(error, timeoutMs, response !== undefined)
       if (!answered) throw new PetstoreError('upstream_unreachable', `Cannot reach ${url}: ${why}. Check the base URL (it ends in /v1) and that the service is running`, { cause: error })
       return { request, answer: undefined, failure: `no answer: ${why}` }
     }
     answered = true
-    const text = await response.text()
     let json: unknown
     try {
       json = JSON.parse(text)
@@ -380,8 +394,10 @@ function slug(text: string): string {
   return text.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '')
 }
 
-function describeFetchError(error: unknown, timeoutMs: number): string {
-  if (error instanceof DOMException && error.name === 'TimeoutError') return `no answer within ${timeoutMs} ms`
+/** Why a request got no whole answer; `started` when its status and headers came, and then the body did not. */
+function describeFetchError(error: unknown, timeoutMs: number, started: boolean): string {
+  if (error instanceof DOMException && error.name === 'TimeoutError') return `no ${started ? 'complete ' : ''}answer within ${timeoutMs} ms`
+  if (started) return `the connection broke while it answered (${describeFetchError(error, timeoutMs, false)})`
   const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error
   const code = typeof cause === 'object' && cause !== null && 'code' in cause ? String(cause.code) : undefined
   const message = cause instanceof Error ? cause.message : String(cause)

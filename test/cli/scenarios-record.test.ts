@@ -336,3 +336,129 @@ describe('recordScenario()', () => {
     await expect(recordScenario({ from: `${upstream.origin}/v1`, apiKey: 'k2', name: 'copy' })).rejects.toMatchObject({ name: 'PetstoreError', code: 'upstream_refused_key' })
   })
 })
+
+/** Most an endless upstream writes before it stops writing (the connection left open): far above any cap a test gives. */
+const ENDLESS_STOPS_AT = 48 * 1024 * 1024
+
+/** A service that takes the key and answers `/categories` 200 with a JSON array that never ends (as fast as read, or a byte every 50 ms). */
+async function endlessUpstream(fast: boolean): Promise<{ base: string; written: () => number; hungUp: Promise<void> }> {
+  let written = 0
+  let hungUp!: () => void
+  const closed = new Promise<void>((resolve) => (hungUp = resolve))
+  const chunk = Buffer.from('{"id":1,"name":"Dogs"},'.repeat(700))
+  const server = createServer((_request: IncomingMessage, response: ServerResponse) => {
+    response.writeHead(200, { 'content-type': 'application/json' })
+    response.write('[')
+    response.once('close', () => hungUp())
+    if (!fast) {
+      const timer = setInterval(() => {
+        response.write(' ')
+        written += 1
+      }, 50)
+      response.once('close', () => clearInterval(timer))
+      return
+    }
+    const pump = () => {
+      while (!response.destroyed && written < ENDLESS_STOPS_AT) {
+        written += chunk.length
+        if (!response.write(chunk)) return void response.once('drain', pump)
+      }
+    }
+    pump()
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  onTestFinished(() => {
+    server.closeAllConnections()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, written: () => written, hungUp: closed }
+}
+
+describe('scenarios record against a service whose answers are too large, never end or are slow', () => {
+  it('stops at --max-answer-bytes on a body that never ends, naming the request and the cap; exit 2, nothing written, the connection let go of', async () => {
+    const dir = await tempDir()
+    const upstream = await endlessUpstream(true)
+    const recorded = await runCliHere(['scenarios', 'record', '--from', upstream.base, '--api-key', KEY, '--out', join(dir, 'x.json'), '--max-answer-bytes', '64KiB', '--timeout', '60000'])
+    expect(recorded.stderr()).toBe(
+      `petstore-sandbox: Cannot record from ${upstream.base}: GET /categories answered more than 65536 bytes, the most the recording reads of one answer (--max-answer-bytes); the rest was not read. Nothing was written.\n`,
+    )
+    expect(recorded.code).toBe(2)
+    expect(await readdir(dir)).toEqual([])
+    await upstream.hungUp
+    // Read no further than the cap: what the upstream wrote past it sits in socket buffers, far below what it would send.
+    expect(upstream.written()).toBeLessThan(ENDLESS_STOPS_AT / 2)
+  })
+
+  it('refuses a whole list larger than maxAnswerBytes with upstream_nonconformant, and records it under a cap that holds it', async () => {
+    const list = JSON.stringify(Array.from({ length: 2000 }, (_, index) => ({ id: index + 1, name: `category ${index + 1}` })))
+    const base = await divergentUpstream({ '/v1/categories': { body: list } })
+    expect(list.length).toBeGreaterThan(16_384)
+    await expect(recordScenario({ from: base, apiKey: KEY, name: 'big', maxAnswerBytes: 16_384, probePets: 0 })).rejects.toMatchObject({
+      name: 'PetstoreError',
+      code: 'upstream_nonconformant',
+      message: `Cannot record from ${base}: GET /categories answered more than 16384 bytes, the most the recording reads of one answer (--max-answer-bytes); the rest was not read.`,
+    })
+    const { scenario } = await recordScenario({ from: base, apiKey: KEY, name: 'big', maxAnswerBytes: list.length, probePets: 0 })
+    expect(scenario.seed.categories).toHaveLength(2000)
+  })
+
+  it('stops with exit 2 and the cannot-be-reached line when the body drips and does not end within --timeout', async () => {
+    const dir = await tempDir()
+    const upstream = await endlessUpstream(false)
+    const recorded = await runCliHere(['scenarios', 'record', '--from', upstream.base, '--api-key', KEY, '--out', join(dir, 'x.json'), '--timeout', '300'])
+    expect(recorded.stderr()).toBe(
+      `petstore-sandbox: Cannot record from ${upstream.base}: the service cannot be reached (no complete answer within 300 ms, on GET /categories). Check --from and that the service is up. Nothing was written.\n`,
+    )
+    expect(recorded.code).toBe(2)
+    expect(await readdir(dir)).toEqual([])
+    await upstream.hungUp
+  })
+
+  it('stops at --deadline when every pet exists and each is answered slowly; exit 2, the line says where it stopped, nothing written', async () => {
+    const dir = await tempDir()
+    let petsAsked = 0
+    const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      const pet = /^\/v1\/pets\/(\d+)$/.exec(request.url ?? '')
+      const answer = () => response.writeHead(200, { 'content-type': 'application/json' }).end(pet ? JSON.stringify({ id: Number(pet[1]), name: `Pet ${pet[1]}` }) : '[]')
+      if (!pet) return answer()
+      petsAsked += 1
+      setTimeout(answer, 100)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => {
+      server.closeAllConnections()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+    const recorded = await runCliHere(['scenarios', 'record', '--from', base, '--api-key', KEY, '--out', join(dir, 'x.json'), '--probe-pets', '1000', '--timeout', '3000', '--deadline', '700'])
+    expect(recorded.stderr()).toMatch(
+      new RegExp(
+        `^petstore-sandbox: Cannot record from ${base.replace(/[.]/g, '\\.')}: the recording took longer than its deadline of 700 ms \\(stopped on GET /pets/\\d+, after \\d+ answers\\)\\. Give more time with --deadline, or read fewer pets with --pet-ids or --probe-pets\\. Nothing was written\\.\\n$`,
+      ),
+    )
+    expect(recorded.code).toBe(2)
+    expect(await readdir(dir)).toEqual([])
+    expect(petsAsked).toBeLessThan(1000)
+  })
+})
+
+describe('scenarios record progress', () => {
+  it('prints a progress line on stderr every 100 pet reads, then records them all', async () => {
+    const dir = await tempDir()
+    const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      const pet = /^\/v1\/pets\/(\d+)$/.exec(request.url ?? '')
+      if (pet && Number(pet[1]) > 250) return void response.writeHead(404, { 'content-type': 'application/json' }).end('{"code":"not_found","message":"no","status":404}')
+      response.writeHead(200, { 'content-type': 'application/json' }).end(pet ? JSON.stringify({ id: Number(pet[1]), name: `Pet ${pet[1]}` }) : '[]')
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())))
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`
+    const recorded = await runCliHere(['scenarios', 'record', '--from', base, '--api-key', KEY, '--out', join(dir, 'pets.json'), '--probe-pets', '1'])
+    expect(recorded.code).toBe(0)
+    const lines = recorded.stderr().trimEnd().split('\n')
+    // @note A line may also come after 10 s without one, on a very slow machine: the two every-100 lines are what must be there.
+    expect(lines).toEqual(expect.arrayContaining(['reading pets: 100 read, 100 found, last id 100', 'reading pets: 200 read, 200 found, last id 200']))
+    expect(lines.every((line) => /^reading pets: \d+ read, \d+ found, last id \d+$/.test(line))).toBe(true)
+    expect(recorded.stdout()).toContain('0 categories, 250 pets, 0 orders')
+  })
+})
