@@ -47,6 +47,16 @@ export const PIPELINE_LIMIT_BYTES = 4 * PIPELINE_DEPTH_BYTES
  */
 export const WAITING_REQUEST_BYTES = 2048
 
+/**
+ * The heap the requests waiting on every connection together may take, given the memory budget:
+ * a quarter of it, and at least 1 MiB (about fifteen connections each holding a full read of
+ * large heads), so that a tiny budget does not cut every pipelining client.
+ * @example new Conversations({ lastAnswerMs: 30_000, waitingBudgetBytes: waitingBudgetFor(2 ** 30) })
+ */
+export function waitingBudgetFor(memoryBudgetBytes: number): number {
+  return Math.max(memoryBudgetBytes / 4, 1024 * 1024)
+}
+
 /** Options of {@link Conversations}. */
 export interface ConversationOptions {
   /**

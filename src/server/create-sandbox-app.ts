@@ -33,7 +33,7 @@ import { loadScenario, type ScenarioInput } from '../scenario/scenario-loader.js
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
-import { Conversations } from './conversation.js'
+import { Conversations, waitingBudgetFor } from './conversation.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
@@ -559,9 +559,9 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // first is logged as dropped.
   const dropped = (req: IncomingMessage, res: ServerResponse) => context.logWritten(req, res, undefined)
   // @note What waits on every connection is heap Node holds before any handler runs: it gets a
-  // quarter of the memory budget, and the answer under way on a connection cut for pipelining
+  // quarter of the memory budget (waitingBudgetFor), and the answer under way on a connection cut for pipelining
   // gets the request timeout (issue 20 attack 3 G2, G6).
-  const conversations = new Conversations({ lastAnswerMs: limits.requestTimeoutMs, waitingBudgetBytes: limits.memoryBudgetBytes / 4 })
+  const conversations = new Conversations({ lastAnswerMs: limits.requestTimeoutMs, waitingBudgetBytes: waitingBudgetFor(limits.memoryBudgetBytes) })
   const serve = (req: IncomingMessage, res: ServerResponse) =>
     within(() => {
       if (!front(req, res)) adminApp()(req, res)

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { PIPELINE_DEPTH, PIPELINE_LIMIT } from '../../src/server/conversation.js'
-import { collect, exchange, openSocket } from '../support/raw-http.js'
+import { collect, exchange, openSocket, responsesOf, type Parsed } from '../support/raw-http.js'
 import { jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
 import { size } from '../support/test-scale.js'
@@ -24,27 +24,6 @@ const json = 'Content-Type: application/json'
 function request(method: string, path: string, headers: readonly string[] = [], body = ''): string {
   const lines = ['Host: 127.0.0.1', authz, ...headers, ...(body === '' ? [] : [json, `Content-Length: ${Buffer.byteLength(body)}`])]
   return `${method} ${path} HTTP/1.1\r\n${lines.map((line) => `${line}\r\n`).join('')}\r\n${body}`
-}
-
-interface Parsed {
-  readonly status: number
-  readonly body: string
-}
-
-/** The responses in `text` (latin1, as collected), each read by its Content-Length. */
-export function responsesOf(text: string): Parsed[] {
-  const parsed: Parsed[] = []
-  let at = 0
-  while (at < text.length) {
-    const end = text.indexOf('\r\n\r\n', at)
-    if (end === -1) break
-    const head = text.slice(at, end)
-    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1])
-    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
-    parsed.push({ status, body: Buffer.from(text.slice(end + 4, end + 4 + length), 'latin1').toString('utf8') })
-    at = end + 4 + length
-  }
-  return parsed
 }
 
 /** Sends `text` on one connection, kept open, and parses what comes back until `count` answers are in (at most `waitMs`). */
