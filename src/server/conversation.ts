@@ -3,8 +3,10 @@
  * are handled one after the other, each once the answer ahead of it has gone out, so that a GET
  * sent after a POST sees the POST's category and a create sent after a scenario switch lands in
  * the new scenario. Node parses pipelined requests as they arrive and hands each to the listener
- * at once; this module makes them wait their turn, and closes a connection on which more wait
- * than {@link PIPELINE_LIMIT}.
+ * at once; this module makes them wait their turn, stops reading a connection on which many wait
+ * (by count or by their heads' bytes), and cuts one on which more wait than the limits allow, or
+ * that holds most when what waits on every connection passes its budget: the requests waiting
+ * are not run, the answer under way goes out in full, then the connection closes.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
@@ -19,8 +21,8 @@ export const PIPELINE_DEPTH = 16
 
 /**
  * Requests that may wait on one connection at all (Node hands over every request of a read at
- * once, up to 64 KiB of them); with one more, the connection is closed at once and none of the
- * requests waiting on it is handled.
+ * once, up to 64 KiB of them); with one more, the connection is cut: none of the requests waiting
+ * on it is handled, and it closes once the answer under way is out.
  * @default 64 (4 × {@link PIPELINE_DEPTH})
  */
 export const PIPELINE_LIMIT = 4 * PIPELINE_DEPTH
