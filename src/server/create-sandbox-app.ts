@@ -34,7 +34,7 @@ import { loadScenario, loadScenarioFile, type ScenarioInput } from '../scenario/
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from './redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
-import { closedForPipelining, inOrder } from './conversation.js'
+import { Conversations, waitingBudgetFor } from './conversation.js'
 import { cors, type CorsOrigins } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
@@ -620,14 +620,18 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // the requests ahead of it on its connection (conversation.ts); one whose connection is gone
   // first is logged as dropped.
   const dropped = (req: IncomingMessage, res: ServerResponse) => context.logWritten(req, res, undefined)
+  // @note What waits on every connection is heap Node holds before any handler runs: it gets a
+  // quarter of the memory budget (waitingBudgetFor), and the answer under way on a connection cut for pipelining
+  // gets the request timeout (issue 20 attack 3 G2, G6).
+  const conversations = new Conversations({ lastAnswerMs: limits.requestTimeoutMs, waitingBudgetBytes: waitingBudgetFor(limits.memoryBudgetBytes) })
   const serve = (req: IncomingMessage, res: ServerResponse) =>
     within(() => {
       if (!front(req, res)) adminApp()(req, res)
     })
   const listener: RequestListener = (req, res) => {
-    if (closedForPipelining(req)) return
+    if (conversations.closedForPipelining(req)) return
     context.stamp(req, res)
-    inOrder(req, res, serve, dropped)
+    conversations.inOrder(req, res, serve, dropped)
   }
   let app: Express | undefined
   const embeddable = (): Express => {
@@ -635,9 +639,9 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     app = loadExpress()()
     app.disable('x-powered-by')
     app.use((req, res, next) => {
-      if (closedForPipelining(req)) return
+      if (conversations.closedForPipelining(req)) return
       context.stamp(req, res)
-      inOrder(
+      conversations.inOrder(
         req,
         res,
         () =>

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { PIPELINE_DEPTH, PIPELINE_LIMIT } from '../../src/server/conversation.js'
-import { collect, exchange, openSocket } from '../support/raw-http.js'
+import { collect, exchange, openSocket, responsesOf, type Parsed } from '../support/raw-http.js'
 import { jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
 import { size } from '../support/test-scale.js'
@@ -24,27 +24,6 @@ const json = 'Content-Type: application/json'
 function request(method: string, path: string, headers: readonly string[] = [], body = ''): string {
   const lines = ['Host: 127.0.0.1', authz, ...headers, ...(body === '' ? [] : [json, `Content-Length: ${Buffer.byteLength(body)}`])]
   return `${method} ${path} HTTP/1.1\r\n${lines.map((line) => `${line}\r\n`).join('')}\r\n${body}`
-}
-
-interface Parsed {
-  readonly status: number
-  readonly body: string
-}
-
-/** The responses in `text` (latin1, as collected), each read by its Content-Length. */
-export function responsesOf(text: string): Parsed[] {
-  const parsed: Parsed[] = []
-  let at = 0
-  while (at < text.length) {
-    const end = text.indexOf('\r\n\r\n', at)
-    if (end === -1) break
-    const head = text.slice(at, end)
-    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1])
-    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
-    parsed.push({ status, body: Buffer.from(text.slice(end + 4, end + 4 + length), 'latin1').toString('utf8') })
-    at = end + 4 + length
-  }
-  return parsed
 }
 
 /** Sends `text` on one connection, kept open, and parses what comes back until `count` answers are in (at most `waitMs`). */
@@ -200,15 +179,50 @@ describe.each(STORES)('one connection, one ordered conversation ($name store)', 
     for (const answer of await Promise.all(answers)) expect(answer.closed).toBe(true)
     // What the server holds: no request of the floods is left open (before: every one of them, until answered).
     await expect.poll(() => open).toBeLessThanOrEqual(sockets.length * (PIPELINE_LIMIT + 1))
-    // Each hostile client got its answers in order, then nothing: the slow list was under way.
+    // Each hostile client got its answers in order, the slow list under way at the cut last (attack 3 G2), then nothing.
     received.forEach((text, i) => {
-      expect(responsesOf(text).map((answer) => [answer.status, JSON.parse(answer.body)])).toEqual([[201, { id: i + 1, name: `Before ${i}` }]])
+      const answers = responsesOf(text)
+      expect(answers.map((answer) => answer.status)).toEqual([201, 200])
+      expect(JSON.parse(answers[0]!.body)).toEqual({ id: i + 1, name: `Before ${i}` })
     })
     // The slow lists have run their course; no create behind them ran.
     await expect.poll(() => sockets.every((_, i) => logs.some((entry) => entry.requestId === `slow-${i}`)), { timeout: 10_000 }).toBe(true)
     const listed = names(await (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).text())
     expect(listed).toEqual(sockets.map((_, i) => `Before ${i}`))
   }, 60_000)
+
+  it.each([
+    ['in the same write', false],
+    ['in a later write while the create is under way', true],
+])('answers a create followed by more than PIPELINE_LIMIT pipelined requests %s with its 201, then closes, running none of them (issue 20 attack 3 G2)', async (_, later) => {
+    const { origin, fetch, logs } = await startSandbox({ apiKeys: [KEY], scenario: 'empty' })
+    const create = request('POST', '/v1/categories', ['Prefer: delay=300', 'X-Request-Id: create'], '{"name":"Answered"}')
+    const lists = Array.from({ length: PIPELINE_LIMIT + 36 }, (_, i) => request('GET', '/v1/store/orders', [`X-Request-Id: list-${i}`])).join('')
+    const socket = await openSocket(origin)
+    socket.on('error', () => undefined)
+    const answer = collect(socket, 5000)
+    if (later) {
+      socket.write(create)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      socket.write(lists)
+    } else {
+      socket.write(create + lists)
+    }
+    const { text, closed } = await answer
+    expect(closed).toBe(true)
+    const answers = responsesOf(text)
+    expect(answers.map((response) => response.status)).toEqual([201])
+    expect(JSON.parse(answers[0]!.body)).toEqual({ id: 1, name: 'Answered' })
+    expect(text.split('\r\n\r\n', 1)[0]).toMatch(/\r\nConnection: close\r\n/i)
+    expect(names(await (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).text())).toEqual(['Answered'])
+    // None of the lists ran: each is logged as dropped, or not at all (the rest of the read).
+    await expect.poll(() => logs.find((entry) => entry.requestId === 'create')?.status).toBe(201)
+    expect(logs.filter((entry) => entry.requestId.startsWith('list-')).map((entry) => entry.status)).toEqual(
+      logs.filter((entry) => entry.requestId.startsWith('list-')).map(() => 0),
+    )
+    const journal = (await jsonOf(await fetch('/__sandbox/requests', { headers: { authorization: `Bearer ${KEY}` } }))) as { method: string; path: string }[]
+    expect(journal.filter((entry) => entry.path.startsWith('/v1/store/orders'))).toEqual([])
+  })
 
   it('answers the requests before a CONNECT on the same connection in order, then refuses it with 400 and closes (issue 20 attack 2 F4)', async () => {
     const { origin, fetch } = await startSandbox({ apiKeys: [KEY] })
@@ -261,11 +275,13 @@ describe('what a flood of pipelined requests leaves held (issue 20 attack 2 F2)'
     const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/support/pipeline-flood-probe.ts', String(connections)], {
       cwd: fileURLToPath(new URL('../../', import.meta.url)),
     })
-    const { measured, sent, requests, closed } = JSON.parse(stdout) as { measured: number; sent: number; requests: number; closed: number }
+    const { measured, sent, requests } = JSON.parse(stdout) as { measured: number; sent: number; requests: number }
     expect(sent).toBeGreaterThan(4 * PIPELINE_LIMIT)
-    expect(closed).toBe(connections)
     // The slow one and its waiting line, then the one past it: the rest of each read never became a request.
     expect(requests).toBeLessThanOrEqual(connections * (PIPELINE_LIMIT + 2))
-    expect(measured / connections).toBeLessThan((PIPELINE_LIMIT + 1) * 2048)
+    // Node keeps the requests it parsed until the connection closes, after the answer under way
+    // (attack 3 G2): the line at its limit and the one past it, about 2.4 KB each with the
+    // sandbox's stamped answer (before attack 2's fix: 5 MB a connection).
+    expect(measured / connections).toBeLessThan((PIPELINE_LIMIT + 2) * 3072)
   }, 30_000)
 })

@@ -4,7 +4,8 @@
  * planned answers (issue 21: each used once, by its own tenant and operation, dropped by a reset)
  * from three tenants of a spawned `petstore-sandbox serve`, on plain connections and on raw ones:
  * pipelined requests (several tenants on one connection), a half-close after a complete request, a
- * slow reader, a client that leaves before its answer, bursts of concurrent requests, store stalls
+ * slow reader, a client pipelining past the limit (its create under way answered, none waiting
+ * run), a client that leaves before its answer, bursts of concurrent requests, store stalls
  * (SIGSTOP of redis-server; of the sandbox process for the memory and SQLite stores, whose
  * database lock is exclusive), restarts (SIGTERM) and `kill -9` of the sandbox, and `kill -9` of
  * redis-server (AOF, `appendfsync always`). Durable stores run with `--max-tenants` below the
@@ -29,7 +30,7 @@ import { dataDir, STORES, type StoreKind } from '../support/stores.js'
 import { FULL_TESTS, size } from '../support/test-scale.js'
 
 /** Every kind of command the suite generates. */
-const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
+const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'past-limit', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
 type Kind = (typeof KINDS)[number]
 
 /** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
@@ -544,6 +545,42 @@ class SlowReader extends Command {
   }
 }
 
+/**
+ * A create, then more creates pipelined behind it than one connection may have waiting
+ * ({@link PIPELINE_LIMIT}), all in one write: the server cuts the connection. The create under
+ * way must still be answered, and truly (attack 3 G2); the creates waiting must not run, so the
+ * model, told nothing of them, finds any of them stored at the next list.
+ * @note The create is delayed (50 ms or more) so that every request behind it has arrived while
+ * it is under way: answered at once, it leaves the line short and no cut happens.
+ */
+class PastLimit extends Command {
+  readonly kind = 'past-limit'
+  constructor(
+    readonly tenant: number,
+    readonly extra: number,
+    readonly delayMs: number,
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const create = (suffix: string): Op => ({ kind: 'create', tenant: this.tenant, body: { valid: true, suffix, description: undefined } })
+    const first = prepare(world, create(' first'))
+    const request = { ...first.request, headers: { ...first.request.headers, prefer: `delay=${this.delayMs}` } }
+    const waiting = Array.from({ length: PIPELINE_LIMIT + this.extra }, () => prepare(world, create(' never')).request)
+    const sentAt = world.clock.tick()
+    const conversation = await converse(world.sandbox.origin, [request, ...waiting])
+    world.trace.push(`  answers: ${conversation.answers.map(shown).join(' ') || 'none'}${conversation.closedEarly ? ' (closed early)' : ''}${conversation.timedOut ? ' (timed out)' : ''}`)
+    first.judge(conversation.answers[0], sentAt, world.clock.tick(), {})
+    if (conversation.answers.length > 1 || !conversation.closedEarly) {
+      throw new Error(`${this}: ${conversation.answers.length} answers${conversation.closedEarly ? '' : ', the connection left open'}; expected the first create's alone, then the connection closed`)
+    }
+  }
+  toString(): string {
+    return `past-limit(${'abc'[this.tenant]}: create with a ${this.delayMs} ms delay, then ${PIPELINE_LIMIT + this.extra} creates in the same write)`
+  }
+}
+
 /** A complete create, then the client leaves without its answer: the create may or may not be written. */
 class Leave extends Command {
   readonly kind = 'leave'
@@ -741,6 +778,7 @@ function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
     ['pipelined-order', pipelineArb.map((ops) => new Pipelined(ops)), 3],
     ['half-close', fc.oneof(validCreateArb, listArb).map((op) => new HalfClose(op)), 1],
     ['slow-reader', fc.tuple(tenantArb, fc.integer({ min: 5, max: SLOW_READER_MOST_LISTS }), fc.integer({ min: 50, max: 400 }), fc.oneof(validCreateArb, listArb)).map(([tenant, lists, pauseMs, other]) => new SlowReader(tenant, lists, pauseMs, other.tenant === tenant ? { ...other, tenant: (tenant + 1) % TENANTS } : other)), 1],
+    ['past-limit', fc.tuple(tenantArb, fc.integer({ min: 1, max: 40 }), fc.integer({ min: 50, max: 200 })).map(([tenant, extra, delayMs]) => new PastLimit(tenant, extra, delayMs)), 1],
     ['leave', tenantArb.map((tenant) => new Leave(tenant)), 1],
     ['stall', fc.tuple(fc.integer({ min: 0, max: 25 }), fc.integer({ min: 0, max: 3 }), fc.integer({ min: 100, max: store === 'redis' ? 3500 : 600 }), fc.array(concurrentOpArb, { minLength: 1, maxLength: 10 })).map(([leadMs, gapMs, ms, ops]) => new Stall(leadMs, gapMs, ms, ops)), 1],
     ['restart', fc.constant(new Restart('SIGTERM', [], 0)), 1],

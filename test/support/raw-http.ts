@@ -76,3 +76,25 @@ export function seededBytes(seed: number, length: number): Uint8Array {
   }
   return bytes
 }
+
+/** One response of a raw conversation: its status and body (UTF-8). */
+export interface Parsed {
+  readonly status: number
+  readonly body: string
+}
+
+/** The responses in `text` (latin1, as collected), each read by its Content-Length. */
+export function responsesOf(text: string): Parsed[] {
+  const parsed: Parsed[] = []
+  let at = 0
+  while (at < text.length) {
+    const end = text.indexOf('\r\n\r\n', at)
+    if (end === -1) break
+    const head = text.slice(at, end)
+    const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1])
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0)
+    parsed.push({ status, body: Buffer.from(text.slice(end + 4, end + 4 + length), 'latin1').toString('utf8') })
+    at = end + 4 + length
+  }
+  return parsed
+}
