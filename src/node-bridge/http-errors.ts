@@ -54,7 +54,7 @@ export function writeJson(
   res: ServerResponse,
   status: number,
   headers: Readonly<Record<string, string>>,
-  body: string | Buffer,
+  body: string | Uint8Array,
   sending?: AnswerSending,
   tenant?: Tenant,
 ): void {
@@ -90,7 +90,7 @@ export function writeJson(
  * @note `res.end(body)` with a 44 MB list made Node copy all of it for a client that did not
  * read: 30 such clients took 2.7 GB (issue 20 F01).
  */
-function sendInPieces(res: ServerResponse, body: string | Buffer, release: (() => void) | undefined, stallMs: number | undefined): void {
+function sendInPieces(res: ServerResponse, body: string | Uint8Array, release: (() => void) | undefined, stallMs: number | undefined): void {
   let at = 0
   // @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
   // idle timeout: that one would stay on the socket after this answer (Node sets it again only

@@ -38,7 +38,7 @@ export type ApiAnswer =
       readonly headers: Readonly<Record<string, string>>
       readonly body: string
       /** The body as bytes to send in place of `body` (a proxied answer, passed on as the service sent it). @default `body` */
-      readonly bytes?: Buffer | undefined
+      readonly bytes?: Uint8Array | undefined
       /**
        * True when `body` is the text the store keeps ready between writes (counted with the
        * tenant's data), not a copy made for this answer: sending it holds nothing more.

@@ -204,7 +204,7 @@ export class Pipeline {
     let bodyText = ''
     let outcome: Outcome | undefined
     let headers: Record<string, string> | undefined
-    let passed: { bytes: Buffer; text: string; violations: string[] } | undefined
+    let passed: { bytes: Uint8Array; text: string; violations: string[] } | undefined
     const held = new HeldAnswer(this.#options.reserve)
     try {
       let refused: { error: unknown } | undefined
@@ -227,7 +227,7 @@ export class Pipeline {
         // @note A body the service encoded (gzip, though it was not asked to) is passed on as it
         // is, and cannot be checked: only its status and headers are.
         const encoded = (answer.headers['content-encoding'] ?? 'identity').toLowerCase() !== 'identity'
-        const text = encoded ? undefined : bytes.toString('utf8')
+        const text = encoded ? undefined : UTF8.decode(bytes)
         const violations = exchangeViolations({
           operation: operation?.id ?? null,
           request: { contentType: request.headers.get('content-type'), text: bodyText },
@@ -375,7 +375,7 @@ interface AnswerParts {
   readonly bodyText?: string | undefined
   readonly headers?: Record<string, string> | undefined
   /** Proxy mode: the real service's answer (its bytes, and their text for the journal), and where the exchange departs from the contract. */
-  readonly passed?: { readonly bytes: Buffer; readonly text: string; readonly violations: readonly string[] } | undefined
+  readonly passed?: { readonly bytes: Uint8Array; readonly text: string; readonly violations: readonly string[] } | undefined
 }
 
 /**
@@ -454,7 +454,9 @@ function simulatedError(code: ErrorCode, note: string, request: ApiRequest, oper
   }
 }
 
-const EMPTY = Buffer.alloc(0)
+const EMPTY = new Uint8Array(0)
+/** Decodes a proxied answer's text (for checking and the journal): no Node `Buffer`, as the pipeline also runs in browsers. */
+const UTF8 = new TextDecoder()
 
 /**
  * What a proxied answer holds of the memory budget while it is read and sent: its bytes and

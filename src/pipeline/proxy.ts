@@ -12,7 +12,7 @@ export interface UpstreamAnswer {
   readonly headers: Readonly<Record<string, string>>
   readonly contentType: string | null
   /** Its body, the bytes as sent (passed on as they are, whatever their encoding). */
-  readonly body: Buffer
+  readonly body: Uint8Array
 }
 
 /** Where proxy mode sends requests. */
