@@ -216,7 +216,7 @@ describe('verifyService', () => {
     const silent = createServer(() => {})
     const origin = await listen(silent)
     const error = await verifyService({ baseUrl: `${origin}/v1`, apiKey: KEY, timeoutMs: 200 }).catch((caught: unknown) => caught)
-    expect(error).toMatchObject({ code: 'upstream_unreachable', message: `Cannot reach ${origin}/v1/categories: no answer within 200 ms. Check the base URL (it ends in /v1) and that the service is running` })
+    expect(error).toMatchObject({ code: 'upstream_unreachable', message: `Cannot reach ${origin}/v1/categories: no answer within 200 ms. Check the base URL (it ends in /v1) and that the service is running, or give a slow service more time (--timeout)` })
   })
 })
 
@@ -428,7 +428,7 @@ describe('verify against a service whose answer is too large, never ends or drip
   it('exits 2 with the no-answer line when the body drips and never ends within --timeout', async () => {
     const upstream = await endlessUpstream(false)
     const run = await runCliHere(['verify', upstream.baseUrl, '--api-key', KEY, '--timeout', '300'])
-    expect(run.stderr()).toBe(`petstore-sandbox: Cannot reach ${upstream.baseUrl}/categories: no complete answer within 300 ms. Check the base URL (it ends in /v1) and that the service is running\n`)
+    expect(run.stderr()).toBe(`petstore-sandbox: Cannot reach ${upstream.baseUrl}/categories: no complete answer within 300 ms. Check the base URL (it ends in /v1) and that the service is running, or give a slow service more time (--timeout)\n`)
     expect(run.code).toBe(2)
     await upstream.hungUp
   })

@@ -194,7 +194,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     [
       `petstore-sandbox ${PACKAGE.version} is running`,
       `  API        ${origin}${API_BASE_PATH}${exposed}`,
-      `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}`,
+      argv['proxy'] === undefined ? `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}` : `  scenario   none used: every API answer is the real service's`,
       ...(argv['proxy'] === undefined ? [] : [`  proxy      every API request passed on to ${argv['proxy']}, its answers checked against the contract (Sandbox-Violations header, GET ${ADMIN_BASE_PATH}/violations)`]),
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,

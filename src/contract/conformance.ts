@@ -14,7 +14,13 @@ export interface Exchange {
   readonly operation: OperationId | null
   readonly request: { readonly contentType: string | null; readonly text: string }
   /** `text` undefined: the body could not be read as text (the service encoded it), so only its status and headers are checked. */
-  readonly response: { readonly status: number; readonly contentType: string | null; readonly text: string | undefined }
+  readonly response: {
+    readonly status: number
+    readonly contentType: string | null
+    readonly text: string | undefined
+    /** The `WWW-Authenticate` header, which a 401 must carry (RFC 9110 §15.5.2); undefined when not known. */
+    readonly wwwAuthenticate?: string | null | undefined
+  }
 }
 
 /**
@@ -60,6 +66,7 @@ function allViolations(exchange: Exchange): string[] {
     return violations
   }
   if (status >= 400) {
+    if (status === 401 && response.wwwAuthenticate === null) violations.push('response: 401 has no WWW-Authenticate challenge (HTTP requires one; the interface uses Bearer)')
     violations.push(...issues(ApiError.safeParse(body), `${status} Error body`))
     if (isObject(body) && typeof body['status'] === 'number' && body['status'] !== status) violations.push(`response: ${status} Error body says status ${body['status']}`)
     return violations

@@ -231,7 +231,7 @@ export class Pipeline {
         const violations = exchangeViolations({
           operation: operation?.id ?? null,
           request: { contentType: request.headers.get('content-type'), text: bodyText },
-          response: { status: answer.status, contentType: answer.contentType, text },
+          response: { status: answer.status, contentType: answer.contentType, text, wwwAuthenticate: answer.headers['www-authenticate'] ?? null },
         })
         headers = violations.length > 0 ? { ...answer.headers, [VIOLATIONS_HEADER]: violationsHeader(violations) } : { ...answer.headers }
         passed = { bytes, text: text ?? `[${bytes.length} bytes, Content-Encoding: ${answer.headers['content-encoding']}]`, violations }

@@ -142,7 +142,9 @@ export async function verifyService(options: VerifyOptions): Promise<VerifyRepor
         )
       }
       const why = describeFetchError(error, timeoutMs, response !== undefined)
-      if (!answered) throw new PetstoreError('upstream_unreachable', `Cannot reach ${url}: ${why}. Check the base URL (it ends in /v1) and that the service is running`, { cause: error })
+      // @note A service that answers, only slowly, is told apart: the fix is more time, not another address (trial finding).
+      const hint = /within \d+ ms$/.test(why) ? ', or give a slow service more time (--timeout)' : ''
+      if (!answered) throw new PetstoreError('upstream_unreachable', `Cannot reach ${url}: ${why}. Check the base URL (it ends in /v1) and that the service is running${hint}`, { cause: error })
       return { request, answer: undefined, failure: `no answer: ${why}` }
     }
     answered = true

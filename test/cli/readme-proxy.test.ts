@@ -26,6 +26,7 @@ it("runs the README's serve --proxy lines: the real service's answer comes back 
 
   const banner = await serveLine(serve!, { env })
   expect(banner).toContain(`proxy      every API request passed on to ${env.STAGING_URL}`)
+  expect(banner).toContain("scenario   none used: every API answer is the real service's")
   const origin = /API\s+(http:\/\/[^/\s]+)\/v1/.exec(banner)![1]!
   const run = (line: string) =>
     new Promise<string>((resolve, reject) =>
