@@ -123,6 +123,11 @@ export class Upstream implements ProxyTarget {
         })
       })
       request.on('error', (error: NodeJS.ErrnoException) => fail(new UpstreamError('unavailable', error.code ?? error.message)))
+      // @note A 101 (the service switched protocols, unasked) is no answer to pass on: at once a 502, not a 504 at the timeout (attack4).
+      request.on('upgrade', (_response, socket) => {
+        socket.destroy()
+        fail(new UpstreamError('unavailable', 'it switched protocols (101), which the proxy does not pass on'))
+      })
       request.end(body.length > 0 ? body : undefined)
     })
   }

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { gzipSync } from 'node:zlib'
-import type { Socket } from 'node:net'
+import { createServer as createNetServer, type Socket } from 'node:net'
 import { MAX_VIOLATIONS } from '../../src/contract/conformance.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { openSocket } from '../support/raw-http.js'
@@ -252,5 +252,16 @@ describe('validating proxy (serve --proxy)', () => {
     )
     expect(statuses).toContain('200')
     expect(statuses).toContain('503')
+  })
+
+  it('answers 502 at once when the service switches protocols (101) unasked, not 504 at the timeout (attack4)', async () => {
+    const raw = createNetServer((socket) => socket.once('data', () => socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: other\r\nConnection: Upgrade\r\n\r\n')))
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => new Promise<void>((resolve) => raw.close(() => resolve())))
+    const proxy = await startSandbox({ proxy: `http://127.0.0.1:${(raw.address() as AddressInfo).port}/v1`, requestTimeoutMs: 20_000, headersTimeoutMs: 10_000 })
+    const answer = await fetch(`${proxy.origin}/v1/categories`, { headers: auth('k'), signal: AbortSignal.timeout(10_000) })
+    const body = (await jsonOf(answer)) as { message: string }
+    expectErrorBody(body, 502, 'upstream_unavailable')
+    expect(body.message).toContain('switched protocols (101)')
   })
 })
