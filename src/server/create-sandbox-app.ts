@@ -507,6 +507,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     ? new ScenarioWatcher({
         start: startFile === undefined ? undefined : { file: startFile, scenario, files: startFiles },
         scenariosDir,
+        startName: scenario.name,
         apply: (reloaded) => {
           known.set(reloaded.name, reloaded)
           tenants.reload(reloaded)

@@ -10,7 +10,7 @@
  * (inotify follows the inode). A directory watch sees every later save; events are filtered by
  * name and debounced, since one save is several events (truncate, write, rename).
  */
-import { watch, type FSWatcher } from 'node:fs'
+import { statSync, watch, type FSWatcher } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import { PetstoreError } from '../errors.js'
@@ -19,6 +19,25 @@ import { loadScenarioFile, looksLikePath, type ScenarioInput } from '../scenario
 
 /** How long after a file's last event it is read: one save is several events. */
 const DEBOUNCE_MS = 50
+
+/**
+ * How often the watched directories are checked to be the ones watched: a directory deleted and
+ * made again is another directory, and the watch on the old one hears nothing (attack5 W2).
+ */
+const DIRECTORY_CHECK_MS = 1000
+
+/**
+ * A directory's identity (device, inode and birth time: a directory made again at once often gets
+ * the inode the deleted one had), or undefined when it is not there.
+ */
+function directoryIdentity(dir: string): string | undefined {
+  try {
+    const found = statSync(dir)
+    return found.isDirectory() ? `${found.dev}:${found.ino}:${found.birthtimeMs}` : undefined
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * What one reload did (`onReload` of `createSandboxApp`): took up a new version, or refused a broken edit.
@@ -56,6 +75,8 @@ export interface ScenarioWatcherOptions {
   readonly start: { readonly file: string; readonly scenario: Scenario; readonly files: Iterable<string> } | undefined
   /** The directory of switchable scenarios, watched for `<name>.json`. */
   readonly scenariosDir: string | undefined
+  /** The start scenario's name (a built-in's too): no file of `scenariosDir` but the start file may replace it. */
+  readonly startName: string
   /** Takes up a new version of a scenario (same name as before). */
   readonly apply: (scenario: Scenario) => void
   /** Told of every reload, good or refused. */
@@ -93,15 +114,25 @@ function isFile(file: string): Promise<boolean> {
   )
 }
 
-/** Removes directories from a loader message: health is read without a key. */
-function withoutDirs(message: string): string {
-  return message.replace(/(?:[A-Za-z]:)?\S*[\\/]([^\s\\/]+\.json)\b/g, '$1')
+/**
+ * A loader message as health shows it, read without a key: every path cut to its last part, and
+ * what the message quotes (a JSON parser quotes the file's first characters) left out (attack5 W4:
+ * a fixture path naming `.env` showed its first line). The operator's log has the whole message.
+ */
+function forHealth(message: string): string {
+  return message
+    .replace(/(?:[A-Za-z]:)?[^\s"'()]*[\\/]([^\s\\/"'()]+)/g, '$1')
+    .replace(/Unexpected token '[^']*', "[^"]*"(?:\.\.\.)? is not valid JSON/g, 'Unexpected token: the file is not JSON')
+    .replace(/"[^"]*"(?:\.\.\.)? is not valid JSON/g, 'the file is not valid JSON')
 }
 
 export class ScenarioWatcher {
   readonly #options: ScenarioWatcherOptions
   readonly #sources = new Map<string, Source>()
   readonly #watchers = new Map<string, FSWatcher>()
+  /** The identity of each directory when its watch began. */
+  readonly #identities = new Map<string, string | undefined>()
+  #checker: NodeJS.Timeout | undefined
   readonly #dir: string | undefined
   #reloadedAt: string | null = null
   #closed = false
@@ -125,6 +156,35 @@ export class ScenarioWatcher {
       }
     }
     this.#arm()
+    this.#checker = setInterval(() => this.#checkDirectories(), DIRECTORY_CHECK_MS)
+    this.#checker.unref()
+  }
+
+  /**
+   * Watches again a directory deleted and made again (or made at last), and reads again the
+   * sources with files in it: what was saved there meanwhile is taken up.
+   */
+  #checkDirectories(): void {
+    if (this.#closed) return
+    let changed = false
+    for (const dir of this.#wantedDirectories()) {
+      const identity = directoryIdentity(dir)
+      if (identity === this.#identities.get(dir) && (identity === undefined || this.#watchers.has(dir))) continue
+      changed = true
+      this.#watchers.get(dir)?.close()
+      this.#watchers.delete(dir)
+      this.#identities.delete(dir)
+      for (const source of this.#sources.values()) if ([...source.files].some((file) => dirname(file) === dir)) this.#schedule(source)
+    }
+    if (changed) this.#arm()
+  }
+
+  /** Every directory holding a watched file, and the scenarios directory. */
+  #wantedDirectories(): Set<string> {
+    const dirs = new Set<string>()
+    if (this.#dir !== undefined) dirs.add(this.#dir)
+    for (const source of this.#sources.values()) for (const file of source.files) dirs.add(dirname(file))
+    return dirs
   }
 
   /** The watch as health shows it. */
@@ -137,7 +197,7 @@ export class ScenarioWatcher {
       version: start?.version ?? '',
       files: files.size,
       reloadedAt: this.#reloadedAt,
-      errors: [...this.#sources.values()].flatMap((source) => (source.error === undefined ? [] : [{ file: basename(source.file), error: withoutDirs(source.error) }])),
+      errors: [...this.#sources.values()].flatMap((source) => (source.error === undefined ? [] : [{ file: basename(source.file), error: forHealth(source.error) }])),
     }
   }
 
@@ -149,6 +209,7 @@ export class ScenarioWatcher {
   /** Stops every watch and pending reload. */
   close(): void {
     this.#closed = true
+    clearInterval(this.#checker)
     for (const watcher of this.#watchers.values()) watcher.close()
     this.#watchers.clear()
     for (const source of this.#sources.values()) clearTimeout(source.timer)
@@ -161,9 +222,7 @@ export class ScenarioWatcher {
   /** Watches every directory holding a watched file (and the scenarios directory); lets go of the others. */
   #arm(): void {
     if (this.#closed) return
-    const dirs = new Set<string>()
-    if (this.#dir !== undefined) dirs.add(this.#dir)
-    for (const source of this.#sources.values()) for (const file of source.files) dirs.add(dirname(file))
+    const dirs = this.#wantedDirectories()
     for (const [dir, watcher] of this.#watchers) {
       if (!dirs.has(dir)) {
         watcher.close()
@@ -172,6 +231,7 @@ export class ScenarioWatcher {
     }
     for (const dir of dirs) {
       if (this.#watchers.has(dir)) continue
+      this.#identities.set(dir, directoryIdentity(dir))
       try {
         const watcher = watch(dir, { persistent: false }, (_event, name) => this.#changed(dir, name === null ? undefined : String(name)))
         // A directory removed under the watch: it is watched again once a reload reads from it.
@@ -240,6 +300,15 @@ export class ScenarioWatcher {
       }
       scenario = await loadScenarioFile(source.file, (path) => files.add(resolve(path)))
       const previous = source.current
+      // @note A file of the scenarios directory is its own scenario only (attack5 W1: a backup
+      // `shop-backup.json` named "shop", or a `mine.json` named "default", replaced the start seed).
+      const own = basename(source.file).slice(0, -'.json'.length)
+      if (!source.start && scenario.name !== own) {
+        throw new PetstoreError('invalid_scenario', `Invalid scenario ${source.file}: it is named "${scenario.name}", not "${own}" as its file; a file of the scenarios directory holds the scenario of its own name`)
+      }
+      if (!source.start && scenario.name === this.#options.startName) {
+        throw new PetstoreError('invalid_scenario', `Invalid scenario ${source.file}: "${scenario.name}" is the start scenario, served from ${this.#options.start === undefined ? 'the package' : 'its own file'}; this file cannot replace it`)
+      }
       if (previous !== undefined && scenario.name !== previous.name) {
         throw new PetstoreError(
           'invalid_scenario',

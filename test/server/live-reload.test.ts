@@ -185,6 +185,49 @@ describe('live reload', () => {
     expect(await names(running, 'k1')).toEqual(['Dogs'])
   })
 
+  it.each([
+    ['a backup of the start scenario under another file name', 'shop', 'shop-backup.json', 'shop'],
+    ['a file named as a built-in start scenario', 'default', 'default.json', 'default'],
+  ])('never lets %s replace the start seed (attack5 W1)', async (_case, start, fileName, name) => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'shop.json'), shop())
+    const running = await startSandbox({ scenario: start, scenariosDir: dir, watch: true, apiKeys: ['k1'], onReload: () => undefined })
+    const before = await names(running, 'k1')
+    writeFileSync(join(dir, fileName), shop({ name, version: '0.9.0', categories: [{ name: 'Hijacked' }] }))
+    await eventually(async () => (await health(running)).watch?.errors.map((error) => error.file), [fileName])
+    expect(await names(running, 'k1')).toEqual(before)
+    await reset(running, 'k1')
+    expect(await names(running, 'k1')).toEqual(before)
+  })
+
+  it('takes up saves again once the scenario’s directory is deleted and made again (attack5 W2)', async () => {
+    const root = scenarioDir()
+    const dir = join(root, 'scenarios')
+    mkdirSync(dir)
+    const file = join(dir, 'shop.json')
+    writeFileSync(file, shop())
+    const running = await startSandbox({ scenario: file, watch: true, apiKeys: ['reader'], onReload: () => undefined })
+    rmSync(dir, { recursive: true })
+    mkdirSync(dir)
+    writeFileSync(file, shop({ version: '1.0.1', categories: [{ name: 'Recreated' }] }))
+    await eventually(() => names(running, 'reader'), ['Recreated'])
+    writeFileSync(file, shop({ version: '1.0.2', categories: [{ name: 'Saved again' }] }))
+    await eventually(() => names(running, 'reader'), ['Saved again'])
+  })
+
+  it('shows health no path and none of a file’s content, whatever a broken edit names (attack5 W4)', async () => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, '.env'), 'STAGING_KEY=secret-value\n')
+    const { file, running } = await watchedShop()
+    writeFileSync(file, shop({ categories: { fixture: join(dir, '.env') } }))
+    await eventually(async () => (await health(running)).watch?.errors.length, 1)
+    const [error] = (await health(running)).watch!.errors
+    expect(error!.error).toMatch(/^Invalid JSON in \.env: /)
+    expect(error!.error).not.toContain('STAGING')
+    expect(error!.error).not.toContain(dir)
+    expect(error!.error).not.toContain('/')
+  })
+
   it('stops watching once closed', async () => {
     const dir = scenarioDir()
     const file = join(dir, 'shop.json')
