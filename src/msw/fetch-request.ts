@@ -3,7 +3,7 @@
  * handlers) read as an {@link ApiRequest}, and an {@link ApiAnswer} written as a Fetch `Response`.
  */
 import type { ApiAnswer, ApiRequest } from '../pipeline/api-request.js'
-import { decodeUtf8, payloadTooLarge, type RawBody } from '../pipeline/request-body.js'
+import { decodeUtf8, payloadTooLarge, readCapped, type RawBody } from '../pipeline/request-body.js'
 
 /** A Fetch `Request` (what msw hands its handlers) as an {@link ApiRequest}. */
 export function fromFetchRequest(request: Request): ApiRequest {
@@ -33,20 +33,8 @@ async function readText(request: Request, limit: number): Promise<RawBody> {
     return payloadTooLarge(limit)
   }
   if (!request.body) return { ok: true, text: '' }
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > limit) {
-      discard(reader)
-      return payloadTooLarge(limit)
-    }
-    chunks.push(value)
-  }
-  return decodeUtf8(chunks, size)
+  const read = await readCapped(request.body, limit, discard)
+  return read === undefined ? payloadTooLarge(limit) : decodeUtf8(read.chunks, read.size)
 }
 
 /**

@@ -23,19 +23,48 @@ export function payloadTooLarge(limit: number): RawBody {
   return { ok: false, code: 'payload_too_large', params: { limit } }
 }
 
+/**
+ * A stream's chunks, read one by one and held only while they come to at most `limit` bytes in
+ * all: undefined once they pass it, the reader then handed to `stop` (which cancels it) and
+ * nothing more read. The one bounded read of a Fetch body (a request msw hands the handlers, a
+ * live service's answer to `verify` and `scenarios record`).
+ * @example const read = await readCapped(request.body, limit, (reader) => reader.cancel())
+ */
+export async function readCapped(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+  stop: (reader: ReadableStreamDefaultReader<Uint8Array>) => Promise<void> | void,
+): Promise<{ readonly chunks: Uint8Array[]; readonly size: number } | undefined> {
+  const reader = stream.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) return { chunks, size }
+    size += value.byteLength
+    if (size > limit) {
+      await stop(reader)
+      return undefined
+    }
+    chunks.push(value)
+  }
+}
+
+/** A body's chunks (`size` bytes in all) as one array of bytes (the chunk itself when there is one). */
+export function joinChunks(chunks: readonly Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!
+  const bytes = new Uint8Array(size)
+  let offset = 0
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset)
+    offset += chunk.byteLength
+  }
+  return bytes
+}
+
 /** The text of a body's chunks (`size` bytes in all), refusing bytes that are not UTF-8. */
 export function decodeUtf8(chunks: readonly Uint8Array[], size: number): RawBody {
-  let bytes: Uint8Array
-  if (chunks.length === 1) {
-    bytes = chunks[0]!
-  } else {
-    bytes = new Uint8Array(size)
-    let offset = 0
-    for (const chunk of chunks) {
-      bytes.set(chunk, offset)
-      offset += chunk.byteLength
-    }
-  }
+  const bytes = joinChunks(chunks, size)
   try {
     return { ok: true, text: utf8.decode(bytes) }
   } catch {

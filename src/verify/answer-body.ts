@@ -4,6 +4,7 @@
  * stopped at the cap instead of filling memory (the bytes `fetch` buffers live outside the heap,
  * so a heap limit does not bound them).
  */
+import { joinChunks, readCapped } from '../pipeline/request-body.js'
 import { MAX_UPSTREAM_ANSWER_BYTES } from '../server/upstream.js'
 
 /** The most bytes of one answer `verify` and `scenarios record` read: the validating proxy's cap (64 MiB). */
@@ -29,25 +30,8 @@ export async function readAnswerText(response: Response, maxBytes: number): Prom
     throw new AnswerTooLargeError(maxBytes)
   }
   if (response.body === null) return ''
-  const reader = response.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > maxBytes) {
-      // @note Cancelling the stream is what closes the connection: without it the service keeps sending.
-      await reader.cancel().catch(() => undefined)
-      throw new AnswerTooLargeError(maxBytes)
-    }
-    chunks.push(value)
-  }
-  const bytes = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return new TextDecoder().decode(bytes)
+  // @note Cancelling the stream is what closes the connection: without it the service keeps sending.
+  const read = await readCapped(response.body, maxBytes, (reader) => reader.cancel().catch(() => undefined))
+  if (read === undefined) throw new AnswerTooLargeError(maxBytes)
+  return new TextDecoder().decode(joinChunks(read.chunks, read.size))
 }
