@@ -56,7 +56,8 @@ end`
  * Adds a plan. KEYS: the list, then the tenant's outcome record (ops, opt), then the plan book
  * (`Pplans`, `Pplanned`; not on a Cluster). ARGV: the most plans the list may hold; ttl ms (0:
  * none); the element; the operation id; how long to keep its outcome on record (ms); the most
- * plans the book may hold; the tenant's id; the key prefix. Refuses with FULL when the list holds
+ * plans the book may hold; the tenant's id; the key prefix; the most entries the outcome record
+ * keeps. Refuses with FULL when the list holds
  * the most already. With the book full, drops whole lists of other tenants, planned for or used
  * longest ago first, until one more fits (a list planned before the book existed is counted when
  * its tenant next plans or takes). Recorded, so that a plan whose reply was lost is settled, never
@@ -89,13 +90,14 @@ end
 redis.call('RPUSH', KEYS[1], ARGV[3])
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
-${recordOutcome('KEYS[2]', 'KEYS[3]', 4, 5, "'1'")}
+${recordOutcome('KEYS[2]', 'KEYS[3]', 4, 5, 9, "'1'")}
 return '1'
 `)
 
 /**
  * Drops every plan. KEYS: the list, ops, opt, then the plan book (not on a Cluster). ARGV: the
- * operation id, how long to keep its outcome on record (ms), the tenant's id. Recorded as {@link PLAN}.
+ * operation id, how long to keep its outcome on record (ms), the tenant's id, the most entries
+ * the outcome record keeps. Recorded as {@link PLAN}.
  */
 const CLEAR = redisScript(`
 ${replayOutcome('KEYS[2]', 1)}
@@ -104,7 +106,7 @@ if KEYS[4] then
 end
 redis.call('DEL', KEYS[1])
 ${NOW}
-${recordOutcome('KEYS[2]', 'KEYS[3]', 1, 2, "'1'")}
+${recordOutcome('KEYS[2]', 'KEYS[3]', 1, 2, 4, "'1'")}
 return '1'
 `)
 
@@ -170,13 +172,13 @@ export class RedisAnswers implements TenantAnswers {
   /** Whether the list may hold plans: a take is sent only then. */
   #mayHold = true
   /**
-   * @param keys the tenant's `answers` list and outcome record; @param ttlMs its keys' TTL (0: none);
+   * @param keys the tenant's `answers` list and the outcome record it writes to; @param ttlMs its keys' TTL (0: none);
    * @param tenant its id; @param book the plan book, undefined on a Cluster
    */
   constructor(link: RedisLink, keys: OutcomeKeys & { readonly answers: string }, ttlMs: number, tenant: string, book: PlanBookKeys | undefined) {
     this.#link = link
     this.#key = keys.answers
-    this.#outcomes = { outcomes: keys.outcomes, outcomeTimes: keys.outcomeTimes }
+    this.#outcomes = { outcomes: keys.outcomes, outcomeTimes: keys.outcomeTimes, outcomeEntries: keys.outcomeEntries }
     this.#ttlMs = ttlMs
     this.#tenant = tenant
     this.#book = book
@@ -208,7 +210,7 @@ export class RedisAnswers implements TenantAnswers {
     const { times, ...planned } = answer
     try {
       const element = `${answer.operation}\t${times}\t${JSON.stringify(planned)}`
-      await recordedWrite(this.#link, this.#outcomes, `a planned answer of ${this.#key}`, PLAN, this.#keys(), (op, keepMs) => [
+      await recordedWrite(this.#link, this.#outcomes, `a planned answer of ${this.#key}`, PLAN, this.#keys(), (op, keepMs, entries) => [
         MAX_PLANNED_ANSWERS,
         this.#ttlMs,
         element,
@@ -217,6 +219,7 @@ export class RedisAnswers implements TenantAnswers {
         this.#book?.maxPlans ?? 0,
         this.#tenant,
         this.#book?.prefix ?? '',
+        entries,
       ])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'FULL') throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
@@ -241,7 +244,7 @@ export class RedisAnswers implements TenantAnswers {
   }
 
   async clear(): Promise<void> {
-    await recordedWrite(this.#link, this.#outcomes, `the planned answers' clear of ${this.#key}`, CLEAR, this.#keys(), (op, keepMs) => [op, keepMs, this.#tenant])
+    await recordedWrite(this.#link, this.#outcomes, `the planned answers' clear of ${this.#key}`, CLEAR, this.#keys(), (op, keepMs, entries) => [op, keepMs, this.#tenant, entries])
   }
 }
 

@@ -174,8 +174,9 @@ export const releaseJournal = (usage: string, weights: string, arg: number) => `
 
 /**
  * Empties the journal; the id sequence goes on. KEYS: journal, jsizes, jmeta, ops, opt (the
- * tenant's outcome record), then with a store budget the usage hash and the journal weights.
- * ARGV: the tenant's id, the operation id, how long to keep its outcome on record (ms). (KEYS[8],
+ * outcome record the tenant's writes use), then with a store budget the usage hash and the journal weights.
+ * ARGV: the tenant's id, the operation id, how long to keep its outcome on record (ms), the most
+ * entries that record keeps. (KEYS[8],
  * the journals' last entries, is not read.) The tenant
  * keeps its slot, weighing 0 (so a partner that clears its journal records again whatever other
  * keys hold). Recorded, so that a clear whose reply was lost is settled (`redis-outcomes.ts`).
@@ -192,7 +193,7 @@ if KEYS[6] then
   end
 end
 ${NOW}
-${recordOutcome('KEYS[4]', 'KEYS[5]', 2, 3, "'1'")}
+${recordOutcome('KEYS[4]', 'KEYS[5]', 2, 3, 4, "'1'")}
 return '1'
 `)
 
@@ -225,7 +226,7 @@ export class RedisJournal implements TenantJournal {
   readonly #usageArgs: readonly (string | number)[]
   /** The usage hash and the journal weights, with a store budget. */
   readonly #usageKeys: readonly string[]
-  /** The tenant's outcome record, for clears (`redis-outcomes.ts`). */
+  /** The outcome record the tenant's writes use, for clears (`redis-outcomes.ts`). */
   readonly #outcomes: OutcomeKeys
   readonly #limit: number
   readonly #budget: number
@@ -264,7 +265,7 @@ export class RedisJournal implements TenantJournal {
 
   async clear(): Promise<void> {
     const keys = [...this.#keys.slice(0, 3), this.#outcomes.outcomes, this.#outcomes.outcomeTimes, ...this.#usageKeys]
-    await recordedWrite(this.#link, this.#outcomes, `the journal clear of tenant ${this.#usageArgs[1]}`, CLEAR, keys, (op, keepMs) => [this.#usageArgs[1]!, op, keepMs])
+    await recordedWrite(this.#link, this.#outcomes, `the journal clear of tenant ${this.#usageArgs[1]}`, CLEAR, keys, (op, keepMs, entries) => [this.#usageArgs[1]!, op, keepMs, entries])
   }
 
   async count(): Promise<number> {

@@ -16,32 +16,50 @@ import { NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLi
  * longer than any request waits for Redis, so that a request whose write went unanswered can ask.
  */
 export const OUTCOME_RECORD_MS = 120_000
-/** The most write outcomes one tenant keeps on record (the oldest go first). */
+/**
+ * The most write outcomes one tenant keeps on record on a Redis Cluster, where each tenant has a
+ * record of its own (the oldest go first): the number of tenants bounds them all there.
+ */
 export const OUTCOME_RECORD_ENTRIES = 1024
+/**
+ * The most write outcomes all tenants of one key prefix keep on record together on one Redis
+ * (`Pops`, `Popt`: one record shared by every tenant, the oldest going first), however many keys
+ * write: about 1.6 MB of Redis at most (bench/outcome-flood.ts).
+ */
+export const OUTCOME_RECORD_TOTAL = 16_384
 
 /** How many command timeouts a write sent and never answered is settled within, outside a request. */
 const SETTLE_ROUNDS = 2
 /** The pause between two questions to a Redis that refuses them at once (down, reconnecting). */
 const SETTLE_PAUSE_MS = 100
 
-/** A tenant's outcome record: `ops` (hash, operation id → outcome) and `opt` (sorted set, operation id → when). */
+/**
+ * An outcome record: `ops` (hash, operation id → outcome) and `opt` (sorted set, operation id →
+ * when), and how many entries it keeps: on one Redis, `Pops` and `Popt`, shared by all tenants
+ * ({@link OUTCOME_RECORD_TOTAL}); on a Redis Cluster, the tenant's own `P{id}:ops` and `P{id}:opt`
+ * ({@link OUTCOME_RECORD_ENTRIES}: a script may only touch the tenant's slot).
+ */
 export interface OutcomeKeys {
   readonly outcomes: string
   readonly outcomeTimes: string
+  /** The most entries the record keeps. */
+  readonly outcomeEntries: number
 }
 
 /**
  * Lua: records the outcome `value` (a result, or `void`: never to be applied) of operation
- * ARGV[`op`] in `ops` and `opt` for ARGV[`keep`] ms and at most {@link OUTCOME_RECORD_ENTRIES}
- * entries; `!trimmed` in `ops` says when an entry last went before its time. Needs `now` ({@link NOW}).
+ * ARGV[`op`] in `ops` and `opt` for ARGV[`keep`] ms and at most ARGV[`cap`] entries (the record's
+ * {@link OutcomeKeys.outcomeEntries}), the oldest going first; `!trimmed` in `ops` says when an
+ * entry last went before its time. Needs `now` ({@link NOW}).
  */
-export const recordOutcome = (ops: string, opt: string, op: number, keep: number, value: string) => `local keep = tonumber(ARGV[${keep}])
+export const recordOutcome = (ops: string, opt: string, op: number, keep: number, cap: number, value: string) => `local keep = tonumber(ARGV[${keep}])
 redis.call('HSET', ${ops}, ARGV[${op}], ${value})
 redis.call('ZADD', ${opt}, now, ARGV[${op}])
 local old = redis.call('ZRANGEBYSCORE', ${opt}, '-inf', now - keep, 'LIMIT', 0, 16)
-if redis.call('ZCARD', ${opt}) - #old > ${OUTCOME_RECORD_ENTRIES} then
-  local first = redis.call('ZRANGE', ${opt}, 0, 0)
-  if first[1] then table.insert(old, first[1]) redis.call('HSET', ${ops}, '!trimmed', string.format('%d', now)) end
+local over = redis.call('ZCARD', ${opt}) - #old - tonumber(ARGV[${cap}])
+if over > 0 then
+  for _, early in ipairs(redis.call('ZRANGE', ${opt}, #old, #old + math.min(over, 16) - 1)) do table.insert(old, early) end
+  redis.call('HSET', ${ops}, '!trimmed', string.format('%d', now))
 end
 if #old > 0 then
   redis.call('HDEL', ${ops}, unpack(old))
@@ -60,10 +78,10 @@ if done then return done end`
 
 /**
  * Settles a write that got no answer. KEYS: ops, opt. ARGV: the operation id; how long to keep
- * the outcome on record (ms). Returns the write's recorded result; or `void` when it was not
- * applied, and records that it never will be (the write, should it still arrive, refuses with
- * VOID); or `unknown` when its record may have been trimmed (more than
- * {@link OUTCOME_RECORD_ENTRIES} writes since).
+ * the outcome on record (ms); the most entries the record keeps. Returns the write's recorded
+ * result; or `void` when it was not applied, and records that it never will be (the write, should
+ * it still arrive, refuses with VOID); or `unknown` when its record may have been trimmed (more
+ * writes since than the record keeps).
  */
 const SETTLE = redisScript(`
 local done = redis.call('HGET', KEYS[1], ARGV[1])
@@ -71,7 +89,7 @@ if done then return done end
 ${NOW}
 local trimmed = redis.call('HGET', KEYS[1], '!trimmed')
 if trimmed and now - tonumber(trimmed) < tonumber(ARGV[2]) then return 'unknown' end
-${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, "'void'")}
+${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "'void'")}
 return 'void'
 `)
 
@@ -87,14 +105,14 @@ export function outcomeRecordMs(link: RedisLink): number {
 
 /**
  * Runs a recorded write (a script that starts with {@link replayOutcome} and ends with
- * {@link recordOutcome}, given the operation id and the record's time by `args`) and returns its
+ * {@link recordOutcome}, given the operation id, the record's time and its most entries by `args`) and returns its
  * result, applied. `what` names it in messages ("the reset of tenant x").
  * @throws StorageUnavailableError when it was not applied (and now never will be);
  * WriteOutcomeUnknownError when Redis could not tell in time; a RedisScriptRefusal of its own.
  */
-export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number) => readonly (string | number)[], op = operationId()): Promise<unknown> {
+export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[], op = operationId()): Promise<unknown> {
   try {
-    return await link.script(script, scriptKeys, args(op, outcomeRecordMs(link)))
+    return await link.script(script, scriptKeys, args(op, outcomeRecordMs(link), keys.outcomeEntries))
   } catch (error) {
     if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
     if (!(error instanceof RedisOutcomeUnknown)) throw error
@@ -117,7 +135,7 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
   while (monotonicNow() < until && link.requestTimeLeft() !== 0) {
     let reply: string
     try {
-      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, outcomeRecordMs(link)]))
+      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, outcomeRecordMs(link), keys.outcomeEntries]))
     } catch (error) {
       if (!(error instanceof StorageUnavailableError)) throw error
       last = error

@@ -12,6 +12,9 @@
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
  * - `Ptenants` sorted set: the tenant registry, id → last write (ms);
+ * - `Pops` hash and `Popt` sorted set: the outcomes of recorded writes, shared by all tenants and
+ *   bounded in all (`redis-outcomes.ts`); on a Redis Cluster each tenant's own `P{id}:ops` and
+ *   `P{id}:opt` instead;
  * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers and how
  *   many they hold together (`redis-answers.ts`; not on a Redis Cluster);
  * - with a store budget, `Pusage` hash (what tenants hold), `Pfloors` sorted set (the tenants
@@ -36,7 +39,7 @@ import {
   type TenantSummary,
 } from '../core/storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
-import { operationId, outcomeRecordMs, recordedWrite, recordOutcome, replayOutcome, settleOutcome } from './redis-outcomes.js'
+import { operationId, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, outcomeRecordMs, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -175,8 +178,8 @@ end`
  * writes only what is not there); how long to keep its outcome on record (ms); mode (`init`: only
  * when the tenant has none yet; `replace`; `default`: back on the default seed, so its keys go),
  * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
- * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), then the categories as
- * JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
+ * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), the most entries
+ * its outcome record keeps, then the categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
  * {@link CATEGORY_OVERHEAD}, the rule of `stored-bytes.ts`. Refuses with BUDGET or KEPT
  * ({@link charge}), VOID when the operation was declared never applied. A switch or reset is
  * recorded under its operation id (`redis-outcomes.ts`), so that one whose reply was lost is
@@ -190,20 +193,20 @@ if ARGV[3] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return '0' end
 local bytes = 0
 if ARGV[3] ~= 'default' then
   bytes = tonumber(ARGV[7])
-  for i = 11, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
+  for i = 12, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
 end
 ${charge(5, 9, 'bytes', 6, 10)}
 redis.call('DEL', KEYS[1], KEYS[2])
 ${NOW}
 if ARGV[3] ~= 'default' then
-  for i = 11, #ARGV, ${PUSH_CHUNK} do
+  for i = 12, #ARGV, ${PUSH_CHUNK} do
     redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
   end
   redis.call('HSET', KEYS[1], 'scenario', ARGV[4], 'next', ARGV[5], 'updated', string.format('%d', now))
   ${renewTtl(8).replaceAll('\n', '\n  ')}
 end
 if ARGV[1] ~= '' then
-  ${recordOutcome('KEYS[3]', 'KEYS[4]', 1, 2, "'1'").replaceAll('\n', '\n  ')}
+  ${recordOutcome('KEYS[3]', 'KEYS[4]', 1, 2, 11, "'1'").replaceAll('\n', '\n  ')}
 end
 return '1'
 `)
@@ -213,7 +216,7 @@ return '1'
  * and the floors with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
  * the outcome on record (ms); the store budget (bytes); {@link CATEGORY_OVERHEAD}; the tenant's
- * id; the tenant floor (bytes). The category counts the bytes of the JSON the script writes
+ * id; the tenant floor (bytes); the most entries the outcome record keeps. The category counts the bytes of the JSON the script writes
  * (Lua's `#`: a control character escaped as `\u0001` counts 6) plus that overhead
  * (the rule of `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
  * when the category would take the store past its budget.
@@ -238,7 +241,7 @@ end
 ${NOW}
 redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', string.format('%d', now))
 redis.call('RPUSH', KEYS[2], entry)
-${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 'created')}
+${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 10, 'created')}
 ${renewTtl(3)}
 return created
 `)
@@ -348,7 +351,8 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0
 `)
 
 /**
- * Deletes a tenant's keys (KEYS 1 to 8, its planned answers' list the 8th; ARGV[1]: only when its
+ * Deletes a tenant's keys (KEYS 1 to 8: its own outcome record the 6th and 7th, never the shared
+ * one; its planned answers' list the 8th; ARGV[1]: only when its
  * last write and last use are older than this many ms by Redis's time, or `any`); 1 when it had
  * state. ARGV[2] is the tenant's id. But on a Cluster (no plan book there, nor a store budget),
  * KEYS[9] and KEYS[10] are the plan book (its plans leave the count); with a store budget,
@@ -385,9 +389,17 @@ export interface TenantKeys {
   readonly journal: string
   readonly journalSizes: string
   readonly journalMeta: string
-  /** Create outcomes by operation id (hash) and when each was recorded (sorted set). */
+  /**
+   * The outcome record the tenant's writes use (`redis-outcomes.ts`), by operation id (hash) and
+   * when each was recorded (sorted set): `Pops` and `Popt`, shared by all tenants, but on a
+   * Redis Cluster (the tenant's own, {@link ownOutcomes}).
+   */
   readonly outcomes: string
   readonly outcomeTimes: string
+  /** The most entries {@link outcomes} keeps (`OUTCOME_RECORD_TOTAL`, or `OUTCOME_RECORD_ENTRIES` on a Cluster). */
+  readonly outcomeEntries: number
+  /** The tenant's own outcome record (`P{id}:ops`, `P{id}:opt`): in use on a Cluster; elsewhere left by an older version, deleted with the tenant. */
+  readonly ownOutcomes: readonly [string, string]
   /** Planned answers (`redis-answers.ts`). */
   readonly answers: string
 }
@@ -404,8 +416,9 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     budget = undefined
   }
   if (parseRedisUrl(options.url).mode === 'cluster') {
-    // @note The same reason: the plan book is one sorted set, in a slot of its own.
+    // @note The same reason: the plan book is one sorted set, in a slot of its own; so is the shared outcome record.
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
+    options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, for at least ${OUTCOME_RECORD_MS / 1000} s`)
   }
   const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, unreachableAtStart: options.unreachableAtStart })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
@@ -436,6 +449,8 @@ export class RedisStorage implements TenantStorage {
   readonly #floor: number
   /** The plan book (`Pplans`, `Pplanned`), but on a Cluster. */
   readonly #book: PlanBookKeys | undefined
+  /** The outcome record shared by all tenants (`Pops`, `Popt`), but on a Cluster (each tenant's own there). */
+  readonly #outcomes: OutcomeKeys | undefined
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -453,6 +468,7 @@ export class RedisStorage implements TenantStorage {
       ? undefined
       : { tenants: `${this.prefix}plans`, count: `${this.prefix}planned`, prefix: this.prefix, maxPlans: Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS) }
     this.#floors = options.storedBytesBudget === undefined ? undefined : `${this.prefix}floors`
+    this.#outcomes = link.cluster ? undefined : { outcomes: `${this.prefix}ops`, outcomeTimes: `${this.prefix}opt`, outcomeEntries: OUTCOME_RECORD_TOTAL }
     this.#journalUses = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jused`
   }
 
@@ -493,8 +509,8 @@ export class RedisStorage implements TenantStorage {
       journal: `${base}journal`,
       journalSizes: `${base}jsizes`,
       journalMeta: `${base}jmeta`,
-      outcomes: `${base}ops`,
-      outcomeTimes: `${base}opt`,
+      ...(this.#outcomes ?? { outcomes: `${base}ops`, outcomeTimes: `${base}opt`, outcomeEntries: OUTCOME_RECORD_ENTRIES }),
+      ownOutcomes: [`${base}ops`, `${base}opt`],
       answers: `${base}answers`,
     }
   }
@@ -586,7 +602,7 @@ export class RedisStorage implements TenantStorage {
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
     const book = this.#book === undefined ? [] : [this.#book.tenants, this.#book.count]
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, keys.outcomes, keys.outcomeTimes, keys.answers, ...book, ...this.#journalUsageKeys()]
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, ...keys.ownOutcomes, keys.answers, ...book, ...this.#journalUsageKeys()]
     return (await this.link.script(DELETE, all, [before, id, this.#floor])) === 1
   }
 
@@ -668,7 +684,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, outcomeRecordMs(this.link), this.#budget, CATEGORY_OVERHEAD, id, this.#floor])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, outcomeRecordMs(this.link), this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`)
@@ -709,10 +725,10 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
     const scriptKeys = [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
-    const rest = [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor, ...categories]
+    const rest = [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor]
     try {
-      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest])
-      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs) => [op, keepMs, ...rest])
+      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, ...categories])
+      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, ...categories])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()

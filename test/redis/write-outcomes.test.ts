@@ -7,6 +7,9 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { redisDelayLimit } from '../../src/server/redis-connection.js'
 import { connectRedis, redisScript } from '../../src/server/redis-connection.js'
+import { operationId, OUTCOME_RECORD_TOTAL, settleOutcome } from '../../src/server/redis-outcomes.js'
+import { openRedisStorage } from '../../src/server/redis-storage.js'
+import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/core/storage.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
@@ -165,6 +168,50 @@ describe.runIf(REQUIRE_REDIS)('a create Redis applied but did not confirm in tim
     const body = await jsonOf(response)
     expectErrorBody(body, 503, 'write_outcome_unknown')
     expect((body as { message: string }).message).toContain('may or may not have been applied')
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4 H5)', () => {
+  it('keeps those of a flood of throw-away keys’ journal clears, resets and plans in one record shared by all tenants, not two keys per tenant', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true })
+    const keys = Array.from({ length: 150 }, (_, i) => `throw-away-${i}`)
+    for (let i = 0; i < keys.length; i += 10) {
+      await Promise.all(keys.slice(i, i + 10).map(async (key) => {
+        expect((await sandbox.fetch('/__sandbox/requests', { method: 'DELETE', headers: auth(key) })).status).toBe(204)
+        expect((await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth(key) })).status).toBe(200)
+        expect((await sandbox.fetch('/__sandbox/answers', { method: 'POST', headers: auth(key, true), body: '{"operation":"listOrders","status":500}' })).status).toBe(201)
+      }))
+    }
+    const outcomeKeys = (await redis.cli('--scan', '--pattern', '*op[st]')).trim().split('\n').filter(Boolean).sort()
+    expect(outcomeKeys).toEqual(['petstore-sandbox:ops', 'petstore-sandbox:opt'])
+    // Each key: a clear, a reset (state, journal, plans) and a plan.
+    expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(keys.length * 5)
+    // The partner's writes are recorded there too, and a lost reply still settled (the F03 tests above).
+    expect((await create(sandbox, 'after the flood')).status).toBe(201)
+  })
+
+  it('holds at most OUTCOME_RECORD_TOTAL of them, the oldest trimmed first, and then settles a missing write as unknown, never as not applied', async () => {
+    const redis = await startRedis()
+    const storage = await openRedisStorage({ url: redis.url, seed: { scenario: 'default', categories: [], nextCategoryId: 1 } })
+    onTestFinished(() => storage.close())
+    const unsent = (id: string) => settleOutcome(storage.link, storage.keys(id), operationId(), new StorageUnavailableError('no reply'), 'a write never sent')
+    // Nothing trimmed yet: a write Redis never ran is declared not applied (a retry is safe).
+    await expect(unsent('partner')).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
+    // One more journal clear than the record keeps, each by a key of its own (the same script a replica runs, without HTTP).
+    const writes = OUTCOME_RECORD_TOTAL + 200
+    let next = 0
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (next < writes) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
+    }))
+    expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(OUTCOME_RECORD_TOTAL)
+    // The entries and `!trimmed`, which says when one went before its time.
+    expect(Number(await redis.cli('HLEN', 'petstore-sandbox:ops'))).toBe(OUTCOME_RECORD_TOTAL + 1)
+    expect((await redis.cli('--scan', '--pattern', '*op[st]')).trim().split('\n').sort()).toEqual(['petstore-sandbox:ops', 'petstore-sandbox:opt'])
+    // The oldest on record is settled as applied; a write missing now may have been trimmed: unknown.
+    const oldest = (await redis.cli('ZRANGE', 'petstore-sandbox:opt', '0', '0')).trim()
+    expect(await settleOutcome(storage.link, storage.keys('any'), oldest, new StorageUnavailableError('no reply'), 'a clear')).toBe('1')
+    await expect(unsent('partner')).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
   })
 })
 
