@@ -12,7 +12,7 @@
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
  * - `Ptenants` sorted set: the tenant registry, id → last write (ms);
- * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers and how
+ * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers (scored by how many each holds) and how
  *   many they hold together (`redis-answers.ts`; not on a Redis Cluster);
  * - with a store budget, `Pusage` hash (what tenants hold), `Pfloors` sorted set (the tenants
  *   holding their floor, id → last write, ms), `Pjweights` sorted set (each tenant's journal
