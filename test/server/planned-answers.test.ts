@@ -5,6 +5,7 @@ import { AnswerBook, MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, PlanBookFullError, typ
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore, type RunningSandbox } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
+import { FULL_TESTS } from '../support/test-scale.js'
 
 const ADMIN = 'admin-token-for-tests'
 
@@ -81,6 +82,30 @@ describe.each(STORES)('planned answers over the admin API ($name store)', (kind)
     expect(switched.status).toBe(200)
     expect(await plan(sandbox, { operation: 'listCategories', status: 503 }, 'partner')).toHaveProperty('status', 201)
     expect(await statusOf(sandbox, '/v1/categories', 'partner')).toBe(503)
+  })
+
+  // The whole book (10,000 plans) over HTTP: the full run only.
+  it.runIf(FULL_TESTS)('keeps a partner\'s planned answers through other keys\' flood of plans; the flood past its share gets 503 plan_book_full (attack 4, H6)', async () => {
+    const sandbox = await startSandbox({ anyKey: true })
+    expect((await plan(sandbox, { operation: 'listOrders', status: 500, times: 100 }, 'partner')).status).toBe(201)
+    expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
+    const junk = { operation: 'listOrders', status: 500, times: 1000 }
+    const keys = Array.from({ length: MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS + 20 }, (_, i) => `flood-${i}`)
+    const refusals: Response[] = []
+    for (let i = 0; i < keys.length; i += 10) {
+      await Promise.all(keys.slice(i, i + 10).map(async (key) => {
+        for (let n = 0; n < MAX_PLANNED_ANSWERS; n++) {
+          const response = await plan(sandbox, junk, key)
+          if (response.status === 201) await response.arrayBuffer()
+          else refusals.push(response)
+        }
+      }))
+    }
+    expect(refusals.length).toBeGreaterThan(0)
+    expect(refusals[0]!.headers.get('retry-after')).toBe('1')
+    expectErrorBody(await jsonOf(refusals[0]!), 503, 'plan_book_full')
+    expect(await jsonOf(await sandbox.fetch('/__sandbox/answers', { headers: auth('partner') }))).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 99 }])
+    expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
   })
 
   it('drops pending plans on DELETE /__sandbox/answers and on POST /__sandbox/reset', async () => {
