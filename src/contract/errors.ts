@@ -166,6 +166,12 @@ export const ERROR_TABLE = {
     when: 'Admin API: `POST /__sandbox/answers` when the tenant already holds 100 planned answers',
     admin: true,
   },
+  plan_book_full: {
+    status: 503,
+    message: 'The sandbox holds {max} planned answers over all tenants, the most it may, and no tenant holds more than yours would: retry after {retryAfter} s (as plans are used), or plan fewer at once',
+    when: 'Admin API: `POST /__sandbox/answers` when all tenants together hold the plan book\'s cap (10,000) and none holds more plans than the planner would after this one; the answer carries `Retry-After`',
+    admin: true,
+  },
   tenant_required: {
     status: 400,
     message: 'The admin token acts on one tenant at a time: add ?tenant=<id> (see GET /__sandbox/tenants)',

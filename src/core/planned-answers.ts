@@ -192,6 +192,11 @@ export class AnswerQueue implements TenantAnswers {
   clear(): void {
     this.#plans = []
   }
+
+  /** Drops the plan added last (the one that would answer last), to make room in the {@link AnswerBook}. */
+  dropNewest(): void {
+    this.#plans.pop()
+  }
 }
 
 /**
@@ -202,23 +207,38 @@ export class AnswerQueue implements TenantAnswers {
 export const MAX_BOOK_PLANS = 100 * MAX_PLANNED_ANSWERS
 
 /**
+ * Refused: the plan book holds its cap of plans over all tenants and no tenant holds more than the
+ * planner would after its plan, so none gives way (503 `plan_book_full`).
+ */
+export class PlanBookFullError extends Error {
+  override readonly name = 'PlanBookFullError'
+  constructor(readonly limit: number) {
+    super(`the sandbox holds the most planned answers allowed over all tenants (${limit}), and no tenant holds more than this one would`)
+  }
+}
+
+/**
  * The server's planned answers by tenant id, kept apart from the tenants so that a tenant leaving
  * memory (evicted to make room) keeps its plans. Holds a queue only while it has plans: a flood of
  * keys that plan nothing costs nothing. Bounded on its own ({@link MAX_BOOK_PLANS}), not through
  * the memory budget: plans from throw-away keys must never refuse another partner's writes. When
- * full, a new plan makes room by dropping the plans of the tenant planned for or answered longest
- * ago, those of tenants out of memory first (`isLive`); never the planning tenant's own.
+ * full, a new plan takes the room of the newest plan of the tenant holding the most (ties: the one
+ * that came to that many longest ago), and only if that tenant holds more than the planner would
+ * after its plan; else the plan is refused ({@link PlanBookFullError}). So a flood of keys holding
+ * a few plans each never takes a partner's, and never refuses it below its share of the cap.
  */
 export class AnswerBook {
-  /** @note A Map iterates in insertion order: re-inserting on use makes its first entry the one idle longest. */
   readonly #queues = new Map<string, AnswerQueue>()
+  /**
+   * The tenants by how many plans they hold (index), each set in the order they came to that many.
+   * @note Every plan or take changes the count, so a set's first entry is the one idle longest.
+   */
+  readonly #byCount: Set<string>[] = Array.from({ length: MAX_PLANNED_ANSWERS + 1 }, () => new Set<string>())
   readonly #maxPlans: number
-  readonly #isLive: (id: string) => boolean
   #held = 0
 
-  constructor(options: { readonly maxPlans?: number; readonly isLive?: (id: string) => boolean } = {}) {
+  constructor(options: { readonly maxPlans?: number } = {}) {
     this.#maxPlans = Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS)
-    this.#isLive = options.isLive ?? (() => false)
   }
 
   /** How many plans all tenants hold together (at most the book's cap). */
@@ -232,14 +252,14 @@ export class AnswerBook {
     return {
       plan: (answer) => {
         let queue = queues.get(id)
+        const before = queue?.held ?? 0
         // Refused at the tenant's own limit before anyone else's plans are dropped for it.
-        if (queue !== undefined && queue.held >= MAX_PLANNED_ANSWERS) throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
-        if (this.#held >= this.#maxPlans) this.#makeRoom(id)
-        if (queue === undefined) queue = new AnswerQueue()
-        else queues.delete(id)
-        queues.set(id, queue)
+        if (before >= MAX_PLANNED_ANSWERS) throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
+        if (this.#held >= this.#maxPlans && !this.#makeRoom(before + 1)) throw new PlanBookFullError(this.#maxPlans)
+        if (queue === undefined) queues.set(id, (queue = new AnswerQueue()))
         queue.plan(answer)
         this.#held++
+        this.#counted(id, before, before + 1)
       },
       take: (operation) => {
         const queue = queues.get(id)
@@ -248,8 +268,8 @@ export class AnswerBook {
         const taken = queue.take(operation)
         if (taken === undefined) return undefined
         this.#held -= before - queue.held
-        queues.delete(id)
-        if (queue.held > 0) queues.set(id, queue)
+        this.#counted(id, before, queue.held)
+        if (queue.held === 0) queues.delete(id)
         return taken
       },
       pending: () => queues.get(id)?.pending() ?? [],
@@ -262,19 +282,30 @@ export class AnswerBook {
     const queue = this.#queues.get(id)
     if (queue === undefined) return false
     this.#held -= queue.held
+    this.#counted(id, queue.held, 0)
     queue.clear()
     this.#queues.delete(id)
     return true
   }
 
-  /** Drops other tenants' plans, idle longest first and those out of memory before those in it, until one more fits. */
-  #makeRoom(keep: string): void {
-    for (const live of [false, true]) {
-      // Deleting the entry an iterator is on is safe for a Map.
-      for (const id of this.#queues.keys()) {
-        if (this.#held < this.#maxPlans) return
-        if (id !== keep && this.#isLive(id) === live) this.drop(id)
-      }
+  /** Tenant `id` went from holding `before` plans to `after`. */
+  #counted(id: string, before: number, after: number): void {
+    this.#byCount[before]?.delete(id)
+    if (after > 0) this.#byCount[after]?.add(id)
+  }
+
+  /** Drops the newest plan of the tenant holding the most, if it holds more than `after`; whether it did. */
+  #makeRoom(after: number): boolean {
+    for (let count = MAX_PLANNED_ANSWERS; count > after; count--) {
+      const bucket = this.#byCount[count]
+      const [id] = bucket ?? []
+      const queue = id === undefined ? undefined : this.#queues.get(id)
+      if (id === undefined || queue === undefined) continue
+      queue.dropNewest()
+      this.#held--
+      this.#counted(id, count, count - 1)
+      return true
     }
+    return false
   }
 }

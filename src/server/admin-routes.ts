@@ -11,7 +11,7 @@ import type { JournalEntry, JournalFilter } from '../core/journal.js'
 import { judgeJournalFilter, type FilterJudgement } from '../core/journal-filter.js'
 import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../core/limits.js'
-import { AnswerLimitError, judgeAnswerPlan } from '../core/planned-answers.js'
+import { AnswerLimitError, judgeAnswerPlan, PlanBookFullError } from '../core/planned-answers.js'
 import type { Tenant } from '../core/tenant.js'
 import type { Scenario } from '../scenario/scenario-format.js'
 import { PetstoreError } from '../errors.js'
@@ -65,6 +65,9 @@ type Caller = { readonly kind: 'tenant'; readonly id: string } | { readonly kind
 type Handler = (req: Request, res: Response) => Promise<void> | void
 
 /** The body of `PUT /__sandbox/scenario`: a scenario's name (other fields are ignored). */
+/** What `Retry-After` says when the plan book is full: plans free up as requests use them. */
+const PLAN_BOOK_RETRY_SECONDS = 1
+
 const ScenarioSwitch = z.object({
   name: z.string({ error: 'name must be a non-empty string' }).regex(/\S/, { error: 'name must be a non-empty string' }),
 })
@@ -286,6 +289,10 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       try {
         await tenant.answers.plan(judged.value)
       } catch (error) {
+        if (error instanceof PlanBookFullError) {
+          res.setHeader('Retry-After', String(PLAN_BOOK_RETRY_SECONDS))
+          return sendError(res, 'plan_book_full', { max: error.limit, retryAfter: PLAN_BOOK_RETRY_SECONDS })
+        }
         if (!(error instanceof AnswerLimitError)) throw error
         return sendError(res, 'answer_limit', { max: error.limit })
       }

@@ -7,11 +7,12 @@
  * oldest plan, count one down, drop it at zero), so two replicas never take the same one.
  *
  * The plan book, shared by all tenants (no hash tag, so not on a Redis Cluster): `Pplans`, a
- * sorted set of the tenants holding plans, each scored by its last plan or use (Redis's time), and
- * `Pplanned`, how many plans their lists hold together. The scripts that add, take and drop plans
- * keep both true, and the one that adds makes room under the cap by dropping the plans of the
- * tenant planned for or answered longest ago, never its own: the rule of the in-process
- * `AnswerBook`, decided in one script so that replicas agree.
+ * sorted set of the tenants holding plans, each scored by how many it holds and when it came to
+ * that many (Redis's time; {@link bookScore}), and `Pplanned`, how many plans their lists hold
+ * together. The scripts that add, take and drop plans keep both true, and the one that adds makes
+ * room under the cap by dropping the newest plan of the tenant holding the most, only if it holds
+ * more than the planner will, else refuses: the rule of the in-process `AnswerBook`, decided in
+ * one script so that replicas agree.
  *
  * A request only sends the take when the list may hold plans: the tenant's scenario read (one
  * script per request, `RedisStorage.look`) also says whether the list exists, and tells
@@ -20,6 +21,7 @@
 import {
   MAX_PLANNED_ANSWERS,
   AnswerLimitError,
+  PlanBookFullError,
   type PendingAnswer,
   type PlannedAnswer,
   type TenantAnswers,
@@ -30,7 +32,7 @@ import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from '.
 
 /** The plan book's keys (`Pplans`, `Pplanned`), and what a script needs to name other tenants' lists. */
 export interface PlanBookKeys {
-  /** Sorted set: tenant id → its last plan or use (ms, Redis's clock). */
+  /** Sorted set: tenant id → how many plans it holds and when it came to that many (see `bookScore`). */
   readonly tenants: string
   /** How many plans the lists of {@link tenants} hold together. */
   readonly count: string
@@ -42,6 +44,15 @@ export interface PlanBookKeys {
 
 /** Lua: the `answers` list of tenant `id`, from the key prefix `prefix` (as `RedisStorage.keys` names it). */
 const listOf = (prefix: string, id: string) => `${prefix} .. '{' .. ${id} .. '}:answers'`
+
+/**
+ * Lua: the score in `Pplans` of a tenant holding `held` plans as of `now` (ms): the count above
+ * {@link SLOT}, and below it the time counted down, so that the highest score is the tenant
+ * holding the most, of those the one that came to that many longest ago.
+ */
+const bookScore = (held: string) => `string.format('%d', (${held}) * ${SLOT} + ${SLOT} - now)`
+/** 10^13 ms (year 2286) as a Lua number: scores stay whole numbers below 2^53 (100 plans × 10^13). */
+const SLOT = '10000000000000'
 
 /**
  * Lua: takes tenant ARGV[`id`] (whose list is `list`) out of the plan book (`book`, `count`),
@@ -58,10 +69,11 @@ end`
  * none); the element; the operation id; how long to keep its outcome on record (ms); the most
  * plans the book may hold; the tenant's id; the key prefix; the most entries the outcome record
  * keeps. Refuses with FULL when the list holds
- * the most already. With the book full, drops whole lists of other tenants, planned for or used
- * longest ago first, until one more fits (a list planned before the book existed is counted when
- * its tenant next plans or takes). Recorded, so that a plan whose reply was lost is settled, never
- * added twice (`redis-outcomes.ts`).
+ * the most already. With the book full, drops the newest plan of the tenant holding the most (of
+ * those, the one that came to that many longest ago), if it holds more than the planner will;
+ * else refuses with BOOK (a list planned before the book existed is counted when its tenant next
+ * plans or takes; one Redis expired is taken out of the book when met). Recorded, so that a plan
+ * whose reply was lost is settled, never added twice (`redis-outcomes.ts`).
  */
 const PLAN = redisScript(`
 ${replayOutcome('KEYS[2]', 4)}
@@ -72,19 +84,28 @@ if KEYS[4] then
   local count = math.max(0, tonumber(redis.call('GET', KEYS[5]) or '0'))
   if not redis.call('ZSCORE', KEYS[4], ARGV[7]) then count = count + held end
   while count >= tonumber(ARGV[6]) do
-    local oldest = redis.call('ZRANGE', KEYS[4], 0, 1)
-    local other = oldest[1]
-    if other == ARGV[7] then other = oldest[2] end
+    local top = redis.call('ZREVRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+    local other = top[1]
     if not other then
       count = held
       break
     end
     local list = ${listOf('ARGV[8]', 'other')}
-    count = math.max(0, count - redis.call('LLEN', list))
-    redis.call('DEL', list)
-    redis.call('ZREM', KEYS[4], other)
+    local theirs = redis.call('LLEN', list)
+    local counted = math.floor(tonumber(top[2]) / ${SLOT})
+    if other ~= ARGV[7] and theirs ~= counted then
+      count = math.max(0, count - counted + theirs)
+      if theirs == 0 then redis.call('ZREM', KEYS[4], other) else redis.call('ZADD', KEYS[4], ${bookScore('theirs')}, other) end
+    elseif other ~= ARGV[7] and theirs > held + 1 then
+      redis.call('RPOP', list)
+      count = count - 1
+      redis.call('ZADD', KEYS[4], ${bookScore('theirs - 1')}, other)
+    else
+      redis.call('SET', KEYS[5], string.format('%d', count))
+      return redis.error_reply('BOOK')
+    end
   end
-  redis.call('ZADD', KEYS[4], now, ARGV[7])
+  redis.call('ZADD', KEYS[4], ${bookScore('held + 1')}, ARGV[7])
   redis.call('SET', KEYS[5], string.format('%d', count + 1))
 end
 redis.call('RPUSH', KEYS[1], ARGV[3])
@@ -113,8 +134,8 @@ return '1'
 /**
  * Takes one answer of operation ARGV[1]: the oldest plan of that operation has one time less (and
  * goes at zero). KEYS: the list, then the plan book (not on a Cluster). ARGV[2]: the tenant's id.
- * A take is a use: the tenant's score in the book is renewed, or it leaves the book with its last
- * plan. Returns the answer's JSON, or false when none is planned.
+ * A take is a use: the tenant's count and time in the book are renewed, or it leaves the book
+ * with its last plan. Returns the answer's JSON, or false when none is planned.
  */
 const TAKE = redisScript(`
 local plans = redis.call('LRANGE', KEYS[1], 0, -1)
@@ -137,7 +158,7 @@ for i, plan in ipairs(plans) do
       if remaining ~= counted then redis.call('INCRBY', KEYS[3], remaining - counted) end
       if remaining > 0 then
         ${NOW.replaceAll('\n', '\n        ')}
-        redis.call('ZADD', KEYS[2], now, ARGV[2])
+        redis.call('ZADD', KEYS[2], ${bookScore('remaining')}, ARGV[2])
       else
         redis.call('ZREM', KEYS[2], ARGV[2])
       end
@@ -223,6 +244,7 @@ export class RedisAnswers implements TenantAnswers {
       ])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'FULL') throw new AnswerLimitError(MAX_PLANNED_ANSWERS)
+      if (error instanceof RedisScriptRefusal && error.message === 'BOOK') throw new PlanBookFullError(this.#book?.maxPlans ?? 0)
       throw error
     }
     // Planned here: requests under way take from the list too (a read sent before it may not have seen it).
@@ -256,9 +278,20 @@ export class RedisAnswers implements TenantAnswers {
  */
 const RECOUNT = redisScript(`
 local count = 0
-for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+for i = 1, #ids, 2 do
+  local id = ids[i]
   local held = redis.call('LLEN', ${listOf('ARGV[1]', 'id')})
-  if held == 0 then redis.call('ZREM', KEYS[1], id) else count = count + held end
+  if held == 0 then
+    redis.call('ZREM', KEYS[1], id)
+  else
+    count = count + held
+    local score = tonumber(ids[i + 1])
+    -- The time part kept; a score from before counts were kept is a time alone.
+    local now = ${SLOT} - (score % ${SLOT})
+    if score < ${SLOT} then now = score end
+    redis.call('ZADD', KEYS[1], ${bookScore('held')}, id)
+  end
 end
 if count > 0 then redis.call('SET', KEYS[2], string.format('%d', count)) else redis.call('DEL', KEYS[2]) end
 return count

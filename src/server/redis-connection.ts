@@ -474,7 +474,7 @@ export class RedisLink {
         reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
       }
     } catch (error) {
-      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|BUDGET|KEPT|FULL)\b/.exec(messageOf(error))
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
       if (refusal) throw new RedisScriptRefusal(refusal[1])
       const failure = this.#failure(error)
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an

@@ -15,7 +15,8 @@
  * - `Pops` hash and `Popt` sorted set: the outcomes of recorded writes, shared by all tenants and
  *   bounded in all (`redis-outcomes.ts`); on a Redis Cluster each tenant's own `P{id}:ops` and
  *   `P{id}:opt` instead;
- * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers and how
+ * - `Pplans` sorted set and `Pplanned`: the plan book, the tenants holding planned answers (scored
+ *   by how many each holds) and how
  *   many they hold together (`redis-answers.ts`; not on a Redis Cluster);
  * - with a store budget, `Pusage` hash (what tenants hold), `Pfloors` sorted set (the tenants
  *   holding their floor, id → last write, ms), `Pjweights` sorted set (each tenant's journal

@@ -169,7 +169,7 @@ export class TenantRegistry implements TenantResolver {
    * kept here, not with the tenant, so that a tenant leaving memory keeps its plans. Bounded by
    * the book's own cap, not counted in {@link heldBytes}: plans never refuse anyone's writes.
    */
-  readonly #answers = new AnswerBook({ isLive: (id) => this.#tenants.get(id)?.tenant !== undefined })
+  readonly #answers = new AnswerBook()
 
   constructor(options: TenantRegistryOptions) {
     this.#options = options

@@ -4,11 +4,12 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, type PendingAnswer } from '../../src/core/planned-answers.js'
+import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, PlanBookFullError, type PendingAnswer } from '../../src/core/planned-answers.js'
 import { tenantId } from '../../src/server.js'
 import { openRedisStorage, type RedisStorage } from '../../src/server/redis-storage.js'
 import { OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_TOTAL } from '../../src/server/redis-outcomes.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
+import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { redisPrefix, redisUrl } from '../support/stores.js'
 
@@ -143,38 +144,30 @@ const held = async (storage: RedisStorage, id: string) => (await storage.answers
 const nextMs = () => sleep(3)
 
 describe.runIf(REQUIRE_REDIS)('the plan book on Redis: all tenants’ plans together bounded, as in memory (attack3 G3)', () => {
-  it('holds at most its cap over all tenants across two replicas, dropping the plans of the tenant planned for or used longest ago, never the planner’s own', async () => {
+  it('holds at most its cap over all tenants across two replicas: a new plan takes the newest plan of the tenant holding the most, only if it holds more than the planner then would (attack4 H6)', async () => {
     const prefix = redisPrefix()
     const [a, b] = [await replicaStorage(redisUrl(), prefix, 200), await replicaStorage(redisUrl(), prefix, 200)]
-    await fill(a, 'used', 100, { ...JUNK, times: 2 })
+    await fill(a, 'hog')
     await nextMs()
-    await fill(b, 'idle')
+    await fill(b, 'other', 90)
     await nextMs()
-    // A use renews the tenant: the one idle longest is now 'idle', though 'used' planned first.
-    expect(await b.answersOf('used').take('listOrders')).toBeDefined()
-    await nextMs()
-    await fill(b, 'new-1', 1)
-    expect(await held(a, 'idle')).toBe(0)
-    expect(await held(a, 'used')).toBe(100)
-    await nextMs()
-    await fill(a, 'new-1', 99)
-    await nextMs()
-    await fill(b, 'new-2', 1)
-    expect([await held(b, 'used'), await held(b, 'new-1'), await held(b, 'new-2')]).toEqual([0, 100, 1])
-    // The planner idle longest keeps its own plans: the next idle goes.
-    const other = redisPrefix()
-    const [c, d] = [await replicaStorage(redisUrl(), other, 200), await replicaStorage(redisUrl(), other, 200)]
-    await fill(c, 'planner', 50)
-    await nextMs()
-    await fill(d, 'next', 100)
-    await nextMs()
-    await fill(c, 'last', 50)
-    await fill(d, 'planner', 1)
-    expect([await held(c, 'planner'), await held(c, 'next'), await held(c, 'last')]).toEqual([51, 0, 50])
-    await expect(fill(d, 'last', 51)).rejects.toThrow('the tenant holds the most planned answers allowed (100)')
+    await fill(a, 'partner', 10)
+    await fill(b, 'partner', 20)
+    expect([await held(a, 'hog'), await held(a, 'other'), await held(a, 'partner')]).toEqual([85, 85, 30])
+    await expect(fill(b, 'hog', 1)).rejects.toThrow('the sandbox holds the most planned answers allowed over all tenants (200), and no tenant holds more than this one would')
+    let planned = 30
+    for (; planned < MAX_PLANNED_ANSWERS; planned++) {
+      const refused = await (planned % 2 === 0 ? a : b).answersOf('partner').plan(JUNK).then(() => undefined, (error: unknown) => error)
+      if (refused !== undefined) {
+        expect(refused).toBeInstanceOf(PlanBookFullError)
+        break
+      }
+    }
+    expect(planned).toBe(66)
+    expect((await held(b, 'hog')) + (await held(b, 'other'))).toBe(134)
   })
 
-  it('keeps its count true through takes, clears, deletes and keys Redis expired, so that it drops no plan before the cap and one at it', async () => {
+  it('keeps its count true through takes, clears, deletes and keys Redis expired, so that it drops no plan before the cap and, at it, the newest of the tenant holding the most', async () => {
     const redis = await startRedis()
     const [a, b] = [await replicaStorage(redis.url, 'p:', 200), await replicaStorage(redis.url, 'p:', 200)]
     const once: PendingAnswer = { ...JUNK, times: 1 }
@@ -196,15 +189,17 @@ describe.runIf(REQUIRE_REDIS)('the plan book on Redis: all tenants’ plans toge
     expect(await held(b, 'kept')).toBe(100)
     await nextMs()
     await fill(a, 'past-the-cap', 1)
-    expect([await held(b, 'kept'), await held(b, 'last'), await held(b, 'past-the-cap')]).toEqual([0, 100, 1])
+    expect([await held(b, 'kept'), await held(b, 'last'), await held(b, 'past-the-cap')]).toEqual([99, 100, 1])
   })
 
-  it('no longer lets a flood of throw-away keys’ plans fill Redis: the partner still creates and switches on both replicas, and the flood’s oldest plans are gone', async () => {
+  it('no longer lets a flood of throw-away keys’ plans fill Redis nor change a partner’s answers: the partner creates, switches and gets its planned answer on both replicas; the flood past its share gets 503 plan_book_full', async () => {
     const redis = await startRedis()
     await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
     const shared = { redisUrl: redis.url, adminToken: ADMIN, anyKey: true }
     const [a, b] = [await startSandbox(shared), await startSandbox(shared)]
     expect((await a.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: '{"name":"before"}' })).status).toBe(201)
+    expect((await plan(a, { operation: 'listOrders', status: 500, times: 100 })).status).toBe(201)
+    expect((await b.fetch('/v1/store/orders', { headers: auth('partner') })).status).toBe(500)
     // The book filled to one tenant short of its cap by earlier keys (the same script a replica runs, without HTTP).
     const earlier = Array.from({ length: MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS - 1 }, (_, i) => `earlier-${i}`)
     const storage = await replicaStorage(redis.url, 'petstore-sandbox:')
@@ -218,17 +213,27 @@ describe.runIf(REQUIRE_REDIS)('the plan book on Redis: all tenants’ plans toge
     const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))![1])
     await redis.cli('CONFIG', 'SET', 'maxmemory', String(used + FLOOD_HEADROOM))
     const flood = Array.from({ length: FLOOD_KEYS }, (_, i) => `flood-${i}`)
+    const refusals: Response[] = []
     for (let i = 0; i < flood.length; i += 10) {
       await Promise.all(flood.slice(i, i + 10).map(async (key) => {
-        for (let n = 0; n < MAX_PLANNED_ANSWERS; n++) await plan(n % 2 === 0 ? a : b, { ...JUNK, times: 1000 }, key)
+        for (let n = 0; n < MAX_PLANNED_ANSWERS; n++) {
+          const response = await plan(n % 2 === 0 ? a : b, { ...JUNK, times: 1000 }, key)
+          if (response.status === 201) await response.arrayBuffer()
+          else refusals.push(response)
+        }
       }))
     }
+    expect(refusals.length).toBeGreaterThan(0)
+    expect(refusals[0]!.headers.get('retry-after')).toBe('1')
+    expectErrorBody(await jsonOf(refusals[0]!), 503, 'plan_book_full')
     expect((await b.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: '{"name":"after"}' })).status).toBe(201)
+    expect(await pending(b)).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 99 }])
+    expect((await a.fetch('/v1/store/orders', { headers: auth('partner') })).status).toBe(500)
     expect((await a.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: '{"name":"empty"}' })).status).toBe(200)
-    expect(await pending(a, 'earlier-0')).toEqual([])
-    expect(await pending(b, flood[flood.length - 1])).toHaveLength(MAX_PLANNED_ANSWERS)
     const counts = await Promise.all([...earlier, ...flood].map(async (key) => ((await pending(b, key)) as unknown[]).length))
-    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(MAX_BOOK_PLANS)
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(MAX_BOOK_PLANS - 1)
+    // None gave way below its share of the cap.
+    expect(Math.min(...counts)).toBeGreaterThanOrEqual(Math.floor(MAX_BOOK_PLANS / (counts.length + 1)) - 1)
   })
 })
 

@@ -1,10 +1,11 @@
 /** Planned answers over the admin API (`/__sandbox/answers`) and `POST /__sandbox/reset` with a scenario, on every store. */
 import { describe, expect, it } from 'vitest'
 import { tenantId } from '../../src/server.js'
-import { AnswerBook, MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, type PendingAnswer } from '../../src/core/planned-answers.js'
+import { AnswerBook, MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS, PlanBookFullError, type PendingAnswer } from '../../src/core/planned-answers.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore, type RunningSandbox } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
+import { FULL_TESTS } from '../support/test-scale.js'
 
 const ADMIN = 'admin-token-for-tests'
 
@@ -81,6 +82,30 @@ describe.each(STORES)('planned answers over the admin API ($name store)', (kind)
     expect(switched.status).toBe(200)
     expect(await plan(sandbox, { operation: 'listCategories', status: 503 }, 'partner')).toHaveProperty('status', 201)
     expect(await statusOf(sandbox, '/v1/categories', 'partner')).toBe(503)
+  })
+
+  // The whole book (10,000 plans) over HTTP: the full run only.
+  it.runIf(FULL_TESTS)('keeps a partner\'s planned answers through other keys\' flood of plans; the flood past its share gets 503 plan_book_full (attack 4, H6)', async () => {
+    const sandbox = await startSandbox({ anyKey: true })
+    expect((await plan(sandbox, { operation: 'listOrders', status: 500, times: 100 }, 'partner')).status).toBe(201)
+    expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
+    const junk = { operation: 'listOrders', status: 500, times: 1000 }
+    const keys = Array.from({ length: MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS + 20 }, (_, i) => `flood-${i}`)
+    const refusals: Response[] = []
+    for (let i = 0; i < keys.length; i += 10) {
+      await Promise.all(keys.slice(i, i + 10).map(async (key) => {
+        for (let n = 0; n < MAX_PLANNED_ANSWERS; n++) {
+          const response = await plan(sandbox, junk, key)
+          if (response.status === 201) await response.arrayBuffer()
+          else refusals.push(response)
+        }
+      }))
+    }
+    expect(refusals.length).toBeGreaterThan(0)
+    expect(refusals[0]!.headers.get('retry-after')).toBe('1')
+    expectErrorBody(await jsonOf(refusals[0]!), 503, 'plan_book_full')
+    expect(await jsonOf(await sandbox.fetch('/__sandbox/answers', { headers: auth('partner') }))).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 99 }])
+    expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
   })
 
   it('drops pending plans on DELETE /__sandbox/answers and on POST /__sandbox/reset', async () => {
@@ -180,28 +205,65 @@ describe('the plan book (planned answers in the server process: memory and SQLit
     for (let i = 0; i < plans; i++) await book.of(id).plan(junk)
   }
 
-  it('holds at most its cap of plans over all tenants, dropping those planned or used longest ago to take new ones', async () => {
+  it('holds at most its cap of plans over all tenants, a new tenant\'s plan taking the newest of one holding the most', async () => {
     const book = new AnswerBook()
-    for (let key = 0; key <= MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS; key++) await fill(book, `junk-${key}`)
+    const tenants = MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS
+    for (let key = 0; key < tenants; key++) await fill(book, `junk-${key}`)
     expect(book.held).toBe(MAX_BOOK_PLANS)
-    expect(await book.of('junk-0').pending()).toEqual([])
-    expect(await book.of(`junk-${MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS}`).pending()).toHaveLength(MAX_PLANNED_ANSWERS)
+    await book.of('new').plan(junk)
+    expect(book.held).toBe(MAX_BOOK_PLANS)
+    expect(await book.of('junk-0').pending()).toHaveLength(MAX_PLANNED_ANSWERS - 1)
+    expect(await book.of('junk-1').pending()).toHaveLength(MAX_PLANNED_ANSWERS)
+    expect(await book.of('new').pending()).toHaveLength(1)
   })
 
-  it('drops plans of tenants out of memory first, and keeps those of a partner that just used one', async () => {
-    const live = new Set(['partner', 'junk-1', 'junk-2', 'junk-3'])
-    const book = new AnswerBook({ maxPlans: 200, isLive: (id) => live.has(id) })
+  it('keeps a partner\'s plans through a flood of other keys\' plans (attack 4 H6): its next answer is still the planned one', async () => {
+    const book = new AnswerBook({ maxPlans: 200 })
+    await book.of('partner').plan({ operation: 'listOrders', status: 500, code: 'internal_error', times: 100 })
+    expect(await book.of('partner').take('listOrders')).toEqual({ operation: 'listOrders', status: 500, code: 'internal_error' })
+    let refused = 0
+    for (let key = 0; key < 400; key++) {
+      for (let plan = 0; plan < 3; plan++) {
+        try {
+          await book.of(`flood-${key}`).plan(junk)
+        } catch (error) {
+          expect(error).toBeInstanceOf(PlanBookFullError)
+          refused++
+        }
+      }
+    }
+    expect(refused).toBeGreaterThan(0)
+    expect(book.held).toBe(200)
+    expect(await book.of('partner').pending()).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 99 }])
+    expect(await book.of('partner').take('listOrders')).toEqual({ operation: 'listOrders', status: 500, code: 'internal_error' })
+  })
+
+  it('makes room from the tenant holding the most, down to the planner\'s share, and never refuses a partner below it', async () => {
+    const book = new AnswerBook({ maxPlans: 200 })
+    await fill(book, 'hog')
+    await fill(book, 'other', 90)
     await fill(book, 'partner', 10)
-    await fill(book, 'gone')
-    await fill(book, 'junk-1', 90)
-    expect(await book.of('partner').take('listOrders')).toBeDefined()
-    await fill(book, 'junk-2')
-    expect(await book.of('gone').pending()).toEqual([])
-    expect(await book.of('junk-1').pending()).toHaveLength(90)
-    await fill(book, 'junk-3', 1)
-    expect(book.held).toBeLessThanOrEqual(200)
-    expect(await book.of('junk-1').pending()).toEqual([])
-    expect(await book.of('partner').pending()).toHaveLength(10)
-    expect(() => book.of('junk-2').plan(junk)).toThrow('the tenant holds the most planned answers allowed (100)')
+    // Full: each new plan of the partner takes the newest of the hog's (holding the most), not the other's.
+    await fill(book, 'partner', 20)
+    expect(book.held).toBe(200)
+    // Down to 90 the hog gives way alone; then the two holding the most take turns, the one that came to that many first giving way first.
+    expect(await book.of('hog').pending()).toHaveLength(85)
+    expect(await book.of('other').pending()).toHaveLength(85)
+    // The hog, already holding the most, is refused: nobody holds more than it would.
+    expect(() => book.of('hog').plan(junk)).toThrow('the sandbox holds the most planned answers allowed over all tenants (200), and no tenant holds more than this one would')
+    // The partner plans on until it holds as many as the others (its share of the cap), and is refused then.
+    let planned = 30
+    while (planned < MAX_PLANNED_ANSWERS) {
+      try {
+        await book.of('partner').plan(junk)
+        planned++
+      } catch (error) {
+        expect(error).toBeInstanceOf(PlanBookFullError)
+        break
+      }
+    }
+    expect(planned).toBe(66)
+    expect((await book.of('hog').pending()).length + (await book.of('other').pending()).length).toBe(134)
+    expect(await book.of('other').pending()).toHaveLength(67)
   })
 })
