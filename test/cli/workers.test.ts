@@ -5,7 +5,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createServer, type AddressInfo } from 'node:net'
+import { connect, createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { runLoad, serverErrors, verifyLoad } from '../support/replicas.js'
@@ -201,6 +201,22 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(await run.exited).toBe(0)
   })
 
+  it('loses no connection with a worker: requests sent while one worker is stopped, then killed -9, are all answered (issue 20, attack4 H8)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect((await post(origin, 'k', 'seen')).status).toBe(201)
+    const [victim] = workersOf(run)
+    // Stopped, the victim takes no connection; killed, it must leave none behind unanswered.
+    process.kill(victim!, 'SIGSTOP')
+    const { port } = new URL(origin)
+    const answers = Array.from({ length: 8 }, () => rawGet(Number(port), 'k'))
+    await sleep(500)
+    process.kill(victim!, 'SIGKILL')
+    // Each answer, or at least a prompt close; within 10 s (a client waits 35 s or forever before).
+    const results = await Promise.all(answers.map((answer) => Promise.race([answer, sleep(10_000).then(() => 'no answer within 10 s')])))
+    expect(results).toEqual(Array(8).fill('200 [{"id":1,"name":"seen"}]'))
+  })
+
   it('leaves no worker behind when the primary is killed -9', async () => {
     const redis = await startRedis()
     const { run } = await startWorkers(2, redis.url)
@@ -242,6 +258,22 @@ async function untilServing(origin: string, run: CliRun): Promise<void> {
     row = status === 201 ? row + 1 : 0
     if (status !== 201) await sleep(200)
   }
+}
+
+/** A GET of the categories on a new raw connection: `"<status> <body>"`, or `"closed"` if the connection closed with no answer. */
+function rawGet(port: number, key: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+    let received = ''
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => (received += chunk))
+    socket.on('error', () => {})
+    socket.on('close', () => {
+      const [head = '', body = ''] = received.split('\r\n\r\n')
+      resolve(received === '' ? 'closed' : `${head.split(' ')[1]} ${body}`)
+    })
+    socket.write(`GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nConnection: close\r\n\r\n`)
+  })
 }
 
 /** Waits until the primary's stderr satisfies `done` (30 s at most). */
