@@ -1,7 +1,8 @@
 /**
  * `serve --workers N`: the CLI's primary process, which serves nothing itself. It forks N worker
- * processes (node:cluster) that each run `serve` with the same options on the same port, the
- * primary handing them connections in turn. Tenants live in Redis (`--redis-url`, which the CLI
+ * processes (node:cluster) that each run `serve` with the same options on the same port, each
+ * accepting connections from the shared listening socket itself (`cluster.SCHED_NONE`, see
+ * {@link runWorkers}). Tenants live in Redis (`--redis-url`, which the CLI
  * requires here), so every worker answers every tenant identically, as replicas behind a balancer
  * do (docs/decisions/0005, 0007). The primary prints the first worker's banner once all are up,
  * forwards SIGINT/SIGTERM, and replaces a worker that dies.
@@ -56,6 +57,12 @@ function describeExit(code: number | null, signal: string | null): string {
  * prints the first one's banner once all listen.
  */
 export async function runWorkers(count: number, say: (text: string) => void, complain: (line: string) => void): Promise<void> {
+  // @note No connection is lost with a worker: each worker accepts from the shared socket itself,
+  // so a connection is either still in the kernel's queue (taken by a live worker) or a dead
+  // worker's, which the kernel closes at once. Round-robin (node's default) has the primary accept
+  // and hold each connection until a worker says it took it: one that dies first (kill -9, OOM)
+  // left those connections open and unanswered forever (attack4 H8). docs/decisions/0007.
+  cluster.schedulingPolicy = cluster.SCHED_NONE
   let closing = false
   const crashes: number[] = []
 
