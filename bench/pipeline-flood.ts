@@ -4,8 +4,11 @@
  * `--max-old-space-size`); `connections` clients (950 unless given) each send one 64 KiB write:
  * a list with `Prefer: delay=20000`, then 2,517 × `GET / HTTP/1.1` (attack 2's pipeflood.py),
  * and hold their connections for 25 s while a partner lists its categories every 500 ms.
- * Prints how many flooding connections the server closed, what the partner was answered and
- * its slowest answer, whether the server is alive, and its peak RSS.
+ * Prints how many flooding connections the server closed and what each was answered before (the
+ * slow list alone, saying `Connection: close`, since the cut gives the answer under way first),
+ * what the partner was answered and its slowest answer, whether the server is alive, and its peak RSS.
+ * @note The flooding clients read what they are sent: a socket whose peer closed after writing an
+ * answer never emits `close` while that answer sits unread in it.
  * A script, not a test: `test/server/connection-order.test.ts` runs the same attack small.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -52,23 +55,37 @@ try {
     }
   })()
   let closed = 0
+  /** What the flooding connections the server closed were answered: `200 close` is one 200 saying `Connection: close`. */
+  const floodAnswers: Record<string, number> = {}
+  const closedAfterMs: number[] = []
+  const floodStarted = performance.now()
   const sockets: Socket[] = []
   for (let i = 0; i < connections; i++) {
     const socket = connect(port, '127.0.0.1')
+    let received = ''
     socket.on('error', () => undefined)
-    socket.once('close', () => closed++)
+    socket.setEncoding('latin1').on('data', (text: string) => (received += text))
+    socket.once('close', () => {
+      closed++
+      closedAfterMs.push(performance.now() - floodStarted)
+      const heads = [...received.matchAll(/HTTP\/1\.1 (\d{3})[^]*?\r\n\r\n/g)].map(([head, status]) => `${status}${/\r\nconnection: close\r\n/i.test(head) ? ' close' : ''}`)
+      const shape = heads.join(', ') || 'nothing'
+      floodAnswers[shape] = (floodAnswers[shape] ?? 0) + 1
+    })
     socket.write(chunk)
     sockets.push(socket)
   }
   await sleep(HOLD_MS)
   flooding = false
   await partnerLoop
+  // The slow list is answered 20 s in, then each connection closes: give stragglers a few seconds more.
+  for (const deadline = performance.now() + 10_000; closed < connections && performance.now() < deadline; ) await sleep(100)
   for (const socket of sockets) socket.destroy()
   const counts: Record<string, number> = {}
   for (const { status } of partner) counts[status] = (counts[status] ?? 0) + 1
   const slowest = Math.round(Math.max(...partner.map(({ ms }) => ms)))
   process.stdout.write(
-    `flooding connections closed by the server: ${closed} of ${connections}; partner answers: ${JSON.stringify(counts)}, slowest ${slowest} ms; server alive: ${running.alive()}; peak RSS ${!running.alive() ? '?' : peakRssMb(running.pid)} MB\n`,
+    `flooding connections closed by the server: ${closed} of ${connections} (answered before: ${JSON.stringify(floodAnswers)}; closed ${Math.round(Math.min(...closedAfterMs) / 100) / 10}-${Math.round(Math.max(...closedAfterMs) / 100) / 10} s after sending); partner answers: ${JSON.stringify(counts)}, slowest ${slowest} ms; server alive: ${running.alive()}; peak RSS ${!running.alive() ? '?' : peakRssMb(running.pid)} MB\n`,
   )
 } finally {
   await server?.kill()
