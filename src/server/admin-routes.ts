@@ -64,10 +64,10 @@ type Caller = { readonly kind: 'tenant'; readonly id: string } | { readonly kind
 
 type Handler = (req: Request, res: Response) => Promise<void> | void
 
-/** The body of `PUT /__sandbox/scenario`: a scenario's name (other fields are ignored). */
 /** What `Retry-After` says when the plan book is full: plans free up as requests use them. */
 const PLAN_BOOK_RETRY_SECONDS = 1
 
+/** The body of `PUT /__sandbox/scenario`: a scenario's name (other fields are ignored). */
 const ScenarioSwitch = z.object({
   name: z.string({ error: 'name must be a non-empty string' }).regex(/\S/, { error: 'name must be a non-empty string' }),
 })

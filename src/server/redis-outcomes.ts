@@ -24,7 +24,7 @@ export const OUTCOME_RECORD_ENTRIES = 1024
 /**
  * The most write outcomes all tenants of one key prefix keep on record together on one Redis
  * (`Pops`, `Popt`: one record shared by every tenant, the oldest going first), however many keys
- * write: about 1.6 MB of Redis at most (bench/outcome-flood.ts).
+ * write: about 3.2 MB of Redis at most, as measured (bench/outcome-flood.ts).
  */
 export const OUTCOME_RECORD_TOTAL = 16_384
 
