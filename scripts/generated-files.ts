@@ -12,7 +12,7 @@ import {
   REDACTED,
 } from '../src/core/redaction.js'
 import { buildOpenApiDocument } from '../src/contract/openapi.js'
-import { ScenarioFile } from '../src/scenario/scenario-format.js'
+import { ScenarioFile } from '../src/contract/scenario-format.js'
 import { loadScenarioFile } from '../src/scenario/scenario-loader.js'
 
 const root = new URL('..', import.meta.url).pathname

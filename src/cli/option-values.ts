@@ -1,6 +1,6 @@
 /** How the command line reads option values (integers, sizes, latencies, lists, booleans) and its environment. */
 import { availableParallelism } from 'node:os'
-import { Latency } from '../scenario/scenario-format.js'
+import { Latency } from '../contract/scenario-format.js'
 import { UsageError } from './cli-io.js'
 
 /** Repeated flags and comma-separated environment values alike: `--api-key a --api-key b`, `…_API_KEY=a,b`. */

@@ -12,7 +12,7 @@ import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
 import { tenantsCommand } from './tenants-command.js'
 import { VERIFY_EXIT, verify, verifyOptions } from './verify-command.js'
-import { isWorker } from '../cli-workers.js'
+import { isWorker } from './serve-workers.js'
 
 export type { CliIo } from './cli-io.js'
 export type { RunningSandbox } from './serve-command.js'

@@ -4,7 +4,7 @@
  * `npm run generate` and checked against it by a test.
  */
 import * as z from 'zod'
-import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from './limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
 import { areaOf, declaredErrorStatuses, INTERFACE_AREAS, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
 import { ApiError, categorySchemas, Order, Pet } from './schemas.js'

@@ -3,7 +3,7 @@
  * collections, the exported TypeScript types and the OpenAPI document all derive from here.
  */
 import * as z from 'zod'
-import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from './limits.js'
 
 /** Messages double as the `message` of the 400 Error a client sees, so they name the field. */
 const nonEmptyString = (field: string) =>

@@ -4,7 +4,7 @@
  * replaced as `redaction.ts` says.
  */
 import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
-import { DEFAULT_JOURNAL_BYTES } from './limits.js'
+import { DEFAULT_JOURNAL_BYTES } from '../contract/limits.js'
 import { DEFAULT_REDACTION, type Redaction } from './redaction.js'
 import type { OperationId } from '../contract/operations.js'
 import type { JournalMethod } from './journal-filter.js'

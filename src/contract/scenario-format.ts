@@ -3,7 +3,7 @@
  * Schema (`schema/scenario.schema.json`) is generated from it.
  */
 import * as z from 'zod'
-import { Id, NewCategory, Order, Pet } from '../contract/schemas.js'
+import { Id, NewCategory, Order, Pet } from './schemas.js'
 import { ApiKey } from '../core/auth.js'
 
 /** Names are also file names, so they are kept to a safe alphabet (no `/`, no `..`). */

@@ -6,8 +6,8 @@
  */
 import { Collection } from '@msw/data'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
-import { monotonicNow } from './clock.js'
-import { heapWeight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
+import { monotonicNow } from '../core/clock.js'
+import { heapWeight, stringWeight, type HeldBytesMeter } from '../core/heap-weight.js'
 import { CategoryLimitError, IdSpaceExhaustedError, toCategory, type TenantState, type TenantStore } from './storage.js'
 
 export { CategoryLimitError, IdSpaceExhaustedError } from './storage.js'
