@@ -102,6 +102,9 @@ export const Pet = z.looseObject({ id: Id }).meta({ id: 'Pet' })
 /** Orders: fields are not published; as for pets, only an integer `id` is required. */
 export const Order = z.looseObject({ id: Id }).meta({ id: 'Order' })
 
+/** An API key as options and scenarios give it: non-empty, without white space (a bearer token cannot hold one). */
+export const ApiKey = z.string({ error: 'keys must be strings' }).regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
+
 export type NewCategory = z.infer<typeof NewCategory>
 export type Category = z.infer<typeof Category>
 export type ApiError = z.infer<typeof ApiError>

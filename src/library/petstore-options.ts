@@ -4,7 +4,7 @@
  * is accepted (never a bare zod message such as "Too small: expected number to be >=0").
  */
 import * as z from 'zod'
-import { ApiKey } from '../core/auth.js'
+import { ApiKey } from '../contract/schemas.js'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from '../contract/limits.js'
 import { PetstoreError, describeValue } from '../core/petstore-error.js'
 import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'

@@ -20,7 +20,7 @@ import {
   unsafeListReason,
   type CategoryLimits,
 } from '../contract/limits.js'
-import { ApiKey } from '../core/auth.js'
+import { ApiKey } from '../contract/schemas.js'
 import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'
 import { PetstoreError } from '../core/petstore-error.js'
 import { MemoryStorage } from '../storage/memory-storage.js'
@@ -52,7 +52,8 @@ import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
 import { requestContext, type RequestLogEntry } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
 import { ScenarioWatcher, startScenarioFile, type ScenarioReload, type WatchStatus } from './scenario-watcher.js'
-import { MAX_UPSTREAM_ANSWER_BYTES, Upstream } from './upstream.js'
+import { MAX_UPSTREAM_ANSWER_BYTES } from '../pipeline/proxy.js'
+import { Upstream } from './upstream.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS, DEV_API_KEY, TenantRegistry } from './tenant-registry.js'
 
 /** @default 30 days without a write before a tenant is forgotten */

@@ -23,9 +23,8 @@
  * takes back the floors of tenants idle that long, so a flood of new keys that is not kept busy
  * locks no one out for longer than that (docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
-import { OverCapacityError } from '../core/capacity.js'
+import { OverCapacityError, RETRY_AFTER_SECONDS } from '../core/capacity.js'
 import type { TenantState } from './storage.js'
-import { RETRY_AFTER_SECONDS } from '../server/memory-budget.js'
 
 /** A category's id, its tenant's key in its row and in an index, and the row's own bookkeeping. */
 export const CATEGORY_OVERHEAD = 96

@@ -10,7 +10,7 @@ import { contractOf, OPERATION_CONTRACTS, type OperationContract, type Operation
 import { ApiError, StoredCategory } from '../contract/schemas.js'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH } from '../contract/limits.js'
 import { PetstoreError } from '../core/petstore-error.js'
-import { isJsonMediaType } from '../pipeline/request-body.js'
+import { isJsonMediaType } from '../contract/media-type.js'
 import { AnswerTooLargeError, DEFAULT_MAX_ANSWER_BYTES, readAnswerText } from './answer-body.js'
 import { invalidBodies, type ProbeBody } from './invalid-bodies.js'
 
