@@ -11,10 +11,9 @@ import { existsSync } from 'node:fs'
 import type { IncomingMessage, RequestListener, Server, ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import type { ErrorRequestHandler, Express, Request } from 'express'
-import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'
 import { PetstoreError } from '../core/petstore-error.js'
 import { MemoryStorage } from '../storage/memory-storage.js'
-import { seedState, type TenantStorage } from '../storage/storage.js'
+import { seedState, type TenantState, type TenantStorage } from '../storage/storage.js'
 import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import type { Scenario } from '../contract/scenario-format.js'
 import { Redaction } from '../core/redaction.js'
@@ -31,10 +30,10 @@ import { openRedisStorage } from '../storage/redis-storage.js'
 import { openSqliteStorage } from '../storage/sqlite-storage.js'
 import { sendError, type AnswerSending } from '../node-bridge/http-errors.js'
 import { createSandboxServer } from './http-server.js'
-import { defaultMemoryBudget, MemoryBudget } from './memory-budget.js'
+import { MemoryBudget } from './memory-budget.js'
 import { requestContext } from './request-context.js'
 import { ScenarioCatalog } from './scenario-catalog.js'
-import { parseSandboxOptions, type SandboxAppOptions, type SandboxLimits } from './sandbox-options.js'
+import { parseSandboxOptions, sandboxLimits, type SandboxAppOptions, type SandboxLimits, type SandboxSettings } from './sandbox-options.js'
 import { ScenarioWatcher, startScenarioFile, type WatchStatus } from './scenario-watcher.js'
 import { MAX_UPSTREAM_ANSWER_BYTES } from '../pipeline/proxy.js'
 import { Upstream } from './upstream.js'
@@ -47,7 +46,6 @@ const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 export const API_BASE_PATH = '/v1'
 /** The path of the admin API and the demo page. */
 export const ADMIN_BASE_PATH = '/__sandbox'
-
 
 /** What {@link createSandboxApp} returns. */
 export interface SandboxApp {
@@ -95,108 +93,24 @@ const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
  */
 export async function createSandboxApp(options: SandboxAppOptions = {}): Promise<SandboxApp> {
   const settings = parseSandboxOptions(options)
-  const scenariosDir = settings.scenariosDir
-  const input = (settings.scenario ?? 'default') as ScenarioInput
-  // With `watch`, the start scenario's file is read here with the files it names, to watch them all.
-  const startFile = settings.watch ? await startScenarioFile(input, scenariosDir) : undefined
-  const startFiles = new Set<string>()
-  const scenario = startFile === undefined ? await loadScenario(input, { scenariosDir }) : await loadScenarioFile(startFile, (path) => startFiles.add(path))
-  if (settings.watch && startFile === undefined && scenariosDir === undefined) {
-    throw new PetstoreError('invalid_option', `Invalid sandbox option watch: nothing to watch, the scenario ${typeof input === 'string' ? `"${input}" is built in` : 'is an object'}. Give a scenario file (scenario: './shop.json') or a scenariosDir`)
-  }
+  const start = await loadStartScenario(settings)
+  const { scenario } = start
   // @note In proxy mode the real service judges keys: each key has a tenant, for its journal.
   const apiKeys = settings.anyKey || settings.proxy !== undefined ? 'any' : (settings.apiKeys ?? scenario.apiKeys ?? [DEV_API_KEY])
-  const catalog = new ScenarioCatalog(scenariosDir)
-  if (settings.scenarioAllow !== undefined) {
-    const known = await catalog.names()
-    const unknown = settings.scenarioAllow.filter((name) => !known.includes(name))
-    if (unknown.length > 0) {
-      throw new PetstoreError('invalid_option', `Invalid sandbox option scenarioAllow: no scenario named ${unknown.map((name) => JSON.stringify(name)).join(', ')}. Known: ${known.join(', ')}`)
-    }
-  }
+  const catalog = new ScenarioCatalog(settings.scenariosDir)
+  await checkScenarioAllow(settings.scenarioAllow, catalog)
   const warn = settings.warn as SandboxAppOptions['warn']
-  const seed = seedState(scenario)
   const ttlMs = settings.tenantTtlDays * 24 * 60 * 60 * 1000
-  // 0 is no budget, as 0 means never for the other limits.
-  const storeBudget = settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes
-  const storage: TenantStorage =
-    settings.redisUrl !== undefined
-      ? await openRedisStorage({
-          url: settings.redisUrl,
-          seed,
-          ttlMs,
-          prefix: settings.redisPrefix,
-          warn,
-          journalBytes: settings.journalBytes,
-          unreachableAtStart: settings.redisUnreachableAtStart,
-          allowEviction: settings.redisAllowEviction,
-          storedBytesBudget: storeBudget,
-        })
-      : settings.dataDir === undefined
-        ? new MemoryStorage(seed)
-        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget })
+  const storage = await openStorage(settings, seedState(scenario), ttlMs, warn)
   // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
   known.set(scenario.name, scenario)
-  const limits: SandboxLimits = {
-    nameMaxLength: settings.nameMaxLength,
-    descriptionMaxLength: settings.descriptionMaxLength,
-    maxCategories: settings.maxCategories,
-    journalBytes: settings.journalBytes,
-    memoryBudgetBytes: settings.memoryBudgetBytes ?? defaultMemoryBudget(),
-    storeBudgetBytes: settings.storeBudgetBytes,
-    maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
-    scenarioAllow: settings.scenarioAllow ?? 'any',
-    maxConnections: settings.maxConnections,
-    headersTimeoutMs: settings.headersTimeoutMs,
-    requestTimeoutMs: settings.requestTimeoutMs,
-  }
-  // @note The budget reads the registry, which is built with the budget's check: a closure.
-  const budget = new MemoryBudget({
-    budgetBytes: limits.memoryBudgetBytes,
-    heldBytes: () => tenants.heldBytes(),
-    // Tenants still on their seed (readers) make room rather than lock every partner's writes out.
-    relieve: () => tenants.relieve(limits.memoryBudgetBytes),
-  })
-  const admit = (work: 'grow' | 'read') => budget.admit(work)
-  // Long answers made per request (a list read from SQLite or Redis, the admin state) count
-  // against the budget while they are sent, each for its tenant (by id: a tenant dropped from
-  // memory and opened again is still the same one), and a client that takes nothing of one for
-  // the request timeout is let go (issue 20 F01, G4).
-  const budgetOwner = (tenant: Tenant | undefined) => (tenant === undefined ? '' : (tenants.idOf(tenant) ?? ''))
-  const reserve = (bytes: number, tenant: Tenant) => budget.reserveRead(bytes, budgetOwner(tenant))
-  const sending: AnswerSending = { count: (bytes, tenant) => budget.holdAnswer(bytes, budgetOwner(tenant)), stallMs: limits.requestTimeoutMs }
-  const tenants = new TenantRegistry({
-    scenario,
-    keys: apiKeys,
-    adminToken: settings.adminToken,
-    maxTenants: settings.maxTenants,
-    evictIdleMs: settings.evictIdleMinutes * 60_000,
-    overrides: { latency: settings.latency, journalBytes: limits.journalBytes, maxCategories: limits.maxCategories },
-    storage,
-    scenarioNamed: (name) => known.get(name),
-    warn,
-    admit,
-  })
-  const watcher = settings.watch
-    ? new ScenarioWatcher({
-        start: startFile === undefined ? undefined : { file: startFile, scenario, files: startFiles },
-        scenariosDir,
-        startName: scenario.name,
-        apply: (reloaded) => {
-          known.set(reloaded.name, reloaded)
-          tenants.reload(reloaded)
-        },
-        report: (settings.onReload as SandboxAppOptions['onReload']) ?? ((reload) => reload.error !== undefined && warn?.(reload.message)),
-      })
-    : undefined
+  const limits = sandboxLimits(settings)
+  const { tenants, admit, reserve, sending, mayGrow } = tenancy({ settings, scenario, apiKeys, storage, known, limits, warn })
+  const watcher = scenarioWatcher(settings, start, known, tenants, warn)
   await watcher?.start()
-  const sweep = () =>
-    void tenants.expireIdle(ttlMs).catch((error: unknown) => warn?.(`idle tenant sweep failed: ${error instanceof Error ? error.message : String(error)}`))
-  if (ttlMs > 0) sweep()
-  const sweeper = ttlMs > 0 ? setInterval(sweep, Math.min(ttlMs, SWEEP_INTERVAL_MS)) : undefined
-  sweeper?.unref()
+  const sweeper = sweepIdleTenants(tenants, ttlMs, warn)
   const reportUnexpected = (error: unknown, where: string) =>
     warn?.(`unexpected error on ${where}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
   const redaction = new Redaction({ headers: settings.redactHeaders, queryParams: settings.redactQueryParams })
@@ -213,18 +127,210 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     maxDelayMs,
     admit,
     reserve,
-    mayGrow: () => budget.refusal('grow') === undefined,
+    mayGrow,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
     proxy: upstream && { target: upstream, timeoutMs: limits.requestTimeoutMs },
   })
+  const adminApp = adminAppBuilder({
+    settings,
+    tenants,
+    catalog,
+    limits,
+    maxDelayMs,
+    startScenario: scenario.name,
+    admit,
+    sending,
+    reserve,
+    warn,
+    watcher,
+    reportUnexpected,
+  })
+  const { listener, context, embeddable } = requestHandling({ settings, tenants, pipeline, redaction, limits, sending, adminApp, reportUnexpected })
+  const close = async () => {
+    clearInterval(sweeper)
+    upstream?.close()
+    watcher?.close()
+    await storage.close()
+  }
+  // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
+  // request) are stamped and logged as every other.
+  const createServer = () =>
+    createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`, {
+      stamp: (req, res) => {
+        context.stamp(req, res)
+        context.logOnClose(req, res)
+      },
+      logUnread: (requestId, status) => context.logUnread(requestId, status),
+    })
+  return {
+    listener,
+    get app() {
+      return embeddable()
+    },
+    // The start scenario in its latest version (`watch`).
+    get scenario() {
+      return tenants.scenario
+    },
+    apiKeys,
+    tenants,
+    storage,
+    watchStatus: () => watcher?.status(),
+    close,
+    limits,
+    createServer,
+  }
+}
 
-  // Everything but the API: the admin routes, the demo page, and Error bodies for the rest.
-  // @note Built (and express loaded) on the first request that needs it, not at start: the API
-  // answers without express, and loading it is most of a start's time (docs/decisions/0007).
+/** The start scenario, and with `watch` the file it was read from and the files it names (to watch them all). */
+interface StartScenario {
+  readonly scenario: Scenario
+  readonly file: string | undefined
+  readonly files: Set<string>
+}
+
+/** Loads the scenario every tenant starts from; with `watch`, refuses one that has no file to watch. */
+async function loadStartScenario(settings: SandboxSettings): Promise<StartScenario> {
+  const scenariosDir = settings.scenariosDir
+  const input = (settings.scenario ?? 'default') as ScenarioInput
+  // With `watch`, the start scenario's file is read here with the files it names, to watch them all.
+  const file = settings.watch ? await startScenarioFile(input, scenariosDir) : undefined
+  const files = new Set<string>()
+  const scenario = file === undefined ? await loadScenario(input, { scenariosDir }) : await loadScenarioFile(file, (path) => files.add(path))
+  if (settings.watch && file === undefined && scenariosDir === undefined) {
+    throw new PetstoreError('invalid_option', `Invalid sandbox option watch: nothing to watch, the scenario ${typeof input === 'string' ? `"${input}" is built in` : 'is an object'}. Give a scenario file (scenario: './shop.json') or a scenariosDir`)
+  }
+  return { scenario, file, files }
+}
+
+/** Refuses a `scenarioAllow` naming a scenario the sandbox does not know. */
+async function checkScenarioAllow(allow: readonly string[] | undefined, catalog: ScenarioCatalog): Promise<void> {
+  if (allow === undefined) return
+  const known = await catalog.names()
+  const unknown = allow.filter((name) => !known.includes(name))
+  if (unknown.length > 0) {
+    throw new PetstoreError('invalid_option', `Invalid sandbox option scenarioAllow: no scenario named ${unknown.map((name) => JSON.stringify(name)).join(', ')}. Known: ${known.join(', ')}`)
+  }
+}
+
+/** Where the tenants live: Redis with `redisUrl`, SQLite with `dataDir`, else memory. */
+async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: number, warn: SandboxAppOptions['warn']): Promise<TenantStorage> {
+  // 0 is no budget, as 0 means never for the other limits.
+  const storeBudget = settings.storeBudgetBytes === 0 ? undefined : settings.storeBudgetBytes
+  return settings.redisUrl !== undefined
+    ? await openRedisStorage({
+        url: settings.redisUrl,
+        seed,
+        ttlMs,
+        prefix: settings.redisPrefix,
+        warn,
+        journalBytes: settings.journalBytes,
+        unreachableAtStart: settings.redisUnreachableAtStart,
+        allowEviction: settings.redisAllowEviction,
+        storedBytesBudget: storeBudget,
+      })
+    : settings.dataDir === undefined
+      ? new MemoryStorage(seed)
+      : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget })
+}
+
+/** The tenants (one per key) and the memory budget they are held to, with what the request path asks of that budget. */
+function tenancy(parts: {
+  settings: SandboxSettings
+  scenario: Scenario
+  apiKeys: readonly string[] | 'any'
+  storage: TenantStorage
+  known: Map<string, Scenario>
+  limits: SandboxLimits
+  warn: SandboxAppOptions['warn']
+}) {
+  const { settings, limits } = parts
+  // @note The budget reads the registry, which is built with the budget's check: a closure.
+  const budget = new MemoryBudget({
+    budgetBytes: limits.memoryBudgetBytes,
+    heldBytes: () => tenants.heldBytes(),
+    // Tenants still on their seed (readers) make room rather than lock every partner's writes out.
+    relieve: () => tenants.relieve(limits.memoryBudgetBytes),
+  })
+  const admit = (work: 'grow' | 'read') => budget.admit(work)
+  // Long answers made per request (a list read from SQLite or Redis, the admin state) count
+  // against the budget while they are sent, each for its tenant (by id: a tenant dropped from
+  // memory and opened again is still the same one), and a client that takes nothing of one for
+  // the request timeout is let go (issue 20 F01, G4).
+  const budgetOwner = (tenant: Tenant | undefined) => (tenant === undefined ? '' : (tenants.idOf(tenant) ?? ''))
+  const reserve = (bytes: number, tenant: Tenant) => budget.reserveRead(bytes, budgetOwner(tenant))
+  const sending: AnswerSending = { count: (bytes, tenant) => budget.holdAnswer(bytes, budgetOwner(tenant)), stallMs: limits.requestTimeoutMs }
+  const tenants = new TenantRegistry({
+    scenario: parts.scenario,
+    keys: parts.apiKeys,
+    adminToken: settings.adminToken,
+    maxTenants: settings.maxTenants,
+    evictIdleMs: settings.evictIdleMinutes * 60_000,
+    overrides: { latency: settings.latency, journalBytes: limits.journalBytes, maxCategories: limits.maxCategories },
+    storage: parts.storage,
+    scenarioNamed: (name) => parts.known.get(name),
+    warn: parts.warn,
+    admit,
+  })
+  return { tenants, admit, reserve, sending, mayGrow: () => budget.refusal('grow') === undefined }
+}
+
+/** With `watch`: the watcher that reloads the start scenario and `scenariosDir` into the tenants. */
+function scenarioWatcher(
+  settings: SandboxSettings,
+  start: StartScenario,
+  known: Map<string, Scenario>,
+  tenants: TenantRegistry,
+  warn: SandboxAppOptions['warn'],
+): ScenarioWatcher | undefined {
+  if (!settings.watch) return undefined
+  return new ScenarioWatcher({
+    start: start.file === undefined ? undefined : { file: start.file, scenario: start.scenario, files: start.files },
+    scenariosDir: settings.scenariosDir,
+    startName: start.scenario.name,
+    apply: (reloaded) => {
+      known.set(reloaded.name, reloaded)
+      tenants.reload(reloaded)
+    },
+    report: (settings.onReload as SandboxAppOptions['onReload']) ?? ((reload) => reload.error !== undefined && warn?.(reload.message)),
+  })
+}
+
+/** Forgets tenants unused for `ttlMs`, now and then hourly (or every TTL, when shorter); none with 0. */
+function sweepIdleTenants(tenants: TenantRegistry, ttlMs: number, warn: SandboxAppOptions['warn']): NodeJS.Timeout | undefined {
+  if (ttlMs <= 0) return undefined
+  const sweep = () =>
+    void tenants.expireIdle(ttlMs).catch((error: unknown) => warn?.(`idle tenant sweep failed: ${error instanceof Error ? error.message : String(error)}`))
+  sweep()
+  const sweeper = setInterval(sweep, Math.min(ttlMs, SWEEP_INTERVAL_MS))
+  sweeper.unref()
+  return sweeper
+}
+
+/**
+ * Everything but the API, as one express app: the admin routes, the demo page, and Error bodies
+ * for the rest.
+ * @note Built (and express loaded) on the first request that needs it, not at start: the API
+ * answers without express, and loading it is most of a start's time (docs/decisions/0007).
+ */
+function adminAppBuilder(parts: {
+  settings: SandboxSettings
+  tenants: TenantRegistry
+  catalog: ScenarioCatalog
+  limits: SandboxLimits
+  maxDelayMs: number
+  startScenario: string
+  admit: (work: 'grow' | 'read') => void
+  sending: AnswerSending
+  reserve: (bytes: number, tenant: Tenant) => () => void
+  warn: SandboxAppOptions['warn']
+  watcher: ScenarioWatcher | undefined
+  reportUnexpected: (error: unknown, where: string) => void
+}): () => Express {
+  const { settings, limits, watcher, reportUnexpected } = parts
   const startedAt = monotonicNow()
   const demoDir = settings.demoDir ?? (existsSync(PACKAGE_DEMO_DIR) ? PACKAGE_DEMO_DIR : false)
   let admin: Express | undefined
-  const adminApp = (): Express => {
+  return (): Express => {
     if (admin !== undefined) return admin
     const express = loadExpress()
     const built = express()
@@ -233,19 +339,19 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     built.use(
       ADMIN_BASE_PATH,
       adminRoutes({
-        tenants,
-        catalog,
+        tenants: parts.tenants,
+        catalog: parts.catalog,
         basePath: API_BASE_PATH,
         maxBodyBytes: limits.maxBodyBytes,
         startedAt,
         strict: settings.strict,
         limits,
-        maxDelayMs,
-        scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === scenario.name,
-        admit,
-        sending,
-        reserve,
-        warn,
+        maxDelayMs: parts.maxDelayMs,
+        scenarioAllowed: (name) => limits.scenarioAllow === 'any' || limits.scenarioAllow.includes(name) || name === parts.startScenario,
+        admit: parts.admit,
+        sending: parts.sending,
+        reserve: parts.reserve,
+        warn: parts.warn,
         publicUrl: settings.publicUrl,
         trustProxy: settings.trustProxy,
         proxy: settings.proxy,
@@ -266,17 +372,34 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     admin = built
     return built
   }
+}
 
+/**
+ * The way in of every request: stamped and logged, answered in order on its connection, CORS
+ * first, the API straight to the pipeline (no express, no body parser: the core reads bodies
+ * itself), the rest to the admin app. As a Node listener, and as an express app to mount.
+ */
+function requestHandling(parts: {
+  settings: SandboxSettings
+  tenants: TenantRegistry
+  pipeline: Pipeline
+  redaction: Redaction
+  limits: SandboxLimits
+  sending: AnswerSending
+  adminApp: () => Express
+  reportUnexpected: (error: unknown, where: string) => void
+}) {
+  const { settings, tenants, limits, adminApp, reportUnexpected } = parts
   const context = requestContext(tenants, settings.log as SandboxAppOptions['log'], (error) => reportUnexpected(error, 'the request log'))
   const preflight = cors(settings.corsOrigins)
   // @note No body parser anywhere before the API: the core reads bodies itself (and judges them).
   const api = apiBridge(
-    pipeline,
+    parts.pipeline,
     API_BASE_PATH,
-    (error, req) => reportUnexpected(error, `${req.method} ${redaction.url(req.url ?? '')}`),
+    (error, req) => reportUnexpected(error, `${req.method} ${parts.redaction.url(req.url ?? '')}`),
     // The log line names the tenant the pipeline answered for, without judging the key again.
     (req, res, answer) => context.logWritten(req, res, answer?.tenant && tenants.idOf(answer.tenant)),
-    sending,
+    parts.sending,
   )
   /** What every request goes through first (once stamped); true when it was answered (or is being answered). */
   const front = (req: IncomingMessage, res: ServerResponse): boolean => {
@@ -331,39 +454,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     app.use(adminApp())
     return app
   }
-  const close = async () => {
-    clearInterval(sweeper)
-    upstream?.close()
-    watcher?.close()
-    await storage.close()
-  }
-  // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
-  // request) are stamped and logged as every other.
-  const createServer = () =>
-    createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`, {
-      stamp: (req, res) => {
-        context.stamp(req, res)
-        context.logOnClose(req, res)
-      },
-      logUnread: (requestId, status) => context.logUnread(requestId, status),
-    })
-  return {
-    listener,
-    get app() {
-      return embeddable()
-    },
-    // The start scenario in its latest version (`watch`).
-    get scenario() {
-      return tenants.scenario
-    },
-    apiKeys,
-    tenants,
-    storage,
-    watchStatus: () => watcher?.status(),
-    close,
-    limits,
-    createServer,
-  }
+  return { listener, context, embeddable }
 }
 
 /**

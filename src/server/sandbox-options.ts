@@ -15,9 +15,11 @@ import {
 import { Latency } from '../contract/scenario-format.js'
 import { ApiKey } from '../contract/schemas.js'
 import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../library/petstore-options.js'
+import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'
 import type { ScenarioInput } from '../scenario/scenario-loader.js'
 import type { CorsOrigins } from './cors.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS, type ServerLimits } from './http-server.js'
+import { defaultMemoryBudget } from './memory-budget.js'
 import type { RequestLogEntry } from './request-context.js'
 import type { ScenarioReload } from './scenario-watcher.js'
 import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS } from './tenant-registry.js'
@@ -337,3 +339,20 @@ export const parseSandboxOptions = optionJudge('sandbox', Options, ACCEPTED)
 
 /** The options as {@link parseSandboxOptions} gives them back. */
 export type SandboxSettings = ReturnType<typeof parseSandboxOptions>
+
+/** Every limit of a sandbox with these settings, defaults filled in. */
+export function sandboxLimits(settings: SandboxSettings): SandboxLimits {
+  return {
+    nameMaxLength: settings.nameMaxLength,
+    descriptionMaxLength: settings.descriptionMaxLength,
+    maxCategories: settings.maxCategories,
+    journalBytes: settings.journalBytes,
+    memoryBudgetBytes: settings.memoryBudgetBytes ?? defaultMemoryBudget(),
+    storeBudgetBytes: settings.storeBudgetBytes,
+    maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+    scenarioAllow: settings.scenarioAllow ?? 'any',
+    maxConnections: settings.maxConnections,
+    headersTimeoutMs: settings.headersTimeoutMs,
+    requestTimeoutMs: settings.requestTimeoutMs,
+  }
+}
