@@ -30,7 +30,7 @@ export interface CliResult {
   readonly server?: RunningSandbox
   /**
    * `serve --workers N` (N > 1), options checked: the caller runs the node:cluster primary with N
-   * workers (`runWorkers` in `cli-workers.ts`), each of which runs this command again as a worker.
+   * workers (`runWorkers` in `serve-workers.ts`), each of which runs this command again as a worker.
    */
   readonly workers?: number
 }

@@ -38,7 +38,7 @@ export interface OpenApiOptions {
   readonly profile?: OpenApiProfile
   /** The sandbox refuses unknown fields of a NewCategory (`--strict`): the document says so. @default false */
   readonly strictBodies?: boolean
-  /** The lengths and counts the schemas and texts state (a server passes its own). @default the defaults of `core/limits.ts` */
+  /** The lengths and counts the schemas and texts state (a server passes its own). @default the defaults of `limits.ts` */
   readonly limits?: CategoryLimits
 }
 

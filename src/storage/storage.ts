@@ -1,7 +1,7 @@
 /**
  * The storage seam: one tenant's writable state ({@link TenantStore}) and the set of tenants
  * ({@link TenantStorage}). Two implementations today: in memory (`memory-storage.ts`, @msw/data,
- * the library's and the browser's) and SQLite (`server/sqlite-storage.ts`, `--data-dir`).
+ * the library's and the browser's) and SQLite (`sqlite-storage.ts`, `--data-dir`).
  *
  * Written so that a store shared by several processes (Redis, a later issue) can implement it
  * unchanged:

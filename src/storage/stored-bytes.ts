@@ -1,7 +1,7 @@
 /**
  * What tenants hold in a durable store (SQLite with `--data-dir`, Redis with `--redis-url`),
  * counted against the store budget (`--store-budget`, `storeBudgetBytes`, its default in
- * `create-sandbox-app.ts`). One rule for every durable store: **the bytes of the text the store
+ * `server/sandbox-options.ts`). One rule for every durable store: **the bytes of the text the store
  * writes, plus a fixed overhead** (docs/decisions/0010-store-budget-and-health.md):
  * - a category: the text its store writes for it, plus {@link CATEGORY_OVERHEAD}. SQLite writes
  *   its name and description as they are, in UTF-8 ({@link categoryStoredBytes}); Redis writes
