@@ -28,7 +28,7 @@ import { DEFAULT_EVICT_IDLE_MS, DEFAULT_MAX_TENANTS } from './tenant-registry.js
 export const DEFAULT_TENANT_TTL_DAYS = 30
 /**
  * What the tenants of a durable store (`dataDir`, `redisUrl`) may store together: 1 GiB of tenant
- * data as `stored-bytes.ts` counts it, about 760 tenants switched to `large-catalog` or 7 million
+ * data as `storage/stored-bytes.ts` counts it, about 760 tenants switched to `large-catalog` or 7 million
  * small categories.
  * @default 1073741824 (1 GiB)
  */
@@ -135,14 +135,14 @@ export interface SandboxAppOptions {
   /**
    * With `dataDir` or `redisUrl`: what all tenants may store together, in bytes (names and
    * descriptions in UTF-8, tenant ids and scenario names, plus a fixed 96 bytes a category and 256
-   * a tenant: `stored-bytes.ts`), counted in the same step as each write (one script on Redis; not
+   * a tenant: `storage/stored-bytes.ts`), counted in the same step as each write (one script on Redis; not
    * enforced on a Redis Cluster, the operator is told); past it, creates, scenario switches and
    * new tenants' first writes get 503 `over_capacity` with `Retry-After`, while reads, resets and
    * deletes still work; so do writes that would take room kept for the tenants already holding
    * data (each keeps a floor of 256 KiB, or a 64th of a smaller budget, that other keys cannot
    * take). Counted again from the store at start. On Redis, journals have a budget of
    * their own of the same size. In memory, the memory budget bounds tenants' data instead. 0: no budget.
-   * @note `stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
+   * @note `storage/stored-bytes.ts` is the one counting rule for every durable store, so that a Redis
    * store bounded by it means the same figure.
    * @default 1073741824 (1 GiB)
    */
