@@ -76,7 +76,7 @@ end`
  * whose reply was lost is settled, never added twice (`redis-outcomes.ts`).
  */
 const PLAN = redisScript(`
-${replayOutcome('KEYS[2]', 4)}
+${replayOutcome('KEYS[2]', 4, 5)}
 local held = redis.call('LLEN', KEYS[1])
 if held >= tonumber(ARGV[1]) then return redis.error_reply('FULL') end
 ${NOW}
@@ -121,7 +121,7 @@ return '1'
  * the outcome record keeps. Recorded as {@link PLAN}.
  */
 const CLEAR = redisScript(`
-${replayOutcome('KEYS[2]', 1)}
+${replayOutcome('KEYS[2]', 1, 2)}
 if KEYS[4] then
   ${leaveBook('KEYS[4]', 'KEYS[5]', 'KEYS[1]', 3).replaceAll('\n', '\n  ')}
 end
@@ -199,7 +199,7 @@ export class RedisAnswers implements TenantAnswers {
   constructor(link: RedisLink, keys: OutcomeKeys & { readonly answers: string }, ttlMs: number, tenant: string, book: PlanBookKeys | undefined) {
     this.#link = link
     this.#key = keys.answers
-    this.#outcomes = { outcomes: keys.outcomes, outcomeTimes: keys.outcomeTimes, outcomeEntries: keys.outcomeEntries }
+    this.#outcomes = { outcomes: keys.outcomes, outcomeTimes: keys.outcomeTimes, outcomeEntries: keys.outcomeEntries, outcomeMs: keys.outcomeMs }
     this.#ttlMs = ttlMs
     this.#tenant = tenant
     this.#book = book

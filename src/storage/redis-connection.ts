@@ -97,6 +97,11 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
  */
 export const EVICTION_RECHECK_MS = 1000
 
+/** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
+const CLOCK_READ_MS = 1000
+/** A reading of Redis's clock is kept over a later, looser one (an answer that took longer) this long (ms). */
+const CLOCK_KEEP_MS = 5000
+
 /** A command not sent: the request it serves has no time left (not a failure of Redis). */
 class RequestTimeUp extends StorageUnavailableError {}
 
@@ -400,6 +405,12 @@ export class RedisLink {
   #recoveredUnchecked = false
   #failingSince = 0
   #renewedAt = Number.NEGATIVE_INFINITY
+  /** Redis's clock less this process's monotonic clock (ms), at most, and when that reading came: see {@link redisNow}. */
+  #clock: { offset: number; at: number } | undefined
+  /** When Redis's clock was last read (monotonic ms). */
+  #clockReadAt = Number.NEGATIVE_INFINITY
+  /** The reading of Redis's clock in flight, shared. */
+  #clockReading: Promise<void> | undefined
 
   constructor(
     target: RedisTarget,
@@ -474,7 +485,7 @@ export class RedisLink {
         reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
       }
     } catch (error) {
-      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
       if (refusal) throw new RedisScriptRefusal(refusal[1])
       const failure = this.#failure(error)
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
@@ -484,6 +495,41 @@ export class RedisLink {
     }
     this.recovered()
     return reply
+  }
+
+  /**
+   * Redis's time now (ms since the epoch, by Redis's clock; on a Cluster, its slowest master's),
+   * at most: the last reading of `TIME` plus the monotonic time since its answer came, so at or
+   * before the true time (by as much as that answer took). A recorded write carries it as the
+   * time it was sent (`redis-outcomes.ts`, attack7 K1). Reads the clock first when it never was
+   * (a failure is a {@link StorageUnavailableError}: nothing was sent), and again in the
+   * background at most every {@link CLOCK_READ_MS} while it is asked.
+   */
+  async redisNow(): Promise<number> {
+    if (this.#clock === undefined) await this.#readClock()
+    else if (monotonicNow() - this.#clockReadAt >= CLOCK_READ_MS) this.#readClock().catch(() => undefined)
+    return Math.floor(monotonicNow() + this.#clock!.offset)
+  }
+
+  /** Reads Redis's clock (every master's): keeps the reading unless the one kept is tighter and recent. */
+  #readClock(): Promise<void> {
+    this.#clockReading ??= (async () => {
+      this.#clockReadAt = monotonicNow()
+      let replies: Reply[]
+      try {
+        replies = await this.#connection.each(['TIME'], this.#timeLeft())
+      } catch (error) {
+        throw this.#failure(error)
+      }
+      const came = monotonicNow()
+      this.recovered()
+      // Each master read its clock before its answer came: its time then was that, or more.
+      const offset = Math.min(...replies.map((reply) => Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000))) - came
+      if (this.#clock === undefined || offset > this.#clock.offset || came - this.#clock.at >= CLOCK_KEEP_MS) this.#clock = { offset, at: came }
+    })().finally(() => {
+      this.#clockReading = undefined
+    })
+    return this.#clockReading
   }
 
   /**

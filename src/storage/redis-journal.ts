@@ -181,7 +181,7 @@ export const releaseJournal = (usage: string, weights: string, arg: number) => `
  * keys hold). Recorded, so that a clear whose reply was lost is settled (`redis-outcomes.ts`).
  */
 const CLEAR = redisScript(`
-${replayOutcome('KEYS[4]', 2)}
+${replayOutcome('KEYS[4]', 2, 3)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end
 if KEYS[6] then

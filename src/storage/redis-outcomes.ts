@@ -5,6 +5,9 @@
  * then settled by asking Redis about that id (docs/decisions/0005-redis-replicas.md, issue 20 F03).
  * Creates, scenario switches and resets, journal clears and planned-answer writes all go this way,
  * so an answer states the write's true outcome: applied, not applied (and now never), or unknown.
+ * Each such write also carries the Redis time it was sent at (in its operation id) and refuses,
+ * never applied, once its `void` may no longer be on record (attack7 K1): so a write not applied
+ * within {@link OUTCOME_RECORD_MS} of being sent never is.
  */
 import { randomBytes } from 'node:crypto'
 import { monotonicNow } from '../core/clock.js'
@@ -13,7 +16,8 @@ import { NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLi
 
 /**
  * How long a write's outcome stays on record under its operation id (`ops`, `opt`), at least:
- * longer than any request waits for Redis, so that a request whose write went unanswered can ask.
+ * longer than a request waits for Redis, so that a request whose write went unanswered can ask.
+ * A recorded write that reaches Redis this long after it was sent is refused (never applied).
  */
 export const OUTCOME_RECORD_MS = 120_000
 /**
@@ -44,13 +48,15 @@ export interface OutcomeKeys {
   readonly outcomeTimes: string
   /** The most entries the record keeps. */
   readonly outcomeEntries: number
+  /** How long the record keeps each entry (ms), at least: {@link OUTCOME_RECORD_MS}. */
+  readonly outcomeMs: number
 }
 
 /**
  * Lua: records the outcome `value` (a result, or `void`: never to be applied) of operation
  * ARGV[`op`] in `ops` and `opt` for ARGV[`keep`] ms and at most ARGV[`cap`] entries (the record's
- * {@link OutcomeKeys.outcomeEntries}), the oldest going first; `!trimmed` in `ops` says when an
- * entry last went before its time. Needs `now` ({@link NOW}).
+ * {@link OutcomeKeys.outcomeEntries}), the oldest going first; `!trimmed` in `ops` is the newest
+ * time on record of an entry that went before its time (by the cap). Needs `now` ({@link NOW}).
  */
 export const recordOutcome = (ops: string, opt: string, op: number, keep: number, cap: number, value: string) => `local keep = tonumber(ARGV[${keep}])
 redis.call('HSET', ${ops}, ARGV[${op}], ${value})
@@ -58,8 +64,9 @@ redis.call('ZADD', ${opt}, now, ARGV[${op}])
 local old = redis.call('ZRANGEBYSCORE', ${opt}, '-inf', now - keep, 'LIMIT', 0, 16)
 local over = redis.call('ZCARD', ${opt}) - #old - tonumber(ARGV[${cap}])
 if over > 0 then
-  for _, early in ipairs(redis.call('ZRANGE', ${opt}, #old, #old + math.min(over, 16) - 1)) do table.insert(old, early) end
-  redis.call('HSET', ${ops}, '!trimmed', string.format('%d', now))
+  local early = redis.call('ZRANGE', ${opt}, #old, #old + math.min(over, 16) - 1, 'WITHSCORES')
+  for i = 1, #early, 2 do table.insert(old, early[i]) end
+  if tonumber(early[#early]) > tonumber(redis.call('HGET', ${ops}, '!trimmed') or '0') then redis.call('HSET', ${ops}, '!trimmed', early[#early]) end
 end
 if #old > 0 then
   redis.call('HDEL', ${ops}, unpack(old))
@@ -69,38 +76,61 @@ redis.call('PEXPIRE', ${ops}, keep)
 redis.call('PEXPIRE', ${opt}, keep)`
 
 /**
- * Lua, a recorded write's first lines: when operation ARGV[`op`] already ran, its recorded result
- * again (it is never applied twice); VOID when it was declared never applied ({@link SETTLE}).
+ * Lua: sets `late` when operation ARGV[`op`], sent at the Redis time its id carries
+ * ({@link operationId}), may have had its outcome forgotten by the record `ops` by now: it was
+ * sent ARGV[`keep`] ms ago or more (the record keeps each entry that long, at least), or the
+ * record trimmed, by its cap, an entry recorded at or after that time (`!trimmed`). Either stays
+ * true from then on. An id without a time (an older version's) is never late.
+ * @note Redis's own clock (`TIME`), as the record's; an estimated send time at or before the true
+ * one only makes a write late sooner (attack7 K1).
  */
-export const replayOutcome = (ops: string, op: number) => `local done = redis.call('HGET', ${ops}, ARGV[${op}])
+const lateOutcome = (ops: string, op: number, keep: number) => `local late = false
+local sent = tonumber(string.match(ARGV[${op}], '^(%d+):') or '')
+if sent then
+  local at = redis.call('TIME')
+  local trimmed = tonumber(redis.call('HGET', ${ops}, '!trimmed') or '')
+  late = tonumber(at[1]) * 1000 + math.floor(tonumber(at[2]) / 1000) - sent >= tonumber(ARGV[${keep}]) or (trimmed ~= nil and trimmed >= sent)
+end`
+
+/**
+ * Lua, a recorded write's first lines: when operation ARGV[`op`] already ran, its recorded result
+ * again (it is never applied twice); VOID when it was declared never applied ({@link SETTLE});
+ * LATE when that `void` may be gone from the record by now ({@link lateOutcome}: ARGV[`keep`] is
+ * how long the record keeps an entry), so that a write reaching Redis from an abandoned
+ * connection minutes on, or after a flood of other writes, is never applied (attack7 K1).
+ */
+export const replayOutcome = (ops: string, op: number, keep: number) => `local done = redis.call('HGET', ${ops}, ARGV[${op}])
 if done == 'void' then return redis.error_reply('VOID') end
-if done then return done end`
+if done then return done end
+do
+  ${lateOutcome(ops, op, keep).replaceAll('\n', '\n  ')}
+  if late then return redis.error_reply('LATE') end
+end`
 
 /**
  * Settles a write that got no answer. KEYS: ops, opt. ARGV: the operation id; how long to keep
  * the outcome on record (ms); the most entries the record keeps. Returns the write's recorded
  * result; or `void` when it was not applied, and records that it never will be (the write, should
- * it still arrive, refuses with VOID); or `unknown` when its record may have been trimmed (more
- * writes since than the record keeps).
+ * it still arrive, refuses with VOID); or `unknown` when its record may be gone (sent as long ago
+ * as the record keeps, or an entry as new trimmed by the cap): it may have been applied, and
+ * should it still arrive, it refuses with LATE, so it is applied by now or never.
  */
 const SETTLE = redisScript(`
 local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then return done end
+${lateOutcome('KEYS[1]', 1, 2)}
+if late then return 'unknown' end
 ${NOW}
-local trimmed = redis.call('HGET', KEYS[1], '!trimmed')
-if trimmed and now - tonumber(trimmed) < tonumber(ARGV[2]) then return 'unknown' end
 ${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "'void'")}
 return 'void'
 `)
 
-/** A new operation id. */
-export function operationId(): string {
-  return randomBytes(12).toString('base64url')
-}
-
-/** How long a write's outcome stays on record: {@link OUTCOME_RECORD_MS}, or longer than the request may still wait. */
-export function outcomeRecordMs(link: RedisLink): number {
-  return Math.max(OUTCOME_RECORD_MS, (link.requestTimeLeft() ?? link.commandTimeoutMs * SETTLE_ROUNDS) + OUTCOME_RECORD_MS)
+/**
+ * A new operation id: the Redis time (ms) the write is sent at, as {@link RedisLink.redisNow}
+ * estimates it (at or before the true time), then 96 random bits (`1796000000000:…`).
+ */
+export function operationId(sent: number): string {
+  return `${Math.max(0, Math.floor(sent))}:${randomBytes(12).toString('base64url')}`
 }
 
 /**
@@ -110,11 +140,13 @@ export function outcomeRecordMs(link: RedisLink): number {
  * @throws StorageUnavailableError when it was not applied (and now never will be);
  * WriteOutcomeUnknownError when Redis could not tell in time; a RedisScriptRefusal of its own.
  */
-export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[], op = operationId()): Promise<unknown> {
+export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[]): Promise<unknown> {
+  const op = operationId(await link.redisNow())
   try {
-    return await link.script(script, scriptKeys, args(op, outcomeRecordMs(link), keys.outcomeEntries))
+    return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
   } catch (error) {
     if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
+    if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
     if (!(error instanceof RedisOutcomeUnknown)) throw error
     return settleOutcome(link, keys, op, error, what)
   }
@@ -135,7 +167,7 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
   while (monotonicNow() < until && link.requestTimeLeft() !== 0) {
     let reply: string
     try {
-      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, outcomeRecordMs(link), keys.outcomeEntries]))
+      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries]))
     } catch (error) {
       if (!(error instanceof StorageUnavailableError)) throw error
       last = error
@@ -148,4 +180,12 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
     return reply
   }
   throw new WriteOutcomeUnknownError(`${failure.message}; whether ${what} was applied is unknown`, { cause: last })
+}
+
+/**
+ * The failure of a recorded write Redis refused as LATE ({@link replayOutcome}): not applied, and
+ * never will be (a copy of it arriving later is later still).
+ */
+export function lateWrite(what: string, op: string): StorageUnavailableError {
+  return new StorageUnavailableError(`Redis: ${what} (operation ${op}) reached Redis after its outcome could have left the record, and was refused`)
 }

@@ -40,7 +40,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
-import { operationId, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, outcomeRecordMs, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, operationId, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -97,6 +97,12 @@ export interface RedisStorageOptions {
    * @default {@link MAX_BOOK_PLANS}
    */
   readonly maxPlans?: number | undefined
+  /**
+   * @internal How long the write outcome records keep each entry (ms), and so how long after it
+   * was sent a recorded write may still be applied (tests shorten it; every replica on one prefix
+   * must use the same). @default {@link OUTCOME_RECORD_MS}
+   */
+  readonly outcomeRecordMs?: number | undefined
 }
 
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
@@ -182,13 +188,14 @@ end`
  * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), the most entries
  * its outcome record keeps, then the categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
  * {@link CATEGORY_OVERHEAD}, the rule of `stored-bytes.ts`. Refuses with BUDGET or KEPT
- * ({@link charge}), VOID when the operation was declared never applied. A switch or reset is
+ * ({@link charge}), VOID when the operation was declared never applied, LATE when it reached
+ * Redis once that could have been forgotten (`replayOutcome`). A switch or reset is
  * recorded under its operation id (`redis-outcomes.ts`), so that one whose reply was lost is
  * settled as a create is.
  */
 const WRITE_STATE = redisScript(`
 if ARGV[1] ~= '' then
-  ${replayOutcome('KEYS[3]', 1).replaceAll('\n', '\n  ')}
+  ${replayOutcome('KEYS[3]', 1, 2).replaceAll('\n', '\n  ')}
 end
 if ARGV[3] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return '0' end
 local bytes = 0
@@ -222,12 +229,13 @@ return '1'
  * (the rule of `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
  * when the category would take the store past its budget.
  * Refuses with NOSEED when the tenant has no state yet (the caller writes its seed with `init`,
- * then retries), IDSPACE past the safe integers, LIMIT at the category limit, and VOID when the
- * operation was declared never applied (`redis-outcomes.ts`). The id created is kept on record under
+ * then retries), IDSPACE past the safe integers, LIMIT at the category limit, VOID when the
+ * operation was declared never applied, and LATE when it reached Redis once that could have been
+ * forgotten (`redis-outcomes.ts`). The id created is kept on record under
  * the operation id, so that a caller that got no answer can ask whether it was applied.
  */
 const CREATE = redisScript(`
-${replayOutcome('KEYS[3]', 2)}
+${replayOutcome('KEYS[3]', 2, 5)}
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSEED') end
 local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
 if id > 9007199254740991 then return redis.error_reply('IDSPACE') end
@@ -399,6 +407,8 @@ export interface TenantKeys {
   readonly outcomeTimes: string
   /** The most entries {@link outcomes} keeps (`OUTCOME_RECORD_TOTAL`, or `OUTCOME_RECORD_ENTRIES` on a Cluster). */
   readonly outcomeEntries: number
+  /** How long {@link outcomes} keeps each entry (ms). */
+  readonly outcomeMs: number
   /** The tenant's own outcome record (`P{id}:ops`, `P{id}:opt`): in use on a Cluster; elsewhere left by an older version, deleted with the tenant. */
   readonly ownOutcomes: readonly [string, string]
   /** Planned answers (`redis-answers.ts`). */
@@ -452,6 +462,8 @@ export class RedisStorage implements TenantStorage {
   readonly #book: PlanBookKeys | undefined
   /** The outcome record shared by all tenants (`Pops`, `Popt`), but on a Cluster (each tenant's own there). */
   readonly #outcomes: OutcomeKeys | undefined
+  /** How long the outcome records keep each entry (ms). */
+  readonly #outcomeMs: number
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
@@ -469,7 +481,8 @@ export class RedisStorage implements TenantStorage {
       ? undefined
       : { tenants: `${this.prefix}plans`, count: `${this.prefix}planned`, prefix: this.prefix, maxPlans: Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS) }
     this.#floors = options.storedBytesBudget === undefined ? undefined : `${this.prefix}floors`
-    this.#outcomes = link.cluster ? undefined : { outcomes: `${this.prefix}ops`, outcomeTimes: `${this.prefix}opt`, outcomeEntries: OUTCOME_RECORD_TOTAL }
+    this.#outcomeMs = options.outcomeRecordMs ?? OUTCOME_RECORD_MS
+    this.#outcomes = link.cluster ? undefined : { outcomes: `${this.prefix}ops`, outcomeTimes: `${this.prefix}opt`, outcomeEntries: OUTCOME_RECORD_TOTAL, outcomeMs: this.#outcomeMs }
     this.#journalUses = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jused`
   }
 
@@ -510,7 +523,7 @@ export class RedisStorage implements TenantStorage {
       journal: `${base}journal`,
       journalSizes: `${base}jsizes`,
       journalMeta: `${base}jmeta`,
-      ...(this.#outcomes ?? { outcomes: `${base}ops`, outcomeTimes: `${base}opt`, outcomeEntries: OUTCOME_RECORD_ENTRIES }),
+      ...(this.#outcomes ?? { outcomes: `${base}ops`, outcomeTimes: `${base}opt`, outcomeEntries: OUTCOME_RECORD_ENTRIES, outcomeMs: this.#outcomeMs }),
       ownOutcomes: [`${base}ops`, `${base}opt`],
       answers: `${base}answers`,
     }
@@ -679,13 +692,14 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
-    const op = operationId()
+    // The time it is sent at, at most: a resend after NOSEED carries the first one's (earlier: safe).
+    const op = operationId(await this.link.redisNow())
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, outcomeRecordMs(this.link), this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`)
@@ -701,6 +715,7 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'BUDGET') throw storeFull()
         if (error.message === 'KEPT') throw storeKept()
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
+        if (error.message === 'LATE') throw lateWrite(`create ${op} of tenant ${id}`, op)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
         await this.#writeState(id, 'init', this.seed)

@@ -5,10 +5,11 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
-import { redisDelayLimit } from '../../src/storage/redis-connection.js'
+import { monotonicNow } from '../../src/core/clock.js'
+import { redisDelayLimit, withRedisDeadline } from '../../src/storage/redis-connection.js'
 import { connectRedis, redisScript } from '../../src/storage/redis-connection.js'
 import { operationId, OUTCOME_RECORD_TOTAL, settleOutcome } from '../../src/storage/redis-outcomes.js'
-import { openRedisStorage } from '../../src/storage/redis-storage.js'
+import { openRedisStorage, type RedisStorage } from '../../src/storage/redis-storage.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/storage/storage.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -171,6 +172,93 @@ describe.runIf(REQUIRE_REDIS)('a create Redis applied but did not confirm in tim
   })
 })
 
+/** Clears the journals of `count` throw-away keys, 64 at a time: `count` recorded writes of other tenants, as a replica runs them. */
+async function clearJournals(storage: RedisStorage, count: number): Promise<void> {
+  let next = 0
+  await Promise.all(Array.from({ length: 64 }, async () => {
+    while (next < count) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
+  }))
+}
+
+const NO_SEED = { scenario: 'default', categories: [], nextCategoryId: 1 } as const
+
+describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a connection the replica gave up (attack7 K1)', () => {
+  it('never applies a create answered 503 storage_unavailable that reaches Redis after other keys’ writes pushed its void out of the shared record', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    // The network path of the replica's connection stalls as the create goes out on it: the
+    // replica gives up on it, asks on a new one, and Redis, which never saw the create, voids it.
+    proxy.hold('ghost')
+    const response = await create(sandbox, 'ghost')
+    expect(response.status).toBe(503)
+    expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    // Other keys' writes, more than the record keeps: the void is trimmed.
+    const others = await openRedisStorage({ url: redis.url, seed: NO_SEED })
+    onTestFinished(() => others.close())
+    await clearJournals(others, OUTCOME_RECORD_TOTAL + 100)
+    expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(OUTCOME_RECORD_TOTAL)
+    // The stalled bytes arrive (the kernel retransmits them): the create reaches Redis.
+    await proxy.deliver()
+    expect(await names(sandbox)).toEqual(['before'])
+    // The retry the 503 invited is stored once.
+    expect((await create(sandbox, 'ghost')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'ghost'])
+  })
+
+  it('never applies a create answered 503 storage_unavailable that reaches Redis once the record’s time has passed and its void is gone', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    // The record's time, shortened (two minutes in service); the settle still comes well within it.
+    const keepMs = 12_000
+    const storage = await openRedisStorage({ url: proxy.url, seed: NO_SEED, outcomeRecordMs: keepMs })
+    onTestFinished(() => storage.close())
+    const partner = tenantId('partner')
+    const listed = async () => ((await storage.read(partner, 'list'))![1] as string[]).map((json) => (JSON.parse(json) as { name: string }).name)
+    await storage.create(partner, { name: 'before' }, Number.POSITIVE_INFINITY)
+    proxy.hold('late')
+    const sent = monotonicNow()
+    // As a request does: its Redis work within 9.5 s.
+    const failure = await withRedisDeadline(monotonicNow() + 9_500, () => storage.create(partner, { name: 'late' }, Number.POSITIVE_INFINITY)).catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(StorageUnavailableError)
+    expect(failure).not.toBeInstanceOf(WriteOutcomeUnknownError)
+    await sleep(sent + keepMs + 200 - monotonicNow())
+    // What Redis does by itself once the record has been idle that long (PEXPIRE): its void is gone.
+    await redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt')
+    await proxy.deliver()
+    expect(await listed()).toEqual(['before'])
+  })
+
+  it('applies every prompt write of a partner while other keys’ writes go through the whole record many times over', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
+    const others = await openRedisStorage({ url: redis.url, seed: NO_SEED })
+    onTestFinished(() => others.close())
+    let flooding = true
+    const flood = clearJournals(others, 3 * OUTCOME_RECORD_TOTAL).finally(() => {
+      flooding = false
+    })
+    const statuses: number[] = []
+    const resets: number[] = []
+    while (flooding) {
+      const response = await create(sandbox, `during ${statuses.length}`)
+      statuses.push(response.status)
+      await response.body?.cancel()
+      const cleared = await sandbox.fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('partner') })
+      resets.push(cleared.status)
+      await cleared.body?.cancel()
+    }
+    await flood
+    // Trimmed by the cap all along (the partner's own entries among them).
+    expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(OUTCOME_RECORD_TOTAL)
+    expect(statuses.length).toBeGreaterThan(5)
+    expect(statuses).toEqual(statuses.map(() => 201))
+    expect(resets).toEqual(resets.map(() => 204))
+    expect(await names(sandbox)).toEqual(statuses.map((_, i) => `during ${i}`))
+  })
+})
+
 describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4 H5)', () => {
   it('keeps those of a flood of throw-away keys’ journal clears, resets and plans in one record shared by all tenants, not two keys per tenant', async () => {
     const redis = await startRedis()
@@ -191,13 +279,14 @@ describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4
     expect((await create(sandbox, 'after the flood')).status).toBe(201)
   })
 
-  it('holds at most OUTCOME_RECORD_TOTAL of them, the oldest trimmed first, and then settles a missing write as unknown, never as not applied', async () => {
+  it('holds at most OUTCOME_RECORD_TOTAL of them, the oldest trimmed first, and then settles a missing write sent before the trimmed ones as unknown, never as not applied', async () => {
     const redis = await startRedis()
     const storage = await openRedisStorage({ url: redis.url, seed: { scenario: 'default', categories: [], nextCategoryId: 1 } })
     onTestFinished(() => storage.close())
-    const unsent = (id: string) => settleOutcome(storage.link, storage.keys(id), operationId(), new StorageUnavailableError('no reply'), 'a write never sent')
+    const unsent = (id: string, sent: number) => settleOutcome(storage.link, storage.keys(id), operationId(sent), new StorageUnavailableError('no reply'), 'a write never sent')
+    const before = await storage.link.redisNow()
     // Nothing trimmed yet: a write Redis never ran is declared not applied (a retry is safe).
-    await expect(unsent('partner')).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
+    await expect(unsent('partner', before)).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
     // One more journal clear than the record keeps, each by a key of its own (the same script a replica runs, without HTTP).
     const writes = OUTCOME_RECORD_TOTAL + 200
     let next = 0
@@ -205,13 +294,16 @@ describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4
       while (next < writes) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
     }))
     expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(OUTCOME_RECORD_TOTAL)
-    // The entries and `!trimmed`, which says when one went before its time.
+    // The entries and `!trimmed`, the newest time of one that went before its time.
     expect(Number(await redis.cli('HLEN', 'petstore-sandbox:ops'))).toBe(OUTCOME_RECORD_TOTAL + 1)
     expect((await redis.cli('--scan', '--pattern', '*op[st]')).trim().split('\n').sort()).toEqual(['petstore-sandbox:ops', 'petstore-sandbox:opt'])
-    // The oldest on record is settled as applied; a write missing now may have been trimmed: unknown.
+    // The oldest on record is settled as applied; a write sent before the flood and missing now may
+    // have been trimmed: unknown (should it still arrive, it is refused: attack7 K1). One sent
+    // since the newest entry trimmed would be on record: not applied.
     const oldest = (await redis.cli('ZRANGE', 'petstore-sandbox:opt', '0', '0')).trim()
     expect(await settleOutcome(storage.link, storage.keys('any'), oldest, new StorageUnavailableError('no reply'), 'a clear')).toBe('1')
-    await expect(unsent('partner')).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
+    await expect(unsent('partner', before)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
+    await expect(unsent('partner', await storage.link.redisNow())).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
   })
 })
 

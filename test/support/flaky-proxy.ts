@@ -2,7 +2,8 @@
  * A TCP proxy on loopback in front of a real redis-server that can act out how a Redis dies
  * under kill -9: its open connections drop, and the next connections it accepts are reset a
  * moment later, before it has answered anything (the dying process's listening socket still
- * completes TCP handshakes). Stopped when the test that started it ends.
+ * completes TCP handshakes); or that holds one connection's bytes and delivers them later, as a
+ * stuck network path and the kernel's retransmissions do. Stopped when the test that started it ends.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net'
 import { onTestFinished } from 'vitest'
@@ -35,6 +36,17 @@ export interface FlakyProxy {
    * connections are served as before.
    */
   stall(): void
+  /**
+   * Holds the connection that next sends a command containing `marker`, from that command on: what
+   * it sends, and its close, are kept from Redis (a network path that stalls one flow), while its
+   * other connections are served. {@link deliver} passes them on.
+   */
+  hold(marker: string): void
+  /**
+   * Passes on, in order, what the held connection sent and its close (the kernel's retransmission
+   * of an abandoned socket's bytes); settles once Redis has answered them or closed it.
+   */
+  deliver(): Promise<void>
 }
 
 export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy> {
@@ -43,7 +55,9 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
   let resetAfterMs = 20
   let resets = 0
   let passed = 0
-  let armed: { marker: string; when: 'before' | 'after' | (() => void); onCut?: (() => void) | undefined } | undefined
+  let armed: { marker: string; when: 'before' | 'after' | 'hold' | (() => void); onCut?: (() => void) | undefined } | undefined
+  /** The held connection: its chunks not passed on yet, and whether it closed meanwhile. */
+  let held: { client: Socket; upstream: Socket; chunks: Buffer[]; closed: boolean } | undefined
   /** Client sockets whose traffic is no longer passed on (see `stall`). */
   const stalled = new WeakSet<Socket>()
   const server: Server = createServer((client) => {
@@ -68,13 +82,18 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
       if (!client.destroyed) client.resetAndDestroy()
     })
     upstream.on('error', () => undefined)
-    client.once('close', () => upstream.destroy())
+    client.once('close', () => {
+      if (held?.client === client) held.closed = true
+      else upstream.destroy()
+    })
     let cutting: { onCut?: (() => void) | undefined } | undefined
     client.on('data', (chunk: Buffer) => {
       if (stalled.has(client)) return
+      if (held?.client === client) return void held.chunks.push(chunk)
       if (armed !== undefined && chunk.includes(armed.marker)) {
         const { when, onCut } = armed
         armed = undefined
+        if (when === 'hold') return void (held = { client, upstream, chunks: [chunk], closed: false })
         if (when === 'before') return void client.resetAndDestroy()
         if (when === 'after') cutting = { onCut }
         else when()
@@ -117,6 +136,23 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     },
     stall() {
       for (const socket of open) stalled.add(socket)
+    },
+    hold(marker) {
+      armed = { marker, when: 'hold' }
+    },
+    async deliver() {
+      if (held === undefined) throw new Error('no connection is held')
+      const { upstream, chunks, closed } = held
+      held = undefined
+      const answered = new Promise<void>((resolve) => {
+        upstream.once('data', () => resolve())
+        upstream.once('close', () => resolve())
+      })
+      for (const chunk of chunks) upstream.write(chunk)
+      if (closed) upstream.end()
+      await answered
+      // Redis runs what one read brought in before it reads the close.
+      if (closed && !upstream.closed) await new Promise((resolve) => upstream.once('close', resolve))
     },
   }
 }
