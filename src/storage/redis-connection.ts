@@ -507,7 +507,8 @@ export class RedisLink {
    */
   async redisNow(): Promise<number> {
     if (this.#clock === undefined) await this.#readClock()
-    else if (monotonicNow() - this.#clockReadAt >= CLOCK_READ_MS) this.#readClock().catch(() => undefined)
+    // Outside the request's deadline: nobody waits for it, so it has the whole command timeout.
+    else if (monotonicNow() - this.#clockReadAt >= CLOCK_READ_MS) requestDeadline.exit(() => this.#readClock()).catch(() => undefined)
     return Math.floor(monotonicNow() + this.#clock!.offset)
   }
 
