@@ -21,6 +21,12 @@ it('resolves every relative link and anchor of the README, the guides and the de
   expect(brokenLinks(DOCUMENTS, ROOT)).toEqual([])
 })
 
+it("links the in-process recipe, the serve flags and the scenario format from the README's first screen", () => {
+  const firstScreen = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').slice(0, 24).join('\n')
+  for (const target of ['#use-it-in-tests-in-process', 'docs/server.md#options', 'docs/scenarios.md']) expect(firstScreen).toContain(`](${target})`)
+  expect(brokenLinks(['README.md'], ROOT)).toEqual([])
+})
+
 it("ships docs/ with the README, so that the README's links into the guides resolve in the installed package too", () => {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
   expect(readme).toMatch(/\]\(docs\/[\w-]+\.md[#)]/)
