@@ -34,6 +34,35 @@ export interface MemoryBudgetOptions {
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
 }
 
+/**
+ * How a held answer's sending goes ({@link MemoryBudget.holdAnswer}): how many bytes the client's
+ * connection has taken so far, and how to cut it.
+ */
+export interface AnswerProgress {
+  /** Bytes of the answer the connection has taken so far (grows while the client reads). */
+  taken(): number
+  /** Closes the answer's connection (its client sees the answer end before its Content-Length). */
+  cut(): void
+}
+
+/**
+ * An answer whose connection has taken nothing for this long, in ms, is stalled: a long read
+ * that would be refused cuts another tenant's stalled answers first ({@link MemoryBudget.reserveRead}).
+ * A slow reader (a few KB a second) takes something well within it.
+ * @default 2000
+ */
+export const STALL_MS = 2000
+
+/** An answer being sent, as {@link MemoryBudget.holdAnswer} counts it. */
+interface HeldAnswer {
+  readonly tenant: string
+  readonly progress: AnswerProgress
+  readonly release: () => void
+  /** What the connection had taken when last looked at, and since when. */
+  taken: number
+  since: number
+}
+
 /** Why a long read is refused while the tenant's own answers being sent take its share of the budget. */
 const ANSWERS_REASON = 'answers being sent to this tenant take its share of the memory the operator allowed'
 /** Why a long read is refused while what the tenants hold and every answer being sent take twice the budget. */
@@ -85,6 +114,9 @@ export class MemoryBudget {
   #answerBytes = 0
   /** The same bytes by tenant (only tenants with something in flight). */
   readonly #answerBytesOf = new Map<string, number>()
+  /** The answers held with a way to see their progress and cut them. */
+  readonly #answers = new Set<HeldAnswer>()
+  #sampler: ReturnType<typeof setInterval> | undefined
 
   constructor(options: MemoryBudgetOptions) {
     this.#options = options
@@ -122,16 +154,28 @@ export class MemoryBudget {
    * @note Answers are counted once made, not refused: the request's outcome (a create's) is
    * already decided and journaled. That tenant's reads arriving while its answers take its share
    * are refused instead.
+   * With `progress`, an answer whose connection takes nothing for {@link STALL_MS} may be cut
+   * (its bytes released at once) to let another tenant's long read through.
    * @example const release = budget.holdAnswer(Buffer.byteLength(body), tenantId); res.once('close', release)
    */
-  holdAnswer(bytes: number, tenant: string): () => void {
+  holdAnswer(bytes: number, tenant: string, progress?: AnswerProgress): () => void {
     this.#count(tenant, bytes)
     let held = true
-    return () => {
+    const release = () => {
       if (!held) return
       held = false
       this.#count(tenant, -bytes)
+      if (answer !== undefined && this.#answers.delete(answer) && this.#answers.size === 0) clearInterval(this.#sampler)
     }
+    const answer: HeldAnswer | undefined =
+      progress === undefined ? undefined : { tenant, progress, release, taken: progress.taken(), since: monotonicNow() }
+    if (answer !== undefined) {
+      // @note Looked at every quarter of STALL_MS: looked at only when a read is judged, an
+      // answer that had taken its socket's buffers since would seem busy just then.
+      if (this.#answers.size === 0) this.#sampler = setInterval(() => this.#sample(), STALL_MS / 4).unref()
+      this.#answers.add(answer)
+    }
+    return release
   }
 
   /**
@@ -150,12 +194,44 @@ export class MemoryBudget {
    */
   reserveRead(bytes: number, tenant: string): () => void {
     if (bytes <= SMALL_READ_BYTES) return NOTHING_HELD
-    const refusal = this.#readRefusal(bytes, tenant)
+    let refusal = this.#readRefusal(bytes, tenant)
+    // @note Another tenant's stalled answers are cut, idle longest first, until the read fits:
+    // 28 keys each stalling one long read held a partner's long list out for good (attack4 H7).
+    while (refusal !== undefined) {
+      const stalled = this.#longestStalled(tenant)
+      if (stalled === undefined) break
+      stalled.release()
+      stalled.progress.cut()
+      refusal = this.#readRefusal(bytes, tenant)
+    }
     if (refusal !== undefined) {
       this.#refusals++
       throw new OverCapacityError(refusal, RETRY_AFTER_SECONDS)
     }
     return this.holdAnswer(bytes, tenant)
+  }
+
+  /** Notes which held answers' connections took something since last looked at; returns now. */
+  #sample(): number {
+    const now = monotonicNow()
+    for (const answer of this.#answers) {
+      const taken = answer.progress.taken()
+      if (taken === answer.taken) continue
+      answer.taken = taken
+      answer.since = now
+    }
+    return now
+  }
+
+  /** The answer of a tenant other than `tenant` that has taken nothing the longest, for at least {@link STALL_MS}. */
+  #longestStalled(tenant: string): HeldAnswer | undefined {
+    const now = this.#sample()
+    let found: HeldAnswer | undefined
+    for (const answer of this.#answers) {
+      if (answer.tenant === tenant || now - answer.since < STALL_MS) continue
+      if (found === undefined || answer.since < found.since) found = answer
+    }
+    return found
   }
 
   /** Why a read of `bytes` for `tenant` is refused now ({@link reserveRead}), or undefined. */
