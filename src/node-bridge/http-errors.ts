@@ -24,7 +24,7 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
 export interface AnswerProgress {
   /** Bytes of the answer its connection has taken so far. */
   taken(): number
-  /** Closes the answer's connection: its client sees the answer end before its Content-Length. */
+  /** Resets the answer's connection: its client sees it reset before the answer's Content-Length. */
   cut(): void
 }
 
@@ -118,7 +118,10 @@ function answerProgress(res: ServerResponse): { of: AnswerProgress; wrote: (byte
     if (typeof dispatched === 'number' && typeof queued === 'number') last = dispatched - queued
     return last
   }
-  return { of: { taken, cut: () => res.destroy() }, wrote: (bytes) => void (written += bytes) }
+  // @note Reset, not closed: a closed socket's kernel goes on sending what it holds (megabytes on
+  // loopback) to a client that does not read, which learns of the cut only once it has read it all.
+  const cut = () => void (res.socket === null ? res.destroy() : res.socket.resetAndDestroy())
+  return { of: { taken, cut }, wrote: (bytes) => void (written += bytes) }
 }
 
 /**
