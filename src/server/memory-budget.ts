@@ -41,8 +41,8 @@ export interface MemoryBudgetOptions {
  * @note "Taken" is what the kernel accepted. A client reading slowly empties its socket buffers
  * (megabytes on loopback) long before the server sees it: Linux reopens the window in steps of
  * about 1.5 MB, 8 to 28 s apart for a client reading 16 KB every 300 ms (measured, Node 20 to
- * 24). So an answer that took something after its buffers first filled has shown its client
- * reads, and is never cut by this rule: only by the request timeout (`AnswerSending.stallMs`).
+ * 24). So an answer that took something again after a pause has shown its client reads, and
+ * is never cut by this rule: only by the request timeout (`AnswerSending.stallMs`).
  * @default 2000
  */
 export const STALL_MS = 2000
@@ -155,8 +155,9 @@ export class MemoryBudget {
    * @note Answers are counted once made, not refused: the request's outcome (a create's) is
    * already decided and journaled. That tenant's reads arriving while its answers take its share
    * are refused instead.
-   * With `progress`, an answer whose connection takes nothing for {@link STALL_MS} may be cut
-   * (its bytes released at once) to let another tenant's long read through.
+   * With `progress`, an answer whose connection takes nothing for {@link STALL_MS}, and never
+   * took anything again after a pause, may be cut (its bytes released at once) to let another
+   * tenant's long read through.
    * @example const release = budget.holdAnswer(Buffer.byteLength(body), tenantId); res.once('close', release)
    */
   holdAnswer(bytes: number, tenant: string, progress?: AnswerProgress): () => void {

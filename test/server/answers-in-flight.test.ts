@@ -2,8 +2,9 @@
  * Every byte an answer holds is counted (issue 20 F01): a long list answer is sent in pieces, so
  * that a client that does not read holds about one piece, and one made per request (SQLite,
  * Redis) counts against the memory budget while it is sent, for its tenant: over it, that
- * tenant's long reads get 503 `over_capacity`, a partner's still go (attack 3 G4). Raw sockets
- * that never read, against a real server on every store.
+ * tenant's long reads get 503 `over_capacity`, a partner's still go (attack 3 G4), and other
+ * keys' answers that took nothing for STALL_MS are cut for it, a slow reader's never (attack4
+ * H7). Raw sockets that never read, against a real server on every store.
  */
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
