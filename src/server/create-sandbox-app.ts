@@ -490,7 +490,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // the request timeout is let go (issue 20 F01, G4).
   const budgetOwner = (tenant: Tenant | undefined) => (tenant === undefined ? '' : (tenants.idOf(tenant) ?? ''))
   const reserve = (bytes: number, tenant: Tenant) => budget.reserveRead(bytes, budgetOwner(tenant))
-  const sending: AnswerSending = { count: (bytes, tenant) => budget.holdAnswer(bytes, budgetOwner(tenant)), stallMs: limits.requestTimeoutMs }
+  const sending: AnswerSending = { count: (bytes, tenant, progress) => budget.holdAnswer(bytes, budgetOwner(tenant), progress), stallMs: limits.requestTimeoutMs }
   const tenants = new TenantRegistry({
     scenario,
     keys: apiKeys,
