@@ -5,7 +5,7 @@
  */
 import { http, HttpResponse, type RequestHandler } from 'msw'
 import { setupServer } from 'msw/node'
-import { createPetstore } from '../src/petstore.js'
+import { createPetstore } from '../src/library/petstore.js'
 import { median, type Figure } from './lib/figures.js'
 
 export interface InProcessOptions {

@@ -109,7 +109,7 @@ export async function buildJavaScript() {
 /**
  * Fails the build when a `crypto.randomUUID` call was left in what it wrote: `define` matches
  * @msw/data's call only as spelled today, and the memory budget's figure per category
- * (`src/core/store.ts`) holds for our flat ids, not for Node's (twice the heap).
+ * (`src/storage/memory-store.ts`) holds for our flat ids, not for Node's (twice the heap).
  */
 async function checkRecordIds() {
   const files = (await readdir(dist, { recursive: true })).filter((file) => file.endsWith('.js') || file.endsWith('.cjs'))

@@ -1,8 +1,8 @@
 /** The browser runtime: a msw `setupWorker` already wired to a Petstore. */
 import { getResponse, http, type HttpHandler } from 'msw'
 import { setupWorker, type SetupWorker } from 'msw/browser'
-import { describeValue, PetstoreError } from './errors.js'
-import type { Petstore, PetstoreOptions } from './petstore.js'
+import { describeValue, PetstoreError } from './core/petstore-error.js'
+import type { Petstore, PetstoreOptions } from './library/petstore.js'
 
 /**
  * @note The petstore itself (zod, @msw/data, the scenarios, the pipeline) is loaded with a dynamic
@@ -138,10 +138,10 @@ function sessionStorageOrWarn(): Storage | undefined {
 
 export { PERSIST_STORAGE_KEY } from './browser/persist-key.js'
 export { BUILTIN_SCENARIO_NAMES } from './scenario/builtin-names.js'
-export { PetstoreError } from './errors.js'
+export { PetstoreError } from './core/petstore-error.js'
 
-export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
-export type { ScenarioFile, Scenario, SeedData } from './scenario/scenario-format.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './library/petstore.js'
+export type { ScenarioFile, Scenario, SeedData } from './contract/scenario-format.js'
 export type { BuiltinScenarioName } from './scenario/builtin-names.js'
 export type { JournalEntry, JournalFilter } from './core/journal.js'
 export type { AnswerPlan, PendingAnswer } from './core/planned-answers.js'

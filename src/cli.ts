@@ -7,7 +7,7 @@
  * connects them to the process.
  */
 import { hideBin } from 'yargs/helpers'
-import { runWorkers } from './cli-workers.js'
+import { runWorkers } from './cli/serve-workers.js'
 import { runCli } from './cli/run-cli.js'
 
 const result = await runCli(hideBin(process.argv), {

@@ -26,4 +26,4 @@ export function setupPetstoreServer(options: PetstoreOptions = {}): PetstoreServ
   return { server: setupServer(...petstore.handlers), petstore }
 }
 
-export type { Petstore, PetstoreOptions, ResetOptions } from './petstore.js'
+export type { Petstore, PetstoreOptions, ResetOptions } from './library/petstore.js'

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { entryWeight, JournalDraft, RequestJournal, type JournalEntry, type TenantJournal } from '../src/core/journal.js'
-import { openRedisStorage } from '../src/server/redis-storage.js'
+import { openRedisStorage } from '../src/storage/redis-storage.js'
 import { REQUIRE_REDIS } from './support/redis-server.js'
 import { redisPrefix, redisUrl } from './support/stores.js'
 

@@ -1,6 +1,6 @@
 /** The storage interface's shared suite: every implementation passes the same tests. */
 import { describe, expect, it } from 'vitest'
-import { CategoryLimitError, IdSpaceExhaustedError, seedState, type TenantState } from '../src/core/storage.js'
+import { CategoryLimitError, IdSpaceExhaustedError, seedState, type TenantState } from '../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 import { STORES } from './support/stores.js'
 

@@ -3,8 +3,8 @@
  * change what the next list answers, and the text must be the list's own serialisation.
  */
 import { describe, expect, it } from 'vitest'
-import { seedState } from '../src/core/storage.js'
-import { PetstoreStore } from '../src/core/store.js'
+import { seedState } from '../src/storage/storage.js'
+import { PetstoreStore } from '../src/storage/memory-store.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 
 const defaultScenario = BUILTIN_SCENARIOS['default']!

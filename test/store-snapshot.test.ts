@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { seedState } from '../src/core/storage.js'
-import { PetstoreStore, type StoreSnapshot } from '../src/core/store.js'
-import { createPetstore, tenantOf } from '../src/petstore.js'
+import { seedState } from '../src/storage/storage.js'
+import { PetstoreStore, type StoreSnapshot } from '../src/storage/memory-store.js'
+import { createPetstore, tenantOf } from '../src/library/petstore.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 
 const defaultScenario = BUILTIN_SCENARIOS['default']!

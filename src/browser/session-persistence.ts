@@ -5,8 +5,8 @@
  */
 import * as z from 'zod'
 import { StoredCategory } from '../contract/schemas.js'
-import type { StoreSnapshot } from '../core/store.js'
-import { tenantOf, type Petstore } from '../petstore.js'
+import type { StoreSnapshot } from '../storage/memory-store.js'
+import { tenantOf, type Petstore } from '../library/petstore.js'
 import { PERSIST_STORAGE_KEY } from './persist-key.js'
 
 

@@ -4,5 +4,5 @@
  * `src/browser.ts` loads it with a dynamic `import()` when a worker is set up, so a bundler emits
  * it as a separate file.
  */
-export { createPetstore } from '../petstore.js'
+export { createPetstore } from '../library/petstore.js'
 export { persistInSession } from './session-persistence.js'

@@ -1,6 +1,6 @@
 /** How the command line reads option values (integers, sizes, latencies, lists, booleans) and its environment. */
 import { availableParallelism } from 'node:os'
-import { Latency } from '../scenario/scenario-format.js'
+import { Latency } from '../contract/scenario-format.js'
 import { UsageError } from './cli-io.js'
 
 /** Repeated flags and comma-separated environment values alike: `--api-key a --api-key b`, `…_API_KEY=a,b`. */
@@ -19,6 +19,27 @@ export function integer(name: string, min: number, max: number) {
     }
     return number
   }
+}
+
+/**
+ * yargs settings of an option holding a whole number from `min` to `max`: `--help` shows it as
+ * `[number]`, and {@link integer} judges it.
+ * @note `string` too, so that the parser hands over the text as typed: as a `number` alone, yargs
+ * would read `1e3` and `0x10` as numbers and `abc` as NaN before {@link integer} could name them.
+ */
+export function integerOption(name: string, min: number, max: number) {
+  return { type: 'number', string: true, coerce: integer(name, min, max) } as const
+}
+
+/**
+ * yargs settings of an option holding a size (see {@link bytes}): a string as typed, the default
+ * shown with its unit (`[default: 1 MiB]`).
+ */
+export function sizeOption(name: string): { type: 'string'; coerce: (value: unknown) => number }
+export function sizeOption(name: string, defaultBytes: number): { type: 'string'; coerce: (value: unknown) => number; default: string; defaultDescription: string }
+export function sizeOption(name: string, defaultBytes?: number) {
+  const option = { type: 'string', coerce: bytes(name) } as const
+  return defaultBytes === undefined ? option : { ...option, default: String(defaultBytes), defaultDescription: showBytes(defaultBytes) }
 }
 
 const UNITS: Readonly<Record<string, number>> = { '': 1, b: 1, kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3 }

@@ -9,12 +9,12 @@ import { existsSync } from 'node:fs'
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { basename, dirname, extname, join, relative, resolve, sep } from 'node:path'
 import type { Argv } from 'yargs'
-import { PetstoreError } from '../errors.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import { PACKAGE_ROOT } from '../server/package-info.js'
 import { DEFAULT_RECORD_DEADLINE_MS, DEFAULT_RECORD_TIMEOUT_MS, recordScenario, type RecordedScenarioFile } from '../scenario/scenario-recorder.js'
 import { DEFAULT_MAX_ANSWER_BYTES } from '../verify/answer-body.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { bytes, integer, list } from './option-values.js'
+import { integer, integerOption, list, sizeOption } from './option-values.js'
 
 /** The exit code when the service, not the command line, stopped the recording (401, unreachable, an answer the contract refuses). */
 export const RECORD_UPSTREAM_EXIT_CODE = 2
@@ -31,11 +31,11 @@ export function recordOptions(cli: Argv) {
     .option('scenario-version', { type: 'string', default: '1.0.0', describe: 'Scenario version, MAJOR.MINOR.PATCH' })
     .option('description', { type: 'string', describe: 'Scenario description; default: "Recorded from <base URL> on <date>"' })
     .option('pet-ids', { type: 'array', string: true, coerce: petIds, describe: 'Pet ids to read with GET /pets/{petId} (repeat or comma-separate)' })
-    .option('probe-pets', { type: 'string', coerce: integer('probe-pets', 0, 1000), describe: 'Read pet ids 1, 2, 3… until this many in a row are not found (0: none); default 10 without --pet-ids, else 0' })
+    .option('probe-pets', { ...integerOption('probe-pets', 0, 1000), describe: 'Read pet ids 1, 2, 3… until this many in a row are not found (0: none); default 10 without --pet-ids, else 0' })
     .option('fixtures-dir', { type: 'string', describe: 'Write categories, pets and orders to <dir>/<collection>/<name>.json fixtures the scenario names, instead of inline' })
-    .option('timeout', { type: 'string', default: String(DEFAULT_RECORD_TIMEOUT_MS), coerce: integer('timeout', 1, 600_000), describe: 'Milliseconds each request to the service may take, its whole answer included' })
-    .option('deadline', { type: 'string', default: String(DEFAULT_RECORD_DEADLINE_MS), coerce: integer('deadline', 1, 86_400_000), describe: 'Milliseconds the whole recording may take; past them it stops and writes nothing' })
-    .option('max-answer-bytes', { type: 'string', default: String(DEFAULT_MAX_ANSWER_BYTES), coerce: bytes('max-answer-bytes'), describe: 'The most bytes of one answer read (65536, 64MiB); a larger one stops the recording' })
+    .option('timeout', { ...integerOption('timeout', 1, 600_000), default: DEFAULT_RECORD_TIMEOUT_MS, describe: 'Milliseconds each request to the service may take, its whole answer included' })
+    .option('deadline', { ...integerOption('deadline', 1, 86_400_000), default: DEFAULT_RECORD_DEADLINE_MS, describe: 'Milliseconds the whole recording may take; past them it stops and writes nothing' })
+    .option('max-answer-bytes', { ...sizeOption('max-answer-bytes', DEFAULT_MAX_ANSWER_BYTES), describe: 'The most bytes of one answer read, a size (65536, 64MiB); a larger one stops the recording' })
     .option('force', { type: 'boolean', default: false, describe: 'Replace --out (and the fixtures) if they exist' })
 }
 

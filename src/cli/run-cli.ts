@@ -12,7 +12,7 @@ import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
 import { tenantsCommand } from './tenants-command.js'
 import { VERIFY_EXIT, verify, verifyOptions } from './verify-command.js'
-import { isWorker } from '../cli-workers.js'
+import { isWorker } from './serve-workers.js'
 
 export type { CliIo } from './cli-io.js'
 export type { RunningSandbox } from './serve-command.js'
@@ -30,7 +30,7 @@ export interface CliResult {
   readonly server?: RunningSandbox
   /**
    * `serve --workers N` (N > 1), options checked: the caller runs the node:cluster primary with N
-   * workers (`runWorkers` in `cli-workers.ts`), each of which runs this command again as a worker.
+   * workers (`runWorkers` in `serve-workers.ts`), each of which runs this command again as a worker.
    */
   readonly workers?: number
 }

@@ -1,5 +1,5 @@
 /** `petstore-sandbox scenarios list|validate`: the scenarios `serve --scenario` accepts, and a check of scenario files. */
-import { PetstoreError } from '../errors.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import { listScenarioNames, loadScenario, loadScenarioFile } from '../scenario/scenario-loader.js'
 import type { CliIo } from './cli-io.js'
 

@@ -2,18 +2,19 @@
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Argv } from 'yargs'
-import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
-import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp, DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS } from '../server/create-sandbox-app.js'
+import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../contract/limits.js'
+import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from '../server/create-sandbox-app.js'
+import { DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS } from '../server/sandbox-options.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from '../server/http-server.js'
 import { batchedLines } from '../server/log-writer.js'
 import { PACKAGE } from '../server/package-info.js'
-import { parseRedisUrl } from '../server/redis-connection.js'
+import { parseRedisUrl } from '../storage/redis-connection.js'
 import type { RequestLogEntry } from '../server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-registry.js'
 import { looksLikePath } from '../scenario/scenario-loader.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { isWorker, reportReady } from '../cli-workers.js'
-import { bytes, integer, latency, list, showBytes, workers } from './option-values.js'
+import { isWorker, reportReady } from './serve-workers.js'
+import { integerOption, latency, list, showBytes, sizeOption, workers } from './option-values.js'
 
 /** How long in-flight requests may take to finish after a stop (SIGINT/SIGTERM) before connections are cut. */
 export const SHUTDOWN_GRACE_MS = 5_000
@@ -23,15 +24,15 @@ export const READY_LINE = 'Ctrl+C stops it.'
 
 export function serveOptions(cli: Argv) {
   return cli
-    .option('port', { type: 'string', default: '4010', coerce: integer('port', 0, 65535), describe: 'Port to listen on (0 picks a free one)' })
+    .option('port', { ...integerOption('port', 0, 65535), default: 4010, describe: 'Port to listen on (0 picks a free one)' })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to bind; 0.0.0.0 exposes the sandbox to the network' })
     .option('scenario', { type: 'string', default: 'default', describe: 'Scenario new tenants start from: a name or a path to a .json file' })
     .option('scenarios-dir', { type: 'string', describe: 'Directory of <name>.json scenarios, searched before the built-ins' })
     .option('watch', { type: 'boolean', default: false, describe: 'Reload the scenario file, its fixtures and --scenarios-dir when edited (a broken edit keeps the last good version)' })
     .option('api-key', { type: 'array', string: true, coerce: list, describe: `Accepted API key (repeat, or comma-separate in the env); default: the scenario's, else ${DEV_API_KEY}` })
     .option('any-key', { type: 'boolean', default: false, describe: 'Accept every non-empty key, each with its own store' })
-    .option('max-tenants', { type: 'string', default: String(DEFAULT_MAX_TENANTS), coerce: integer('max-tenants', 1, 1_000_000), describe: 'Tenants kept in memory; beyond, one that loses nothing by leaving is evicted' })
-    .option('evict-idle-minutes', { type: 'string', default: '60', coerce: integer('evict-idle-minutes', 0, 525_600), describe: 'In memory, at --max-tenants: evict a tenant unused this long, writes and all (0: never; new keys wait)' })
+    .option('max-tenants', { ...integerOption('max-tenants', 1, 1_000_000), default: DEFAULT_MAX_TENANTS, describe: 'Tenants kept in memory; beyond, one that loses nothing by leaving is evicted' })
+    .option('evict-idle-minutes', { ...integerOption('evict-idle-minutes', 0, 525_600), default: 60, describe: 'In memory, at --max-tenants: evict a tenant unused this long, writes and all (0: never; new keys wait)' })
     .option('admin-token', { type: 'string', describe: 'Token for the admin API over every tenant (?tenant=<id>)' })
     .option('strict', { type: 'boolean', default: false, describe: 'Refuse unknown fields in a new category with 400' })
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
@@ -41,17 +42,17 @@ export function serveOptions(cli: Argv) {
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
     .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
-    .option('tenant-ttl-days', { type: 'string', default: String(DEFAULT_TENANT_TTL_DAYS), coerce: integer('tenant-ttl-days', 0, 36_500), describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
-    .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'Longest category name accepted, in characters (400 beyond)' })
-    .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 0, 1_000_000), describe: 'Longest category description accepted, in characters' })
-    .option('max-categories', { type: 'string', default: String(DEFAULT_MAX_CATEGORIES), coerce: integer('max-categories', 0, 10_000_000), describe: 'Categories one tenant may hold (409 category_limit beyond)' })
-    .option('journal-bytes', { type: 'string', default: String(DEFAULT_JOURNAL_BYTES), coerce: bytes('journal-bytes'), describe: "Heap each tenant's request journal may hold (1048576, 4MiB)" })
-    .option('memory-budget', { type: 'string', coerce: bytes('memory-budget'), describe: 'Heap all tenants may hold together (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
-    .option('store-budget', { type: 'string', default: String(DEFAULT_STORE_BUDGET_BYTES), coerce: bytes('store-budget'), describe: 'With --data-dir or --redis-url: data all tenants may store together (1GiB; 0: no limit); beyond, 503 over_capacity' })
+    .option('tenant-ttl-days', { ...integerOption('tenant-ttl-days', 0, 36_500), default: DEFAULT_TENANT_TTL_DAYS, describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
+    .option('name-max-length', { ...integerOption('name-max-length', 1, 1_000_000), default: DEFAULT_NAME_MAX_LENGTH, describe: 'Longest category name accepted, in characters (400 beyond)' })
+    .option('description-max-length', { ...integerOption('description-max-length', 0, 1_000_000), default: DEFAULT_DESCRIPTION_MAX_LENGTH, describe: 'Longest category description accepted, in characters' })
+    .option('max-categories', { ...integerOption('max-categories', 0, 10_000_000), default: DEFAULT_MAX_CATEGORIES, describe: 'Categories one tenant may hold (409 category_limit beyond)' })
+    .option('journal-bytes', { ...sizeOption('journal-bytes', DEFAULT_JOURNAL_BYTES), describe: "Heap each tenant's request journal may hold, a size (1048576, 4MiB)" })
+    .option('memory-budget', { ...sizeOption('memory-budget'), describe: 'Heap all tenants may hold together, a size (2GiB); beyond, 503 over_capacity. Default: half the V8 heap limit' })
+    .option('store-budget', { ...sizeOption('store-budget', DEFAULT_STORE_BUDGET_BYTES), describe: 'With --data-dir or --redis-url: data all tenants may store together, a size (1GiB; 0: no limit); beyond, 503 over_capacity' })
     .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
-    .option('max-connections', { type: 'string', default: String(DEFAULT_MAX_CONNECTIONS), coerce: integer('max-connections', 1, 1_000_000), describe: 'Open connections served; beyond, 503 except health checks' })
-    .option('headers-timeout', { type: 'string', default: String(DEFAULT_HEADERS_TIMEOUT_MS), coerce: integer('headers-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its headers (408 after)' })
-    .option('request-timeout', { type: 'string', default: String(DEFAULT_REQUEST_TIMEOUT_MS), coerce: integer('request-timeout', 1, 3_600_000), describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
+    .option('max-connections', { ...integerOption('max-connections', 1, 1_000_000), default: DEFAULT_MAX_CONNECTIONS, describe: 'Open connections served; beyond, 503 except health checks' })
+    .option('headers-timeout', { ...integerOption('headers-timeout', 1, 3_600_000), default: DEFAULT_HEADERS_TIMEOUT_MS, describe: 'Milliseconds a client has to send its headers (408 after)' })
+    .option('request-timeout', { ...integerOption('request-timeout', 1, 3_600_000), default: DEFAULT_REQUEST_TIMEOUT_MS, describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
     .option('public-url', { type: 'string', describe: 'URL clients reach the sandbox at, listed first in /__sandbox/openapi.json (default: the address the client connected to)' })
     .option('proxy', {
       type: 'string',

@@ -1,7 +1,7 @@
 /** `petstore-sandbox tenants list|delete --data-dir DIR`: what a stopped server keeps on disk. */
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { DATABASE_FILE, openSqliteStorage } from '../server/sqlite-storage.js'
+import { DATABASE_FILE, openSqliteStorage } from '../storage/sqlite-storage.js'
 import { UsageError, type CliIo } from './cli-io.js'
 
 /** Lists the stored tenants, or deletes the one whose id starts with `remove`. */

@@ -2,13 +2,13 @@
 import { writeFile } from 'node:fs/promises'
 import { extname } from 'node:path'
 import type { Argv } from 'yargs'
-import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH } from '../core/limits.js'
-import { PetstoreError } from '../errors.js'
+import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH } from '../contract/limits.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import { formatVerifyReport, formatVerifyTable, type VerifyReportFormat } from '../verify/verify-report.js'
 import { DEFAULT_MAX_ANSWER_BYTES } from '../verify/answer-body.js'
 import { verifyService } from '../verify/verify-service.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { bytes, integer } from './option-values.js'
+import { integerOption, sizeOption } from './option-values.js'
 
 /** Exit codes of `verify`: every check held; something broken; bad usage or no service to check. */
 export const VERIFY_EXIT = { held: 0, broken: 1, usage: 2 } as const
@@ -24,10 +24,10 @@ export function verifyOptions(cli: Argv) {
     .option('report', { type: 'string', describe: 'Also write the results to this file: JUnit XML (.xml) or JSON (.json)' })
     .option('report-format', { type: 'string', coerce: reportFormat, describe: 'junit or json, for a --report file of another extension' })
     .option('pet-id', { type: 'string', default: '1', describe: 'The pet the deprecated GET /pets/{petId} is asked for (200 or 404 alike: its headers are checked)' })
-    .option('name-max-length', { type: 'string', default: String(DEFAULT_NAME_MAX_LENGTH), coerce: integer('name-max-length', 1, 1_000_000), describe: 'The longest name the service accepts' })
-    .option('description-max-length', { type: 'string', default: String(DEFAULT_DESCRIPTION_MAX_LENGTH), coerce: integer('description-max-length', 1, 1_000_000), describe: 'The longest description the service accepts' })
-    .option('timeout', { type: 'string', default: '10000', coerce: integer('timeout', 1, 600_000), describe: 'Milliseconds each request may take, its whole answer included' })
-    .option('max-answer-bytes', { type: 'string', default: String(DEFAULT_MAX_ANSWER_BYTES), coerce: bytes('max-answer-bytes'), describe: 'The most bytes of one answer read (65536, 64MiB); a larger one stops the run' })
+    .option('name-max-length', { ...integerOption('name-max-length', 1, 1_000_000), default: DEFAULT_NAME_MAX_LENGTH, describe: 'The longest name the service accepts' })
+    .option('description-max-length', { ...integerOption('description-max-length', 1, 1_000_000), default: DEFAULT_DESCRIPTION_MAX_LENGTH, describe: 'The longest description the service accepts' })
+    .option('timeout', { ...integerOption('timeout', 1, 600_000), default: 10000, describe: 'Milliseconds each request may take, its whole answer included' })
+    .option('max-answer-bytes', { ...sizeOption('max-answer-bytes', DEFAULT_MAX_ANSWER_BYTES), describe: 'The most bytes of one answer read, a size (65536, 64MiB); a larger one stops the run' })
     .check((argv) => {
       if (argv['api-key'].trim() === '') throw new UsageError('--api-key must not be empty')
       if (argv.report === undefined && argv['report-format'] !== undefined) throw new UsageError('--report-format needs --report <file>')

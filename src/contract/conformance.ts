@@ -6,7 +6,7 @@
  */
 import { answerableStatuses, contractOf, type OperationId } from './operations.js'
 import { ApiError, StoredCategory } from './schemas.js'
-import { isJsonMediaType } from '../pipeline/request-body.js'
+import { isJsonMediaType } from './media-type.js'
 
 /** One exchange as seen on the wire. */
 export interface Exchange {

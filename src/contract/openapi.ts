@@ -4,7 +4,7 @@
  * `npm run generate` and checked against it by a test.
  */
 import * as z from 'zod'
-import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from './limits.js'
 import { API_ERROR_CODES, ERROR_TABLE } from './errors.js'
 import { areaOf, declaredErrorStatuses, INTERFACE_AREAS, OPERATION_CONTRACTS, type OperationContract, type ResponseSchema } from './operations.js'
 import { ApiError, categorySchemas, Order, Pet } from './schemas.js'
@@ -38,7 +38,7 @@ export interface OpenApiOptions {
   readonly profile?: OpenApiProfile
   /** The sandbox refuses unknown fields of a NewCategory (`--strict`): the document says so. @default false */
   readonly strictBodies?: boolean
-  /** The lengths and counts the schemas and texts state (a server passes its own). @default the defaults of `core/limits.ts` */
+  /** The lengths and counts the schemas and texts state (a server passes its own). @default the defaults of `limits.ts` */
   readonly limits?: CategoryLimits
 }
 

@@ -3,7 +3,7 @@
  * collections, the exported TypeScript types and the OpenAPI document all derive from here.
  */
 import * as z from 'zod'
-import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from './limits.js'
 
 /** Messages double as the `message` of the 400 Error a client sees, so they name the field. */
 const nonEmptyString = (field: string) =>
@@ -101,6 +101,9 @@ export const Pet = z.looseObject({ id: Id }).meta({ id: 'Pet' })
 
 /** Orders: fields are not published; as for pets, only an integer `id` is required. */
 export const Order = z.looseObject({ id: Id }).meta({ id: 'Order' })
+
+/** An API key as options and scenarios give it: non-empty, without white space (a bearer token cannot hold one). */
+export const ApiKey = z.string({ error: 'keys must be strings' }).regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
 
 export type NewCategory = z.infer<typeof NewCategory>
 export type Category = z.infer<typeof Category>

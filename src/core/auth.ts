@@ -1,13 +1,9 @@
 /** Bearer authentication: parsing the header and comparing keys in constant time. */
-import * as z from 'zod'
 
 export type AuthResult =
   | { readonly ok: true; readonly token: string }
   | { readonly ok: false; readonly code: 'missing_api_key' }
   | { readonly ok: false; readonly code: 'invalid_api_key'; readonly reason: string }
-
-/** An API key as options and scenarios give it: non-empty, without white space (a bearer token cannot hold one). */
-export const ApiKey = z.string({ error: 'keys must be strings' }).regex(/^\S+$/, { error: 'keys must be non-empty, without spaces' })
 
 /** A failed authentication. */
 export type AuthFailure = Exclude<AuthResult, { ok: true }>

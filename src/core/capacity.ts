@@ -3,6 +3,9 @@
 /** What an admission check is asked about: new state (a tenant, a create, a switch) or any work. */
 export type Work = 'grow' | 'read'
 
+/** What `Retry-After` says when the budget is spent, in seconds. */
+export const RETRY_AFTER_SECONDS = 30
+
 /** Thrown when the server refuses work for now; answered as 503 `over_capacity` with `Retry-After`. */
 export class OverCapacityError extends Error {
   override readonly name = 'OverCapacityError'

@@ -1,5 +1,5 @@
 /** Simulated latency and failures, drawn from seeded generators so that a run can be replayed. */
-import type { Faults, Latency } from '../scenario/scenario-format.js'
+import type { Faults, Latency } from '../contract/scenario-format.js'
 
 export type FaultOutcome = '500' | '503' | 'network'
 

@@ -5,7 +5,7 @@
  * library throws `invalid_option` with it, `GET /__sandbox/requests` answers 400 `invalid_query`.
  */
 import { OPERATION_CONTRACTS } from '../contract/operations.js'
-import { describeValue } from '../errors.js'
+import { describeValue } from './petstore-error.js'
 
 /** The fields of a journal filter. */
 export const JOURNAL_FILTER_FIELDS = ['method', 'path', 'operation', 'status'] as const

@@ -4,7 +4,7 @@
  * replaced as `redaction.ts` says.
  */
 import { heapWeight, latin1Weight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
-import { DEFAULT_JOURNAL_BYTES } from './limits.js'
+import { DEFAULT_JOURNAL_BYTES } from '../contract/limits.js'
 import { DEFAULT_REDACTION, type Redaction } from './redaction.js'
 import type { OperationId } from '../contract/operations.js'
 import type { JournalMethod } from './journal-filter.js'
@@ -212,7 +212,7 @@ export function journalWeight(input: JournalInput): number {
 
 /**
  * Where a tenant's journal lives: the seam a store shared by several processes implements (Redis,
- * `server/redis-journal.ts`). {@link RequestJournal}, in memory, is the default and the library's.
+ * `storage/redis-journal.ts`). {@link RequestJournal}, in memory, is the default and the library's.
  * Same rules for every implementation: entries newest last, ids increasing and kept across
  * `clear()`, the oldest entries dropped past the entry limit or the byte budget (the newest stays),
  * and `all(filter)` filtering with {@link journalMatches}.

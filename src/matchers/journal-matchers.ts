@@ -7,7 +7,7 @@
 import { REDACTED } from '../core/redaction.js'
 import type { JournalEntry, JournalFilter } from '../core/journal.js'
 import { ALL_MATCH_FIELDS, closestFirst, compareEntry, filterOf, matchExtrasProblem, describeEntry, describeMatch, type Equals, type JournalMatch } from '../core/journal-match.js'
-import { describeValue, PetstoreError } from '../errors.js'
+import { describeValue, PetstoreError } from '../core/petstore-error.js'
 
 /**
  * The journal matchers, as `expect(petstore)` offers them once registered

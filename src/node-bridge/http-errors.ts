@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { wwwAuthenticate } from '../core/auth.js'
-import type { Tenant } from '../core/tenant.js'
+import type { Tenant } from '../storage/tenant.js'
 import { stringWeight } from '../core/heap-weight.js'
 import { afterDrained, mustCloseAfter } from './node-request.js'
 

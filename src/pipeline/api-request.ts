@@ -5,7 +5,7 @@
  * more than the rest of the request (see docs/decisions/0001-lean-server-bridge.md).
  */
 import type { JournalHeaders } from '../core/journal.js'
-import type { Tenant } from '../core/tenant.js'
+import type { Tenant } from '../storage/tenant.js'
 import type { RawBody } from './request-body.js'
 
 /** Request headers, read by lower-case name and listed as `[name, value]` pairs (a Fetch `Headers` is one). */

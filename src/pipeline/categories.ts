@@ -2,10 +2,10 @@
 import { contractOf } from '../contract/operations.js'
 import { categorySchemas, NewCategory, type Category } from '../contract/schemas.js'
 import { stringWeight } from '../core/heap-weight.js'
-import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
-import type { TenantStore } from '../core/storage.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../contract/limits.js'
+import type { TenantStore } from '../storage/storage.js'
 import { parseJsonObject } from './request-body.js'
-import { CategoryLimitError, IdSpaceExhaustedError } from '../core/store.js'
+import { CategoryLimitError, IdSpaceExhaustedError } from '../storage/memory-store.js'
 import { failure, json, jsonText, type ErrorOutcome, type Operation } from './operation.js'
 
 export const listCategories: Operation = {

@@ -1,8 +1,8 @@
 /** What every operation receives and returns; the pipeline turns outcomes into responses. */
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 import type { OperationContract } from '../contract/operations.js'
-import type { CategoryLimits } from '../core/limits.js'
-import type { Tenant } from '../core/tenant.js'
+import type { CategoryLimits } from '../contract/limits.js'
+import type { Tenant } from '../storage/tenant.js'
 import type { ApiRequest } from './api-request.js'
 
 export interface OperationContext {

@@ -3,7 +3,7 @@
  * The operation is deprecated: every authenticated answer says so, and says when it ends.
  */
 import { contractOf } from '../contract/operations.js'
-import { DEFAULT_DEPRECATED_AT } from '../scenario/scenario-format.js'
+import { DEFAULT_DEPRECATED_AT } from '../contract/scenario-format.js'
 import { failure, json, type Operation } from './operation.js'
 
 export const getPetById: Operation = {

@@ -26,6 +26,13 @@ export interface ProxyTarget {
   send(method: string, pathAndQuery: string, body: string, headers: HeaderReader, timeoutMs: number, hold?: (bytes: number) => void): Promise<UpstreamAnswer>
 }
 
+/**
+ * The most bytes of one answer of the real service the proxy reads: above the longest list the
+ * sandbox itself makes under its default limits (20,000 categories of 200 + 2,000 characters,
+ * about 44 MB of JSON). A larger answer is a 502.
+ */
+export const MAX_UPSTREAM_ANSWER_BYTES = 64 * 1024 * 1024
+
 /** Why the real service gave no answer: it could not be reached (502), or took too long (504). */
 export class UpstreamError extends Error {
   override readonly name = 'UpstreamError'

@@ -4,6 +4,7 @@
  * the bytes its own way (`msw/fetch-request.ts`, `node-bridge/node-request.ts`); the rules are here.
  */
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
+import { isJsonMediaType } from '../contract/media-type.js'
 
 /** @default 1 MiB */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024
@@ -74,14 +75,6 @@ export function decodeUtf8(chunks: readonly Uint8Array[], size: number): RawBody
 
 /** @note `fatal`: bytes that are not UTF-8 are refused rather than silently replaced. */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
-
-/** `application/json`, with or without parameters, and any `application/*+json`. */
-export function isJsonMediaType(contentType: string | null): boolean {
-  if (contentType === null) return false
-  if (contentType === 'application/json') return true
-  const essence = contentType.split(';', 1)[0]!.trim().toLowerCase()
-  return essence === 'application/json' || /^application\/[\w.!#$&^+-]+\+json$/.test(essence)
-}
 
 export type JsonObjectBody =
   | { readonly ok: true; readonly value: Record<string, unknown> }

@@ -2,7 +2,7 @@
  * The browser's stand-in for `scenario-files.ts`: there is no file system, so every use says
  * what to pass instead. Swapped in by the browser build (`scripts/build.mjs`).
  */
-import { PetstoreError } from '../errors.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import type { ScenarioFiles } from './scenario-files-api.js'
 
 const unavailable = (): never => {

@@ -4,7 +4,7 @@
  * browser build swaps for a module that throws: the browser bundle never holds a `node:` import.
  */
 import type { z } from 'zod'
-import { describeValue, PetstoreError } from '../errors.js'
+import { describeValue, PetstoreError } from '../core/petstore-error.js'
 import { BUILTIN_SCENARIO_NAMES, type BuiltinScenarioName } from './builtin-names.js'
 import { BUILTIN_SCENARIOS } from './builtin-scenarios.js'
 import { scenarioFiles as fs } from './scenario-files.js'
@@ -17,7 +17,7 @@ import {
   ScenarioName,
   SeedData,
   type Scenario,
-} from './scenario-format.js'
+} from '../contract/scenario-format.js'
 
 /**
  * A scenario: a built-in name (autocompleted), a name in `scenariosDir`, a path to a `.json` file,

@@ -14,9 +14,9 @@
 import type * as z from 'zod'
 import { contractOf, type OperationId } from '../contract/operations.js'
 import { Category, Order, Pet } from '../contract/schemas.js'
-import { PetstoreError } from '../errors.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import { AnswerTooLargeError, DEFAULT_MAX_ANSWER_BYTES, readAnswerText } from '../verify/answer-body.js'
-import { describeIssues, ScenarioFile, ScenarioName } from './scenario-format.js'
+import { describeIssues, ScenarioFile, ScenarioName } from '../contract/scenario-format.js'
 
 /** Options of {@link recordScenario}. */
 export interface RecordScenarioOptions {

@@ -8,7 +8,7 @@
  * work, so that it answers instead of dying.
  */
 import { getHeapStatistics } from 'node:v8'
-import { OverCapacityError, type Work } from '../core/capacity.js'
+import { OverCapacityError, RETRY_AFTER_SECONDS, type Work } from '../core/capacity.js'
 import { monotonicNow } from '../core/clock.js'
 import type { AnswerProgress } from '../node-bridge/http-errors.js'
 
@@ -82,8 +82,6 @@ export const SMALL_READ_BYTES = 64 * 1024
 const NOTHING_HELD = () => undefined
 /** Above this share of the heap limit in use, even reads are refused. */
 export const CRITICAL_HEAP_SHARE = 0.9
-/** What `Retry-After` says when the budget is spent, in seconds. */
-export const RETRY_AFTER_SECONDS = 30
 /** How long one reading of the heap is trusted, in ms (reading it costs a few µs). */
 const HEAP_SAMPLE_MS = 100
 /** While over the budget with nothing to drop, room is looked for again at most this often (each look visits every tenant). */

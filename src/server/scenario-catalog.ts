@@ -3,8 +3,8 @@
  * `--scenarios-dir`, by name only. A name is looked up in that list before anything is read,
  * so a request can never make the server open a path of its choosing.
  */
-import { PetstoreError } from '../errors.js'
-import type { Scenario } from '../scenario/scenario-format.js'
+import { PetstoreError } from '../core/petstore-error.js'
+import type { Scenario } from '../contract/scenario-format.js'
 import { listScenarioNames, loadScenario } from '../scenario/scenario-loader.js'
 
 /** What the admin API says of a scenario. */

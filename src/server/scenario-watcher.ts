@@ -13,8 +13,8 @@
 import { statSync, watch, type FSWatcher } from 'node:fs'
 import { readdir, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
-import { PetstoreError } from '../errors.js'
-import { ScenarioName, type Scenario } from '../scenario/scenario-format.js'
+import { PetstoreError } from '../core/petstore-error.js'
+import { ScenarioName, type Scenario } from '../contract/scenario-format.js'
 import { loadScenarioFile, looksLikePath, type ScenarioInput } from '../scenario/scenario-loader.js'
 
 /** How long after a file's last event it is read: one save is several events. */

@@ -21,10 +21,10 @@ import { constantTimeEqual, KeyRing } from '../core/auth.js'
 import { monotonicNow } from '../core/clock.js'
 import { RequestJournal } from '../core/journal.js'
 import { AnswerBook } from '../core/planned-answers.js'
-import { seedState, type TenantStorage, type TenantStore } from '../core/storage.js'
-import { Tenant, TenantRefusedError, type TenantOverrides } from '../core/tenant.js'
+import { seedState, type TenantStorage, type TenantStore } from '../storage/storage.js'
+import { Tenant, TenantRefusedError, type TenantOverrides } from '../storage/tenant.js'
 import type { TenantResolver } from '../pipeline/pipeline.js'
-import type { Scenario } from '../scenario/scenario-format.js'
+import type { Scenario } from '../contract/scenario-format.js'
 
 /** The key accepted when none is configured: documented, printed at start, never secret. */
 export const DEV_API_KEY = 'sandbox-dev-key'

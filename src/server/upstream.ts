@@ -33,13 +33,6 @@ const NOT_FORWARDED = new Set([
 /** Headers of the answer the sandbox does not pass back: hop-by-hop, the framing it does itself, and its own (request id, violations). */
 const NOT_RETURNED = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'content-length', 'x-request-id', 'sandbox-violations'])
 
-/**
- * The most bytes of one answer of the real service the proxy reads: above the longest list the
- * sandbox itself makes under its default limits (20,000 categories of 200 + 2,000 characters,
- * about 44 MB of JSON). A larger answer is a 502.
- */
-export const MAX_UPSTREAM_ANSWER_BYTES = 64 * 1024 * 1024
-
 /** Options of {@link Upstream}. */
 export interface UpstreamOptions {
   /** The real service's base URL, the interface's `{base_url}` (`https://staging.shop.test/v1`). */

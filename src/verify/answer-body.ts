@@ -5,7 +5,7 @@
  * so a heap limit does not bound them).
  */
 import { joinChunks, readCapped } from '../pipeline/request-body.js'
-import { MAX_UPSTREAM_ANSWER_BYTES } from '../server/upstream.js'
+import { MAX_UPSTREAM_ANSWER_BYTES } from '../pipeline/proxy.js'
 
 /** The most bytes of one answer `verify` and `scenarios record` read: the validating proxy's cap (64 MiB). */
 export const DEFAULT_MAX_ANSWER_BYTES = MAX_UPSTREAM_ANSWER_BYTES

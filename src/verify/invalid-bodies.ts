@@ -7,7 +7,7 @@
 import * as z from 'zod'
 import { apiError } from '../contract/errors.js'
 import { categorySchemas } from '../contract/schemas.js'
-import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../core/limits.js'
+import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../contract/limits.js'
 import { validateNewCategory } from '../pipeline/categories.js'
 import { decodeUtf8, parseJsonObject } from '../pipeline/request-body.js'
 

@@ -266,7 +266,37 @@ describe('petstore-sandbox --help and --version', () => {
   it("prints serve's options with their defaults", async () => {
     const { code, stdout } = await runCliHere(['serve', '--help'])
     expect(code).toBe(0)
-    expect(stdout()).toMatch(/--port\s+Port to listen on \(0 picks a free one\)\s+\[string\] \[default: "4010"\]/)
+    expect(stdout()).toMatch(/--port\s+Port to listen on \(0 picks a free one\)\s+\[number\] \[default: 4010\]/)
+  })
+
+  /** Each option of a command's `--help` with its text, wrapped lines joined: `{ port: 'Port to listen on … [number] [default: 4010]' }`. */
+  async function helpOptions(command: string[]): Promise<Record<string, string>> {
+    const { stdout } = await runCliHere([...command, '--help'])
+    const options: Record<string, string> = {}
+    let current: string | undefined
+    for (const line of stdout().split('\n')) {
+      const start = /^ {2}--([a-z-]+)\s+(.*)$/.exec(line)
+      if (start) options[(current = start[1]!)] = start[2]!
+      else if (current !== undefined && /^\s{4,}\S/.test(line)) options[current] += ` ${line.trim()}`
+      else current = undefined
+    }
+    return options
+  }
+
+  it.each([
+    { name: 'serve', command: ['serve'], numbers: ['port', 'max-tenants', 'evict-idle-minutes', 'tenant-ttl-days', 'name-max-length', 'description-max-length', 'max-categories', 'max-connections', 'headers-timeout', 'request-timeout'], sizes: ['journal-bytes', 'memory-budget', 'store-budget'] },
+    { name: 'verify', command: ['verify'], numbers: ['name-max-length', 'description-max-length', 'timeout'], sizes: ['max-answer-bytes'] },
+    { name: 'scenarios record', command: ['scenarios', 'record'], numbers: ['probe-pets', 'timeout', 'deadline'], sizes: ['max-answer-bytes'] },
+  ])('shows the options of $name that take a number as numbers, and sizes as sizes', async ({ command, numbers, sizes }) => {
+    const options = await helpOptions(command)
+    for (const name of numbers) expect(options[name], `--${name}`).toMatch(/\[number\]( \[default: \d+\])?$/)
+    for (const name of sizes) expect(options[name], `--${name}`).toMatch(/a size \([^)]*\d+[KMG]iB/)
+  })
+
+  it('shows a default size with its unit', async () => {
+    const options = await helpOptions(['serve'])
+    expect(options['journal-bytes']).toMatch(/\[default: 1 MiB\]$/)
+    expect(options['store-budget']).toMatch(/\[default: 1 GiB\]$/)
   })
 
   it('prints the package version', async () => {

@@ -5,7 +5,7 @@
  * and a request that runs out of time is logged (F7). Each against a real redis-server.
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { redisDelayLimit } from '../../src/server/redis-connection.js'
+import { redisDelayLimit } from '../../src/storage/redis-connection.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { collect, openSocket } from '../support/raw-http.js'

@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { parseRedisUrl } from '../../src/server/redis-connection.js'
+import { parseRedisUrl } from '../../src/storage/redis-connection.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'

@@ -7,10 +7,10 @@
 import Sqlite from 'better-sqlite3'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import { MemoryStorage } from '../../src/core/memory-storage.js'
-import { seedState } from '../../src/core/storage.js'
+import { MemoryStorage } from '../../src/storage/memory-storage.js'
+import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
-import { DATABASE_FILE, openSqliteStorage } from '../../src/server/sqlite-storage.js'
+import { DATABASE_FILE, openSqliteStorage } from '../../src/storage/sqlite-storage.js'
 import { dataDir } from '../support/stores.js'
 
 const SEED = seedState(BUILTIN_SCENARIOS['default']!)

@@ -1,8 +1,8 @@
 /** One isolated store, journal and scenario per API key; keys never leave the server. */
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
-import { MemoryStorage } from '../../src/core/memory-storage.js'
-import { seedState } from '../../src/core/storage.js'
-import type { Tenant } from '../../src/core/tenant.js'
+import { MemoryStorage } from '../../src/storage/memory-storage.js'
+import { seedState } from '../../src/storage/storage.js'
+import type { Tenant } from '../../src/storage/tenant.js'
 import { loadScenario } from '../../src/scenario/scenario-loader.js'
 import { tenantId, type SandboxAppOptions } from '../../src/server.js'
 import { TenantRegistry, type TenantRegistryOptions } from '../../src/server/tenant-registry.js'

@@ -14,9 +14,9 @@
  *   measured once read), as JSON lines.
  */
 import { heapWeight } from '../../src/core/heap-weight.js'
-import { DEFAULT_CATEGORY_LIMITS } from '../../src/core/limits.js'
+import { DEFAULT_CATEGORY_LIMITS } from '../../src/contract/limits.js'
 import { listAnswerBytes, listReadBytes } from '../../src/pipeline/categories.js'
-import { openSqliteStorage, type SqliteStorage } from '../../src/server/sqlite-storage.js'
+import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite-storage.js'
 import { JournalDraft, RequestJournal } from '../../src/core/journal.js'
 import { SHAPES } from './heap-shapes.js'
 

@@ -7,7 +7,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { expect } from 'vitest'
 import { buildOpenApiDocument } from '../../src/contract/openapi.js'
-import type { CategoryLimits } from '../../src/core/limits.js'
+import type { CategoryLimits } from '../../src/contract/limits.js'
 
 const document = buildOpenApiDocument({ profile: 'strict' }) as unknown as OpenApiDocument
 

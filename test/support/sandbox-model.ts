@@ -8,7 +8,7 @@
  * the tenant has several possible states ("candidates"), and the next list keeps those it matches.
  */
 import type { Category } from '../../src/index.js'
-import { seedState } from '../../src/core/storage.js'
+import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 
 /** A logical clock: every send and every answer takes the next tick, in the order they happened. */

@@ -6,7 +6,7 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, onTestFinished } from 'vitest'
 import type { StoreKind } from './stores.js'
-import type { CategoryLimits } from '../../src/core/limits.js'
+import type { CategoryLimits } from '../../src/contract/limits.js'
 import { expectConformantResponse } from './openapi-validator.js'
 import { createSandboxApp, DEV_API_KEY, type RequestLogEntry, type SandboxApp, type SandboxAppOptions } from '../../src/server.js'
 

@@ -3,12 +3,12 @@
  * one per `createPetstore()`; the standalone server has one per API key.
  */
 import type { Category, NewCategory, Order, Pet } from '../contract/schemas.js'
-import type { Faults, Latency, Scenario } from '../scenario/scenario-format.js'
-import { faultSettings, FaultInjector } from './faults.js'
-import { RequestJournal, type TenantJournal } from './journal.js'
-import { AnswerQueue, type TenantAnswers } from './planned-answers.js'
+import type { Faults, Latency, Scenario } from '../contract/scenario-format.js'
+import { faultSettings, FaultInjector } from '../core/faults.js'
+import { RequestJournal, type TenantJournal } from '../core/journal.js'
+import { AnswerQueue, type TenantAnswers } from '../core/planned-answers.js'
 import { seedState, type TenantStore } from './storage.js'
-import { PetstoreStore } from './store.js'
+import { PetstoreStore } from './memory-store.js'
 
 /** Settings that, when given, win over the scenario's. */
 export interface TenantOverrides {

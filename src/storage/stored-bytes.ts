@@ -1,7 +1,7 @@
 /**
  * What tenants hold in a durable store (SQLite with `--data-dir`, Redis with `--redis-url`),
  * counted against the store budget (`--store-budget`, `storeBudgetBytes`, its default in
- * `create-sandbox-app.ts`). One rule for every durable store: **the bytes of the text the store
+ * `server/sandbox-options.ts`). One rule for every durable store: **the bytes of the text the store
  * writes, plus a fixed overhead** (docs/decisions/0010-store-budget-and-health.md):
  * - a category: the text its store writes for it, plus {@link CATEGORY_OVERHEAD}. SQLite writes
  *   its name and description as they are, in UTF-8 ({@link categoryStoredBytes}); Redis writes
@@ -23,9 +23,8 @@
  * takes back the floors of tenants idle that long, so a flood of new keys that is not kept busy
  * locks no one out for longer than that (docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
-import { OverCapacityError } from '../core/capacity.js'
-import type { TenantState } from '../core/storage.js'
-import { RETRY_AFTER_SECONDS } from './memory-budget.js'
+import { OverCapacityError, RETRY_AFTER_SECONDS } from '../core/capacity.js'
+import type { TenantState } from './storage.js'
 
 /** A category's id, its tenant's key in its row and in an index, and the row's own bookkeeping. */
 export const CATEGORY_OVERHEAD = 96

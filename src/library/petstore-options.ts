@@ -4,11 +4,11 @@
  * is accepted (never a bare zod message such as "Too small: expected number to be >=0").
  */
 import * as z from 'zod'
-import { ApiKey } from './core/auth.js'
-import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from './core/limits.js'
-import { PetstoreError, describeValue } from './errors.js'
-import { DEFAULT_MAX_BODY_BYTES } from './pipeline/request-body.js'
-import { Faults, Latency } from './scenario/scenario-format.js'
+import { ApiKey } from '../contract/schemas.js'
+import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_NAME_MAX_LENGTH, unsafeListReason } from '../contract/limits.js'
+import { PetstoreError, describeValue } from '../core/petstore-error.js'
+import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'
+import { Faults, Latency } from '../contract/scenario-format.js'
 
 const ABSOLUTE = 'an absolute URL (https://api.shop.test/v1) or one starting with * (*/v1)'
 

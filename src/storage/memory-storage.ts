@@ -2,8 +2,8 @@
  * The in-memory {@link TenantStorage}: tenants live as long as the process. The server's
  * default without `--data-dir`.
  */
-import { monotonicNow } from './clock.js'
-import { PetstoreStore } from './store.js'
+import { monotonicNow } from '../core/clock.js'
+import { PetstoreStore } from './memory-store.js'
 import type { StorageHealth, TenantState, TenantStorage, TenantSummary } from './storage.js'
 
 /** Released stores are swept of collected ones once this many have piled up. */

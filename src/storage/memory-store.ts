@@ -6,8 +6,8 @@
  */
 import { Collection } from '@msw/data'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
-import { monotonicNow } from './clock.js'
-import { heapWeight, stringWeight, type HeldBytesMeter } from './heap-weight.js'
+import { monotonicNow } from '../core/clock.js'
+import { heapWeight, stringWeight, type HeldBytesMeter } from '../core/heap-weight.js'
 import { CategoryLimitError, IdSpaceExhaustedError, toCategory, type TenantState, type TenantStore } from './storage.js'
 
 export { CategoryLimitError, IdSpaceExhaustedError } from './storage.js'
@@ -253,7 +253,7 @@ export class PetstoreStore implements TenantStore {
 /**
  * Heap per stored category beyond its own fields, as `bench/scale.ts` measures the built package:
  * 423 bytes a category, of which 80 its two strings. @msw/data keeps the record, its UUID
- * (`random-uuid.ts`) and a `Map` for relations.
+ * (`core/random-uuid.ts`) and a `Map` for relations.
  * @note It was 860 while @msw/data's UUIDs were Node's own, a rope of ~450 bytes each.
  */
 const CATEGORY_OVERHEAD = 360

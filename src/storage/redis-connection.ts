@@ -12,8 +12,8 @@ import { createHash } from 'node:crypto'
 import type * as Redis from 'redis'
 import type { RedisClientOptions } from 'redis'
 import { monotonicNow } from '../core/clock.js'
-import { StorageUnavailableError } from '../core/storage.js'
-import { PetstoreError } from '../errors.js'
+import { StorageUnavailableError } from './storage.js'
+import { PetstoreError } from '../core/petstore-error.js'
 
 /** @default 2000 ms: a command not answered by then fails (the request answers 503), never hangs. */
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2000

@@ -13,7 +13,7 @@
  * doubles with each death within a minute, up to {@link MAX_RESTART_DELAY_MS}.
  */
 import cluster, { type Worker } from 'node:cluster'
-import { monotonicNow } from './core/clock.js'
+import { monotonicNow } from '../core/clock.js'
 
 /** Deaths within this window make the next restart wait longer; a minute without one starts over. */
 const CRASH_WINDOW_MS = 60_000

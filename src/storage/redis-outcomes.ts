@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { monotonicNow } from '../core/clock.js'
-import { StorageUnavailableError, WriteOutcomeUnknownError } from '../core/storage.js'
+import { StorageUnavailableError, WriteOutcomeUnknownError } from './storage.js'
 import { NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink, type RedisScript } from './redis-connection.js'
 
 /**

@@ -38,7 +38,7 @@ import {
   type TenantStorage,
   type TenantStore,
   type TenantSummary,
-} from '../core/storage.js'
+} from './storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
 import { operationId, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, outcomeRecordMs, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'

@@ -3,8 +3,7 @@
  * Schema (`schema/scenario.schema.json`) is generated from it.
  */
 import * as z from 'zod'
-import { Id, NewCategory, Order, Pet } from '../contract/schemas.js'
-import { ApiKey } from '../core/auth.js'
+import { ApiKey, Id, NewCategory, Order, Pet } from './schemas.js'
 
 /** Names are also file names, so they are kept to a safe alphabet (no `/`, no `..`). */
 export const ScenarioName = z

@@ -22,7 +22,6 @@ import {
 } from '../core/journal.js'
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
 import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
-import type { TenantKeys } from './redis-storage.js'
 import { FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, tenantFloorBytes } from './stored-bytes.js'
 
 /**
@@ -197,6 +196,18 @@ ${recordOutcome('KEYS[4]', 'KEYS[5]', 2, 3, 4, "'1'")}
 return '1'
 `)
 
+/**
+ * The keys a tenant's journal touches (`RedisStorage.keys` names them): its own three, the
+ * tenant's `meta` and `categories` (what the store budget counts of it), and the outcome record.
+ */
+export interface JournalKeys extends OutcomeKeys {
+  readonly journal: string
+  readonly journalSizes: string
+  readonly journalMeta: string
+  readonly meta: string
+  readonly categories: string
+}
+
 /** Options of {@link RedisJournal}. */
 export interface RedisJournalOptions {
   /** @default {@link DEFAULT_JOURNAL_LIMIT} entries */
@@ -234,7 +245,7 @@ export class RedisJournal implements TenantJournal {
   /** Nothing held on this process's heap: the entries are in Redis. */
   readonly bytes = 0
 
-  constructor(link: RedisLink, keys: TenantKeys, options: RedisJournalOptions = {}) {
+  constructor(link: RedisLink, keys: JournalKeys, options: RedisJournalOptions = {}) {
     this.#link = link
     this.#usageKeys = options.usage === undefined ? [] : [options.usage, options.weights ?? `${options.usage}:jweights`, options.uses ?? `${options.usage}:jused`]
     this.#keys = [keys.journal, keys.journalSizes, keys.journalMeta, keys.meta, keys.categories, ...this.#usageKeys]

@@ -32,7 +32,7 @@ import { join } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { type OverCapacityError } from '../core/capacity.js'
-import { PetstoreError } from '../errors.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import {
   CategoryLimitError,
   IdSpaceExhaustedError,
@@ -43,7 +43,7 @@ import {
   type TenantStorage,
   type TenantStore,
   type TenantSummary,
-} from '../core/storage.js'
+} from './storage.js'
 import { monotonicNow } from '../core/clock.js'
 import {
   CATEGORY_OVERHEAD,

@@ -1,7 +1,7 @@
 /**
  * The storage seam: one tenant's writable state ({@link TenantStore}) and the set of tenants
  * ({@link TenantStorage}). Two implementations today: in memory (`memory-storage.ts`, @msw/data,
- * the library's and the browser's) and SQLite (`server/sqlite-storage.ts`, `--data-dir`).
+ * the library's and the browser's) and SQLite (`sqlite-storage.ts`, `--data-dir`).
  *
  * Written so that a store shared by several processes (Redis, a later issue) can implement it
  * unchanged:
@@ -16,11 +16,11 @@
  * - nothing is cached by the caller: every read asks the store (a store that is the only writer
  *   of its tenants may keep its own answers ready, as the in-memory one keeps its list's text).
  */
-import type { HeldBytesMeter } from './heap-weight.js'
+import type { HeldBytesMeter } from '../core/heap-weight.js'
 import type { Category, NewCategory } from '../contract/schemas.js'
-import type { CategorySeed, Scenario } from '../scenario/scenario-format.js'
-import type { TenantJournal } from './journal.js'
-import type { TenantAnswers } from './planned-answers.js'
+import type { CategorySeed, Scenario } from '../contract/scenario-format.js'
+import type { TenantJournal } from '../core/journal.js'
+import type { TenantAnswers } from '../core/planned-answers.js'
 
 /** A tenant's whole writable state: pets and orders are read-only and come from the scenario. */
 export interface TenantState {
