@@ -1,6 +1,6 @@
 /**
  * The error table: the only place an Error body is made. Handlers name a code and its
- * parameters; the README's table and the OpenAPI document are generated from this one list.
+ * parameters; the error table of docs/errors.md and the OpenAPI document are generated from this one list.
  */
 import type { ApiError } from './schemas.js'
 
@@ -8,7 +8,7 @@ interface ErrorSpec {
   readonly status: number
   /** `{name}` placeholders are filled from the parameters given to {@link apiError}. */
   readonly message: string
-  /** When a client sees it; used for the README's error table. */
+  /** When a client sees it; used for the error table in docs/errors.md. */
   readonly when: string
   /**
    * Only the standalone server's admin API (`/__sandbox/…`) answers it: `Prefer: code=` cannot
