@@ -458,7 +458,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         })
       : settings.dataDir === undefined
         ? new MemoryStorage(seed)
-        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget })
+        : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget, settleWaitMs: settings.requestTimeoutMs })
   // @note The scenarios a saved state may name are loaded now, so a tenant coming back from disk
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
