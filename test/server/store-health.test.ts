@@ -195,6 +195,28 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
+  it.skipIf(!smallDiskAvailable)('answers write_outcome_unknown when the undo of a failed switch fails too (a full disk), and shows the scenario the tenant then holds', async () => {
+    const rejections = unhandledRejections()
+    const disk = smallDisk(1024)
+    const dir = join(disk.dir, 'data')
+    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
+    // The switch's fsync fails after 100 ms; meanwhile the disk fills, so the undo cannot be written.
+    const faults = await failingFsyncs(dir, 100)
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    faults.next = 1
+    const switching = sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'empty' }) })
+    await vi.waitFor(() => expect(faults.failed).toBe(1))
+    disk.fill()
+    const unknown = await switching
+    expect(unknown.headers.get('retry-after')).toBe('5')
+    expectErrorBody(await jsonOf(unknown), 503, 'write_outcome_unknown')
+    // Applied in this process: the name and the rows agree.
+    expect(await list(sandbox, 'k1')).toEqual([])
+    expect(await scenarioOf(sandbox, 'k1')).toBe('empty')
+    disk.free()
+    expect(rejections).toEqual([])
+  })
+
   it('answers a tenant’s reads 503 storage_unavailable once they waited the request timeout for its switch on a stalled fsync, and never holds another tenant', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
