@@ -118,6 +118,8 @@ interface Inserted {
   readonly category: Category
   readonly seq: number
   readonly bytes: number
+  /** What it counted against the store budget: `bytes`, and the seed on its tenant's first write. */
+  readonly counted: number
 }
 
 interface CategoryRow {
@@ -625,11 +627,17 @@ export class SqliteStorage implements TenantStorage {
     return this.#sql.categoriesBySeq.all(id).filter((row) => !unsettled.has(row.seq))
   }
 
-  /** Runs `task` once no replace or delete of tenant `id` is under way; past the settle wait, rejects with 503 `storage_unavailable` (nothing done). */
-  async #afterGates<T>(id: string, task: () => T): Promise<T> {
+  /**
+   * Runs `task` once no replace or delete of tenant `id` is under way (with `creates`, nor a batch
+   * of its creates); past the settle wait, rejects with 503 `storage_unavailable` (nothing done).
+   */
+  async #afterGates<T>(id: string, task: () => T, creates = false): Promise<T> {
     const deadline = monotonicNow() + this.#settleWaitMs
-    for (let gate = this.#gates.get(id); gate !== undefined; gate = this.#gates.get(id)) await this.#until(gate, deadline)
-    return task()
+    for (;;) {
+      const gate = this.#gates.get(id) ?? (creates && this.#unsettled.has(id) ? this.#drained(id) : undefined)
+      if (gate === undefined) return task()
+      await this.#until(gate, deadline)
+    }
   }
 
   /** Settles with `promise`, or rejects with {@link StorageUnavailableError} at `deadline` (by {@link monotonicNow}). */
@@ -656,8 +664,9 @@ export class SqliteStorage implements TenantStorage {
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     return new Promise((resolve, reject) => {
       const item = { tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
-      // After a replace or delete of the tenant under way: it goes onto the state that one leaves.
-      if (this.#gates.has(tenant)) this.#afterGates(tenant, () => this.#queue(item)).catch(reject)
+      // After the tenant's writes under way: a replace or delete (it goes onto the state that one
+      // leaves), or a batch of its creates (so that a withdrawal can put its row back exactly).
+      if (this.#gates.has(tenant) || this.#unsettled.has(tenant)) this.#afterGates(tenant, () => this.#queue(item), true).catch(reject)
       else this.#queue(item)
     })
   }
@@ -804,8 +813,19 @@ export class SqliteStorage implements TenantStorage {
     let bytes = 0
     for (const item of batch) bytes += item.bytes
     let results: (Inserted | Error)[]
+    // Each tenant's row before the batch: a withdrawal puts it back (its next id too).
+    const rows = new Map<string, TenantRow | undefined>()
     try {
-      results = this.#guard(() => this.#transact(() => batch.map((item) => this.#insert(item))), bytes)
+      results = this.#guard(
+        () =>
+          this.#transact(() =>
+            batch.map((item) => {
+              if (!rows.has(item.tenant)) rows.set(item.tenant, this.#sql.tenantRow.get(item.tenant))
+              return this.#insert(item)
+            }),
+          ),
+        bytes,
+      )
     } catch (error) {
       // Rolled back: the counts the batch moved are counted again when next needed.
       for (const item of batch) this.#counts.delete(item.tenant)
@@ -829,7 +849,7 @@ export class SqliteStorage implements TenantStorage {
         this.#succeeded(results.reduce((written, result) => written + (result instanceof Error ? 0 : result.bytes), 0))
         answer()
       },
-      (failure: Error) => void this.#withdraw(batch, results, failure).then((withdrawn) => answer(failure, withdrawn)),
+      (failure: Error) => void this.#withdraw(batch, results, rows, failure).then((withdrawn) => answer(failure, withdrawn)),
     )
   }
 
@@ -868,12 +888,14 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /**
-   * Removes creates whose commit could not be made durable (the fsync failed) and makes that
-   * durable, so a create answered 503 is never listed, live or after a restart. Resolves to what
-   * to answer them: `failure`, or {@link WriteOutcomeUnknownError} when they could not be removed,
-   * or their removal could not be made durable (the operator is told).
+   * Removes creates whose commit could not be made durable (the fsync failed), with their tenants'
+   * rows as they were before (`rows`: the next id, and no row at all for a first write), and makes
+   * that durable, so a create answered 503 is never listed and took no id, live or after a restart.
+   * Resolves to what to answer them: `failure`, or {@link WriteOutcomeUnknownError} when they could
+   * not be removed, or their removal could not be made durable (the operator is told).
+   * @note Exact because a tenant has at most one batch unsettled (its creates wait: {@link create}).
    */
-  async #withdraw(batch: readonly PendingCreate[], results: readonly (Inserted | Error)[], failure: Error): Promise<Error> {
+  async #withdraw(batch: readonly PendingCreate[], results: readonly (Inserted | Error)[], rows: ReadonlyMap<string, TenantRow | undefined>, failure: Error): Promise<Error> {
     this.#counts.clear()
     try {
       this.#guard(
@@ -882,7 +904,16 @@ export class SqliteStorage implements TenantStorage {
             for (const result of results) {
               if (result instanceof Error) continue
               this.#sql.deleteSeq.run(result.seq)
-              this.#storedBytes -= result.bytes
+              this.#storedBytes -= result.counted
+            }
+            for (const [tenant, row] of rows) {
+              if (row !== undefined) {
+                this.#sql.restoreTenant.run(tenant, row.scenario, row.next, row.updatedAt, row.usedAt, row.floored)
+                continue
+              }
+              // Its first write: the seed it stored goes with it.
+              this.#sql.deleteCategories.run(tenant)
+              this.#sql.deleteTenant.run(tenant)
             }
             this.#recount()
           }),
@@ -970,7 +1001,7 @@ export class SqliteStorage implements TenantStorage {
     const counted = this.#counts.get(tenant)
     if (counted !== undefined) this.#counts.set(tenant, counted + 1)
     const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
-    return { category, seq, bytes }
+    return { category, seq, bytes, counted: cost }
   }
 
   /**

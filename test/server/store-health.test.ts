@@ -176,6 +176,9 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     // Only the create's own fsync fails: its withdrawal is durable, so it was not applied.
     expectErrorBody(await jsonOf(await post(sandbox, 'k1', 'not-applied')), 503, 'storage_unavailable')
     expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`])
+    // Nor did either take an id: the next create gets the one after `before`.
+    expect((await post(sandbox, 'k1', 'after')).status).toBe(201)
+    expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`, `${NEXT + 1} after`])
     expect(rejections).toEqual([])
   })
 
