@@ -647,6 +647,8 @@ export class SqliteStorage implements TenantStorage {
         () => reject(new StorageUnavailableError(`${this.path}: an earlier write of this tenant was still settling after ${this.#settleWaitMs} ms (a stalled fsync?)`)),
         Math.max(0, deadline - monotonicNow()),
       )
+      // A wait alone never keeps the process up (a server closing with one under way).
+      timer.unref()
       void promise.then(() => {
         clearTimeout(timer)
         resolve()
