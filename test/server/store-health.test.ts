@@ -160,6 +160,20 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
+  it('keeps the tenant’s planned answers when an admin delete of it is answered 503 storage_unavailable', async () => {
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1'], adminToken: ADMIN, dataDir: dir })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const plan = { operation: 'createCategory', status: 503, times: 2 }
+    expect((await sandbox.fetch('/__sandbox/answers', { method: 'POST', headers: auth('k1', true), body: JSON.stringify(plan) })).status).toBe(201)
+    faults.next = 1
+    const refused = await sandbox.fetch(`/__sandbox/tenants/${tenantId('k1')}`, { method: 'DELETE', headers: auth(ADMIN) })
+    expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    const pending = await sandbox.fetch('/__sandbox/answers', { headers: auth('k1') })
+    expect(await jsonOf(pending)).toEqual([expect.objectContaining(plan)])
+  })
+
   it('answers write_outcome_unknown when the withdrawal of a failed create cannot be made durable, and 503 storage_unavailable when it can', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
