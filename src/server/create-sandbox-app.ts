@@ -230,7 +230,7 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
       })
     : settings.dataDir === undefined
       ? new MemoryStorage(seed)
-      : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget })
+      : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget, settleWaitMs: settings.requestTimeoutMs })
 }
 
 /** The tenants (one per key) and the memory budget they are held to, with what the request path asks of that budget. */
