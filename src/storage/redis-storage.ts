@@ -180,7 +180,9 @@ end`
  * when the tenant has none yet; `replace`; `default`: back on the default seed, so its keys go),
  * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
  * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), the most entries
- * its outcome record keeps, then the categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
+ * its outcome record keeps, the state's version (a fresh random token, kept in the meta's `state`
+ * field until the next state write: a list read in pages checks it, {@link READ_PAGE}), then the
+ * categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
  * {@link CATEGORY_OVERHEAD}, the rule of `stored-bytes.ts`. Refuses with BUDGET or KEPT
  * ({@link charge}), VOID when the operation was declared never applied. A switch or reset is
  * recorded under its operation id (`redis-outcomes.ts`), so that one whose reply was lost is
@@ -194,16 +196,16 @@ if ARGV[3] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return '0' end
 local bytes = 0
 if ARGV[3] ~= 'default' then
   bytes = tonumber(ARGV[7])
-  for i = 12, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
+  for i = 13, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
 end
 ${charge(5, 9, 'bytes', 6, 10)}
 redis.call('DEL', KEYS[1], KEYS[2])
 ${NOW}
 if ARGV[3] ~= 'default' then
-  for i = 12, #ARGV, ${PUSH_CHUNK} do
+  for i = 13, #ARGV, ${PUSH_CHUNK} do
     redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
   end
-  redis.call('HSET', KEYS[1], 'scenario', ARGV[4], 'next', ARGV[5], 'updated', string.format('%d', now))
+  redis.call('HSET', KEYS[1], 'scenario', ARGV[4], 'next', ARGV[5], 'updated', string.format('%d', now), 'state', ARGV[12])
   ${renewTtl(8).replaceAll('\n', '\n  ')}
 end
 if ARGV[1] ~= '' then
@@ -344,11 +346,60 @@ ${NOW}
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[1])))
 `)
 
-/** Reads a tenant: nil when it has no state (default seed), else its scenario and categories (ARGV[1] `list`) or their count. */
+/** Reads a tenant: nil when it has no state (default seed), else its scenario and how many categories it holds. */
 const READ = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-if ARGV[1] == 'count' then return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LLEN', KEYS[2])} end
-return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0, -1)}
+return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LLEN', KEYS[2])}
+`)
+
+/**
+ * At most this many bytes of categories' JSON (and {@link LIST_PAGE_ENTRIES} of them) one
+ * command of a list read returns, plus at most one step of {@link LIST_PAGE_STEP} entries: Redis
+ * runs one command at a time, and one `LRANGE 0 -1` of a 44 MB list (20,000 categories at their
+ * longest, within the default limits) held every other command of every replica for about
+ * 220 ms, and its reply took 260 MB and more of output buffers (attack7 K2). A page of 256 KiB
+ * takes Redis about 1 ms (`bench/redis-long-lists.ts`).
+ */
+export const LIST_PAGE_BYTES = 256 * 1024
+/** At most this many categories one command of a list read returns (short ones: the per-entry cost). */
+export const LIST_PAGE_ENTRIES = 1000
+/** How many entries a page script takes per `LRANGE` before it weighs what it has. */
+const LIST_PAGE_STEP = 16
+/** How many times a list read starts over when its tenant's state is replaced while it reads, before it answers 503. */
+export const LIST_READ_ATTEMPTS = 4
+
+/**
+ * One page of a tenant's categories. KEYS: meta, cats. ARGV: the index to read from; the list's
+ * length as the first page saw it (-1 on the first page: its `LLEN` now); the state's version as
+ * the first page saw it ('' on the first page); {@link LIST_PAGE_BYTES}; {@link LIST_PAGE_ENTRIES}.
+ * Returns nil when the tenant has no state (default seed, deleted, expired), else its scenario,
+ * its state's version (the meta's `state`, set by every state write, `-` when written by an older
+ * version), the length, and the page: entries from the index on, below the length, until the
+ * page holds the bytes or the entries; none when the version is not the one given.
+ * @note Only a state write (a new version) or a delete removes or moves entries: a create appends.
+ * So while the version stays, the entries below the first page's length are those it saw, and a
+ * read in pages is the list as it was at its first page.
+ */
+const READ_PAGE = redisScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local meta = redis.call('HMGET', KEYS[1], 'scenario', 'state')
+local version = meta[2] or '-'
+local length = tonumber(ARGV[2])
+if length < 0 then length = redis.call('LLEN', KEYS[2]) end
+local page = {}
+if ARGV[3] ~= '' and ARGV[3] ~= version then return {meta[1], version, length, page} end
+local from = tonumber(ARGV[1])
+local bytes, most = 0, tonumber(ARGV[5])
+while from < length and #page < most and bytes < tonumber(ARGV[4]) do
+  local step = redis.call('LRANGE', KEYS[2], from, math.min(from + ${LIST_PAGE_STEP - 1}, length - 1, from + most - #page - 1))
+  if #step == 0 then break end
+  for _, entry in ipairs(step) do
+    page[#page + 1] = entry
+    bytes = bytes + #entry
+  end
+  from = from + #step
+end
+return {meta[1], version, length, page}
 `)
 
 /**
@@ -556,7 +607,7 @@ export class RedisStorage implements TenantStorage {
     const summaries = await Promise.all(
       entries.map(async ({ id, updatedAt }): Promise<TenantSummary | undefined> => {
         const keys = this.keys(id)
-        const reply = (await this.link.script(READ, [keys.meta, keys.categories], ['count'])) as [string, number] | null
+        const reply = (await this.link.script(READ, [keys.meta, keys.categories], [])) as [string, number] | null
         if (reply === null) {
           // Its keys expired (TTL) or were deleted elsewhere: the registry forgets it too.
           await this.link.call(this.#registry, ['ZREM', this.#registry, id])
@@ -646,11 +697,39 @@ export class RedisStorage implements TenantStorage {
     this.#seedJson = seed.categories.map((category) => JSON.stringify(toCategory(category)))
   }
 
-  /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */
-  async read(id: string, what: 'list' | 'count'): Promise<[string, string[] | number] | undefined> {
+  /** @internal The tenant's scenario and how many categories it holds, or undefined when it is on the default seed. */
+  async count(id: string): Promise<[string, number] | undefined> {
     const keys = this.keys(id)
-    const reply = (await this.link.script(READ, [keys.meta, keys.categories], [what])) as [string, string[] | number] | null
+    const reply = (await this.link.script(READ, [keys.meta, keys.categories], [])) as [string, number] | null
     return reply ?? undefined
+  }
+
+  /**
+   * @internal The tenant's scenario and categories (`parse` makes each of their JSON texts), or
+   * undefined when it is on the default seed: read in pages of at most {@link LIST_PAGE_BYTES},
+   * so that other commands, of every replica, run between them (attack7 K2), and each page
+   * parsed as it comes, so that no more than one page's texts is held.
+   * @note One state: a page sees the version the first page saw, or the read starts over (at most
+   * {@link LIST_READ_ATTEMPTS} times, then `StorageUnavailableError`), so that a list is never
+   * made of two states (a reset or switch between pages); creates since the first page are left
+   * out, as if they came after the read.
+   */
+  async readList<T>(id: string, parse: (text: string) => T): Promise<[scenario: string, categories: T[]] | undefined> {
+    const keys = [this.keys(id).meta, this.keys(id).categories]
+    for (let attempt = 0; attempt < LIST_READ_ATTEMPTS; attempt++) {
+      const first = (await this.link.script(READ_PAGE, keys, [0, -1, '', LIST_PAGE_BYTES, LIST_PAGE_ENTRIES])) as ListPage | null
+      if (first === null) return undefined
+      const [scenario, version, length] = first
+      const categories = first[3].map(parse)
+      let moved = false
+      while (categories.length < length && !moved) {
+        const page = (await this.link.script(READ_PAGE, keys, [categories.length, length, version, LIST_PAGE_BYTES, LIST_PAGE_ENTRIES])) as ListPage | null
+        moved = page === null || page[1] !== version || page[3].length === 0
+        if (page !== null) for (const text of page[3]) categories.push(parse(text))
+      }
+      if (!moved) return [scenario, categories]
+    }
+    throw new StorageUnavailableError(`Redis: the categories of tenant ${id} were replaced ${LIST_READ_ATTEMPTS} times while being read`)
   }
 
   /** @internal The planned answers of tenant `id` (its `answers` list). */
@@ -728,8 +807,9 @@ export class RedisStorage implements TenantStorage {
     const scriptKeys = [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
     const rest = [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor]
     try {
-      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, ...categories])
-      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, ...categories])
+      const version = operationId()
+      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, version, ...categories])
+      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, version, ...categories])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
@@ -742,6 +822,9 @@ export class RedisStorage implements TenantStorage {
     await this.link.script(INDEX, [this.#registry], [id, 'any'])
   }
 }
+
+/** A page of a list read ({@link READ_PAGE}): scenario, state version, length, entries. */
+type ListPage = [scenario: string, version: string, length: number, entries: string[]]
 
 function parseCategory(json: string): Category {
   return toCategory(JSON.parse(json) as Category)
@@ -780,14 +863,14 @@ class RedisTenantStore implements TenantStore {
   }
 
   async listCategories(): Promise<Category[]> {
-    const state = await this.#storage.read(this.#id, 'list')
+    const state = await this.#storage.readList(this.#id, parseCategory)
     if (!state) return this.#storage.seed.categories.map(toCategory)
-    return (state[1] as string[]).map(parseCategory)
+    return state[1]
   }
 
   async countCategories(): Promise<number> {
-    const state = await this.#storage.read(this.#id, 'count')
-    return state ? (state[1] as number) : this.#storage.seed.categories.length
+    const state = await this.#storage.count(this.#id)
+    return state ? state[1] : this.#storage.seed.categories.length
   }
 
   /** What a list reads from Redis, at least (see `RedisStorage.heldBy`). */

@@ -1,0 +1,106 @@
+/**
+ * attack7 K2 on a real redis-server: one tenant reading its own long list must not hold the
+ * shared Redis (every replica's commands) for the whole list. A list is read in pages, each
+ * reply bounded, and is still one state: never a mix of the state before and after a reset or
+ * switch of that tenant made while it is read.
+ */
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { tenantId } from '../../src/server.js'
+import { LIST_PAGE_BYTES, openRedisStorage } from '../../src/storage/redis-storage.js'
+import type { TenantState } from '../../src/storage/storage.js'
+import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { startReplySizes } from '../support/reply-sizes.js'
+import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
+
+const EMPTY: TenantState = { scenario: 'default', categories: [], nextCategoryId: 1 }
+
+/** `count` categories named `<tag>-<n>`, each with a description of `length` characters (`<tag>` repeated). */
+function state(tag: string, count: number, length: number, scenario = 'default'): TenantState {
+  const categories = Array.from({ length: count }, (_, i) => ({ id: i + 1, name: `${tag}-${i + 1}`, description: `${i + 1}:${tag.repeat(length)}`.slice(0, length) }))
+  return { scenario, categories, nextCategoryId: count + 1 }
+}
+
+async function storageOn(url: string) {
+  const storage = await openRedisStorage({ url, seed: EMPTY })
+  onTestFinished(() => storage.close())
+  return storage
+}
+
+describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
+  it('is answered whole and exact, and no reply Redis sends the replica for it is larger than a page: other tenants’ commands are not held behind one 4 MB reply', async () => {
+    const redis = await startRedis()
+    const proxy = await startReplySizes(redis.port)
+    const long = state('long', 1800, 2000)
+    await (await storageOn(redis.url)).open(tenantId('reader')).replace(long)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, apiKeys: ['reader'] })
+
+    const response = await sandbox.fetch('/v1/categories', { headers: auth('reader') })
+    expect(response.status).toBe(200)
+    expect(await jsonOf(response)).toEqual(long.categories)
+    // A page holds up to LIST_PAGE_BYTES of JSON and one step (16) of categories more, plus RESP's framing.
+    expect(proxy.largest).toBeGreaterThan(0)
+    expect(proxy.largest).toBeLessThan(LIST_PAGE_BYTES + 16 * 2100 + 4096)
+    expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('reader') }))).toEqual(long.categories)
+  })
+
+  it('reads many short categories in pages too, and the default seed and an empty list as before', async () => {
+    const redis = await startRedis()
+    const proxy = await startReplySizes(redis.port)
+    const short = state('s', 5000, 0)
+    await (await storageOn(redis.url)).open(tenantId('short')).replace(short)
+    await (await storageOn(redis.url)).open(tenantId('none')).replace({ ...EMPTY })
+    const sandbox = await startSandbox({ redisUrl: proxy.url, apiKeys: ['short', 'none', 'seeded'] })
+
+    expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('short') }))).toEqual(short.categories)
+    expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('none') }))).toEqual([])
+    const seeded = await sandbox.fetch('/v1/categories', { headers: auth('seeded') })
+    expect(seeded.status).toBe(200)
+    expect(((await jsonOf(seeded)) as unknown[]).length).toBeGreaterThan(0)
+    // 5,000 short categories: 1,000 a page at most, far below a page's bytes.
+    expect(proxy.largest).toBeLessThan(1000 * 64)
+  })
+
+  it('is never a mix of two states when the same tenant is reset and switched while it is read, nor misses a create acknowledged before the read', async () => {
+    const redis = await startRedis()
+    const writer = await storageOn(redis.url)
+    const reader = await storageOn(redis.url)
+    const id = tenantId('churn')
+    // Lists of 3 and 4 pages, with different lengths, so that a mix shows by its names or its length.
+    const states = [state('a', 400, 2000), state('b', 500, 2000, 'empty')]
+    await writer.open(id).replace(states[0]!)
+    let writing = true
+    let writes = 0
+    const churn = (async () => {
+      while (writing) {
+        const next = states[writes % 2]!
+        await writer.open(id).replace(next)
+        // Creates between the switches: a list may end with some of them, in id order, none missing before it.
+        for (let i = 0; i < 3; i++) await writer.open(id).createCategory({ name: `${next.categories[0]!.name.split('-')[0]}-new` })
+        writes++
+      }
+    })()
+    try {
+      const store = reader.open(id)
+      for (let read = 0; read < 60; read++) {
+        let listed
+        try {
+          listed = await store.listCategories()
+        } catch (error) {
+          // A read that met a new state on every attempt may give up (503): never a mix.
+          expect(String(error)).toMatch(/replaced 4 times while being read/)
+          continue
+        }
+        const tag = listed[0]!.name.split('-')[0]!
+        const whole = states.find((candidate) => candidate.categories[0]!.name.startsWith(`${tag}-`))!
+        expect(listed.slice(0, whole.categories.length)).toEqual(whole.categories)
+        const created = listed.slice(whole.categories.length)
+        expect(created.length).toBeLessThanOrEqual(3)
+        expect(created.map((category) => [category.id, category.name])).toEqual(created.map((_, i) => [whole.categories.length + 1 + i, `${tag}-new`]))
+      }
+    } finally {
+      writing = false
+      await churn
+    }
+    expect(writes).toBeGreaterThan(5)
+  })
+})
