@@ -181,7 +181,7 @@ end`
  * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
  * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), the most entries
  * its outcome record keeps, the state's version (a fresh random token, kept in the meta's `state`
- * field until the next state write: a list read in pages checks it, {@link READ_PAGE}), then the
+ * field until the next state write: a list read in pages checks it, {@link READ_HEAD}), then the
  * categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
  * {@link CATEGORY_OVERHEAD}, the rule of `stored-bytes.ts`. Refuses with BUDGET or KEPT
  * ({@link charge}), VOID when the operation was declared never applied. A switch or reset is
@@ -353,53 +353,40 @@ return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LLEN', KEYS[2])}
 `)
 
 /**
- * At most this many bytes of categories' JSON (and {@link LIST_PAGE_ENTRIES} of them) one
- * command of a list read returns, plus at most one step of {@link LIST_PAGE_STEP} entries: Redis
+ * What one command of a list read aims to return at most, in bytes of categories' JSON: Redis
  * runs one command at a time, and one `LRANGE 0 -1` of a 44 MB list (20,000 categories at their
- * longest, within the default limits) held every other command of every replica for about
- * 220 ms, and its reply took 260 MB and more of output buffers (attack7 K2). A page of 256 KiB
- * takes Redis about 1 ms (`bench/redis-long-lists.ts`).
+ * longest, within the default limits) held every other command of every replica for the whole
+ * reply, and its reply took 260 MB and more of output buffers (attack7 K2). A page is a plain
+ * `LRANGE` of as many entries as the page's bytes hold by the largest entry of the page before
+ * (at most {@link LIST_PAGE_ENTRIES}; {@link LIST_FIRST_PAGE} for the first): 256 KiB takes Redis
+ * about 50 µs, and a 44 MB list read in such pages about 15 ms of Redis's time in all, against
+ * 39 ms in one command (`bench/redis-long-lists.ts`).
  */
 export const LIST_PAGE_BYTES = 256 * 1024
-/** At most this many categories one command of a list read returns (short ones: the per-entry cost). */
-export const LIST_PAGE_ENTRIES = 1000
-/** How many entries a page script takes per `LRANGE` before it weighs what it has. */
-const LIST_PAGE_STEP = 16
+/**
+ * The most categories one page holds: so a page is at most this many of the largest categories
+ * the limits allow (128 × 13.2 KB of JSON when every character is escaped), whatever came before.
+ */
+export const LIST_PAGE_ENTRIES = 128
+/** The categories of a list read's first page, read with the tenant's scenario and state ({@link READ_HEAD}). */
+const LIST_FIRST_PAGE = 16
 /** How many times a list read starts over when its tenant's state is replaced while it reads, before it answers 503. */
 export const LIST_READ_ATTEMPTS = 4
 
 /**
- * One page of a tenant's categories. KEYS: meta, cats. ARGV: the index to read from; the list's
- * length as the first page saw it (-1 on the first page: its `LLEN` now); the state's version as
- * the first page saw it ('' on the first page); {@link LIST_PAGE_BYTES}; {@link LIST_PAGE_ENTRIES}.
- * Returns nil when the tenant has no state (default seed, deleted, expired), else its scenario,
- * its state's version (the meta's `state`, set by every state write, `-` when written by an older
- * version), the length, and the page: entries from the index on, below the length, until the
- * page holds the bytes or the entries; none when the version is not the one given.
- * @note Only a state write (a new version) or a delete removes or moves entries: a create appends.
- * So while the version stays, the entries below the first page's length are those it saw, and a
- * read in pages is the list as it was at its first page.
+ * The head of a list read. KEYS: meta, cats. ARGV[1]: how many categories to read. Returns nil
+ * when the tenant has no state (default seed, deleted, expired), else its scenario, its state's
+ * version (the meta's `state`, a random token set by every state write; `-` when written by an
+ * older version), its list's length, and its first ARGV[1] categories.
+ * @note Only a state write (a new version, never one seen before) or a delete removes or moves
+ * entries; a create appends. So when the version is the same after the last page, it was the
+ * same throughout, and the entries below the head's length were those the head saw: a read in
+ * pages is the list as it was at its head, or is started over.
  */
-const READ_PAGE = redisScript(`
+const READ_HEAD = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 local meta = redis.call('HMGET', KEYS[1], 'scenario', 'state')
-local version = meta[2] or '-'
-local length = tonumber(ARGV[2])
-if length < 0 then length = redis.call('LLEN', KEYS[2]) end
-local page = {}
-if ARGV[3] ~= '' and ARGV[3] ~= version then return {meta[1], version, length, page} end
-local from = tonumber(ARGV[1])
-local bytes, most = 0, tonumber(ARGV[5])
-while from < length and #page < most and bytes < tonumber(ARGV[4]) do
-  local step = redis.call('LRANGE', KEYS[2], from, math.min(from + ${LIST_PAGE_STEP - 1}, length - 1, from + most - #page - 1))
-  if #step == 0 then break end
-  for _, entry in ipairs(step) do
-    page[#page + 1] = entry
-    bytes = bytes + #entry
-  end
-  from = from + #step
-end
-return {meta[1], version, length, page}
+return {meta[1], meta[2] or '-', redis.call('LLEN', KEYS[2]), redis.call('LRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)}
 `)
 
 /**
@@ -706,28 +693,36 @@ export class RedisStorage implements TenantStorage {
 
   /**
    * @internal The tenant's scenario and categories (`parse` makes each of their JSON texts), or
-   * undefined when it is on the default seed: read in pages of at most {@link LIST_PAGE_BYTES},
-   * so that other commands, of every replica, run between them (attack7 K2), and each page
-   * parsed as it comes, so that no more than one page's texts is held.
-   * @note One state: a page sees the version the first page saw, or the read starts over (at most
-   * {@link LIST_READ_ATTEMPTS} times, then `StorageUnavailableError`), so that a list is never
-   * made of two states (a reset or switch between pages); creates since the first page are left
-   * out, as if they came after the read.
+   * undefined when it is on the default seed: read in pages of about {@link LIST_PAGE_BYTES}, one
+   * command each, so that other commands, of every replica, run between them (attack7 K2), and
+   * each page parsed as it comes, so that no more than one page's texts is held.
+   * @note One state: the state's version is the same after the last page as at the head, or the
+   * read starts over (at most {@link LIST_READ_ATTEMPTS} times, then `StorageUnavailableError`),
+   * so that a list is never made of two states (a reset or switch between pages); creates since
+   * the head are left out, as if they came after the read.
    */
   async readList<T>(id: string, parse: (text: string) => T): Promise<[scenario: string, categories: T[]] | undefined> {
-    const keys = [this.keys(id).meta, this.keys(id).categories]
+    const { meta, categories: list } = this.keys(id)
     for (let attempt = 0; attempt < LIST_READ_ATTEMPTS; attempt++) {
-      const first = (await this.link.script(READ_PAGE, keys, [0, -1, '', LIST_PAGE_BYTES, LIST_PAGE_ENTRIES])) as ListPage | null
-      if (first === null) return undefined
-      const [scenario, version, length] = first
-      const categories = first[3].map(parse)
-      let moved = false
-      while (categories.length < length && !moved) {
-        const page = (await this.link.script(READ_PAGE, keys, [categories.length, length, version, LIST_PAGE_BYTES, LIST_PAGE_ENTRIES])) as ListPage | null
-        moved = page === null || page[1] !== version || page[3].length === 0
-        if (page !== null) for (const text of page[3]) categories.push(parse(text))
+      const head = (await this.link.script(READ_HEAD, [meta, list], [LIST_FIRST_PAGE])) as [scenario: string, version: string, length: number, entries: string[]] | null
+      if (head === null) return undefined
+      const [scenario, version, length, first] = head
+      const categories = first.map(parse)
+      let page = first
+      while (categories.length < length) {
+        const largest = page.reduce((most, text) => Math.max(most, Buffer.byteLength(text)), 1)
+        const from = categories.length
+        const until = Math.min(length, from + Math.max(1, Math.min(LIST_PAGE_ENTRIES, Math.floor(LIST_PAGE_BYTES / largest))))
+        page = (await this.link.call(list, ['LRANGE', list, String(from), String(until - 1)])) as string[]
+        for (const text of page) categories.push(parse(text))
+        // Shorter than asked: the list was replaced or deleted since the head.
+        if (page.length < until - from) break
       }
-      if (!moved) return [scenario, categories]
+      if (categories.length === length) {
+        if (length <= LIST_FIRST_PAGE) return [scenario, categories]
+        const [still, now] = (await this.link.call(meta, ['HMGET', meta, 'scenario', 'state'])) as [string | null, string | null]
+        if (still !== null && (now ?? '-') === version) return [scenario, categories]
+      }
     }
     throw new StorageUnavailableError(`Redis: the categories of tenant ${id} were replaced ${LIST_READ_ATTEMPTS} times while being read`)
   }
@@ -822,9 +817,6 @@ export class RedisStorage implements TenantStorage {
     await this.link.script(INDEX, [this.#registry], [id, 'any'])
   }
 }
-
-/** A page of a list read ({@link READ_PAGE}): scenario, state version, length, entries. */
-type ListPage = [scenario: string, version: string, length: number, entries: string[]]
 
 function parseCategory(json: string): Category {
   return toCategory(JSON.parse(json) as Category)

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { tenantId } from '../../src/server.js'
-import { LIST_PAGE_BYTES, openRedisStorage } from '../../src/storage/redis-storage.js'
+import { LIST_PAGE_BYTES, LIST_PAGE_ENTRIES, openRedisStorage } from '../../src/storage/redis-storage.js'
 import type { TenantState } from '../../src/storage/storage.js'
 import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { startReplySizes } from '../support/reply-sizes.js'
@@ -37,9 +37,9 @@ describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
     const response = await sandbox.fetch('/v1/categories', { headers: auth('reader') })
     expect(response.status).toBe(200)
     expect(await jsonOf(response)).toEqual(long.categories)
-    // A page holds up to LIST_PAGE_BYTES of JSON and one step (16) of categories more, plus RESP's framing.
-    expect(proxy.largest).toBeGreaterThan(0)
-    expect(proxy.largest).toBeLessThan(LIST_PAGE_BYTES + 16 * 2100 + 4096)
+    // A page holds up to LIST_PAGE_BYTES of JSON (its categories being as long as those before), plus RESP's framing.
+    expect(proxy.largest).toBeGreaterThan(LIST_PAGE_BYTES / 2)
+    expect(proxy.largest).toBeLessThan(LIST_PAGE_BYTES + 4096)
     expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('reader') }))).toEqual(long.categories)
   })
 
@@ -56,8 +56,8 @@ describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
     const seeded = await sandbox.fetch('/v1/categories', { headers: auth('seeded') })
     expect(seeded.status).toBe(200)
     expect(((await jsonOf(seeded)) as unknown[]).length).toBeGreaterThan(0)
-    // 5,000 short categories: 1,000 a page at most, far below a page's bytes.
-    expect(proxy.largest).toBeLessThan(1000 * 64)
+    // 5,000 short categories: LIST_PAGE_ENTRIES a page at most, far below a page's bytes.
+    expect(proxy.largest).toBeLessThan(LIST_PAGE_ENTRIES * 64)
   })
 
   it('is never a mix of two states when the same tenant is reset and switched while it is read, nor misses a create acknowledged before the read', async () => {
