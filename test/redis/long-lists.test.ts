@@ -8,6 +8,8 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { tenantId } from '../../src/server.js'
 import { LIST_PAGE_BYTES, LIST_PAGE_ENTRIES, openRedisStorage } from '../../src/storage/redis-storage.js'
 import type { TenantState } from '../../src/storage/storage.js'
+import type { JournalEntry } from '../../src/core/journal.js'
+import { JOURNAL_PAGE_BYTES } from '../../src/storage/redis-journal.js'
 import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { startReplySizes } from '../support/reply-sizes.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
@@ -24,6 +26,20 @@ async function storageOn(url: string) {
   const storage = await openRedisStorage({ url, seed: EMPTY })
   onTestFinished(() => storage.close())
   return storage
+}
+
+/** A journal entry of a GET whose answer's body holds `bytes` characters. */
+function entry(n: number, bytes: number): Omit<JournalEntry, 'id'> {
+  return {
+    time: '2026-01-01T00:00:00.000Z',
+    durationMs: 1,
+    operation: 'listCategories',
+    method: 'GET',
+    url: `https://api.shop.test/v1/categories?n=${n}`,
+    path: '/v1/categories',
+    request: { headers: {}, body: undefined },
+    response: { status: 200, body: 'x'.repeat(bytes) },
+  }
 }
 
 describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
@@ -102,5 +118,49 @@ describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
       await churn
     }
     expect(writes).toBeGreaterThan(5)
+  })
+
+  it('answers a long journal whole and in order, and no reply Redis sends the replica for it is larger than a page', async () => {
+    const redis = await startRedis()
+    const proxy = await startReplySizes(redis.port)
+    const journal = (await storageOn(redis.url)).journal(tenantId('journaled'), undefined)
+    // 300 entries of about 10 KB: the journal's default budget (4 MiB by their heap weight) keeps the newest.
+    for (let n = 1; n <= 300; n++) await journal.record(entry(n, 10_000))
+    const sandbox = await startSandbox({ redisUrl: proxy.url, apiKeys: ['journaled'] })
+
+    // What the journal holds (its byte budget counts each entry's heap weight: not all 300 stay).
+    const held = Number(await redis.cli('LLEN', `petstore-sandbox:{${tenantId('journaled')}}:journal`))
+    expect(held).toBeGreaterThan(50)
+    const listed = (await jsonOf(await sandbox.fetch('/__sandbox/requests', { headers: auth('journaled') }))) as { id: number; url: string }[]
+    // Its own GET may be journaled before or after the read: the entries held come first, in order.
+    const first = 301 - held
+    expect(listed.slice(0, held).map((e) => [e.id, e.url])).toEqual(Array.from({ length: held }, (_, i) => [first + i, `https://api.shop.test/v1/categories?n=${first + i}`]))
+    expect(proxy.largest).toBeGreaterThan(JOURNAL_PAGE_BYTES / 2)
+    expect(proxy.largest).toBeLessThan(JOURNAL_PAGE_BYTES + 10_000 + 4096)
+  })
+
+  it('reads a journal whose oldest entries are dropped while it is read as a run of entries in id order, none twice, ending with the newest when it began', async () => {
+    const redis = await startRedis()
+    const storage = await storageOn(redis.url)
+    const writer = storage.journal(tenantId('busy'), 200)
+    const reader = (await storageOn(redis.url)).journal(tenantId('busy'), 200)
+    for (let n = 1; n <= 200; n++) await writer.record(entry(n, 5_000))
+    let recording = true
+    let recorded = 200
+    const traffic = (async () => {
+      while (recording) await writer.record(entry(++recorded, 5_000))
+    })()
+    try {
+      for (let read = 0; read < 20; read++) {
+        const before = recorded
+        const ids = (await reader.all()).map((e) => e.id)
+        expect(ids.length).toBeGreaterThan(0)
+        expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => ids[0]! + i))
+        expect(ids.at(-1)).toBeGreaterThanOrEqual(before)
+      }
+    } finally {
+      recording = false
+      await traffic
+    }
   })
 })
