@@ -163,4 +163,17 @@ describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
       await traffic
     }
   })
+
+  it('lists every tenant of a large registry to the admin once each, oldest first, in replies of about 1,000 tenants', async () => {
+    const redis = await startRedis()
+    const proxy = await startReplySizes(redis.port)
+    const writer = await storageOn(redis.url)
+    const ids = Array.from({ length: 2500 }, (_, i) => tenantId(`tenant-${i}`))
+    for (let i = 0; i < ids.length; i += 100) await Promise.all(ids.slice(i, i + 100).map((id) => writer.open(id).replace({ ...EMPTY })))
+    const listed = await (await storageOn(proxy.url)).list()
+    expect(listed.map((summary) => summary.id).sort()).toEqual([...ids].sort())
+    expect(listed.map((summary) => summary.updatedAt)).toEqual(listed.map((summary) => summary.updatedAt).sort((a, b) => a - b))
+    // 2,500 ids with their stamps take about 140 KB in one reply; 1,000 of them about 56 KB.
+    expect(proxy.largest).toBeLessThan(80_000)
+  })
 })
