@@ -9,6 +9,15 @@
  * Redis's latency (as `redis-cli --latency` does), and Redis's slow log its longest commands. Printed for a baseline (no reader) and with
  * the readers: the partner's p50 / p90 / max and its errors, the PINGs' p99 / max, and the lists read.
  * A script, not a test: `test/redis/long-lists.test.ts` checks the pages' bound.
+ *
+ * Figures (2026-11-27, Node 20, redis-server 7.0.15, 2 cores shared with four other sessions, load
+ * average 2.5-9: noisy), 6 loops, partner p50 / p90 / max, Redis PING p99 / max, longest command:
+ * - baseline, no reader: 4-8 / 6-63 / 14-248 ms; 1-51 / 5-153 ms; 1.9 ms;
+ * - before (one `LRANGE 0 -1` a list): 7-23 / 518-727 / 1,051-2,311 ms, one partner 503; 569-708 /
+ *   1,131-2,276 ms; 842 ms;
+ * - after (pages of 256 KiB): 7-17 / 18-86 / 57-403 ms (one run 1,119 ms, the machine's load); 37-105
+ *   / 134-305 ms; 9.5 ms. 12 loops: 11 / 49 / 168 ms; 64 / 119 ms; 6.1 ms.
+ * docs/decisions/0005-redis-replicas.md (amended, attack7 K2) has the table.
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'

@@ -6,8 +6,9 @@
  * Keys (`P` is the prefix, `petstore-sandbox:` by default; `{id}` is a Redis Cluster hash tag, so
  * all of one tenant's keys live in one slot and one script may touch them all):
  * - `P{id}:meta` hash: `scenario`, `next` (the next category id), `updated` (last write, ms),
- *   `used` (last request, ms): exists only once the tenant has written; without it the tenant is
- *   on the default seed;
+ *   `used` (last request, ms), `state` (the state's version, a random token each state write sets:
+ *   a list read in pages checks it, {@link RedisStorage.readList}): exists only once the tenant has
+ *   written; without it the tenant is on the default seed;
  * - `P{id}:cats` list: the categories as JSON, in creation order;
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
