@@ -7,7 +7,8 @@
  * 1. the first stalling key sends 12 list requests on 12 sockets that never read;
  * 2. a `large-catalog` partner (another key) lists its categories 5 times;
  * 3. the stalling key sends its 12 requests again, and the partner lists 5 times more;
- * 4. with more than one stalling key, every other stalling key sends one such request.
+ * 4. with more than one stalling key, every other stalling key sends one such request; the
+ *    partner lists 5 times at once, and 5 times once those answers took nothing for `STALL_MS`.
  * After each step: what was answered, the server's heap (a diagnostic report: used, garbage
  * included) and RSS (now, peak), or that it died. With `heap MB`, under `--max-old-space-size`. A script, not a test: `test/server/answers-in-flight.test.ts` runs the attack small.
  */
@@ -16,6 +17,7 @@ import { connect, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startCliChild, type CliChild } from './lib/cli-child.js'
+import { STALL_MS } from '../src/server/memory-budget.js'
 
 const store = process.argv[2] ?? 'sqlite'
 const stallingKeys = Number(process.argv[3] ?? 1)
@@ -134,6 +136,9 @@ try {
     for (const key of stallers.slice(1)) others.push(await stall(key))
     await report(`${stallers.length - 1} other stalling keys: one list each, not read`, others)
     await report('partner: 5 lists while they stall', await partnerLists())
+    // Answers that took nothing for STALL_MS are cut for a partner's long read (attack4 H7).
+    await sleep(STALL_MS + 500)
+    await report('partner: 5 lists once they stalled STALL_MS', await partnerLists())
   }
   for (const socket of held) socket.destroy()
   await sleep(1000)

@@ -5,7 +5,7 @@
  * run; and how throughput grows from one replica to two. Needs redis-server and nginx (Debian's).
  *
  * @note On a 2-core machine the load generator, nginx, Redis and the replicas share two cores:
- * the growth figure shows the overhead of sharing, not what more machines would give. The README's
+ * the growth figure shows the overhead of sharing, not what more machines would give. docs/replicas.md's
  * "Running several replicas" section says what to expect where each process has its own cores.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
@@ -172,7 +172,7 @@ export async function measureReplicas(options: ReplicaBenchOptions = {}): Promis
         name: `${method} throughput, 2 Redis replicas vs 1`,
         value: rate('Redis, 2 replicas', method) / rate('Redis, 1 replica', method),
         unit: 'x',
-        detail: `same run; every process shares this machine's cores, so this shows sharing, not more machines (see README, Running several replicas)`,
+        detail: `same run; every process shares this machine's cores, so this shows sharing, not more machines (see docs/replicas.md, Running several replicas)`,
         command: COMMAND,
       })
       figures.push({

@@ -1,7 +1,7 @@
 /**
  * `npm run bench [-- server|in-process|scale|import|browser-size|replicas|peers|start|workers ...]`: measures, prints a table with a verdict for
- * every figure that has a target, writes bench/results.json, and rewrites the README's
- * Performance section with the figures of this run. No section named: all of them.
+ * every figure that has a target, writes bench/results.json, and rewrites the figures of
+ * docs/performance.md with the figures of this run. No section named: all of them.
  *
  * Environment: BENCH_ROUNDS and BENCH_SECONDS (rounds, seconds per measurement), BENCH_WARMUP_SECONDS
  * (peers: load per system and method before the rounds), BENCH_RUNS (start: starts per system).
@@ -106,10 +106,10 @@ const all = [...kept, ...fresh].sort(
 )
 await writeFile(resultsFile, `${JSON.stringify({ figures: all }, null, 2)}\n`)
 
-const readmeFile = fileURLToPath(new URL('../README.md', import.meta.url))
-const readme = await readFile(readmeFile, 'utf8')
-await writeFile(readmeFile, replaceSection(readme, 'performance', performanceSection(all)))
-console.log(`\nwrote ${resultsFile} and the Performance section of README.md`)
+const performanceFile = fileURLToPath(new URL('../docs/performance.md', import.meta.url))
+const performance = await readFile(performanceFile, 'utf8')
+await writeFile(performanceFile, replaceSection(performance, 'performance', performanceSection(all)))
+console.log(`\nwrote ${resultsFile} and docs/performance.md`)
 
 const failed = fresh.filter((figure) => figure.verdict === 'FALLS SHORT')
 if (failed.length > 0) console.log(`\n${failed.length} figure(s) FALL SHORT of their target.`)
@@ -117,8 +117,6 @@ if (failed.length > 0) console.log(`\n${failed.length} figure(s) FALL SHORT of t
 function performanceSection(list: typeof all): string {
   const cell = (text: string) => text.replaceAll('|', '\\|')
   return [
-    '## Performance',
-    '',
     'Written by `npm run bench` (a script, not a test) from `bench/results.json`. The machines are',
     'shared and noisy, so every comparison is a ratio of two servers or handlers measured side by',
     'side in the same run, and every figure a median of several rounds. Each row says how to',
@@ -135,12 +133,12 @@ function performanceSection(list: typeof all): string {
     ),
     '',
     'Why the API is not served through express and `@mswjs/http-middleware`, and where the time goes:',
-    '[docs/decisions/0001-lean-server-bridge.md](docs/decisions/0001-lean-server-bridge.md). Where a request\'s',
+    '[docs/decisions/0001-lean-server-bridge.md](decisions/0001-lean-server-bridge.md). Where a request\'s',
     'time goes now, and the work removed from it (journal, list, key hashing, log line):',
-    '[docs/decisions/0006-fast-request-path.md](docs/decisions/0006-fast-request-path.md). Why POST falls',
+    '[docs/decisions/0006-fast-request-path.md](decisions/0006-fast-request-path.md). Why POST falls',
     'short of half a bare server or barely reaches it (0.42x-0.55x across runs), where a create\'s CPU goes (the',
     'socket write about a quarter, young-generation collections 10-14%, @msw/data\'s create about 8%, and',
     'about 420 bytes of heap per stored category), and what would give it a margin:',
-    '[docs/decisions/0008-post-and-the-memory-store.md](docs/decisions/0008-post-and-the-memory-store.md).',
+    '[docs/decisions/0008-post-and-the-memory-store.md](decisions/0008-post-and-the-memory-store.md).',
   ].join('\n')
 }

@@ -190,7 +190,7 @@ section_react() {
 
 section_browser() {
   consumer "$root/test/consumers/browser" browser "msw@$MSW" "typescript@$TS" vite@8 @playwright/test@1 @msw/playwright@0.6 "@types/node@20" || return 1
-  # npm 11 skips msw's postinstall; `msw init` copies the worker script as the README says.
+  # npm 11 skips msw's postinstall; `msw init` copies the worker script as docs/browser.md says.
   npx msw init public --save=false >/dev/null || return 1
   npx tsc -p tsconfig.json || return 1
   local log="$work/vite-build.log"
@@ -208,7 +208,7 @@ section_browser() {
     return 1
   fi
   PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-browser.json" npx playwright test --reporter=list,json || return 1
-  # Again on Vite's development server, where the README's recipe runs the worker.
+  # Again on Vite's development server, where docs/browser.md's recipe runs the worker.
   VITE_DEV=1 PLAYWRIGHT_JSON_OUTPUT_NAME="$results/consumer-browser-dev.json" npx playwright test --reporter=list,json
 }
 

@@ -63,9 +63,11 @@ export async function generatedFiles(): Promise<Record<string, string>> {
     ...z.toJSONSchema(ScenarioFile, { io: 'input' }),
     $id: 'https://petstore-sandbox.dev/schema/scenario.schema.json',
   }
-  const readme = await readFile(join(root, 'README.md'), 'utf8')
+  const errors = await readFile(join(root, 'docs/errors.md'), 'utf8')
+  const library = await readFile(join(root, 'docs/library.md'), 'utf8')
   return {
-    [join(root, 'README.md')]: replaceSection(replaceSection(readme, 'errors', errorTableSection()), 'redaction', redactionSection()),
+    [join(root, 'docs/errors.md')]: replaceSection(errors, 'errors', errorTableSection()),
+    [join(root, 'docs/library.md')]: replaceSection(library, 'redaction', redactionSection()),
     [join(root, 'src/scenario/builtin-scenarios.ts')]: builtins,
     [join(root, 'src/scenario/builtin-names.ts')]: builtinNames,
     [join(root, 'schema/scenario.schema.json')]: `${JSON.stringify(schema, null, 2)}\n`,
@@ -73,14 +75,12 @@ export async function generatedFiles(): Promise<Record<string, string>> {
   }
 }
 
-/** The README's error table, from the error table itself. */
+/** The error table of docs/errors.md, from the error table itself. */
 function errorTableSection(): string {
   const rows = Object.entries(ERROR_TABLE).map(
     ([code, spec]) => `| \`${code}\` | ${spec.status} | ${spec.when} | \`${spec.message.replaceAll('|', '\\|')}\` |`,
   )
   return [
-    '## Errors',
-    '',
     'Every error answers `application/json` with `{ "code", "message", "status" }`, `status` equal to the',
     'HTTP status. This table is generated from `src/contract/errors.ts`, the only place error bodies',
     'are made (`{…}` in a message is filled in per request).',
@@ -91,12 +91,10 @@ function errorTableSection(): string {
   ].join('\n')
 }
 
-/** The README's redaction defaults, from `src/core/redaction.ts` itself. */
+/** The redaction defaults of docs/library.md, from `src/core/redaction.ts` itself. */
 function redactionSection(): string {
   const names = (list: readonly string[]) => list.map((name) => `\`${name}\``).join(', ')
   return [
-    '### Journal redaction',
-    '',
     `Credentials a client sends along never reach a reader of the journal (\`requests.all()\`,`,
     '`GET /__sandbox/requests`, on every store) nor the operator\'s warnings: their values read',
     `\`${REDACTED}\`. This list is generated from \`src/core/redaction.ts\`; the package exports it`,
@@ -121,12 +119,12 @@ function redactionSection(): string {
   ].join('\n')
 }
 
-/** Replaces what stands between the README's `<!-- section:name -->` markers. */
+/** Replaces what stands between a document's `<!-- section:name -->` markers. */
 export function replaceSection(text: string, name: string, content: string): string {
   const start = `<!-- section:${name} -->`
   const end = `<!-- /section:${name} -->`
   const from = text.indexOf(start)
   const to = text.indexOf(end)
-  if (from === -1 || to < from) throw new Error(`README.md lacks the ${start} … ${end} markers`)
+  if (from === -1 || to < from) throw new Error(`the document lacks the ${start} … ${end} markers`)
   return `${text.slice(0, from + start.length)}\n${content}\n${text.slice(to)}`
 }

@@ -5,7 +5,7 @@ import { createPetstore, PetstoreError } from '../src/index.js'
 import { call, petstoreHarness } from './support/petstore-harness.js'
 
 const harness = petstoreHarness()
-const README = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const GUIDE = readFileSync(new URL('../docs/library.md', import.meta.url), 'utf8')
 
 /** The message a user reads when the assertion fails (colours left out). */
 function failureOf(assertion: () => void): string {
@@ -35,8 +35,8 @@ describe('expect(petstore).toHaveReceived()', () => {
     await call('/categories', { body: { name: '' } })
     await call('/pets/1')
     const message = failureOf(() => expect(petstore).toHaveReceived({ operation: 'createCategory', status: 201, body: { name: 'Ferrets' } }))
-    // The README shows this very message.
-    expect(README).toContain(`\`\`\`text\n${message}\n\`\`\``)
+    // The library guide shows this very message.
+    expect(GUIDE).toContain(`\`\`\`text\n${message}\n\`\`\``)
     expect(message).toBe(
       [
         'expect(petstore).toHaveReceived(match)',

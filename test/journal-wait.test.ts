@@ -52,14 +52,14 @@ describe('requests.waitFor()', () => {
     expect(frames.some((frame) => frame.includes('journal-wait.test.ts'))).toBe(true)
   })
 
-  it('rejects with the message the README shows', async () => {
+  it('rejects with the message the library guide shows', async () => {
     const petstore = await harness.use()
     const waiting = petstore.requests.waitFor({ operation: 'getPetById' }, { timeout: 300 })
     await call('/categories', { body: { name: 'Owls', description: 'From the form' } })
     await call('/categories')
     const message = await waiting.then(() => '', (error: unknown) => (error as Error).message)
     expect(message).toMatch(/^No request matched/)
-    expect(readFileSync(new URL('../README.md', import.meta.url), 'utf8')).toContain(`\`\`\`text\n${message}\n\`\`\``)
+    expect(readFileSync(new URL('../docs/library.md', import.meta.url), 'utf8')).toContain(`\`\`\`text\n${message}\n\`\`\``)
   })
 
   it('rejects with the error of a matcher that throws, and the request is answered all the same', async () => {

@@ -1,7 +1,7 @@
 /**
- * The README's recipes are excerpts of projects that CI installs the packed package into and
- * runs (scripts/check-package.sh): a block marked `<!-- tested: path -->` must appear verbatim
- * in that file, so the README cannot drift from what is tested.
+ * The recipes of the README and of the guides under docs/ are excerpts of projects that CI installs
+ * the packed package into and runs (scripts/check-package.sh): a block marked `<!-- tested: path -->`
+ * must appear verbatim in that file, so no document can drift from what is tested.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -11,37 +11,45 @@ import { ScenarioFileSchema } from '../src/index.js'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
 const README = readFileSync(`${ROOT}README.md`, 'utf8')
-const BLOCKS = [...README.matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ file: file!, code: code! }))
+const DOCUMENTS = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+const BLOCKS = DOCUMENTS.flatMap((document) =>
+  [...readFileSync(join(ROOT, document), 'utf8').matchAll(/<!-- tested: (\S+) -->\n```\w*\n([\s\S]*?)```/g)].map(([, file, code]) => ({ document, file: file!, code: code! })),
+)
 
-it('marks the Vitest snippet, seeding, the per-file baseline (its shared petstore module and setup file), the journal assertions, the planned answers recipe, a recipe for each stack, the browser worker, the scenario file and a scenario JSON import as tested', () => {
-  expect(BLOCKS.map((block) => block.file)).toEqual([
-    'test/package-consumer/readme.test.ts',
-    'test/package-consumer/readme.test.ts',
-    'test/shared-setup/petstore.ts',
-    'test/shared-setup/setup.ts',
-    'test/shared-setup/1-empty-shop.test.ts',
-    'test/package-consumer/assertions.test.ts',
-    'test/consumers/jest/matchers.test.ts',
-    'test/package-consumer/planned-answers.test.ts',
-    'test/consumers/react/src/categories.test.tsx',
-    'test/consumers/jest/jest.config.js',
-    'test/consumers/browser/tests/fixtures.ts',
-    'test/consumers/storybook/src/categories.stories.tsx',
-    'test/consumers/node-test/categories.test.js',
-    'test/consumers/vitest-browser/src/test-extend.ts',
-    'test/consumers/vue/src/categories.test.ts',
-    'test/consumers/next/app/petstore-mocks.tsx',
-    'test/consumers/next/app/petstore-worker.tsx',
-    'test/consumers/angular/src/app/categories.spec.ts',
-    'test/consumers/bun/categories.test.ts',
-    'test/consumers/pact/src/categories.pact.test.ts',
-    'test/consumers/browser/src/mocks.ts',
-    'test/consumers/node-test/scenarios/shop.json',
-    'test/package-consumer/scenario-file.test.ts',
-  ])
+it('marks the Vitest snippet and the scenario file in the README; seeding, the per-file baseline (its shared petstore module and setup file), the journal assertions and the planned answers recipe in the library guide; a recipe for each stack; the browser worker; a scenario JSON import, as tested', () => {
+  const marked: Record<string, string[]> = {}
+  for (const block of BLOCKS) (marked[block.document] ??= []).push(block.file)
+  expect(marked).toEqual({
+    'README.md': ['test/package-consumer/readme.test.ts', 'test/consumers/node-test/scenarios/shop.json'],
+    'docs/browser.md': ['test/consumers/browser/src/mocks.ts'],
+    'docs/library.md': [
+      'test/package-consumer/readme.test.ts',
+      'test/shared-setup/petstore.ts',
+      'test/shared-setup/setup.ts',
+      'test/shared-setup/1-empty-shop.test.ts',
+      'test/package-consumer/assertions.test.ts',
+      'test/consumers/jest/matchers.test.ts',
+      'test/package-consumer/planned-answers.test.ts',
+    ],
+    'docs/recipes.md': [
+      'test/consumers/react/src/categories.test.tsx',
+      'test/consumers/jest/jest.config.js',
+      'test/consumers/browser/tests/fixtures.ts',
+      'test/consumers/storybook/src/categories.stories.tsx',
+      'test/consumers/node-test/categories.test.js',
+      'test/consumers/vitest-browser/src/test-extend.ts',
+      'test/consumers/vue/src/categories.test.ts',
+      'test/consumers/next/app/petstore-mocks.tsx',
+      'test/consumers/next/app/petstore-worker.tsx',
+      'test/consumers/angular/src/app/categories.spec.ts',
+      'test/consumers/bun/categories.test.ts',
+      'test/consumers/pact/src/categories.pact.test.ts',
+    ],
+    'docs/scenarios.md': ['test/package-consumer/scenario-file.test.ts'],
+  })
 })
 
-it.each(BLOCKS)('shows $file word for word', ({ file, code }) => {
+it.each(BLOCKS)('$document shows $file word for word', ({ file, code }) => {
   expect(readFileSync(`${ROOT}${file}`, 'utf8')).toContain(code)
 })
 

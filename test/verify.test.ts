@@ -307,18 +307,18 @@ describe('petstore-sandbox verify', () => {
   })
 })
 
-describe("the README's verify section", () => {
+describe("docs/real-service.md's verify section", () => {
   const ROOT = fileURLToPath(new URL('..', import.meta.url))
-  const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
+  const GUIDE = readFileSync(join(ROOT, 'docs/real-service.md'), 'utf8')
 
   /** The verify lines of the section's sh block, as a shell runs them. */
   function verifyLines(): string[] {
-    const section = /<!-- section:verify -->([\s\S]*?)<!-- \/section:verify -->/.exec(README)?.[1] ?? ''
+    const section = /<!-- section:verify -->([\s\S]*?)<!-- \/section:verify -->/.exec(GUIDE)?.[1] ?? ''
     const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
     return block.split('\n').filter((line) => line.startsWith('npx petstore-sandbox verify '))
   }
 
-  /** Runs one README line in sh, `npx petstore-sandbox` being the built binary; resolves with its exit code and output. */
+  /** Runs one line of the guide in sh, `npx petstore-sandbox` being the built binary; resolves with its exit code and output. */
   function run(line: string, cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
     const script = `npx() { shift; "${process.execPath}" "${join(ROOT, CLI_BINARY)}" "$@"; }\n${line}`
     return new Promise((resolve) => {
@@ -345,7 +345,7 @@ describe("the README's verify section", () => {
   it('names in its table every check a run makes', async () => {
     const { baseUrl } = await freshSandbox()
     const report = await verifyService({ baseUrl, apiKey: KEY })
-    const table = /\| Check \| What must hold \|\n([\s\S]*?)\n\n/.exec(README)?.[1] ?? ''
+    const table = /\| Check \| What must hold \|\n([\s\S]*?)\n\n/.exec(GUIDE)?.[1] ?? ''
     const named = [...table.matchAll(/`([\w.…<>-]+)`/g)].map(([, name]) => name!)
     const covered = (id: string) =>
       named.some((name) => {

@@ -59,7 +59,7 @@ export function serveOptions(cli: Argv) {
       describe: "Validating proxy: pass every API request on to the real service at this base URL (https://staging.shop.test/v1) and check its answers against the contract",
     })
     .option('trust-proxy', { type: 'boolean', default: false, describe: 'Believe X-Forwarded-Host and X-Forwarded-Proto (only behind a proxy that sets them)' })
-    .option('redact-header', { type: 'array', string: true, coerce: list, describe: 'Request header the journal shows as [redacted], beyond the defaults (repeat; see README, Journal redaction)' })
+    .option('redact-header', { type: 'array', string: true, coerce: list, describe: 'Request header the journal shows as [redacted], beyond the defaults (repeat; see docs/library.md, Journal redaction)' })
     .option('redact-query-param', { type: 'array', string: true, coerce: list, describe: 'Query parameter journaled URLs show as [redacted], beyond the defaults (repeat)' })
     .option('log', { type: 'string', default: 'pretty', coerce: logFormat, describe: 'Request log format: pretty or json' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })

@@ -1,6 +1,6 @@
 /**
  * The error table: the only place an Error body is made. Handlers name a code and its
- * parameters; the README's table and the OpenAPI document are generated from this one list.
+ * parameters; the error table of docs/errors.md and the OpenAPI document are generated from this one list.
  */
 import type { ApiError } from './schemas.js'
 
@@ -8,7 +8,7 @@ interface ErrorSpec {
   readonly status: number
   /** `{name}` placeholders are filled from the parameters given to {@link apiError}. */
   readonly message: string
-  /** When a client sees it; used for the README's error table. */
+  /** When a client sees it; used for the error table in docs/errors.md. */
   readonly when: string
   /**
    * Only the standalone server's admin API (`/__sandbox/…`) answers it: `Prefer: code=` cannot
@@ -118,7 +118,7 @@ export const ERROR_TABLE = {
   write_outcome_unknown: {
     status: 503,
     message: 'The write may or may not have been applied: the storage did not confirm it in time; list the resource to check before retrying',
-    when: 'With `--redis-url`, a create sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request\'s time whether it was applied; `Retry-After` says when to check',
+    when: 'With `--redis-url`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request\'s time whether it was applied; with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); `Retry-After` says when to check',
   },
   tenant_capacity: {
     status: 503,

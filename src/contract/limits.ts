@@ -1,6 +1,6 @@
 /**
  * The sandbox's own limits, where the interface is silent: one list of defaults that the
- * validators, the OpenAPI document, the scenario schema, the README and the CLI all read.
+ * validators, the OpenAPI document, the scenario schema, the guides (docs/limits.md) and the CLI all read.
  */
 
 /**

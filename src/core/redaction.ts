@@ -1,7 +1,7 @@
 /**
  * What the journal (and any line that shows a request's URL) never shows: credentials a client
  * sends along, in its headers or in the URL's query. One rule for every runtime and store; the
- * defaults are listed here, and the README's redaction section is generated from them.
+ * defaults are listed here, and the redaction section of docs/library.md is generated from them.
  */
 
 /** What a redacted value reads as. */

@@ -20,6 +20,14 @@ export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorPar
   writeJson(res, body.status, all, JSON.stringify(body))
 }
 
+/** How far a long answer's sending got, and how to cut it (see {@link AnswerSending.count}). */
+export interface AnswerProgress {
+  /** Bytes of the answer its connection has taken so far. */
+  taken(): number
+  /** Resets the answer's connection: its client sees it reset before the answer's Content-Length. */
+  cut(): void
+}
+
 /** How a long answer is sent (see {@link writeJson}). */
 export interface AnswerSending {
   /**
@@ -27,7 +35,7 @@ export interface AnswerSending {
    * for the tenant it answers, if any) until the function it returns is called.
    * @default not counted (a text the store keeps ready)
    */
-  readonly count?: ((bytes: number, tenant: Tenant | undefined) => () => void) | undefined
+  readonly count?: ((bytes: number, tenant: Tenant | undefined, progress: AnswerProgress) => () => void) | undefined
   /**
    * A client that takes nothing of a long answer for this long, in ms, is disconnected, so that
    * a client that never reads cannot hold an answer (and the budget it counts in) for good.
@@ -80,7 +88,40 @@ export function writeJson(
   res.setHeader('Content-Length', Buffer.byteLength(body))
   // @note Counted as the heap holds it, not as the bytes sent: a text holding one character above
   // Latin-1 takes two bytes a character, twice its UTF-8 length when the rest is ASCII (attack2 F5).
-  sendInPieces(res, body, sending?.count?.(typeof body === 'string' ? stringWeight(body) : body.length, tenant), sending?.stallMs)
+  const progress = answerProgress(res)
+  sendInPieces(res, body, sending?.count?.(typeof body === 'string' ? stringWeight(body) : body.length, tenant, progress.of), sending?.stallMs, progress.wrote)
+}
+
+/** A socket as Node (20 to 24) keeps it: the bytes given to its handle, and what its handle has not yet given the kernel. */
+interface SocketInternals {
+  readonly _bytesDispatched?: unknown
+  readonly _handle?: { readonly writeQueueSize?: unknown } | null
+}
+
+/**
+ * How much of an answer the connection of `res` has taken: the bytes the kernel accepted
+ * (given to the socket's handle, less what the handle still queues), or where Node's internals
+ * are not as expected, the pieces written so far (`wrote` counts them). Once the socket is
+ * gone, what it had taken.
+ * @note `_bytesDispatched` and `_handle.writeQueueSize` are Node's internals, checked on Node 20,
+ * 22 and 24: the first grows as writes are given to libuv, the second is what libuv still queues.
+ */
+function answerProgress(res: ServerResponse): { of: AnswerProgress; wrote: (bytes: number) => void } {
+  let written = 0
+  const socket = res.socket as SocketInternals | null
+  const internals = typeof socket?._bytesDispatched === 'number' && typeof socket._handle?.writeQueueSize === 'number'
+  let last = 0
+  const taken = () => {
+    if (!internals) return written
+    const dispatched = socket._bytesDispatched
+    const queued = socket._handle?.writeQueueSize
+    if (typeof dispatched === 'number' && typeof queued === 'number') last = dispatched - queued
+    return last
+  }
+  // @note Reset, not closed: a closed socket's kernel goes on sending what it holds (megabytes on
+  // loopback) to a client that does not read, which learns of the cut only once it has read it all.
+  const cut = () => void (res.socket === null ? res.destroy() : res.socket.resetAndDestroy())
+  return { of: { taken, cut }, wrote: (bytes) => void (written += bytes) }
 }
 
 /**
@@ -90,7 +131,13 @@ export function writeJson(
  * @note `res.end(body)` with a 44 MB list made Node copy all of it for a client that did not
  * read: 30 such clients took 2.7 GB (issue 20 F01).
  */
-function sendInPieces(res: ServerResponse, body: string | Uint8Array, release: (() => void) | undefined, stallMs: number | undefined): void {
+function sendInPieces(
+  res: ServerResponse,
+  body: string | Uint8Array,
+  release: (() => void) | undefined,
+  stallMs: number | undefined,
+  wrote: (pieceLength: number) => void,
+): void {
   let at = 0
   // @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
   // idle timeout: that one would stay on the socket after this answer (Node sets it again only
@@ -110,6 +157,7 @@ function sendInPieces(res: ServerResponse, body: string | Uint8Array, release: (
       if (end < body.length && last >= 0xd800 && last <= 0xdbff) end--
       const piece = typeof body === 'string' ? body.slice(at, end) : body.subarray(at, end)
       at = end
+      wrote(piece.length)
       if (at === body.length) {
         res.end(piece)
         return

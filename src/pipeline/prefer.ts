@@ -1,7 +1,7 @@
 /**
  * The `Prefer` preferences of Prism that fit a stateful sandbox: `code=<status>` forces an
  * outcome, `delay=<ms>` delays it. Prism's `example=` and `dynamic=` (and `return=`) are
- * ignored: answers come from the store, not from examples (the README says so).
+ * ignored: answers come from the store, not from examples (docs/library.md, "Simulating trouble", says so).
  */
 import { answerableStatuses } from '../contract/operations.js'
 import type { Operation } from './operation.js'

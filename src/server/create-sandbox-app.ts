@@ -230,7 +230,7 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
       })
     : settings.dataDir === undefined
       ? new MemoryStorage(seed)
-      : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget })
+      : await openSqliteStorage({ dir: settings.dataDir, seed, warn, durability: settings.durability, budgetBytes: storeBudget, settleWaitMs: settings.requestTimeoutMs })
 }
 
 /** The tenants (one per key) and the memory budget they are held to, with what the request path asks of that budget. */
@@ -258,7 +258,7 @@ function tenancy(parts: {
   // the request timeout is let go (issue 20 F01, G4).
   const budgetOwner = (tenant: Tenant | undefined) => (tenant === undefined ? '' : (tenants.idOf(tenant) ?? ''))
   const reserve = (bytes: number, tenant: Tenant) => budget.reserveRead(bytes, budgetOwner(tenant))
-  const sending: AnswerSending = { count: (bytes, tenant) => budget.holdAnswer(bytes, budgetOwner(tenant)), stallMs: limits.requestTimeoutMs }
+  const sending: AnswerSending = { count: (bytes, tenant, progress) => budget.holdAnswer(bytes, budgetOwner(tenant), progress), stallMs: limits.requestTimeoutMs }
   const tenants = new TenantRegistry({
     scenario: parts.scenario,
     keys: parts.apiKeys,

@@ -10,6 +10,7 @@
 import { getHeapStatistics } from 'node:v8'
 import { OverCapacityError, RETRY_AFTER_SECONDS, type Work } from '../core/capacity.js'
 import { monotonicNow } from '../core/clock.js'
+import type { AnswerProgress } from '../node-bridge/http-errors.js'
 
 /** Options of {@link MemoryBudget}. */
 export interface MemoryBudgetOptions {
@@ -32,6 +33,35 @@ export interface MemoryBudgetOptions {
   readonly relieve?: (() => number) | undefined
   /** V8's heap figures (a test passes its own). @default v8.getHeapStatistics */
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
+}
+
+/**
+ * An answer whose connection has taken nothing for this long, in ms, is stalled: a long read
+ * that would be refused cuts other tenants' stalled answers first ({@link MemoryBudget.reserveRead}).
+ * @note "Taken" is what the kernel accepted. A client reading slowly empties its socket buffers
+ * (megabytes on loopback) long before the server sees it: Linux reopens the window in steps of
+ * about 1.5 MB, 8 to 28 s apart for a client reading 16 KB every 300 ms (measured, Node 20 to
+ * 24). So an answer that took something again after a pause has shown its client reads, and
+ * is never cut by this rule: only by the request timeout (`AnswerSending.stallMs`).
+ * @default 2000
+ */
+export const STALL_MS = 2000
+/** How often held answers' progress is looked at, in ms. */
+const SAMPLE_MS = STALL_MS / 4
+
+/** An answer being sent, as {@link MemoryBudget.holdAnswer} counts it. */
+interface HeldAnswer {
+  readonly tenant: string
+  readonly bytes: number
+  readonly progress: AnswerProgress
+  readonly release: () => void
+  /** What the connection had taken when last looked at, and since when. */
+  taken: number
+  since: number
+  /** Whether it has taken nothing for a while since it last took something (its buffers filled). */
+  paused: boolean
+  /** Whether it took something again after a pause: its client reads, however slowly. */
+  reading: boolean
 }
 
 /** Why a long read is refused while the tenant's own answers being sent take its share of the budget. */
@@ -83,6 +113,9 @@ export class MemoryBudget {
   #answerBytes = 0
   /** The same bytes by tenant (only tenants with something in flight). */
   readonly #answerBytesOf = new Map<string, number>()
+  /** The answers held with a way to see their progress and cut them. */
+  readonly #answers = new Set<HeldAnswer>()
+  #sampler: ReturnType<typeof setInterval> | undefined
 
   constructor(options: MemoryBudgetOptions) {
     this.#options = options
@@ -120,16 +153,31 @@ export class MemoryBudget {
    * @note Answers are counted once made, not refused: the request's outcome (a create's) is
    * already decided and journaled. That tenant's reads arriving while its answers take its share
    * are refused instead.
+   * With `progress`, an answer whose connection takes nothing for {@link STALL_MS}, and never
+   * took anything again after a pause, may be cut (its bytes released at once) to let another
+   * tenant's long read through.
    * @example const release = budget.holdAnswer(Buffer.byteLength(body), tenantId); res.once('close', release)
    */
-  holdAnswer(bytes: number, tenant: string): () => void {
+  holdAnswer(bytes: number, tenant: string, progress?: AnswerProgress): () => void {
     this.#count(tenant, bytes)
     let held = true
-    return () => {
+    const release = () => {
       if (!held) return
       held = false
       this.#count(tenant, -bytes)
+      if (answer !== undefined && this.#answers.delete(answer) && this.#answers.size === 0) clearInterval(this.#sampler)
     }
+    const answer: HeldAnswer | undefined =
+      progress === undefined
+        ? undefined
+        : { tenant, bytes, progress, release, taken: progress.taken(), since: monotonicNow(), paused: false, reading: false }
+    if (answer !== undefined) {
+      // @note Looked at every quarter of STALL_MS: looked at only when a read is judged, an
+      // answer that had taken its socket's buffers since would seem busy just then.
+      if (this.#answers.size === 0) this.#sampler = setInterval(() => this.#sample(), SAMPLE_MS).unref()
+      this.#answers.add(answer)
+    }
+    return release
   }
 
   /**
@@ -148,7 +196,18 @@ export class MemoryBudget {
    */
   reserveRead(bytes: number, tenant: string): () => void {
     if (bytes <= SMALL_READ_BYTES) return NOTHING_HELD
-    const refusal = this.#readRefusal(bytes, tenant)
+    let refusal = this.#readRefusal(bytes, tenant)
+    // @note Other tenants' stalled answers are cut, idle longest first, as many as the read needs
+    // and none when cutting them all would not make room: 28 keys each stalling one long read
+    // held a partner's long list out for good (attack4 H7).
+    if (refusal !== undefined) {
+      const cut = this.#stalledToCut(bytes, tenant)
+      for (const answer of cut) {
+        answer.release()
+        answer.progress.cut()
+      }
+      if (cut.length > 0) refusal = this.#readRefusal(bytes, tenant)
+    }
     if (refusal !== undefined) {
       this.#refusals++
       throw new OverCapacityError(refusal, RETRY_AFTER_SECONDS)
@@ -156,20 +215,65 @@ export class MemoryBudget {
     return this.holdAnswer(bytes, tenant)
   }
 
-  /** Why a read of `bytes` for `tenant` is refused now ({@link reserveRead}), or undefined. */
-  #readRefusal(bytes: number, tenant: string): string | undefined {
+  /** Notes which held answers' connections took something since last looked at; returns now. */
+  #sample(): number {
+    const now = monotonicNow()
+    for (const answer of this.#answers) {
+      const taken = answer.progress.taken()
+      // @note A pause is half a look's interval without progress, so that a look made by a read
+      // just after the connection took something (its buffers filling) does not count as one.
+      if (taken === answer.taken) {
+        if (now - answer.since >= SAMPLE_MS / 2) answer.paused = true
+        continue
+      }
+      if (answer.paused) answer.reading = true
+      answer.taken = taken
+      answer.since = now
+    }
+    return now
+  }
+
+  /**
+   * The answers to cut so that a read of `bytes` for `tenant` fits: those of other tenants that
+   * took nothing for {@link STALL_MS} and never showed their client reads, idle longest first,
+   * the fewest that make room; none when all of them would not, or when `tenant` has a stalled
+   * answer of its own (then it is the one holding memory nobody reads).
+   */
+  #stalledToCut(bytes: number, tenant: string): HeldAnswer[] {
+    const now = this.#sample()
+    const stalled = [...this.#answers].filter((answer) => !answer.reading && now - answer.since >= STALL_MS)
+    if (stalled.some((answer) => answer.tenant === tenant)) return []
+    const others = stalled.sort((a, b) => a.since - b.since)
+    const freed = new Map<string, number>()
+    for (const [index, answer] of others.entries()) {
+      freed.set(answer.tenant, (freed.get(answer.tenant) ?? 0) + answer.bytes)
+      if (this.#readRefusal(bytes, tenant, freed) === undefined) return others.slice(0, index + 1)
+    }
+    return []
+  }
+
+  /**
+   * Why a read of `bytes` for `tenant` is refused now ({@link reserveRead}), or undefined; with
+   * `freed`, as if those bytes of answers (by tenant) were let go.
+   */
+  #readRefusal(bytes: number, tenant: string, freed?: ReadonlyMap<string, number>): string | undefined {
     const budget = this.#options.budgetBytes
-    const inFlight = this.#answerBytes
+    let inFlight = this.#answerBytes
+    let tenantsInFlight = this.#answerBytesOf.size
+    for (const [id, gone] of freed ?? []) {
+      inFlight -= gone
+      if (gone >= (this.#answerBytesOf.get(id) ?? 0)) tenantsInFlight--
+    }
     if (inFlight === 0) return undefined
     const held = this.#options.heldBytes()
     if (held + inFlight + bytes <= budget || this.#relieved(inFlight + bytes)) return undefined
     // Relief may have dropped tenants: what they hold is read again.
     const heldNow = this.#options.heldBytes()
     if (heldNow + inFlight >= ANSWER_CEILING_BUDGETS * budget) return CEILING_REASON
-    const own = this.#answerBytesOf.get(tenant) ?? 0
+    const own = (this.#answerBytesOf.get(tenant) ?? 0) - (freed?.get(tenant) ?? 0)
     if (own === 0) return undefined
     // The tenants with something in flight share the room the tenants' data leaves; this one is among them.
-    const share = Math.max(0, budget - heldNow) / this.#answerBytesOf.size
+    const share = Math.max(0, budget - heldNow) / tenantsInFlight
     return own + bytes <= share ? undefined : ANSWERS_REASON
   }
 

@@ -38,6 +38,7 @@ import {
   IdSpaceExhaustedError,
   StorageUnavailableError,
   toCategory,
+  WriteOutcomeUnknownError,
   type StorageHealth,
   type TenantState,
   type TenantStorage,
@@ -92,6 +93,12 @@ export interface SqliteStorageOptions {
    * refused with 503 `over_capacity`. @default no bound (the server passes its `storeBudgetBytes`)
    */
   readonly budgetBytes?: number | undefined
+  /**
+   * How long a tenant's read or write waits for its earlier writes to settle (their fsync, or
+   * their undo) before it is answered 503 `storage_unavailable`, in ms.
+   * @default 30 000 (the server passes its request timeout)
+   */
+  readonly settleWaitMs?: number | undefined
 }
 
 type Database = BetterSqlite3.Database
@@ -111,12 +118,41 @@ interface Inserted {
   readonly category: Category
   readonly seq: number
   readonly bytes: number
+  /** What it counted against the store budget: `bytes`, and the seed on its tenant's first write. */
+  readonly counted: number
 }
 
 interface CategoryRow {
   id: number
   name: string
   description: string | null
+}
+
+/** A tenant's row as stored, to put back when a replace or delete of it must be undone. */
+interface TenantRow {
+  scenario: string
+  next: number
+  updatedAt: number
+  usedAt: number
+  floored: number
+}
+
+/** A tenant's create batches committed but not settled yet (their fsync, or their withdrawal, under way). */
+interface Unsettled {
+  batches: number
+  /** Their rows: the tenant's reads leave them out until they settle. */
+  readonly seqs: Set<number>
+  /** Told when no batch is left. */
+  readonly drained: (() => void)[]
+}
+
+/** What undoes a replace or delete whose fsync failed: its tenant's row before, its categories (held under `hold`), and the bytes it counted. */
+interface Undo {
+  readonly id: string
+  readonly hold: string
+  readonly row: TenantRow | undefined
+  readonly old: number
+  readonly next: number
 }
 
 /**
@@ -168,6 +204,8 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
       INSERT OR IGNORE INTO meta (key, value) VALUES ('format', '${FORMAT}');
       DELETE FROM meta WHERE key = '${PROBE_KEY}';
     `)
+    // Categories a replace or delete held when the server stopped: that write was committed, so they go.
+    db.prepare('DELETE FROM categories WHERE tenant >= ? AND tenant < ?').run(HOLD_PREFIX, HOLD_END)
     const format = db.prepare<[], { value: string }>("SELECT value FROM meta WHERE key = 'format'").get()?.value
     if (format !== FORMAT) {
       throw new PetstoreError('invalid_option', `Cannot use ${path}: it has format ${format ?? 'none'}, this version reads format ${FORMAT}`)
@@ -190,6 +228,14 @@ class CorruptDatabase extends Error {}
 
 /** The row the health probe writes while storage fails (and deletes at once). */
 const PROBE_KEY = 'health-probe'
+/**
+ * The owner a replace or delete gives the tenant's old categories until its fsync settles (no
+ * tenant id starts with `~`); `HOLD_END` bounds the range, for the index.
+ */
+const HOLD_PREFIX = '~held:'
+const HOLD_END = '~held;'
+/** How long a tenant's read or write waits for its earlier writes to settle, by default (the request timeout's default). */
+const SETTLE_WAIT_MS = 30_000
 /** What a tenant's row counts against the budget, as SQL over `tenants` (see `stored-bytes.ts`). */
 const TENANT_BYTES_SQL = `${TENANT_OVERHEAD} + length(CAST(id AS BLOB)) + length(CAST(scenario AS BLOB))`
 /** What a category counts against the budget, as SQL over `categories` (see `stored-bytes.ts`). */
@@ -254,6 +300,13 @@ export class SqliteStorage implements TenantStorage {
   readonly #fsync: boolean
   #pending: PendingCreate[] = []
   readonly #counts = new Map<string, number>()
+  /** Per tenant, its create batches not settled yet (see {@link Unsettled}). */
+  readonly #unsettled = new Map<string, Unsettled>()
+  /** Per tenant, a replace or delete under way: settles once it and those before it have settled (made durable, or undone). */
+  readonly #gates = new Map<string, Promise<void>>()
+  /** How many replaces and deletes held categories (names each hold). */
+  #holds = 0
+  readonly #settleWaitMs: number
   #scheduled = false
   /** Writers waiting for the next fsync of the WAL, and how many fsyncs are running. */
   #syncWaiters: { resolve: () => void; reject: (error: Error) => void }[] = []
@@ -285,6 +338,7 @@ export class SqliteStorage implements TenantStorage {
     this.#fsync = (options.durability ?? 'power-loss') === 'power-loss'
     this.#seed = options.seed
     this.#warn = options.warn ?? (() => undefined)
+    this.#settleWaitMs = options.settleWaitMs ?? SETTLE_WAIT_MS
     this.#sql = {
       tenant: db.prepare<[string], { scenario: string; next: number }>('SELECT scenario, next_category_id AS next FROM tenants WHERE id = ?'),
       floored: db.prepare<[string], { floored: number }>('SELECT floored FROM tenants WHERE id = ?'),
@@ -297,6 +351,12 @@ export class SqliteStorage implements TenantStorage {
       advance: db.prepare<[number, number, string]>('UPDATE tenants SET next_category_id = next_category_id + 1, updated_at = ?, used_at = ? WHERE id = ?'),
       insertCategory: db.prepare<[string, number, string, string | null]>('INSERT INTO categories (tenant, id, name, description) VALUES (?, ?, ?, ?)'),
       categories: db.prepare<[string], CategoryRow>('SELECT id, name, description FROM categories WHERE tenant = ? ORDER BY seq'),
+      categoriesBySeq: db.prepare<[string], CategoryRow & { seq: number }>('SELECT seq, id, name, description FROM categories WHERE tenant = ? ORDER BY seq'),
+      tenantRow: db.prepare<[string], TenantRow>('SELECT scenario, next_category_id AS next, updated_at AS updatedAt, used_at AS usedAt, floored FROM tenants WHERE id = ?'),
+      restoreTenant: db.prepare<[string, string, number, number, number, number]>(
+        'INSERT OR REPLACE INTO tenants (id, scenario, next_category_id, updated_at, used_at, floored) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      moveCategories: db.prepare<[string, string]>('UPDATE categories SET tenant = ? WHERE tenant = ?'),
       count: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM categories WHERE tenant = ?'),
       deleteCategories: db.prepare<[string]>('DELETE FROM categories WHERE tenant = ?'),
       deleteTenant: db.prepare<[string]>('DELETE FROM tenants WHERE id = ?'),
@@ -449,13 +509,10 @@ export class SqliteStorage implements TenantStorage {
   }
 
   delete(id: string): Promise<boolean> {
-    this.#flush()
-    return this.#write(() => this.#transact(() => {
-      this.#counts.delete(id)
-      this.#charge(id, this.#tenantBytes(id), 0)
-      this.#sql.deleteCategories.run(id)
+    return this.#exclusive(id, 0, (old) => {
+      this.#charge(id, old, 0)
       return this.#sql.deleteTenant.run(id).changes > 0
-    }))
+    })
   }
 
   touch(id: string): Promise<void> {
@@ -535,33 +592,94 @@ export class SqliteStorage implements TenantStorage {
     this.#seed = seed
   }
 
-  /** The tenant's state: its row and categories, or the default seed when it has none. */
+  /** The tenant's state: its row and categories, or the default seed when it has none (only settled writes: {@link #read}). */
   state(id: string): Promise<TenantState> {
-    return this.#run(() => {
+    return this.#read(id, () => {
       const row = this.#sql.tenant.get(id)
       if (!row) return this.#seed
-      return { scenario: row.scenario, nextCategoryId: row.next, categories: this.#sql.categories.all(id).map(fromRow) }
+      return { scenario: row.scenario, nextCategoryId: row.next, categories: this.#settledCategories(id).map(fromRow) }
     })
   }
 
   scenarioOf(id: string): Promise<string> {
-    return this.#run(() => this.#sql.tenant.get(id)?.scenario ?? this.#seed.scenario)
+    return this.#read(id, () => this.#sql.tenant.get(id)?.scenario ?? this.#seed.scenario)
   }
 
   count(id: string): Promise<number> {
-    return this.#run(() => (this.#sql.tenant.get(id) ? this.#countOf(id) : this.#seed.categories.length))
+    return this.#read(id, () => (this.#sql.tenant.get(id) ? this.#countOf(id) - (this.#unsettled.get(id)?.seqs.size ?? 0) : this.#seed.categories.length))
   }
 
-  /** Queues a create for the next group commit; resolves once it is committed. */
+  /**
+   * Runs a read of tenant `id` that shows only its settled writes (attack6 S2): once no replace or
+   * delete of it is under way (waiting at most the settle wait, then 503 `storage_unavailable`),
+   * and without the rows of its creates whose fsync has not settled ({@link #settledCategories}).
+   * @note Reads saw commits before their fsync settled: a list showed creates then answered 503.
+   */
+  #read<T>(id: string, task: () => T): Promise<T> {
+    if (!this.#gates.has(id)) return this.#run(task)
+    return this.#afterGates(id, () => this.#guard(task, 0))
+  }
+
+  /** The tenant's categories, without the rows of its creates whose fsync has not settled. */
+  #settledCategories(id: string): CategoryRow[] {
+    const unsettled = this.#unsettled.get(id)?.seqs
+    if (unsettled === undefined || unsettled.size === 0) return this.#sql.categories.all(id)
+    return this.#sql.categoriesBySeq.all(id).filter((row) => !unsettled.has(row.seq))
+  }
+
+  /**
+   * Runs `task` once no replace or delete of tenant `id` is under way (with `creates`, nor a batch
+   * of its creates); past the settle wait, rejects with 503 `storage_unavailable` (nothing done).
+   */
+  async #afterGates<T>(id: string, task: () => T, creates = false): Promise<T> {
+    const deadline = monotonicNow() + this.#settleWaitMs
+    for (;;) {
+      const gate = this.#gates.get(id) ?? (creates && this.#unsettled.has(id) ? this.#drained(id) : undefined)
+      if (gate === undefined) return task()
+      await this.#until(gate, deadline)
+    }
+  }
+
+  /** Settles with `promise`, or rejects with {@link StorageUnavailableError} at `deadline` (by {@link monotonicNow}). */
+  #until(promise: Promise<void>, deadline: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new StorageUnavailableError(`${this.path}: an earlier write of this tenant was still settling after ${this.#settleWaitMs} ms (a stalled fsync?)`)),
+        Math.max(0, deadline - monotonicNow()),
+      )
+      // A wait alone never keeps the process up (a server closing with one under way).
+      timer.unref()
+      void promise.then(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+    })
+  }
+
+  /** Settles once no create batch of tenant `id` is left unsettled. */
+  #drained(id: string): Promise<void> {
+    const unsettled = this.#unsettled.get(id)
+    return unsettled === undefined ? Promise.resolve() : new Promise((resolve) => unsettled.drained.push(resolve))
+  }
+
+  /** Queues a create for the next group commit; resolves once it is committed and durable. */
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     return new Promise((resolve, reject) => {
-      this.#pending.push({ tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject })
-      if (!this.#scheduled) {
-        this.#scheduled = true
-        // @note Creates parsed in the same turn of the event loop share the next commit.
-        setImmediate(() => this.#flush())
-      }
+      const item = { tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
+      // After the tenant's writes under way: a replace or delete (it goes onto the state that one
+      // leaves), or a batch of its creates (so that a withdrawal can put its row back exactly).
+      if (this.#gates.has(tenant) || this.#unsettled.has(tenant)) this.#afterGates(tenant, () => this.#queue(item), true).catch(reject)
+      else this.#queue(item)
     })
+  }
+
+  #queue(item: PendingCreate): void {
+    this.#pending.push(item)
+    if (!this.#scheduled) {
+      this.#scheduled = true
+      // @note Creates parsed in the same turn of the event loop share the next commit.
+      setImmediate(() => this.#flush())
+    }
   }
 
   /**
@@ -569,27 +687,109 @@ export class SqliteStorage implements TenantStorage {
    * with `OverCapacityError` when it would store more than the tenant does now past the budget.
    */
   replace(id: string, state: TenantState): Promise<boolean> {
-    this.#flush()
     // Back on the default seed: nothing to keep, so the tenant leaves the disk.
-    const bytes = state === this.#seed ? 0 : stateStoredBytes(id, state)
-    return this.#write(
-      () =>
-        this.#transact(() => {
-          const refusal = this.#charge(id, this.#tenantBytes(id), bytes)
-          if (refusal) throw refusal
-          this.#counts.delete(id)
-          this.#sql.deleteCategories.run(id)
-          if (state === this.#seed) {
-            this.#sql.deleteTenant.run(id)
-            return false
-          }
-          this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now(), this.now())
-          this.#markFloor(id)
-          for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
-          return true
-        }),
-      bytes,
-    )
+    const seeded = state === this.#seed
+    const bytes = seeded ? 0 : stateStoredBytes(id, state)
+    return this.#exclusive(id, bytes, (old) => {
+      const refusal = this.#charge(id, old, bytes)
+      if (refusal) throw refusal
+      if (seeded) {
+        this.#sql.deleteTenant.run(id)
+        return false
+      }
+      this.#sql.upsertTenant.run(id, state.scenario, state.nextCategoryId, Date.now(), this.now())
+      this.#markFloor(id)
+      for (const category of state.categories) this.#sql.insertCategory.run(id, category.id, category.name, category.description ?? null)
+      return true
+    })
+  }
+
+  /**
+   * Runs a replace or delete of tenant `id` (`task`, given what the tenant holds now; it stores
+   * `bytes` after) once the tenant's earlier writes have settled, and resolves once it is durable.
+   * The same transaction keeps what it replaces: the tenant's row (in memory) and its categories
+   * (given to a hold of their own, deleted once the fsync succeeds, or at the next start). When the
+   * fsync fails, that is put back and made durable, and the write rejects with the failure: not
+   * applied, live or after a restart. When that cannot be done, it rejects with
+   * {@link WriteOutcomeUnknownError}. The tenant's reads and later writes wait for it meanwhile.
+   * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
+   */
+  #exclusive<T>(id: string, bytes: number, task: (old: number) => T): Promise<T> {
+    this.#flush()
+    const previous = this.#gates.get(id)
+    const deadline = monotonicNow() + this.#settleWaitMs
+    const write = (async () => {
+      if (previous !== undefined) await this.#until(previous, deadline)
+      // @note Its creates settle first: an undo restoring their rows after they were withdrawn would bring them back.
+      await this.#until(this.#drained(id), deadline)
+      const [result, undo] = this.#guard(
+        () =>
+          this.#transact((): [T, Undo] => {
+            const old = this.#tenantBytes(id)
+            const undo = { id, hold: `${HOLD_PREFIX}${++this.#holds}`, row: this.#sql.tenantRow.get(id), old, next: bytes }
+            this.#counts.delete(id)
+            this.#sql.moveCategories.run(undo.hold, id)
+            return [task(old), undo]
+          }),
+        bytes,
+      )
+      try {
+        await this.#synced()
+      } catch (failure) {
+        return this.#undo(undo, failure as Error)
+      }
+      this.#succeeded(bytes)
+      try {
+        this.#sql.deleteCategories.run(undo.hold)
+      } catch {
+        // Left for the next start to delete: a hold counts against nothing and nothing reads it.
+      }
+      return result
+    })()
+    const gate = Promise.all([previous, write.catch(() => undefined)]).then(() => undefined)
+    this.#gates.set(id, gate)
+    void gate.then(() => {
+      if (this.#gates.get(id) === gate) this.#gates.delete(id)
+    })
+    return write
+  }
+
+  /**
+   * Puts back what a replace or delete changed (its fsync failed) and makes that durable; rejects
+   * with `failure` (not applied), or with {@link WriteOutcomeUnknownError} when it cannot.
+   */
+  async #undo(undo: Undo, failure: Error): Promise<never> {
+    try {
+      this.#guard(
+        () =>
+          this.#transact(() => {
+            this.#sql.deleteCategories.run(undo.id)
+            this.#sql.moveCategories.run(undo.id, undo.hold)
+            const row = undo.row
+            if (row === undefined) this.#sql.deleteTenant.run(undo.id)
+            else this.#sql.restoreTenant.run(undo.id, row.scenario, row.next, row.updatedAt, row.usedAt, row.floored)
+            this.#storedBytes += undo.old - undo.next
+            this.#recount()
+          }),
+        0,
+      )
+    } catch (error) {
+      this.#warn(`storage: could not undo a write whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
+      throw new WriteOutcomeUnknownError(`${failure.message}; undoing the write failed too, so it stays applied here, and may or may not be after a restart`, { cause: failure })
+    }
+    try {
+      await this.#synced()
+    } catch {
+      throw new WriteOutcomeUnknownError(`${failure.message}; the write was undone here, but the undo could not be made durable: after a power loss it may stay applied`, { cause: failure })
+    }
+    throw failure
+  }
+
+  /** Rare (an fsync failed and a write was undone): what each tenant holds and claims is counted again. */
+  #recount(): void {
+    this.#counts.clear()
+    this.#held.clear()
+    if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
   }
 
   /**
@@ -615,47 +815,123 @@ export class SqliteStorage implements TenantStorage {
     let bytes = 0
     for (const item of batch) bytes += item.bytes
     let results: (Inserted | Error)[]
+    // Each tenant's row before the batch: a withdrawal puts it back (its next id too).
+    const rows = new Map<string, TenantRow | undefined>()
     try {
-      results = this.#guard(() => this.#transact(() => batch.map((item) => this.#insert(item))), bytes)
+      results = this.#guard(
+        () =>
+          this.#transact(() =>
+            batch.map((item) => {
+              if (!rows.has(item.tenant)) rows.set(item.tenant, this.#sql.tenantRow.get(item.tenant))
+              return this.#insert(item)
+            }),
+          ),
+        bytes,
+      )
     } catch (error) {
       // Rolled back: the counts the batch moved are counted again when next needed.
       for (const item of batch) this.#counts.delete(item.tenant)
       for (const item of batch) item.reject(error as Error)
       return
     }
-    const answer = (error?: Error) => {
-      if (error) this.#withdraw(results)
-      else this.#succeeded(results.reduce((written, result) => written + (result instanceof Error ? 0 : result.bytes), 0))
+    // Its rows stay out of their tenants' reads until it settles (attack6 S2).
+    const tenants = this.#unsettle(batch, results)
+    const answer = (failure?: Error, withdrawn?: Error) => {
+      this.#settleRows(batch, results)
+      this.#settle(tenants)
       for (const [index, item] of batch.entries()) {
         const result = results[index]!
-        if (error) item.reject(error)
-        else if (result instanceof Error) item.reject(result)
+        if (result instanceof Error) item.reject(failure ?? result)
+        else if (withdrawn) item.reject(withdrawn)
         else item.resolve(result.category)
       }
     }
-    this.#synced().then(() => answer(), answer)
+    this.#synced().then(
+      () => {
+        this.#succeeded(results.reduce((written, result) => written + (result instanceof Error ? 0 : result.bytes), 0))
+        answer()
+      },
+      (failure: Error) => void this.#withdraw(batch, results, rows, failure).then((withdrawn) => answer(failure, withdrawn)),
+    )
+  }
+
+  /** Leaves a committed batch's rows out of their tenants' reads (until {@link #settleRows}); returns its tenants. */
+  #unsettle(batch: readonly PendingCreate[], results: readonly (Inserted | Error)[]): Set<string> {
+    const tenants = new Set<string>()
+    for (const [index, item] of batch.entries()) {
+      let unsettled = this.#unsettled.get(item.tenant)
+      if (unsettled === undefined) this.#unsettled.set(item.tenant, (unsettled = { batches: 0, seqs: new Set(), drained: [] }))
+      if (!tenants.has(item.tenant)) {
+        tenants.add(item.tenant)
+        unsettled.batches++
+      }
+      const result = results[index]!
+      if (!(result instanceof Error)) unsettled.seqs.add(result.seq)
+    }
+    return tenants
+  }
+
+  /** A batch's rows are durable or gone: no longer left out of reads. */
+  #settleRows(batch: readonly PendingCreate[], results: readonly (Inserted | Error)[]): void {
+    for (const [index, item] of batch.entries()) {
+      const result = results[index]!
+      if (!(result instanceof Error)) this.#unsettled.get(item.tenant)?.seqs.delete(result.seq)
+    }
+  }
+
+  /** A batch of these tenants settled: a replace or delete waiting for their batches may go once none is left. */
+  #settle(tenants: ReadonlySet<string>): void {
+    for (const tenant of tenants) {
+      const unsettled = this.#unsettled.get(tenant)
+      if (unsettled === undefined || --unsettled.batches > 0) continue
+      this.#unsettled.delete(tenant)
+      for (const drained of unsettled.drained) drained()
+    }
   }
 
   /**
-   * Removes creates whose commit could not be made durable (the fsync failed), so a create
-   * answered 503 is never listed afterwards. Best effort: when this fails too, the operator is told.
+   * Removes creates whose commit could not be made durable (the fsync failed), with their tenants'
+   * rows as they were before (`rows`: the next id, and no row at all for a first write), and makes
+   * that durable, so a create answered 503 is never listed and took no id, live or after a restart.
+   * Resolves to what to answer them: `failure`, or {@link WriteOutcomeUnknownError} when they could
+   * not be removed, or their removal could not be made durable (the operator is told).
+   * @note Exact because a tenant has at most one batch unsettled (its creates wait: {@link create}).
    */
-  #withdraw(results: readonly (Inserted | Error)[]): void {
+  async #withdraw(batch: readonly PendingCreate[], results: readonly (Inserted | Error)[], rows: ReadonlyMap<string, TenantRow | undefined>, failure: Error): Promise<Error> {
     this.#counts.clear()
     try {
-      this.#transact(() => {
-        for (const result of results) {
-          if (result instanceof Error) continue
-          this.#sql.deleteSeq.run(result.seq)
-          this.#storedBytes -= result.bytes
-        }
-        // Rare (an fsync failed): what each tenant holds and claims is counted again.
-        this.#held.clear()
-        if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
-      })
+      this.#guard(
+        () =>
+          this.#transact(() => {
+            for (const result of results) {
+              if (result instanceof Error) continue
+              this.#sql.deleteSeq.run(result.seq)
+              this.#storedBytes -= result.counted
+            }
+            for (const [tenant, row] of rows) {
+              if (row !== undefined) {
+                this.#sql.restoreTenant.run(tenant, row.scenario, row.next, row.updatedAt, row.usedAt, row.floored)
+                continue
+              }
+              // Its first write: the seed it stored goes with it.
+              this.#sql.deleteCategories.run(tenant)
+              this.#sql.deleteTenant.run(tenant)
+            }
+            this.#recount()
+          }),
+        0,
+      )
     } catch (error) {
       this.#warn(`storage: could not withdraw creates whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
+      return new WriteOutcomeUnknownError(`${failure.message}; withdrawing the creates failed too, so they stay applied here, and may or may not be after a restart`, { cause: failure })
     }
+    this.#settleRows(batch, results)
+    try {
+      await this.#synced()
+    } catch {
+      return new WriteOutcomeUnknownError(`${failure.message}; the creates were withdrawn here, but that could not be made durable: after a power loss they may stay applied`, { cause: failure })
+    }
+    return failure
   }
 
   /** Runs a write transaction of about `bytes` now; resolves once it is durable. */
@@ -727,7 +1003,7 @@ export class SqliteStorage implements TenantStorage {
     const counted = this.#counts.get(tenant)
     if (counted !== undefined) this.#counts.set(tenant, counted + 1)
     const category = input.description === undefined ? { id, name: input.name } : { id, name: input.name, description: input.description }
-    return { category, seq, bytes }
+    return { category, seq, bytes, counted: cost }
   }
 
   /**
@@ -810,6 +1086,9 @@ class SqliteTenantStore implements TenantStore {
 
   /** Nothing held in this process: the categories are in the database. */
   readonly heldBytes = 0
+
+  /** Its reads and writes wait for its replace or delete under way, at most the settle wait. */
+  readonly holdsUntilSettled = true
 
   async createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
     const category = await this.#storage.create(this.#id, input, maxCategories)

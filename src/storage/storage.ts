@@ -64,6 +64,13 @@ export interface TenantStore {
   /** Replaces the whole state in one step (a reset, a scenario switch). */
   replace(state: TenantState): Promise<void>
   /**
+   * Whether the store itself holds the tenant's reads and writes until its writes under way have
+   * settled, for a bounded time (SQLite: their fsync), so that the tenant need not hold its
+   * requests (unbounded) while a switch is under way.
+   * @default false
+   */
+  readonly holdsUntilSettled?: boolean | undefined
+  /**
    * Whether the tenant holds anything beyond the storage's default seed, as far as this handle
    * has seen: false until its first create or scenario switch, and again after a reset to the
    * default seed. A tenant that is not modified can be dropped and recreated without loss.

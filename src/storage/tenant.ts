@@ -7,7 +7,7 @@ import type { Faults, Latency, Scenario } from '../contract/scenario-format.js'
 import { faultSettings, FaultInjector } from '../core/faults.js'
 import { RequestJournal, type TenantJournal } from '../core/journal.js'
 import { AnswerQueue, type TenantAnswers } from '../core/planned-answers.js'
-import { seedState, type TenantStore } from './storage.js'
+import { seedState, WriteOutcomeUnknownError, type TenantStore } from './storage.js'
 import { PetstoreStore } from './memory-store.js'
 
 /** Settings that, when given, win over the scenario's. */
@@ -143,14 +143,21 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
 
   /**
    * Switches to another scenario and reseeds from it in one store write. The journal is kept.
-   * When the write fails (a storage failure), the tenant stays on its current scenario and data.
+   * When the write fails (a storage failure), the tenant stays on its current scenario and data;
+   * when its outcome is unknown, it takes the scenario its store now holds (attack6 S1).
    */
   useScenario(scenario: Scenario): Promise<void> {
-    const write = this.store.replace(seedState(scenario)).then(() => {
+    const take = () => {
       this.#scenario = scenario
       this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
+    }
+    const write = this.store.replace(seedState(scenario)).then(take, async (error: unknown) => {
+      // @note The store may hold the new state (its undo failed): the name shown must be the one stored.
+      if (error instanceof WriteOutcomeUnknownError && (await this.store.scenario().catch(() => undefined)) === scenario.name) take()
+      throw error
     })
-    this.ready = write.catch(() => undefined)
+    // @note A store that holds reads until its writes settle bounds that wait; `ready` would not (attack6 S2).
+    if (this.store.holdsUntilSettled !== true) this.ready = write.catch(() => undefined)
     return write
   }
 

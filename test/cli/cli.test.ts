@@ -6,6 +6,7 @@
 import { once } from 'node:events'
 import { request } from 'node:http'
 import { createServer } from 'node:net'
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -291,6 +292,18 @@ describe('petstore-sandbox --help and --version', () => {
     const options = await helpOptions(command)
     for (const name of numbers) expect(options[name], `--${name}`).toMatch(/\[number\]( \[default: \d+\])?$/)
     for (const name of sizes) expect(options[name], `--${name}`).toMatch(/a size \([^)]*\d+[KMG]iB/)
+  })
+
+  it("has a row in docs/server.md's table of options, or docs/limits.md's of limits, for every option serve --help shows", async () => {
+    const options = Object.keys(await helpOptions(['serve'])).filter((name) => name !== 'help' && name !== 'version')
+    const rows = (guide: string, column: number) =>
+      readFileSync(new URL(`../../docs/${guide}`, import.meta.url), 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith('| '))
+        .map((line) => line.split(' | ')[column] ?? '')
+    const table = [...rows('server.md', 0), ...rows('limits.md', 1)].join(' ')
+    expect(options.length).toBeGreaterThan(20)
+    expect(options.filter((name) => !table.includes(`\`--${name}\``))).toEqual([])
   })
 
   it('shows a default size with its unit', async () => {

@@ -1,8 +1,8 @@
 /**
- * The README's `serve --proxy` block, run in a shell, `npx petstore-sandbox` being the built
+ * docs/real-service.md's `serve --proxy` block, run in a shell, `npx petstore-sandbox` being the built
  * binary (`dist/cli.js`) and `curl` the real one: the proxy in front of a divergent service, whose
  * departure the answer's header and the summary name. The port is the one the server got (the
- * README's 4010 is replaced), nothing else.
+ * guide's 4010 is replaced), nothing else.
  */
 import { execFile } from 'node:child_process'
 import { createServer } from 'node:http'
@@ -10,9 +10,9 @@ import type { AddressInfo } from 'node:net'
 import { expect, it, onTestFinished } from 'vitest'
 import { readmeBlock, serveLine } from '../support/readme-shell.js'
 
-const proxyBlock = () => readmeBlock('test/cli/readme-proxy.test.ts')
+const proxyBlock = () => readmeBlock('docs/real-service.md', 'test/cli/readme-proxy.test.ts')
 
-it("runs the README's serve --proxy lines: the real service's answer comes back with its departures named", async () => {
+it("runs docs/real-service.md's serve --proxy lines: the real service's answer comes back with its departures named", async () => {
   const [serve, list, summary] = proxyBlock()
   expect(serve).toBe('npx petstore-sandbox serve --proxy "$STAGING_URL"')
   // The real service: its list gives a category without an id.

@@ -1,5 +1,5 @@
 /**
- * The README's `scenarios record` block, run word for word in a shell, `npx petstore-sandbox`
+ * docs/real-service.md's `scenarios record` block, run word for word in a shell, `npx petstore-sandbox`
  * being the built binary (`dist/cli.js`): record a running sandbox, validate the file, serve it,
  * and the served list is the recorded one.
  */
@@ -12,7 +12,7 @@ import { NPX, readmeBlock, serveLine } from '../support/readme-shell.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 
 /** The command lines of the sh block that records a scenario. */
-const recordBlock = () => readmeBlock('test/cli/readme-record.test.ts').filter((line) => line.startsWith('npx '))
+const recordBlock = () => readmeBlock('docs/real-service.md', 'test/cli/readme-record.test.ts').filter((line) => line.startsWith('npx '))
 
 function runLine(line: string, cwd: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -22,7 +22,7 @@ function runLine(line: string, cwd: string, env: Record<string, string>): Promis
   })
 }
 
-it("runs the README's record, validate and serve lines word for word: the served categories are the recorded service's", async () => {
+it("runs docs/real-service.md's record, validate and serve lines word for word: the served categories are the recorded service's", async () => {
   const [record, validate, serve] = recordBlock()
   expect([record, validate, serve].every((line) => line !== undefined)).toBe(true)
   const cwd = await mkdtemp(join(tmpdir(), 'sandbox-readme-record-'))

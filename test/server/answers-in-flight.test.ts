@@ -2,9 +2,11 @@
  * Every byte an answer holds is counted (issue 20 F01): a long list answer is sent in pieces, so
  * that a client that does not read holds about one piece, and one made per request (SQLite,
  * Redis) counts against the memory budget while it is sent, for its tenant: over it, that
- * tenant's long reads get 503 `over_capacity`, a partner's still go (attack 3 G4). Raw sockets
- * that never read, against a real server on every store.
+ * tenant's long reads get 503 `over_capacity`, a partner's still go (attack 3 G4), and other
+ * keys' answers that took nothing for STALL_MS are cut for it, a slow reader's never (attack4
+ * H7). Raw sockets that never read, against a real server on every store.
  */
+import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
@@ -14,6 +16,8 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { openSocket } from '../support/raw-http.js'
 import { startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
+import { FULL_TESTS } from '../support/test-scale.js'
+import { STALL_MS } from '../../src/server/memory-budget.js'
 
 const KEY = 'reader-key'
 const COUNT = 8000
@@ -47,7 +51,8 @@ function heldNow(): number {
   return usage.heapUsed + usage.external
 }
 
-const listRequest = (id: string, path = '/v1/categories') => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\nX-Request-Id: ${id}\r\n\r\n`
+const listRequest = (id: string, path = '/v1/categories', key = KEY) =>
+  `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${id}\r\n\r\n`
 
 /** Long reads made per request: the list on SQLite and Redis (memory keeps its text ready), the admin state on every store. */
 const LONG_READS = [
@@ -81,6 +86,57 @@ async function warmUp(fetch: (path: string, init?: RequestInit) => Promise<Respo
   const response = await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })
   expect(response.status).toBe(200)
   await response.arrayBuffer()
+}
+
+/** Reads what is left on `socket`: resolves true once a whole list came, false if it closed (was reset) before. */
+function readsWholeList(socket: Socket): Promise<boolean> {
+  return new Promise((resolve) => {
+    let bytes = 0
+    socket.on('data', (chunk: Buffer) => {
+      bytes += chunk.length
+      if (bytes >= LIST_BYTES) resolve(true)
+    })
+    socket.once('close', () => resolve(false))
+    socket.resume()
+  })
+}
+
+/**
+ * A client that reads 16 KB of its answer every 300 ms (about 53 KB/s: the server sees it take
+ * something only every 8 to 28 s, as Linux reopens a loopback window in steps of about 1.5 MB).
+ */
+function slowReading(socket: Socket): { read: () => number; stop: () => void } {
+  let read = 0
+  const timer = setInterval(() => {
+    const chunk = socket.read(16 * 1024) as Buffer | null
+    if (chunk !== null) read += chunk.length
+  }, 300)
+  return { read: () => read, stop: () => clearInterval(timer) }
+}
+
+/**
+ * Resolves once the next connection `server` accepts has taken something again after taking
+ * nothing for a while (as the server sees it: the bytes its kernel accepted), so that a test
+ * knows a slow reader has shown that it reads.
+ * @note Node's socket internals, read here only to know when to go on, never asserted on.
+ */
+function nextConnectionReadAgain(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.once('connection', (socket: Socket & { _bytesDispatched?: number; _handle?: { writeQueueSize?: number } | null }) => {
+      const taken = () => (socket._bytesDispatched ?? 0) - (socket._handle?.writeQueueSize ?? 0)
+      let last = taken()
+      let paused = false
+      const timer = setInterval(() => {
+        const now = taken()
+        if (now === last && now > 0) paused = true
+        else if (now !== last && paused) {
+          clearInterval(timer)
+          resolve()
+        }
+        last = now
+      }, 250)
+    })
+  })
 }
 
 describe.each(STORES)('answers in flight ($name store)', (kind) => {
@@ -230,6 +286,101 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
       again.socket.destroy()
       await expect.poll(async () => (await fetch(path, { headers: { authorization: `Bearer ${KEY}` } })).status, { timeout: 5000 }).toBe(200)
     },
+  )
+
+  it.runIf(kind.name !== 'memory')(
+    'cuts other keys’ long lists that took nothing for STALL_MS, idle longest first, to answer a partner’s long list (attack4 H7)',
+    async () => {
+      const keys = ['staller-1', 'staller-2', 'staller-3']
+      const partner = 'large-list-partner'
+      // Three lists in flight take what 2.5 lists allow (twice the budget): the ceiling, for every key's first long read.
+      const { origin, logs, fetch } = await startSandbox({ apiKeys: [...keys, partner], scenario: BIG, memoryBudgetBytes: Math.round(1.25 * LIST_BYTES) })
+      const stallers: { socket: Socket }[] = []
+      for (const [i, key] of keys.entries()) {
+        const client = await nonReading(origin)
+        stallers.push(client)
+        client.socket.write(listRequest(`stalled-${i}`, '/v1/categories', key))
+        await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(i + 1)
+      }
+      expect(logs.map((entry) => entry.status)).toEqual([200, 200, 200])
+      const partnerList = () => fetch('/v1/categories', { headers: { authorization: `Bearer ${partner}` } })
+      // Answers younger than STALL_MS are not cut: the partner is refused meanwhile.
+      const early = await partnerList()
+      expect(early.status).toBe(503)
+      await early.arrayBuffer()
+      // Before: refused 503 until the request timeout cut the stallers (30 s), and again once they asked again.
+      await new Promise((resolve) => setTimeout(resolve, STALL_MS))
+      let answered: Response | undefined
+      await expect
+        .poll(
+          async () => {
+            answered = await partnerList()
+            if (answered.status !== 200) await answered.arrayBuffer()
+            return answered.status
+          },
+          { timeout: 3 * STALL_MS, interval: 250 },
+        )
+        .toBe(200)
+      expect(((await answered!.json()) as unknown[]).length).toBe(COUNT)
+      // The staller idle longest was cut, its connection closed before its answer's end; its bytes let go,
+      // so the partner's next list fits beside the other two and cuts nobody.
+      const again = await partnerList()
+      expect(again.status).toBe(200)
+      expect(((await again.json()) as unknown[]).length).toBe(COUNT)
+      // Read now, the cut one ends short of its list; the others come whole.
+      const got = await Promise.all(stallers.map((staller) => readsWholeList(staller.socket)))
+      expect(got).toEqual([false, true, true])
+      for (const staller of stallers) staller.socket.destroy()
+    },
+  )
+
+  it.runIf(kind.name !== 'memory' && FULL_TESTS)(
+    'never cuts a slow reader’s long list (16 KB every 300 ms) to answer a partner, though it seems to take nothing for seconds (attack4 H7)',
+    async () => {
+      const partner = 'large-list-partner'
+      const { origin, logs, fetch, server } = await startSandbox({
+        apiKeys: ['slow-reader', 'staller-1', 'staller-2', partner],
+        scenario: BIG,
+        memoryBudgetBytes: Math.round(1.25 * LIST_BYTES),
+      })
+      const readAgain = nextConnectionReadAgain(server)
+      const slow = await nonReading(origin)
+      let reset = false
+      slow.socket.once('close', () => void (reset = true))
+      const slowReset = () => reset
+      slow.socket.write(listRequest('slow', '/v1/categories', 'slow-reader'))
+      const reading = slowReading(slow.socket)
+      await readAgain
+      // Then two keys that never read: with the slow reader's, three lists in flight (the ceiling), the slow one idle longest.
+      const stallers: { socket: Socket }[] = []
+      for (const [i, key] of ['staller-1', 'staller-2'].entries()) {
+        const client = await nonReading(origin)
+        stallers.push(client)
+        client.socket.write(listRequest(`stalled-${i}`, '/v1/categories', key))
+        await expect.poll(() => logs.length, { timeout: 10_000 }).toBe(i + 2)
+      }
+      await new Promise((resolve) => setTimeout(resolve, STALL_MS))
+      let answered: Response | undefined
+      await expect
+        .poll(
+          async () => {
+            answered = await fetch('/v1/categories', { headers: { authorization: `Bearer ${partner}` } })
+            await answered.arrayBuffer()
+            return answered.status
+          },
+          { timeout: 3 * STALL_MS, interval: 250 },
+        )
+        .toBe(200)
+      // The slow reader keeps reading its answer (a reset would reach it at its next read); a staller was cut instead.
+      const before = reading.read()
+      await expect.poll(() => reading.read(), { timeout: 5000 }).toBeGreaterThan(before + 64 * 1024)
+      expect(slowReset()).toBe(false)
+      reading.stop()
+      const got = await Promise.all(stallers.map((staller) => readsWholeList(staller.socket)))
+      expect(got).toEqual([false, true])
+      for (const client of [slow, ...stallers]) client.socket.destroy()
+    },
+    60_000,
   )
 
   it.runIf(kind.name !== 'memory')('reserves a list before reading it, so that lists asked for at once are not all read (issue 20 F01)', async () => {

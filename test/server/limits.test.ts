@@ -7,11 +7,11 @@
 import type { Socket } from 'node:net'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import fc from 'fast-check'
-import { describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/contract/limits.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/storage/tenant.js'
-import { MemoryBudget, RELIEF_INTERVAL_MS } from '../../src/server/memory-budget.js'
+import { MemoryBudget, RELIEF_INTERVAL_MS, STALL_MS } from '../../src/server/memory-budget.js'
 import { DRAIN_IDLE_MS } from '../../src/node-bridge/node-request.js'
 import { collect, openSocket } from '../support/raw-http.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
@@ -338,6 +338,100 @@ describe('long reads, each tenant within its share (issue 20 G4)', () => {
     expect(budget.answerBytes).toBe(3000 * KIB)
     release()
     expect(budget.answerBytes).toBe(0)
+  })
+})
+
+describe('stalled answers cut to let a partner’s long read through (attack4 H7)', () => {
+  const KIB = 1024
+  /** A budget of 1,000 KiB with tenants holding `held`; V8's heap never near its limit. */
+  const budgetOf = (held = 0) => new MemoryBudget({ budgetBytes: 1000 * KIB, heldBytes: () => held, heap: () => ({ used_heap_size: 0, heap_size_limit: 100 }) })
+  /** An answer's connection as the budget sees it: `taken` moved by the test, `cuts` counted. */
+  const connection = () => {
+    const state = { taken: 0, cuts: 0 }
+    return { state, progress: { taken: () => state.taken, cut: () => void state.cuts++ } }
+  }
+  /** Other keys' answers of 700 KiB each, `apartMs` apart, whose clients never read: three are 2,100 KiB in flight, past twice the budget. */
+  function stallers(budget: MemoryBudget, apartMs = 1000, tenants = ['a', 'b', 'c']) {
+    return tenants.map((tenant) => {
+      const { state, progress } = connection()
+      budget.holdAnswer(700 * KIB, tenant, progress)
+      // The kernel takes what the socket buffers hold at once, then nothing more.
+      state.taken = 200 * KIB
+      vi.advanceTimersByTime(apartMs)
+      return state
+    })
+  }
+
+  beforeEach(() => void vi.useFakeTimers({ toFake: ['performance', 'setInterval', 'clearInterval'] }))
+  afterEach(() => void vi.useRealTimers())
+
+  it('cuts the answer idle longest, and only as many as the read needs, once they took nothing for STALL_MS', () => {
+    const budget = budgetOf()
+    const [a, b, c] = stallers(budget)
+    vi.advanceTimersByTime(STALL_MS)
+    budget.reserveRead(400 * KIB, 'partner')
+    // Before: refused, for as long as the stallers' connections stayed open.
+    expect([a!.cuts, b!.cuts, c!.cuts]).toEqual([1, 0, 0])
+    expect(budget.answerBytes).toBe(1800 * KIB)
+    expect(budget.refusals).toBe(0)
+  })
+
+  it('cuts nothing younger than STALL_MS: the partner is refused until then', () => {
+    const budget = budgetOf()
+    const held = stallers(budget, 0)
+    vi.advanceTimersByTime(STALL_MS - 100)
+    expect(() => budget.reserveRead(400 * KIB, 'partner')).toThrow(/over capacity/)
+    expect(held.map((state) => state.cuts)).toEqual([0, 0, 0])
+    // Seen taking nothing from the look after their buffers filled (looks are a quarter of STALL_MS apart).
+    vi.advanceTimersByTime(STALL_MS / 2)
+    budget.reserveRead(400 * KIB, 'partner')
+    expect(held.map((state) => state.cuts)).toEqual([1, 0, 0])
+  })
+
+  it('cuts no answer that took something after a pause: its client reads, however slowly', () => {
+    const budget = budgetOf()
+    const slow = connection()
+    budget.holdAnswer(700 * KIB, 'slow', slow.progress)
+    slow.state.taken = 200 * KIB
+    // The slow reader's window opens again a second later (a 1.5 MB step on loopback), then nothing for long.
+    vi.advanceTimersByTime(1000)
+    slow.state.taken += 1500 * KIB
+    vi.advanceTimersByTime(1000)
+    // Two other keys' answers start later: the slow reader's is the one idle longest.
+    const [b, c] = stallers(budget, 1000, ['b', 'c'])
+    vi.advanceTimersByTime(10 * STALL_MS)
+    budget.reserveRead(400 * KIB, 'partner')
+    expect([slow.state.cuts, b!.cuts, c!.cuts]).toEqual([0, 1, 0])
+  })
+
+  it('never cuts the requester’s own stalled answers, and a tenant with one of its own cuts nobody’s', () => {
+    const budget = budgetOf()
+    const held = stallers(budget)
+    vi.advanceTimersByTime(STALL_MS)
+    expect(() => budget.reserveRead(400 * KIB, 'c')).toThrow(/over capacity/)
+    expect(held.map((state) => state.cuts)).toEqual([0, 0, 0])
+    expect(budget.answerBytes).toBe(2100 * KIB)
+  })
+
+  it('cuts nothing when cutting every stalled answer would not make room', () => {
+    // The tenants' data alone take twice the budget, and the partner has an answer of its own in flight.
+    const budget = budgetOf(2000 * KIB)
+    const held = stallers(budget)
+    budget.holdAnswer(100 * KIB, 'partner')
+    vi.advanceTimersByTime(STALL_MS)
+    expect(() => budget.reserveRead(400 * KIB, 'partner')).toThrow(/over capacity/)
+    expect(held.map((state) => state.cuts)).toEqual([0, 0, 0])
+  })
+
+  it('lets go of a cut answer’s bytes once, though its connection’s close releases it again', () => {
+    const budget = budgetOf()
+    const { state, progress } = connection()
+    const release = budget.holdAnswer(2000 * KIB, 'staller', progress)
+    vi.advanceTimersByTime(STALL_MS + 1000)
+    budget.reserveRead(400 * KIB, 'partner')
+    expect(state.cuts).toBe(1)
+    release()
+    expect(budget.answerBytes).toBe(400 * KIB)
   })
 })
 

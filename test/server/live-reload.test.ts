@@ -276,9 +276,9 @@ function shapeOf(value: unknown): unknown {
   return typeof value
 }
 
-describe("the README's Live reload part", () => {
+describe("docs/real-service.md's Live reload part", () => {
   const ROOT = fileURLToPath(new URL('../../', import.meta.url))
-  const part = /### Live reload for scenario authors[\s\S]*?(?=\n#|<!-- \/section)/.exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))?.[0] ?? ''
+  const part = /^## Live reload for scenario authors[\s\S]*?(?=\n#|<!-- \/section)/m.exec(readFileSync(join(ROOT, 'docs/real-service.md'), 'utf8'))?.[0] ?? ''
 
   it('runs its command word for word in a project with scenarios/shop.json, and health answers a broken save as it shows', async () => {
     const command = /```sh\n(npx petstore-sandbox serve [^\n]*)\n```/.exec(part)?.[1]

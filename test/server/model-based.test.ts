@@ -18,11 +18,14 @@
  * PETSTORE_MODEL_REPLAY_PATH=… npx vitest run test/server/model-based.test.ts -t <store>`).
  * `PETSTORE_MODEL_KNOWN_OPEN` (comma-separated, empty for none) overrides {@link KNOWN_OPEN}.
  */
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import fc from 'fast-check'
 import { describe, it } from 'vitest'
 import type { Category } from '../../src/index.js'
 import { tenantId } from '../../src/server.js'
 import { PIPELINE_LIMIT } from '../../src/server/conversation.js'
+import { FAILSYNC_FLAG_VARIABLE, failingFsyncShim } from '../support/failing-fsync.js'
 import { converse, sendAndLeave, type Conversation, type HttpAnswer, type HttpRequest } from '../support/http-conversation.js'
 import { startRedis, type RedisServer } from '../support/redis-server.js'
 import { runCli, type CliRun } from '../support/sandbox-cli.js'
@@ -31,7 +34,7 @@ import { dataDir, STORES, type StoreKind } from '../support/stores.js'
 import { FULL_TESTS, size } from '../support/test-scale.js'
 
 /** Every kind of command the suite generates. */
-const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'past-limit', 'leave', 'stall', 'restart', 'kill-9', 'store-crash'] as const
+const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'past-limit', 'leave', 'stall', 'restart', 'kill-9', 'store-crash', 'fsync-fail'] as const
 type Kind = (typeof KINDS)[number]
 
 /** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
@@ -86,6 +89,8 @@ class Sandbox {
     readonly store: StoreKind['name'],
     readonly args: readonly string[],
     readonly redis: RedisServer | undefined,
+    /** SQLite, where gcc builds the shim: the file whose presence makes the server's fsyncs fail. */
+    readonly failsyncFlag?: string | undefined,
   ) {}
 
   get running(): boolean {
@@ -97,7 +102,8 @@ class Sandbox {
   }
 
   async start(): Promise<void> {
-    const run = runCli(['serve', '--port', '0', '--quiet', '--any-key', '--admin-token', ADMIN_TOKEN, '--scenario', START_SCENARIO, ...this.args])
+    const shim: Record<string, string> = this.failsyncFlag === undefined ? {} : { LD_PRELOAD: failingFsyncShim()!, [FAILSYNC_FLAG_VARIABLE]: this.failsyncFlag }
+    const run = runCli(['serve', '--port', '0', '--quiet', '--any-key', '--admin-token', ADMIN_TOKEN, '--scenario', START_SCENARIO, ...this.args], shim)
     await run.waitFor('Ctrl+C stops it')
     this.origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(run.stdout())![1]!
     this.#run = run
@@ -118,6 +124,13 @@ class Sandbox {
     await run.exited
   }
 
+  /** Makes every fsync of the server fail (EIO), or work again. */
+  failFsyncs(failing: boolean): void {
+    if (this.failsyncFlag === undefined) return
+    if (failing) writeFileSync(this.failsyncFlag, '')
+    else rmSync(this.failsyncFlag, { force: true })
+  }
+
   /** Freezes the store: redis-server when there is one, else the sandbox process itself. */
   freeze(frozen: boolean): void {
     const signal = frozen ? 'SIGSTOP' : 'SIGCONT'
@@ -129,7 +142,9 @@ class Sandbox {
 async function openSandbox(kind: StoreKind): Promise<Sandbox> {
   let redis: RedisServer | undefined
   let args: string[] = []
+  let failsyncFlag: string | undefined
   if (kind.name === 'sqlite') args = ['--data-dir', dataDir()]
+  if (kind.name === 'sqlite' && failingFsyncShim() !== undefined) failsyncFlag = join(dataDir(), 'failsync')
   // Fewer tenants in memory than a run uses: tenants of a durable store are evicted and reloaded all the time.
   if (kind.name !== 'memory') args.push('--max-tenants', String(TENANTS - 1))
   if (kind.name === 'redis') {
@@ -138,7 +153,7 @@ async function openSandbox(kind: StoreKind): Promise<Sandbox> {
     redis = await startRedis({ aof: true })
     args.push('--redis-url', redis.url)
   }
-  const sandbox = new Sandbox(kind.name, args, redis)
+  const sandbox = new Sandbox(kind.name, args, redis, failsyncFlag)
   await sandbox.start()
   return sandbox
 }
@@ -736,6 +751,37 @@ class StoreCrash extends Command {
   }
 }
 
+/**
+ * SQLite only (where gcc builds the LD_PRELOAD shim): every fsync of the server fails (EIO, as on a
+ * disk whose writeback fails) from before the first of `ops` until `failMs` later, while they are
+ * sent one after another (attack6 S1, S2). A write answered 503 `storage_unavailable` must not be
+ * written, live or after a restart; one answered `write_outcome_unknown` may be, as lists then show.
+ */
+class FsyncFail extends Command {
+  readonly kind = 'fsync-fail'
+  constructor(
+    readonly failMs: number,
+    readonly ops: readonly Op[],
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    world.sandbox.failFsyncs(true)
+    const timer = setTimeout(() => world.sandbox.failFsyncs(false), this.failMs)
+    try {
+      for (const op of this.ops) await perform(world, op, { refuse: true })
+    } finally {
+      clearTimeout(timer)
+      world.sandbox.failFsyncs(false)
+    }
+    await untilServing(world)
+  }
+  toString(): string {
+    return `fsync-fail(${this.failMs} ms, while: ${this.ops.map(showOp).join(', ')})`
+  }
+}
+
 // ---- generators ------------------------------------------------------------------------------
 
 const tenantArb = fc.integer({ min: 0, max: TENANTS - 1 })
@@ -785,6 +831,9 @@ function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
     ['restart', fc.constant(new Restart('SIGTERM', [], 0)), 1],
     ['kill-9', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 5 }), fc.integer({ min: 0, max: 30 })).map(([ops, ms]) => new Restart('SIGKILL', ops, ms)), 1],
   ]
+  if (store === 'sqlite' && failingFsyncShim() !== undefined) {
+    arbs.push(['fsync-fail', fc.tuple(fc.integer({ min: 0, max: 300 }), fc.array(opArb, { minLength: 1, maxLength: 6 })).map(([ms, ops]) => new FsyncFail(ms, ops)), 1])
+  }
   if (store === 'redis') arbs.push(['store-crash', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 20 })).map(([ops, ms]) => new StoreCrash(ops, ms)), 1])
   return arbs.filter(([kind]) => generated(kind)).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb))
 }

@@ -1,12 +1,19 @@
 /**
  * The operator is told (issue 20): with a data directory on a full disk, health says degraded for
- * as long as writes fail, and the operator's log says failing once and recovered once.
+ * as long as writes fail, and the operator's log says failing once and recovered once. And an
+ * answer states the write's true outcome when the fsync of SQLite's log fails (attack6 S1, S2).
  */
+import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
+import type { Category } from '../../src/index.js'
+import { seedState } from '../../src/storage/storage.js'
+import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
+import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
+import { dataDir } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
 
 function post(sandbox: RunningSandbox, key: string, name: string): Promise<Response> {
@@ -49,6 +56,238 @@ describe.skipIf(!smallDiskAvailable)('health on a real small disk (tmpfs)', () =
     expect(await health(sandbox)).toMatchObject({ status: 200, body: { status: 'ok' } })
     expect(failing()).toHaveLength(1)
     expect(recovered()).toHaveLength(1)
+    expect(rejections).toEqual([])
+  })
+})
+
+async function list(sandbox: RunningSandbox, key: string): Promise<string[]> {
+  const response = await sandbox.fetch('/v1/categories', { headers: auth(key) })
+  expect(response.status).toBe(200)
+  return ((await jsonOf(response)) as Category[]).map((category) => `${category.id} ${category.name}`)
+}
+
+async function scenarioOf(sandbox: RunningSandbox, key: string): Promise<string> {
+  const response = await sandbox.fetch('/__sandbox/state', { headers: auth(key) })
+  expect(response.status).toBe(200)
+  return ((await jsonOf(response)) as { scenario: { name: string } }).scenario.name
+}
+
+async function stop(running: RunningSandbox): Promise<void> {
+  running.server.closeAllConnections()
+  await new Promise((resolve) => running.server.close(resolve))
+  await running.sandbox.close()
+}
+
+interface FsyncFaults {
+  next: number
+  all: boolean
+  pattern: ((call: number) => boolean) | undefined
+  stall: Promise<void> | undefined
+  /** How many fsyncs met a stall, and how many failed. */
+  stalled: number
+  failed: number
+}
+
+/**
+ * Makes the fsyncs of SQLite's log fail with EIO, as a disk whose writeback fails does (attack6
+ * used an LD_PRELOAD shim): the next `next` of them, every one while `all` is set, or those `pattern`
+ * picks by their count. A failing one answers after `delayMs`, as a disk takes its time to fail.
+ * While `stall` is set, every fsync waits for it (a stalled disk).
+ * @note The store fsyncs its log with `FileHandle.datasync()`, patched here for the test's duration.
+ */
+async function failingFsyncs(dir: string, delayMs = 0): Promise<FsyncFaults> {
+  const probe = await open(join(dir, 'probe'), 'w')
+  const prototype = Object.getPrototypeOf(probe) as FileHandle
+  await probe.close()
+  const real = (Object.getOwnPropertyDescriptor(prototype, 'datasync') as { value: (this: FileHandle) => Promise<void> }).value
+  const faults: FsyncFaults = { next: 0, all: false, pattern: undefined, stall: undefined, stalled: 0, failed: 0 }
+  let calls = 0
+  const spy = vi.spyOn(prototype, 'datasync').mockImplementation(function (this: FileHandle) {
+    calls++
+    // A stalled disk: the fsync ends once the test lets it.
+    if (faults.stall !== undefined) {
+      faults.stalled++
+      return faults.stall.then(() => real.call(this))
+    }
+    const fail = faults.all || faults.next > 0 || (faults.pattern?.(calls) ?? false)
+    if (!fail) return real.call(this)
+    faults.next = Math.max(0, faults.next - 1)
+    faults.failed++
+    const error = Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO', errno: -5, syscall: 'fdatasync' })
+    return new Promise((_resolve, reject) => setTimeout(() => reject(error), delayMs))
+  })
+  onTestFinished(() => spy.mockRestore())
+  return faults
+}
+
+const ADMIN = 'admin-token-of-the-fsync-tests'
+/** The default scenario's seed, as {@link list} shows it, and the id its first create gets. */
+const DEFAULT_SEED = seedState(BUILTIN_SCENARIOS['default']!)
+const SEED = DEFAULT_SEED.categories.map((category) => `${category.id} ${category.name}`)
+const NEXT = DEFAULT_SEED.nextCategoryId
+
+describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
+  type Write = [name: string, send: (sandbox: RunningSandbox, key: string) => Promise<Response>]
+  const writes: Write[] = [
+    ['a scenario switch', (sandbox, key) => sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: 'empty' }) })],
+    ['a reset onto another scenario', (sandbox, key) => sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ scenario: 'empty' }) })],
+    ['an admin delete of the tenant', (sandbox, key) => sandbox.fetch(`/__sandbox/tenants/${tenantId(key)}`, { method: 'DELETE', headers: auth(ADMIN) })],
+  ]
+
+  it.each(writes)('leaves the tenant as it was, live and after a restart, when %s is answered 503 storage_unavailable', async (_name, send) => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const first = await startSandbox({ apiKeys: ['k1'], adminToken: ADMIN, dataDir: dir })
+    expect((await post(first, 'k1', 'before')).status).toBe(201)
+    const before = [...SEED, `${NEXT} before`]
+    expect(await list(first, 'k1')).toEqual(before)
+    faults.next = 1
+    const refused = await send(first, 'k1')
+    expect(faults.failed).toBe(1)
+    expect(refused.headers.get('retry-after')).toBe('5')
+    expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    expect(await list(first, 'k1')).toEqual(before)
+    expect(await scenarioOf(first, 'k1')).toBe('default')
+    // The next create follows on from the tenant's own ids, on its own scenario.
+    expect((await post(first, 'k1', 'after')).status).toBe(201)
+    const after = [...before, `${NEXT + 1} after`]
+    expect(await list(first, 'k1')).toEqual(after)
+    await stop(first)
+    const second = await startSandbox({ apiKeys: ['k1'], adminToken: ADMIN, dataDir: dir })
+    expect(await list(second, 'k1')).toEqual(after)
+    expect(await scenarioOf(second, 'k1')).toBe('default')
+    expect(rejections).toEqual([])
+  })
+
+  it('keeps the tenant’s planned answers when an admin delete of it is answered 503 storage_unavailable', async () => {
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1'], adminToken: ADMIN, dataDir: dir })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const plan = { operation: 'createCategory', status: 503, times: 2 }
+    expect((await sandbox.fetch('/__sandbox/answers', { method: 'POST', headers: auth('k1', true), body: JSON.stringify(plan) })).status).toBe(201)
+    faults.next = 1
+    const refused = await sandbox.fetch(`/__sandbox/tenants/${tenantId('k1')}`, { method: 'DELETE', headers: auth(ADMIN) })
+    expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    const pending = await sandbox.fetch('/__sandbox/answers', { headers: auth('k1') })
+    expect(await jsonOf(pending)).toEqual([expect.objectContaining(plan)])
+  })
+
+  it('answers write_outcome_unknown when the withdrawal of a failed create cannot be made durable, and 503 storage_unavailable when it can', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    // The create's fsync fails, and so does the fsync of its withdrawal.
+    faults.all = true
+    const unknown = await post(sandbox, 'k1', 'lost-or-not')
+    expect(unknown.headers.get('retry-after')).toBe('5')
+    expectErrorBody(await jsonOf(unknown), 503, 'write_outcome_unknown')
+    faults.all = false
+    faults.next = 1
+    // Only the create's own fsync fails: its withdrawal is durable, so it was not applied.
+    expectErrorBody(await jsonOf(await post(sandbox, 'k1', 'not-applied')), 503, 'storage_unavailable')
+    expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`])
+    // Nor did either take an id: the next create gets the one after `before`.
+    expect((await post(sandbox, 'k1', 'after')).status).toBe(201)
+    expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`, `${NEXT + 1} after`])
+    expect(rejections).toEqual([])
+  })
+
+  it('answers write_outcome_unknown when the undo of a failed switch cannot be made durable, and shows the scenario the tenant holds', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    faults.all = true
+    const unknown = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'empty' }) })
+    expectErrorBody(await jsonOf(unknown), 503, 'write_outcome_unknown')
+    faults.all = false
+    // Undone in this process: the name and the rows agree.
+    expect(await scenarioOf(sandbox, 'k1')).toBe('default')
+    expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`])
+    expect(rejections).toEqual([])
+  })
+
+  it.skipIf(!smallDiskAvailable)('answers write_outcome_unknown when the undo of a failed switch fails too (a full disk), and shows the scenario the tenant then holds', async () => {
+    const rejections = unhandledRejections()
+    const disk = smallDisk(1024)
+    const dir = join(disk.dir, 'data')
+    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
+    // The switch's fsync fails after 100 ms; meanwhile the disk fills, so the undo cannot be written.
+    const faults = await failingFsyncs(dir, 100)
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    faults.next = 1
+    const switching = sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'empty' }) })
+    await vi.waitFor(() => expect(faults.failed).toBe(1))
+    disk.fill()
+    const unknown = await switching
+    expect(unknown.headers.get('retry-after')).toBe('5')
+    expectErrorBody(await jsonOf(unknown), 503, 'write_outcome_unknown')
+    // Applied in this process: the name and the rows agree.
+    expect(await list(sandbox, 'k1')).toEqual([])
+    expect(await scenarioOf(sandbox, 'k1')).toBe('empty')
+    disk.free()
+    expect(rejections).toEqual([])
+  })
+
+  it('answers a tenant’s reads 503 storage_unavailable once they waited the request timeout for its switch on a stalled fsync, and never holds another tenant', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir, requestTimeoutMs: 300, headersTimeoutMs: 300 })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    let unstall!: () => void
+    faults.stall = new Promise((resolve) => (unstall = resolve))
+    onTestFinished(() => unstall())
+    const switching = sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'empty' }) })
+    // The switch is committed, not durable: the tenant's list neither shows it nor waits for good.
+    await vi.waitFor(() => expect(faults.stalled).toBe(1))
+    const held = await sandbox.fetch('/v1/categories', { headers: auth('k1') })
+    expect(held.headers.get('retry-after')).toBe('5')
+    expectErrorBody(await jsonOf(held), 503, 'storage_unavailable')
+    expect(await list(sandbox, 'k2')).toEqual(SEED)
+    faults.stall = undefined
+    unstall()
+    expect((await switching).status).toBe(200)
+    expect(await list(sandbox, 'k1')).toEqual([])
+    expect(rejections).toEqual([])
+  })
+
+  it('never lists a create that is then answered 503, on concurrent creates and lists while fsyncs fail now and then', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    // Two fsyncs of every five fail, each after 15 ms: lists arrive while they are under way.
+    const faults = await failingFsyncs(dir, 15)
+    const sandbox = await startSandbox({ apiKeys: ['k1'], scenario: 'empty', dataDir: dir, warn: () => undefined })
+    faults.pattern = (call) => call % 5 < 2
+    const refused = new Set<string>()
+    const acknowledged = new Set<string>()
+    const listed = new Set<string>()
+    const create = async (name: string) => {
+      const response = await post(sandbox, 'k1', name)
+      await response.body?.cancel()
+      ;(response.status === 201 ? acknowledged : refused).add(name)
+    }
+    const read = async () => {
+      const response = await sandbox.fetch('/v1/categories', { headers: auth('k1') })
+      if (response.status !== 200) return void (await response.body?.cancel())
+      for (const category of (await jsonOf(response)) as Category[]) listed.add(category.name)
+    }
+    for (let round = 0; round < 12; round++) {
+      const creates = Array.from({ length: 4 }, (_, i) => create(`r${round}-${i}`))
+      await Promise.all([...creates, read(), new Promise((resolve) => setTimeout(resolve, 5)).then(read), new Promise((resolve) => setTimeout(resolve, 10)).then(read)])
+    }
+    faults.pattern = undefined
+    expect(faults.failed).toBeGreaterThan(0)
+    expect(refused.size).toBeGreaterThan(0)
+    expect(acknowledged.size).toBeGreaterThan(0)
+    expect([...listed].filter((name) => refused.has(name))).toEqual([])
+    // And every acknowledged create is there, none of the refused ones.
+    expect(new Set(await list(sandbox, 'k1').then((rows) => rows.map((row) => row.slice(row.indexOf(' ') + 1))))).toEqual(acknowledged)
     expect(rejections).toEqual([])
   })
 })

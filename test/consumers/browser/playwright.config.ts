@@ -1,7 +1,7 @@
 import { defineConfig } from '@playwright/test'
 
 const port = Number(process.env['PORT'] ?? 41730)
-// VITE_DEV=1: the development server (`vite`, the README's `import.meta.env.DEV` path, with its
+// VITE_DEV=1: the development server (`vite`, docs/browser.md's `import.meta.env.DEV` path, with its
 // dependency pre-bundling); otherwise the production build (`vite build`), served as is.
 const server = process.env['VITE_DEV'] === '1' ? 'npx vite' : 'npx vite preview'
 

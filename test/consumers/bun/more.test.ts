@@ -1,4 +1,4 @@
-// Beyond the README's excerpt: scenarios, the store, the contract's errors, and isolation.
+// Beyond the excerpt in docs/recipes.md: scenarios, the store, the contract's errors, and isolation.
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test'
 import { setupServer } from 'msw/node'
 import { createPetstore } from 'petstore-sandbox'

@@ -5,7 +5,7 @@
 // - 401: the request without its key; 400: a blank name; 404: a pet id the scenario lacks.
 // - Other error statuses (409, 410, 413) need a state a test cannot reach in a request (20,000
 //   categories, a past sunset, a 1 MiB body): `Prefer: code=<status>` asks the sandbox for that
-//   answer, as the README describes.
+//   answer, as docs/library.md (Simulating trouble) describes.
 // - `default`: Dredd reads it as 200. The document says it covers the simulated faults, so the
 //   request asks for one (`Prefer: code=500`) and the expected status becomes 500.
 // - Headers: Dredd expects every documented response header, but OpenAPI makes a header optional

@@ -1,4 +1,4 @@
-// Beyond the README's excerpt: scenarios, the store, the contract's errors, and isolation.
+// Beyond the excerpt in docs/recipes.md: scenarios, the store, the contract's errors, and isolation.
 import assert from 'node:assert/strict'
 import { after, afterEach, before, test } from 'node:test'
 import { setupServer } from 'msw/node'

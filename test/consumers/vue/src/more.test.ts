@@ -1,4 +1,4 @@
-// Beyond the README's excerpt: the contract's 400 message, scenarios, and isolation.
+// Beyond the excerpt in docs/recipes.md: the contract's 400 message, scenarios, and isolation.
 import { cleanup, fireEvent, render, screen } from '@testing-library/vue'
 import { setupServer } from 'msw/node'
 import { createPetstore } from 'petstore-sandbox'

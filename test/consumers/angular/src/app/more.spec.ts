@@ -1,4 +1,4 @@
-// Beyond the README's excerpt: isolation between tests, and the contract's 401.
+// Beyond the excerpt in docs/recipes.md: isolation between tests, and the contract's 401.
 import { provideHttpClient, withFetch } from '@angular/common/http'
 import { TestBed } from '@angular/core/testing'
 import { setupServer } from 'msw/node'

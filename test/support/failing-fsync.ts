@@ -1,0 +1,42 @@
+/**
+ * Failing fsyncs for a child server (attack6 S1, S2): an LD_PRELOAD library whose `fsync` and
+ * `fdatasync` fail with EIO while a flag file exists, as a disk whose writeback fails does.
+ * Compiled with gcc once per test process; where gcc (or Linux) is missing, `failingFsyncShim()`
+ * is undefined and the tests that need it leave it out.
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** The variable naming the flag file: while it exists, every fsync of the child fails. */
+export const FAILSYNC_FLAG_VARIABLE = 'PETSTORE_TEST_FAILSYNC_FLAG'
+
+const SOURCE = `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int failing(void) { const char *flag = getenv("${FAILSYNC_FLAG_VARIABLE}"); return flag != NULL && access(flag, F_OK) == 0; }
+int fdatasync(int fd) { if (failing()) { errno = EIO; return -1; } int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync"); return real(fd); }
+int fsync(int fd) { if (failing()) { errno = EIO; return -1; } int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync"); return real(fd); }
+`
+
+let built: string | null | undefined
+
+/** The shim's path (built on first use, deleted when the process exits), or undefined where it cannot be built. */
+export function failingFsyncShim(): string | undefined {
+  if (built !== undefined) return built ?? undefined
+  built = null
+  if (process.platform !== 'linux') return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-failsync-'))
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  try {
+    writeFileSync(join(dir, 'failsync.c'), SOURCE)
+    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', join(dir, 'failsync.so'), join(dir, 'failsync.c'), '-ldl'], { stdio: 'ignore' })
+    built = join(dir, 'failsync.so')
+  } catch {
+    built = null
+  }
+  return built ?? undefined
+}
