@@ -196,6 +196,39 @@ ${recordOutcome('KEYS[4]', 'KEYS[5]', 2, 3, 4, "'1'")}
 return '1'
 `)
 
+/** What one command of a journal read returns at most, in bytes of entries (by their weights in `jsizes`, never less than their JSON), or one entry when it alone weighs more: as a list's page (`LIST_PAGE_BYTES` in `redis-storage.ts`, attack7 K2). */
+export const JOURNAL_PAGE_BYTES = 256 * 1024
+/** The most entries one page of a journal read weighs (`jsizes`) before it stops. */
+const JOURNAL_PAGE_ENTRIES = 256
+
+/**
+ * One page of a journal, read newest first. KEYS: journal, jsizes. ARGV[1]: the id of the newest
+ * entry wanted (-1: the newest there is). Returns the entries up to that id, oldest first, as
+ * many as {@link JOURNAL_PAGE_BYTES} holds by their weights (at least one), and 1 when the page
+ * begins with the journal's oldest entry (0 otherwise); no entries when that id is gone (dropped
+ * as the oldest, or cleared).
+ * @note Entries are never changed once written, and their ids follow each other (each recorded
+ * entry takes the next): so the index of an id is its distance from the oldest entry's id, read
+ * in the same script, however many entries were dropped or added between pages.
+ */
+const JOURNAL_PAGE = redisScript(`
+local n = redis.call('LLEN', KEYS[1])
+if n == 0 then return {{}, 1} end
+local oldest = tonumber(string.match(redis.call('LINDEX', KEYS[1], 0), '^{"id":(%d+)'))
+local last = n - 1
+if ARGV[1] ~= '-1' then last = tonumber(ARGV[1]) - oldest end
+if last < 0 then return {{}, 1} end
+if last > n - 1 then last = n - 1 end
+local sizes = redis.call('LRANGE', KEYS[2], math.max(0, last - ${JOURNAL_PAGE_ENTRIES - 1}), last)
+local first, bytes = last, 0
+for i = #sizes, 1, -1 do
+  bytes = bytes + tonumber(sizes[i])
+  if bytes > ${JOURNAL_PAGE_BYTES} and i < #sizes then break end
+  first = last - (#sizes - i)
+end
+return {redis.call('LRANGE', KEYS[1], first, last), first == 0 and 1 or 0}
+`)
+
 /**
  * The keys a tenant's journal touches (`RedisStorage.keys` names them): its own three, the
  * tenant's `meta` and `categories` (what the store budget counts of it), and the outcome record.
@@ -269,9 +302,24 @@ export class RedisJournal implements TenantJournal {
     await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, ...this.#usageArgs])
   }
 
+  /**
+   * The entries, oldest first, read in pages of about {@link JOURNAL_PAGE_BYTES} from the newest
+   * back, one command each, so that other commands of every replica run between them (attack7 K2).
+   * @note The entries up to the newest when the read began, back to the oldest still there when
+   * the last page is read: entries dropped as the oldest while it reads (or cleared) are left
+   * out, never an entry twice or one in between.
+   */
   async all(filter: JournalFilter = {}): Promise<JournalEntry[]> {
-    const texts = (await this.#link.call(this.#keys[0], ['LRANGE', this.#keys[0]!, '0', '-1'])) as string[]
-    return texts.map((text) => JSON.parse(text) as JournalEntry).filter((entry) => journalMatches(entry, filter))
+    const pages: JournalEntry[][] = []
+    let newest = -1
+    for (;;) {
+      const [texts, oldest] = (await this.#link.script(JOURNAL_PAGE, this.#keys.slice(0, 2), [newest])) as [string[], number]
+      const page = texts.map((text) => JSON.parse(text) as JournalEntry)
+      if (page.length > 0) pages.push(page)
+      if (oldest === 1 || page.length === 0) break
+      newest = page[0]!.id - 1
+    }
+    return pages.reverse().flat().filter((entry) => journalMatches(entry, filter))
   }
 
   async clear(): Promise<void> {

@@ -6,8 +6,9 @@
  * Keys (`P` is the prefix, `petstore-sandbox:` by default; `{id}` is a Redis Cluster hash tag, so
  * all of one tenant's keys live in one slot and one script may touch them all):
  * - `P{id}:meta` hash: `scenario`, `next` (the next category id), `updated` (last write, ms),
- *   `used` (last request, ms): exists only once the tenant has written; without it the tenant is
- *   on the default seed;
+ *   `used` (last request, ms), `state` (the state's version, a random token each state write sets:
+ *   a list read in pages checks it, {@link RedisStorage.readList}): exists only once the tenant has
+ *   written; without it the tenant is on the default seed;
  * - `P{id}:cats` list: the categories as JSON, in creation order;
  * - `P{id}:journal`, `P{id}:jsizes`, `P{id}:jmeta`: the journal (`redis-journal.ts`);
  * - `P{id}:answers` list: planned answers (`redis-answers.ts`);
@@ -186,7 +187,9 @@ end`
  * when the tenant has none yet; `replace`; `default`: back on the default seed, so its keys go),
  * scenario, next id, the store budget (bytes), what the tenant's own record counts against it
  * (`tenantStoredBytes`), ttl ms, the tenant's id, the tenant floor (bytes), the most entries
- * its outcome record keeps, then the categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
+ * its outcome record keeps, the state's version (a fresh random token, kept in the meta's `state`
+ * field until the next state write: a list read in pages checks it, {@link READ_HEAD}), then the
+ * categories as JSON. Each category counts the bytes of its JSON as written here (Lua's `#`), plus
  * {@link CATEGORY_OVERHEAD}, the rule of `stored-bytes.ts`. Refuses with BUDGET or KEPT
  * ({@link charge}), VOID when the operation was declared never applied, LATE when it reached
  * Redis once that could have been forgotten (`replayOutcome`). A switch or reset is
@@ -201,16 +204,16 @@ if ARGV[3] == 'init' and redis.call('EXISTS', KEYS[1]) == 1 then return '0' end
 local bytes = 0
 if ARGV[3] ~= 'default' then
   bytes = tonumber(ARGV[7])
-  for i = 12, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
+  for i = 13, #ARGV do bytes = bytes + ${CATEGORY_OVERHEAD} + #ARGV[i] end
 end
 ${charge(5, 9, 'bytes', 6, 10)}
 redis.call('DEL', KEYS[1], KEYS[2])
 ${NOW}
 if ARGV[3] ~= 'default' then
-  for i = 12, #ARGV, ${PUSH_CHUNK} do
+  for i = 13, #ARGV, ${PUSH_CHUNK} do
     redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + ${PUSH_CHUNK - 1}, #ARGV)))
   end
-  redis.call('HSET', KEYS[1], 'scenario', ARGV[4], 'next', ARGV[5], 'updated', string.format('%d', now))
+  redis.call('HSET', KEYS[1], 'scenario', ARGV[4], 'next', ARGV[5], 'updated', string.format('%d', now), 'state', ARGV[12])
   ${renewTtl(8).replaceAll('\n', '\n  ')}
 end
 if ARGV[1] ~= '' then
@@ -352,11 +355,47 @@ ${NOW}
 return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. string.format('%d', now - tonumber(ARGV[1])))
 `)
 
-/** Reads a tenant: nil when it has no state (default seed), else its scenario and categories (ARGV[1] `list`) or their count. */
+/** Reads a tenant: nil when it has no state (default seed), else its scenario and how many categories it holds. */
 const READ = redisScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-if ARGV[1] == 'count' then return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LLEN', KEYS[2])} end
-return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LRANGE', KEYS[2], 0, -1)}
+return {redis.call('HGET', KEYS[1], 'scenario'), redis.call('LLEN', KEYS[2])}
+`)
+
+/**
+ * What one command of a list read aims to return at most, in bytes of categories' JSON: Redis
+ * runs one command at a time, and one `LRANGE 0 -1` of a 44 MB list (20,000 categories at their
+ * longest, within the default limits) held every other command of every replica for the whole
+ * reply, and its reply took 260 MB and more of output buffers (attack7 K2). A page is a plain
+ * `LRANGE` of as many entries as the page's bytes hold by the largest entry of the page before
+ * (at most {@link LIST_PAGE_ENTRIES}; {@link LIST_FIRST_PAGE} for the first): 256 KiB takes Redis
+ * about 50 µs, and a 44 MB list read in such pages about 15 ms of Redis's time in all, against
+ * 39 ms in one command (`bench/redis-long-lists.ts`).
+ */
+export const LIST_PAGE_BYTES = 256 * 1024
+/**
+ * The most categories one page holds: so a page is at most this many of the largest categories
+ * the limits allow (128 × 13.2 KB of JSON when every character is escaped), whatever came before.
+ */
+export const LIST_PAGE_ENTRIES = 128
+/** The categories of a list read's first page, read with the tenant's scenario and state ({@link READ_HEAD}). */
+const LIST_FIRST_PAGE = 16
+/** How many times a list read starts over when its tenant's state is replaced while it reads, before it answers 503. */
+export const LIST_READ_ATTEMPTS = 4
+
+/**
+ * The head of a list read. KEYS: meta, cats. ARGV[1]: how many categories to read. Returns nil
+ * when the tenant has no state (default seed, deleted, expired), else its scenario, its state's
+ * version (the meta's `state`, a random token set by every state write; `-` when written by an
+ * older version), its list's length, and its first ARGV[1] categories.
+ * @note Only a state write (a new version, never one seen before) or a delete removes or moves
+ * entries; a create appends. So when the version is the same after the last page, it was the
+ * same throughout, and the entries below the head's length were those the head saw: a read in
+ * pages is the list as it was at its head, or is started over.
+ */
+const READ_HEAD = redisScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local meta = redis.call('HMGET', KEYS[1], 'scenario', 'state')
+return {meta[1], meta[2] or '-', redis.call('LLEN', KEYS[2]), redis.call('LRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)}
 `)
 
 /**
@@ -562,14 +601,25 @@ export class RedisStorage implements TenantStorage {
     return (await this.link.call(this.keys(id).meta, ['EXISTS', this.keys(id).meta])) === 1
   }
 
+  /**
+   * Every tenant in the registry, by last write or use (oldest first).
+   * @note Read with `ZSCAN`, a page of about 1,000 tenants a command, not one `ZRANGE 0 -1` of
+   * every tenant (attack7 K2: one command's work unbounded); a tenant stamped while it reads may
+   * come twice (kept once, with its latest stamp).
+   */
   async list(): Promise<TenantSummary[]> {
-    const flat = (await this.link.call(this.#registry, ['ZRANGE', this.#registry, '0', '-1', 'WITHSCORES'])) as string[]
-    const entries: { id: string; updatedAt: number }[] = []
-    for (let i = 0; i + 1 < flat.length; i += 2) entries.push({ id: flat[i]!, updatedAt: Number(flat[i + 1]) })
+    const stamps = new Map<string, number>()
+    let cursor = '0'
+    do {
+      const [next, flat] = (await this.link.call(this.#registry, ['ZSCAN', this.#registry, cursor, 'COUNT', '1000'])) as [string, string[]]
+      cursor = next
+      for (let i = 0; i + 1 < flat.length; i += 2) stamps.set(flat[i]!, Math.max(stamps.get(flat[i]!) ?? 0, Number(flat[i + 1])))
+    } while (cursor !== '0')
+    const entries = [...stamps].map(([id, updatedAt]) => ({ id, updatedAt })).sort((a, b) => a.updatedAt - b.updatedAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     const summaries = await Promise.all(
       entries.map(async ({ id, updatedAt }): Promise<TenantSummary | undefined> => {
         const keys = this.keys(id)
-        const reply = (await this.link.script(READ, [keys.meta, keys.categories], ['count'])) as [string, number] | null
+        const reply = (await this.link.script(READ, [keys.meta, keys.categories], [])) as [string, number] | null
         if (reply === null) {
           // Its keys expired (TTL) or were deleted elsewhere: the registry forgets it too.
           await this.link.call(this.#registry, ['ZREM', this.#registry, id])
@@ -659,11 +709,47 @@ export class RedisStorage implements TenantStorage {
     this.#seedJson = seed.categories.map((category) => JSON.stringify(toCategory(category)))
   }
 
-  /** @internal The tenant's scenario and categories, or undefined when it is on the default seed. */
-  async read(id: string, what: 'list' | 'count'): Promise<[string, string[] | number] | undefined> {
+  /** @internal The tenant's scenario and how many categories it holds, or undefined when it is on the default seed. */
+  async count(id: string): Promise<[string, number] | undefined> {
     const keys = this.keys(id)
-    const reply = (await this.link.script(READ, [keys.meta, keys.categories], [what])) as [string, string[] | number] | null
+    const reply = (await this.link.script(READ, [keys.meta, keys.categories], [])) as [string, number] | null
     return reply ?? undefined
+  }
+
+  /**
+   * @internal The tenant's scenario and categories (`parse` makes each of their JSON texts), or
+   * undefined when it is on the default seed: read in pages of about {@link LIST_PAGE_BYTES}, one
+   * command each, so that other commands, of every replica, run between them (attack7 K2), and
+   * each page parsed as it comes, so that no more than one page's texts is held.
+   * @note One state: the state's version is the same after the last page as at the head, or the
+   * read starts over (at most {@link LIST_READ_ATTEMPTS} times, then `StorageUnavailableError`),
+   * so that a list is never made of two states (a reset or switch between pages); creates since
+   * the head are left out, as if they came after the read.
+   */
+  async readList<T>(id: string, parse: (text: string) => T): Promise<[scenario: string, categories: T[]] | undefined> {
+    const { meta, categories: list } = this.keys(id)
+    for (let attempt = 0; attempt < LIST_READ_ATTEMPTS; attempt++) {
+      const head = (await this.link.script(READ_HEAD, [meta, list], [LIST_FIRST_PAGE])) as [scenario: string, version: string, length: number, entries: string[]] | null
+      if (head === null) return undefined
+      const [scenario, version, length, first] = head
+      const categories = first.map(parse)
+      let page = first
+      while (categories.length < length) {
+        const largest = page.reduce((most, text) => Math.max(most, Buffer.byteLength(text)), 1)
+        const from = categories.length
+        const until = Math.min(length, from + Math.max(1, Math.min(LIST_PAGE_ENTRIES, Math.floor(LIST_PAGE_BYTES / largest))))
+        page = (await this.link.call(list, ['LRANGE', list, String(from), String(until - 1)])) as string[]
+        for (const text of page) categories.push(parse(text))
+        // Shorter than asked: the list was replaced or deleted since the head.
+        if (page.length < until - from) break
+      }
+      if (categories.length === length) {
+        if (length <= LIST_FIRST_PAGE) return [scenario, categories]
+        const [still, now] = (await this.link.call(meta, ['HMGET', meta, 'scenario', 'state'])) as [string | null, string | null]
+        if (still !== null && (now ?? '-') === version) return [scenario, categories]
+      }
+    }
+    throw new StorageUnavailableError(`Redis: the categories of tenant ${id} were replaced ${LIST_READ_ATTEMPTS} times while being read`)
   }
 
   /** @internal The planned answers of tenant `id` (its `answers` list). */
@@ -743,8 +829,9 @@ export class RedisStorage implements TenantStorage {
     const scriptKeys = [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
     const rest = [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor]
     try {
-      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, ...categories])
-      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, ...categories])
+      const version = operationId()
+      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, version, ...categories])
+      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, version, ...categories])
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
       if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
@@ -795,14 +882,14 @@ class RedisTenantStore implements TenantStore {
   }
 
   async listCategories(): Promise<Category[]> {
-    const state = await this.#storage.read(this.#id, 'list')
+    const state = await this.#storage.readList(this.#id, parseCategory)
     if (!state) return this.#storage.seed.categories.map(toCategory)
-    return (state[1] as string[]).map(parseCategory)
+    return state[1]
   }
 
   async countCategories(): Promise<number> {
-    const state = await this.#storage.read(this.#id, 'count')
-    return state ? (state[1] as number) : this.#storage.seed.categories.length
+    const state = await this.#storage.count(this.#id)
+    return state ? state[1] : this.#storage.seed.categories.length
   }
 
   /** What a list reads from Redis, at least (see `RedisStorage.heldBy`). */
