@@ -215,7 +215,7 @@ describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a 
     const storage = await openRedisStorage({ url: proxy.url, seed: NO_SEED, outcomeRecordMs: keepMs })
     onTestFinished(() => storage.close())
     const partner = tenantId('partner')
-    const listed = async () => ((await storage.read(partner, 'list'))![1] as string[]).map((json) => (JSON.parse(json) as { name: string }).name)
+    const listed = async () => (await storage.readList(partner, (json) => (JSON.parse(json) as { name: string }).name))![1]
     await storage.create(partner, { name: 'before' }, Number.POSITIVE_INFINITY)
     proxy.hold('late')
     const sent = monotonicNow()
