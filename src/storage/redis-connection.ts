@@ -106,6 +106,11 @@ const CLOCK_KEEP_MS = 5000
  * 1 ms a second, twice the most NTP slews a clock (500 ppm). An estimate is made that much earlier.
  */
 const CLOCK_DRIFT = 0.001
+/**
+ * A reading this old (ms) is read again before an estimate is given (not in the background): the
+ * drift allowance then stays small (a replica idle for an hour would otherwise take 3.6 s off).
+ */
+const CLOCK_STALE_MS = 10_000
 
 /** A command not sent: the request it serves has no time left (not a failure of Redis). */
 class RequestTimeUp extends StorageUnavailableError {}
@@ -506,14 +511,14 @@ export class RedisLink {
    * Redis's time now (ms since the epoch, by Redis's clock; on a Cluster, its slowest master's),
    * at most: the last reading of `TIME` plus the monotonic time since its answer came, so at or
    * before the true time (by as much as that answer took). A recorded write carries it as the
-   * time it was sent (`redis-outcomes.ts`, attack7 K1). Reads the clock first when it never was
-   * (a failure is a {@link StorageUnavailableError}: nothing was sent), and again in the
+   * time it was sent (`redis-outcomes.ts`, attack7 K1). Reads the clock first when it never was,
+   * or its reading is {@link CLOCK_STALE_MS} old (a failure is a {@link StorageUnavailableError}: nothing was sent), and again in the
    * background at most every {@link CLOCK_READ_MS} while it is asked. With `at` (a moment of
    * {@link monotonicNow}, such as a request's deadline), Redis's time at that moment, at most, the
    * same way: less {@link CLOCK_DRIFT} of the time from the reading to it (the clocks' rates may differ).
    */
   async redisNow(at?: number): Promise<number> {
-    if (this.#clock === undefined) await this.#readClock()
+    if (this.#clock === undefined || monotonicNow() - this.#clock.at >= CLOCK_STALE_MS) await this.#readClock()
     // Outside the request's deadline: nobody waits for it, so it has the whole command timeout.
     else if (monotonicNow() - this.#clockReadAt >= CLOCK_READ_MS) requestDeadline.exit(() => this.#readClock()).catch(() => undefined)
     const clock = this.#clock!
