@@ -133,11 +133,16 @@ return '1'
 
 /**
  * Takes one answer of operation ARGV[1]: the oldest plan of that operation has one time less (and
- * goes at zero). KEYS: the list, then the plan book (not on a Cluster). ARGV[2]: the tenant's id.
- * A take is a use: the tenant's count and time in the book are renewed, or it leaves the book
- * with its last plan. Returns the answer's JSON, or false when none is planned.
+ * goes at zero). KEYS: the list, ops, opt, then the plan book (not on a Cluster). ARGV: the
+ * operation, the tenant's id, the operation id, how long to keep its outcome on record (ms), the
+ * most entries the outcome record keeps. A take is a use: the tenant's count and time in the book
+ * are renewed, or it leaves the book with its last plan. Returns the answer's JSON, or false when
+ * none is planned. A take is recorded (the answer's JSON its result: a few dozen bytes), so that a
+ * request whose take's reply was lost gets the answer it took, or it was not taken (attack7 K4);
+ * one that took nothing leaves no record (settled as not applied: nothing was taken).
  */
 const TAKE = redisScript(`
+${replayOutcome('KEYS[2]', 3, 4)}
 local plans = redis.call('LRANGE', KEYS[1], 0, -1)
 for i, plan in ipairs(plans) do
   local first = string.find(plan, '\t', 1, true)
@@ -146,23 +151,24 @@ for i, plan in ipairs(plans) do
     local left = tonumber(string.sub(plan, first + 1, second - 1)) - 1
     local answer = string.sub(plan, second + 1)
     local counted = 0
-    if KEYS[2] and redis.call('ZSCORE', KEYS[2], ARGV[2]) then counted = #plans end
+    if KEYS[4] and redis.call('ZSCORE', KEYS[4], ARGV[2]) then counted = #plans end
     if left > 0 then
       redis.call('LSET', KEYS[1], i - 1, ARGV[1] .. '\t' .. string.format('%d', left) .. '\t' .. answer)
     else
       redis.call('LSET', KEYS[1], i - 1, '')
       redis.call('LREM', KEYS[1], 1, '')
     end
-    if KEYS[2] then
+    ${NOW.replaceAll('\n', '\n    ')}
+    if KEYS[4] then
       local remaining = #plans - (left > 0 and 0 or 1)
-      if remaining ~= counted then redis.call('INCRBY', KEYS[3], remaining - counted) end
+      if remaining ~= counted then redis.call('INCRBY', KEYS[5], remaining - counted) end
       if remaining > 0 then
-        ${NOW.replaceAll('\n', '\n        ')}
-        redis.call('ZADD', KEYS[2], ${bookScore('remaining')}, ARGV[2])
+        redis.call('ZADD', KEYS[4], ${bookScore('remaining')}, ARGV[2])
       else
-        redis.call('ZREM', KEYS[2], ARGV[2])
+        redis.call('ZREM', KEYS[4], ARGV[2])
       end
     end
+    ${recordOutcome('KEYS[2]', 'KEYS[3]', 3, 4, 5, 'answer').replaceAll('\n', '\n    ')}
     return answer
   end
 end
@@ -254,7 +260,9 @@ export class RedisAnswers implements TenantAnswers {
   take(operation: OperationId): Promise<PlannedAnswer | undefined> | undefined {
     // @note Every API request asks: when the last read found no list, no round trip.
     if (!this.#mayHold) return undefined
-    return this.#link.script(TAKE, [this.#key, ...this.#bookKeys()], [operation, this.#tenant]).then((reply) => (typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined))
+    return recordedWrite(this.#link, this.#outcomes, `the take of a planned answer of ${this.#key}`, TAKE, this.#keys(), (op, keepMs, entries) => [operation, this.#tenant, op, keepMs, entries]).then((reply) =>
+      typeof reply === 'string' ? (JSON.parse(reply) as PlannedAnswer) : undefined,
+    )
   }
 
   async pending(): Promise<PendingAnswer[]> {

@@ -101,6 +101,16 @@ export const EVICTION_RECHECK_MS = 1000
 const CLOCK_READ_MS = 1000
 /** A reading of Redis's clock is kept over a later, looser one (an answer that took longer) this long (ms). */
 const CLOCK_KEEP_MS = 5000
+/**
+ * How far Redis's clock and this process's monotonic clock may run apart per ms after a reading:
+ * 1 ms a second, twice the most NTP slews a clock (500 ppm). An estimate is made that much earlier.
+ */
+const CLOCK_DRIFT = 0.001
+/**
+ * A reading this old (ms) is read again before an estimate is given (not in the background): the
+ * drift allowance then stays small (a replica idle for an hour would otherwise take 3.6 s off).
+ */
+const CLOCK_STALE_MS = 10_000
 
 /** A command not sent: the request it serves has no time left (not a failure of Redis). */
 class RequestTimeUp extends StorageUnavailableError {}
@@ -501,15 +511,19 @@ export class RedisLink {
    * Redis's time now (ms since the epoch, by Redis's clock; on a Cluster, its slowest master's),
    * at most: the last reading of `TIME` plus the monotonic time since its answer came, so at or
    * before the true time (by as much as that answer took). A recorded write carries it as the
-   * time it was sent (`redis-outcomes.ts`, attack7 K1). Reads the clock first when it never was
-   * (a failure is a {@link StorageUnavailableError}: nothing was sent), and again in the
-   * background at most every {@link CLOCK_READ_MS} while it is asked.
+   * time it was sent (`redis-outcomes.ts`, attack7 K1). Reads the clock first when it never was,
+   * or its reading is {@link CLOCK_STALE_MS} old (a failure is a {@link StorageUnavailableError}: nothing was sent), and again in the
+   * background at most every {@link CLOCK_READ_MS} while it is asked. With `at` (a moment of
+   * {@link monotonicNow}, such as a request's deadline), Redis's time at that moment, at most, the
+   * same way: less {@link CLOCK_DRIFT} of the time from the reading to it (the clocks' rates may differ).
    */
-  async redisNow(): Promise<number> {
-    if (this.#clock === undefined) await this.#readClock()
+  async redisNow(at?: number): Promise<number> {
+    if (this.#clock === undefined || monotonicNow() - this.#clock.at >= CLOCK_STALE_MS) await this.#readClock()
     // Outside the request's deadline: nobody waits for it, so it has the whole command timeout.
     else if (monotonicNow() - this.#clockReadAt >= CLOCK_READ_MS) requestDeadline.exit(() => this.#readClock()).catch(() => undefined)
-    return Math.floor(monotonicNow() + this.#clock!.offset)
+    const clock = this.#clock!
+    const moment = at ?? monotonicNow()
+    return Math.floor(moment + clock.offset - Math.max(0, moment - clock.at) * CLOCK_DRIFT)
   }
 
   /** Reads Redis's clock (every master's): keeps the reading unless the one kept is tighter and recent. */
@@ -642,6 +656,11 @@ export class RedisLink {
   requestTimeLeft(): number | undefined {
     const deadline = requestDeadline.getStore()
     return deadline === undefined ? undefined : Math.max(0, Math.floor(deadline.at - monotonicNow()))
+  }
+
+  /** When the Redis work of the request being served must be over ({@link monotonicNow} ms), or undefined outside a request. */
+  requestDeadline(): number | undefined {
+    return requestDeadline.getStore()?.at
   }
 
   close(): Promise<void> {

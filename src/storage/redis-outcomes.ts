@@ -7,7 +7,10 @@
  * so an answer states the write's true outcome: applied, not applied (and now never), or unknown.
  * Each such write also carries the Redis time it was sent at (in its operation id) and refuses,
  * never applied, once its `void` may no longer be on record (attack7 K1): so a write not applied
- * within {@link OUTCOME_RECORD_MS} of being sent never is.
+ * within {@link OUTCOME_RECORD_MS} of being sent never is. And it carries the Redis time by which
+ * its request is answered (its deadline), and refuses once that has come (attack7 K1,
+ * `write_outcome_unknown`): so a write not applied by the time its answer is sent never is, and
+ * every answer, `write_outcome_unknown` included, is final.
  */
 import { randomBytes } from 'node:crypto'
 import { monotonicNow } from '../core/clock.js'
@@ -79,17 +82,22 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * Lua: sets `late` when operation ARGV[`op`], sent at the Redis time its id carries
  * ({@link operationId}), may have had its outcome forgotten by the record `ops` by now: it was
  * sent ARGV[`keep`] ms ago or more (the record keeps each entry that long, at least), or the
- * record trimmed, by its cap, an entry recorded at or after that time (`!trimmed`). Either stays
- * true from then on. An id without a time (an older version's) is never late.
- * @note Redis's own clock (`TIME`), as the record's; an estimated send time at or before the true
- * one only makes a write late sooner (attack7 K1).
+ * record trimmed, by its cap, an entry recorded at or after that time (`!trimmed`). With
+ * `answered`, also when its request has been answered by now: its id's deadline has come. Each
+ * stays true from then on. An id without a time (an older version's) is never late, one without
+ * a deadline never answered.
+ * @note Redis's own clock (`TIME`), as the record's; an estimated send time or deadline at or
+ * before the true one only makes a write late sooner (attack7 K1).
  */
-const lateOutcome = (ops: string, op: number, keep: number) => `local late = false
+const lateOutcome = (ops: string, op: number, keep: number, answered = false) => `local late = false
 local sent = tonumber(string.match(ARGV[${op}], '^(%d+):') or '')
 if sent then
   local at = redis.call('TIME')
+  local ms = tonumber(at[1]) * 1000 + math.floor(tonumber(at[2]) / 1000)
   local trimmed = tonumber(redis.call('HGET', ${ops}, '!trimmed') or '')
-  late = tonumber(at[1]) * 1000 + math.floor(tonumber(at[2]) / 1000) - sent >= tonumber(ARGV[${keep}]) or (trimmed ~= nil and trimmed >= sent)
+  late = ms - sent >= tonumber(ARGV[${keep}]) or (trimmed ~= nil and trimmed >= sent)${answered ? `
+  local due = tonumber(string.match(ARGV[${op}], '^%d+:(%d+):') or '')
+  if due ~= nil and ms >= due then late = true end` : ''}
 end`
 
 /**
@@ -97,13 +105,14 @@ end`
  * again (it is never applied twice); VOID when it was declared never applied ({@link SETTLE});
  * LATE when that `void` may be gone from the record by now ({@link lateOutcome}: ARGV[`keep`] is
  * how long the record keeps an entry), so that a write reaching Redis from an abandoned
- * connection minutes on, or after a flood of other writes, is never applied (attack7 K1).
+ * connection minutes on, or after a flood of other writes, is never applied (attack7 K1); LATE
+ * too once its request has been answered (its id's deadline), so that no answer is overtaken.
  */
 export const replayOutcome = (ops: string, op: number, keep: number) => `local done = redis.call('HGET', ${ops}, ARGV[${op}])
 if done == 'void' then return redis.error_reply('VOID') end
 if done then return done end
 do
-  ${lateOutcome(ops, op, keep).replaceAll('\n', '\n  ')}
+  ${lateOutcome(ops, op, keep, true).replaceAll('\n', '\n  ')}
   if late then return redis.error_reply('LATE') end
 end`
 
@@ -114,6 +123,8 @@ end`
  * it still arrive, refuses with VOID); or `unknown` when its record may be gone (sent as long ago
  * as the record keeps, or an entry as new trimmed by the cap): it may have been applied, and
  * should it still arrive, it refuses with LATE, so it is applied by now or never.
+ * @note Not by the deadline: once it has come, the write is refused should it still arrive, so
+ * no record means not applied, as before it.
  */
 const SETTLE = redisScript(`
 local done = redis.call('HGET', KEYS[1], ARGV[1])
@@ -127,10 +138,32 @@ return 'void'
 
 /**
  * A new operation id: the Redis time (ms) the write is sent at, as {@link RedisLink.redisNow}
- * estimates it (at or before the true time), then 96 random bits (`1796000000000:…`).
+ * estimates it (at or before the true time), then its deadline when given (the Redis time by
+ * which it is answered, at or before the true one: the write refuses from then on), then 96
+ * random bits (`1796000000000:1796000009500:…`).
  */
-export function operationId(sent: number): string {
-  return `${Math.max(0, Math.floor(sent))}:${randomBytes(12).toString('base64url')}`
+export function operationId(sent: number, deadline?: number): string {
+  const due = deadline === undefined ? '' : `${Math.max(0, Math.floor(deadline))}:`
+  return `${Math.max(0, Math.floor(sent))}:${due}${randomBytes(12).toString('base64url')}`
+}
+
+/** A recorded write about to be sent: its operation id, and when ({@link monotonicNow}) it is answered at the latest, unsettled or not. */
+export interface RecordedOperation {
+  readonly op: string
+  /** Its settle asks until then, and its answer never comes before it: the moment its deadline stands for. */
+  readonly until: number
+}
+
+/**
+ * The operation id of a write about to be sent ({@link operationId}): its deadline is the moment
+ * its request's Redis work ends (the answer comes after it), or, outside a request, the command
+ * timeout and the {@link SETTLE_ROUNDS} a settle takes from now; as Redis's time, estimated at or
+ * before the true one ({@link RedisLink.redisNow}: its reading's answer time and the clocks' drift).
+ */
+export async function newOperation(link: RedisLink): Promise<RecordedOperation> {
+  const sent = await link.redisNow()
+  const until = link.requestDeadline() ?? monotonicNow() + link.commandTimeoutMs * (1 + SETTLE_ROUNDS)
+  return { op: operationId(sent, await link.redisNow(until)), until }
 }
 
 /**
@@ -141,28 +174,28 @@ export function operationId(sent: number): string {
  * WriteOutcomeUnknownError when Redis could not tell in time; a RedisScriptRefusal of its own.
  */
 export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[]): Promise<unknown> {
-  const op = operationId(await link.redisNow())
+  const { op, until } = await newOperation(link)
   try {
     return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
   } catch (error) {
     if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
     if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
     if (!(error instanceof RedisOutcomeUnknown)) throw error
-    return settleOutcome(link, keys, op, error, what)
+    return settleOutcome(link, keys, op, error, what, until)
   }
 }
 
 /**
- * Finds out what became of write `op`, sent and never answered, within the request's time (or
- * {@link SETTLE_ROUNDS} command timeouts outside a request): asks Redis, again while it does not
- * answer. Its recorded result (applied), or a {@link StorageUnavailableError} when it was not
- * applied (and now never will be: {@link SETTLE} voids it), or a {@link WriteOutcomeUnknownError}
- * when Redis could not tell in time.
+ * Finds out what became of write `op`, sent and never answered, by `until` (its
+ * {@link RecordedOperation.until}; by default within the request's time, or {@link SETTLE_ROUNDS}
+ * command timeouts outside a request): asks Redis, again while it does not answer. Its recorded
+ * result (applied), or a {@link StorageUnavailableError} when it was not applied (and now never
+ * will be: {@link SETTLE} voids it), or a {@link WriteOutcomeUnknownError} when Redis could not
+ * tell in time, never before `until`: the write refuses from then on, so that answer is final too.
  * @note On the same connection, Redis answers commands in order: an answer to the question
  * means the write was run, or never will be, before it (issue 20 F03).
  */
-export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: string, failure: StorageUnavailableError, what: string): Promise<string> {
-  const until = monotonicNow() + (link.requestTimeLeft() ?? link.commandTimeoutMs * SETTLE_ROUNDS)
+export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: string, failure: StorageUnavailableError, what: string, until = monotonicNow() + (link.requestTimeLeft() ?? link.commandTimeoutMs * SETTLE_ROUNDS)): Promise<string> {
   let last: unknown = failure
   while (monotonicNow() < until && link.requestTimeLeft() !== 0) {
     let reply: string
@@ -179,6 +212,9 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
     if (reply === 'unknown') break
     return reply
   }
+  // @note Not before its deadline's moment (the last ms of a request's time): it may land until then.
+  const early = until - monotonicNow()
+  if (early > 0) await new Promise((resolve) => setTimeout(resolve, early))
   throw new WriteOutcomeUnknownError(`${failure.message}; whether ${what} was applied is unknown`, { cause: last })
 }
 
@@ -187,5 +223,5 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
  * never will be (a copy of it arriving later is later still).
  */
 export function lateWrite(what: string, op: string): StorageUnavailableError {
-  return new StorageUnavailableError(`Redis: ${what} (operation ${op}) reached Redis after its outcome could have left the record, and was refused`)
+  return new StorageUnavailableError(`Redis: ${what} (operation ${op}) reached Redis after its request was answered or its outcome could have left the record, and was refused`)
 }

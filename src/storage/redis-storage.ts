@@ -42,7 +42,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
-import { lateWrite, operationId, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -402,33 +402,43 @@ return {meta[1], meta[2] or '-', redis.call('LLEN', KEYS[2]), redis.call('LRANGE
 /**
  * Deletes a tenant's keys (KEYS 1 to 8: its own outcome record the 6th and 7th, never the shared
  * one; its planned answers' list the 8th; ARGV[1]: only when its
- * last write and last use are older than this many ms by Redis's time, or `any`); 1 when it had
- * state. ARGV[2] is the tenant's id. But on a Cluster (no plan book there, nor a store budget),
- * KEYS[9] and KEYS[10] are the plan book (its plans leave the count); with a store budget,
- * KEYS[11] is the usage hash, KEYS[12] the journal weights, KEYS[13] the floors and ARGV[3] the
+ * last write and last use are older than this many ms by Redis's time, or `any`); `1` when it had
+ * state. ARGV[2] is the tenant's id. KEYS[9] and KEYS[10] are the outcome record its writes use
+ * (on a Cluster, the 6th and 7th again), and ARGV[4] the operation id, ARGV[5] how long to keep
+ * its outcome on record (ms), ARGV[6] the most entries it keeps: an admin's delete is recorded
+ * (attack7 K4: one whose reply was lost is settled, not answered 503 once applied), the sweep's
+ * is not (ARGV[4] empty). But on a Cluster (no plan book there, nor a store budget),
+ * KEYS[11] and KEYS[12] are the plan book (its plans leave the count); with a store budget,
+ * KEYS[13] is the usage hash, KEYS[14] the journal weights, KEYS[15] the floors and ARGV[3] the
  * tenant floor: its share, its floor and its journal's slot are given back.
  */
 const DELETE = redisScript(`
+if ARGV[4] ~= '' then
+  ${replayOutcome('KEYS[9]', 4, 5).replaceAll('\n', '\n  ')}
+end
 local updated = redis.call('HGET', KEYS[1], 'updated')
 local used = redis.call('HGET', KEYS[1], 'used')
 ${NOW}
-if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return 0 end
-if KEYS[9] then
-  ${leaveBook('KEYS[9]', 'KEYS[10]', 'KEYS[8]', 2).replaceAll('\n', '\n  ')}
+if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return '0' end
+if KEYS[11] then
+  ${leaveBook('KEYS[11]', 'KEYS[12]', 'KEYS[8]', 2).replaceAll('\n', '\n  ')}
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
-if KEYS[11] then
-  local data = tonumber(redis.call('HGET', KEYS[11], ARGV[2]) or '0')
-  redis.call('HDEL', KEYS[11], ARGV[2])
+if KEYS[13] then
+  local data = tonumber(redis.call('HGET', KEYS[13], ARGV[2]) or '0')
+  redis.call('HDEL', KEYS[13], ARGV[2])
   if data > 0 then
-    redis.call('HINCRBY', KEYS[11], '!total', string.format('%d', -data))
-    redis.call('HINCRBY', KEYS[11], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])', "redis.call('ZSCORE', KEYS[13], ARGV[2]) ~= false")}))
+    redis.call('HINCRBY', KEYS[13], '!total', string.format('%d', -data))
+    redis.call('HINCRBY', KEYS[13], '!claimed', string.format('%d', -${claimed('data', 'tonumber(ARGV[3])', "redis.call('ZSCORE', KEYS[15], ARGV[2]) ~= false")}))
   end
-  redis.call('ZREM', KEYS[13], ARGV[2])
-  ${releaseJournal('KEYS[11]', 'KEYS[12]', 2)}
+  redis.call('ZREM', KEYS[15], ARGV[2])
+  ${releaseJournal('KEYS[13]', 'KEYS[14]', 2)}
 end
-if updated then return 1 end
-return 0
+local had = updated and '1' or '0'
+if ARGV[4] ~= '' then
+  ${recordOutcome('KEYS[9]', 'KEYS[10]', 4, 5, 6, 'had').replaceAll('\n', '\n  ')}
+end
+return had
 `)
 
 /** The keys of one tenant, all with its hash tag. */
@@ -634,7 +644,8 @@ export class RedisStorage implements TenantStorage {
 
   async delete(id: string): Promise<boolean> {
     const deleted = await this.#delete(id, 'any')
-    await this.link.call(this.#registry, ['ZREM', this.#registry, id])
+    // @note Once deleted, answered so even when the registry's entry stays: listings forget a tenant without keys.
+    await this.link.call(this.#registry, ['ZREM', this.#registry, id]).catch(() => undefined)
     return deleted
   }
 
@@ -664,11 +675,14 @@ export class RedisStorage implements TenantStorage {
     return this.link.close()
   }
 
+  /** Deletes a tenant (`before`: `any`, an admin's delete, recorded; or the sweep's idle time in ms, not recorded). */
   async #delete(id: string, before: string): Promise<boolean> {
     const keys = this.keys(id)
     const book = this.#book === undefined ? [] : [this.#book.tenants, this.#book.count]
-    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, ...keys.ownOutcomes, keys.answers, ...book, ...this.#journalUsageKeys()]
-    return (await this.link.script(DELETE, all, [before, id, this.#floor])) === 1
+    const all = [keys.meta, keys.categories, keys.journal, keys.journalSizes, keys.journalMeta, ...keys.ownOutcomes, keys.answers, keys.outcomes, keys.outcomeTimes, ...book, ...this.#journalUsageKeys()]
+    if (before !== 'any') return String(await this.link.script(DELETE, all, [before, id, this.#floor, '', 0, 0])) === '1'
+    const reply = await recordedWrite(this.link, keys, `the delete of tenant ${id}`, DELETE, all, (op, keepMs, entries) => [before, id, this.#floor, op, keepMs, entries])
+    return String(reply) === '1'
   }
 
   /**
@@ -779,8 +793,8 @@ export class RedisStorage implements TenantStorage {
     const keys = this.keys(id)
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
-    // The time it is sent at, at most: a resend after NOSEED carries the first one's (earlier: safe).
-    const op = operationId(await this.link.redisNow())
+    // The time it is sent at, at most: a resend after NOSEED carries the first one's (earlier: safe), and its deadline.
+    const { op, until } = await newOperation(this.link)
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
@@ -789,7 +803,7 @@ export class RedisStorage implements TenantStorage {
           reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries])
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
-          reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`)
+          reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`, until)
         }
         // @note Once applied, the create is answered 201 even when the registry's stamp fails:
         // the registry is an index (the sweep and listings read the tenant's own keys).

@@ -259,6 +259,64 @@ describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a 
   })
 })
 
+describe.runIf(REQUIRE_REDIS)('a recorded write whose answer said its outcome (attack7 K1 and K4)', () => {
+  it('never applies a reset answered 503 write_outcome_unknown that reaches Redis after the partner listed and created: the creates stay', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 4000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    // The replica's connection stalls as the reset (to the default scenario's seed) goes out on it,
+    // and stays stalled past the request's time: Redis cannot tell in time.
+    proxy.hold('Loyal companions')
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ scenario: 'default' }) })
+    expect(reset.status).toBe(503)
+    expectErrorBody(await jsonOf(reset), 503, 'write_outcome_unknown')
+    // What the answer says to do: list before retrying. The reset is not applied; the partner goes on.
+    expect(await names(sandbox)).toEqual(['before'])
+    for (const name of ['after 1', 'after 2']) expect((await create(sandbox, name)).status).toBe(201)
+    // The stalled bytes arrive: the reset reaches Redis after its answer.
+    await proxy.deliver()
+    expect(await names(sandbox)).toEqual(['before', 'after 1', 'after 2'])
+    const next = await create(sandbox, 'after 3')
+    expect(await jsonOf(next)).toEqual({ id: 4, name: 'after 3' })
+  })
+
+  it('answers an admin’s tenant delete whose reply was lost as what Redis did: 204, the tenant gone', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner', 'other'], adminToken: 'root', requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    expect((await create(sandbox, 'keep me')).status).toBe(201)
+    expect((await create(sandbox, 'other', 'other')).status).toBe(201)
+    // Redis knows the delete's script from then on (a first use sends it again, which would hide the cut).
+    expect((await sandbox.fetch(`/__sandbox/tenants/${tenantId('other')}`, { method: 'DELETE', headers: auth('root') })).status).toBe(204)
+    const id = tenantId('partner')
+    // Redis runs the delete (its arguments: `any`, then the tenant's id), and its reply is lost.
+    proxy.cut(`any\r\n$${id.length}\r\n${id}\r\n`, 'after')
+    const deleted = await sandbox.fetch(`/__sandbox/tenants/${id}`, { method: 'DELETE', headers: auth('root') })
+    expect(deleted.status).toBe(204)
+    expect(await names(sandbox)).toEqual([])
+  })
+
+  it('gives a request whose planned answer’s take lost its reply the answer it took, and the plan is used up once', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 10_000, headersTimeoutMs: 5_000 })
+    const plan = await sandbox.fetch('/__sandbox/answers', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ operation: 'listOrders', status: 500, times: 2 }) })
+    expect(plan.status).toBe(201)
+    // The first take loads its script in Redis (a first use sends it again, which would hide the cut).
+    expect((await sandbox.fetch('/v1/store/orders', { headers: auth('partner') })).status).toBe(500)
+    const id = tenantId('partner')
+    // Redis runs the take (its arguments: the operation, then the tenant's id), and its reply is lost.
+    proxy.cut(`listOrders\r\n$${id.length}\r\n${id}\r\n`, 'after')
+    const taken = await sandbox.fetch('/v1/store/orders', { headers: auth('partner') })
+    expect(taken.status).toBe(500)
+    expect(((await jsonOf(taken)) as { message: string }).message).toContain('(planned answer)')
+    const pending = await sandbox.fetch('/__sandbox/answers', { headers: auth('partner') })
+    expect(await jsonOf(pending)).toEqual([])
+    expect((await sandbox.fetch('/v1/store/orders', { headers: auth('partner') })).status).toBe(200)
+  })
+})
+
 describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4 H5)', () => {
   it('keeps those of a flood of throw-away keys’ journal clears, resets and plans in one record shared by all tenants, not two keys per tenant', async () => {
     const redis = await startRedis()
