@@ -323,6 +323,8 @@ export class SqliteStorage implements TenantStorage {
   #hold: { readonly done: Promise<void> } | undefined
   /** Whether the WAL's size is being looked at. */
   #sizing = false
+  /** Set by {@link close}, which makes the last checkpoint itself. */
+  #closing = false
   /** Tenants whose use was seen during a checkpoint: their touch is written after it. */
   readonly #touchLater = new Set<string>()
   #pending: PendingCreate[] = []
@@ -628,6 +630,7 @@ export class SqliteStorage implements TenantStorage {
   }
 
   async close(): Promise<void> {
+    this.#closing = true
     let held = false
     await this.#unheld(monotonicNow() + this.#settleWaitMs).catch(() => (held = true))
     this.#flush()
@@ -1089,12 +1092,12 @@ export class SqliteStorage implements TenantStorage {
 
   /** Checkpoints the WAL ({@link #checkpoint}) once it holds more than {@link CHECKPOINT_BYTES}. */
   #checkpointWhenLarge(): void {
-    if (this.#hold !== undefined || this.#sizing || !this.#db.open) return
+    if (this.#hold !== undefined || this.#sizing || this.#closing || !this.#db.open) return
     this.#sizing = true
     this.#wal.stat().then(
       (stat) => {
         this.#sizing = false
-        if (stat.size > CHECKPOINT_BYTES && this.#hold === undefined && this.#db.open) void this.#checkpoint()
+        if (stat.size > CHECKPOINT_BYTES && this.#hold === undefined && !this.#closing && this.#db.open) void this.#checkpoint()
       },
       () => (this.#sizing = false),
     )
