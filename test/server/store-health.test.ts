@@ -363,4 +363,43 @@ describe('the WAL on SQLite (attack8 A1)', () => {
     expect(largest).toBeLessThan(8 * 1024 * 1024)
     expect(await list(sandbox, 'k1')).toEqual([])
   })
+
+  it('holds writes while the checkpoint’s fsync of the database stalls, answering them 503 storage_unavailable after the request timeout, never reads or health', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir, requestTimeoutMs: 300, headersTimeoutMs: 300 })
+    const database = statSync(join(dir, 'sandbox.db')).ino
+    const probe = await open(join(dir, 'probe'), 'w')
+    const prototype = Object.getPrototypeOf(probe) as FileHandle
+    await probe.close()
+    const real = (Object.getOwnPropertyDescriptor(prototype, 'datasync') as { value: (this: FileHandle) => Promise<void> }).value
+    let unstall!: () => void
+    const stall = new Promise<void>((resolve) => (unstall = resolve))
+    onTestFinished(() => unstall())
+    let stalled = 0
+    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(async function (this: FileHandle) {
+      // Only the database file's fsync stalls (the checkpoint's); the WAL's work.
+      if ((await this.stat()).ino !== database) return real.call(this)
+      stalled++
+      return stall.then(() => real.call(this))
+    })
+    onTestFinished(() => spy.mockRestore())
+    for (let round = 0; stalled === 0 && round < 40; round++) {
+      const response = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: round % 2 === 0 ? 'large-catalog' : 'empty' }) })
+      // The switch after the one that started the checkpoint may meet it: held, then 503.
+      if (response.status !== 200) expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    }
+    expect(stalled).toBe(1)
+    expect(await list(sandbox, 'k2')).toEqual(SEED)
+    expect(await health(sandbox)).toMatchObject({ status: 200, body: { status: 'ok' } })
+    const held = await post(sandbox, 'k2', 'during')
+    expectErrorBody(await jsonOf(held), 503, 'storage_unavailable')
+    unstall()
+    expect((await post(sandbox, 'k2', 'after')).status).toBe(201)
+    expect(await list(sandbox, 'k2')).toEqual([...SEED, `${NEXT} after`])
+    await stop(sandbox)
+    const reopened = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir })
+    expect(await list(reopened, 'k2')).toEqual([...SEED, `${NEXT} after`])
+    expect(rejections).toEqual([])
+  })
 })
