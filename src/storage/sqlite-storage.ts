@@ -73,6 +73,15 @@ const SYNC_CONCURRENCY = 2
 const PAGE = 4096
 /** The most the health probe writes to find out whether a failed write would succeed now. */
 const MAX_PROBE_BYTES = 8 * 1024 * 1024
+/**
+ * The WAL's size past which the storage checkpoints it into the database (SQLite's own automatic
+ * checkpoint, at 1000 pages, is off: it fsyncs inside a commit, on the event loop; attack8 A1).
+ */
+const CHECKPOINT_BYTES = 1000 * PAGE
+/** How long an fsync may be pending before health says degraded, in ms. */
+const FSYNC_STALL_MS = 5000
+/** How often a failed fsync of the database file is tried again while writes wait for it, in ms. */
+const DB_SYNC_RETRY_MS = 1000
 
 /** Options of {@link openSqliteStorage}. */
 export interface SqliteStorageOptions {
@@ -177,9 +186,14 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     // another process could map), and the first write below takes a lock kept until close.
     db.pragma('locking_mode = EXCLUSIVE')
     db.pragma('journal_mode = WAL')
-    // @note NORMAL: a commit writes the WAL without an fsync, so it never blocks the event loop
-    // on the disk; the storage fsyncs the WAL itself, off the loop, before a write is answered.
-    db.pragma('synchronous = NORMAL')
+    // @note OFF: SQLite never fsyncs (not in a commit, a checkpoint, nor a WAL restart), so it
+    // never blocks the event loop on the disk; the storage fsyncs the WAL itself, off the loop,
+    // before a write is answered, and checkpoints the WAL itself ({@link SqliteStorage.#checkpoint}):
+    // SQLite's automatic checkpoint fsynced on the loop (attack8 A1). journal_size_limit 0: the
+    // first commit after a checkpoint truncates the WAL to what it wrote, so its size is its content.
+    db.pragma('synchronous = OFF')
+    db.pragma('wal_autocheckpoint = 0')
+    db.pragma('journal_size_limit = 0')
     db.exec('BEGIN EXCLUSIVE; COMMIT')
     const check = db.pragma('quick_check', { simple: true })
     if (check !== 'ok') throw new CorruptDatabase(String(check))
@@ -217,7 +231,8 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     if (!columns.some((column) => column.name === 'floored')) db.exec('ALTER TABLE tenants ADD COLUMN floored INTEGER NOT NULL DEFAULT 1')
     db.exec('CREATE INDEX IF NOT EXISTS tenants_by_floor_use ON tenants (floored, used_at)')
     const wal = await open(`${path}-wal`, 'r')
-    return new SqliteStorage(db, path, wal, options)
+    const file = await open(path, 'r')
+    return new SqliteStorage(db, path, wal, file, options)
   } catch (error) {
     db?.close()
     throw refusal(error, path)
@@ -297,7 +312,21 @@ export class SqliteStorage implements TenantStorage {
   #seed: TenantState
   readonly #warn: (message: string) => void
   readonly #wal: FileHandle
+  /** The database file, fsynced by {@link #checkpoint}. */
+  readonly #file: FileHandle
   readonly #fsync: boolean
+  /** When each fsync under way started (by {@link monotonicNow}): health says degraded once one has run {@link FSYNC_STALL_MS}. */
+  readonly #fsyncsSince = new Set<{ since: number }>()
+  /** The connection's `total_changes()` when the last fsync of the WAL that succeeded started: the WAL holds no commit it does not cover while equal to now. */
+  #syncedChanges = -1
+  /** A checkpoint under way: no commit may go into the WAL until it is done (writes wait for `done`). */
+  #hold: { readonly done: Promise<void> } | undefined
+  /** Whether the WAL's size is being looked at. */
+  #sizing = false
+  /** Set by {@link close}, which makes the last checkpoint itself. */
+  #closing = false
+  /** Tenants whose use was seen during a checkpoint: their touch is written after it. */
+  readonly #touchLater = new Set<string>()
   #pending: PendingCreate[] = []
   readonly #counts = new Map<string, number>()
   /** Per tenant, its create batches not settled yet (see {@link Unsettled}). */
@@ -329,12 +358,15 @@ export class SqliteStorage implements TenantStorage {
   readonly #openedAt: number
   /** How many fsyncs of the WAL ran (lets tests see writes share them). */
   syncs = 0
+  /** How many checkpoints of the WAL into the database were made (durable). */
+  checkpoints = 0
   readonly #sql
 
-  constructor(db: Database, path: string, wal: FileHandle, options: SqliteStorageOptions) {
+  constructor(db: Database, path: string, wal: FileHandle, file: FileHandle, options: SqliteStorageOptions) {
     this.#db = db
     this.path = path
     this.#wal = wal
+    this.#file = file
     this.#fsync = (options.durability ?? 'power-loss') === 'power-loss'
     this.#seed = options.seed
     this.#warn = options.warn ?? (() => undefined)
@@ -380,6 +412,7 @@ export class SqliteStorage implements TenantStorage {
       ),
       probeFill: db.prepare<[number]>(`INSERT OR REPLACE INTO meta (key, value) VALUES ('${PROBE_KEY}', zeroblob(?))`),
       probeClear: db.prepare(`DELETE FROM meta WHERE key = '${PROBE_KEY}'`),
+      changes: db.prepare<[], { n: number }>('SELECT total_changes() AS n'),
     }
     this.#budget = options.budgetBytes ?? Number.POSITIVE_INFINITY
     this.#clockAtOpen = this.#sql.clock.get()?.n ?? 0
@@ -516,11 +549,25 @@ export class SqliteStorage implements TenantStorage {
   }
 
   touch(id: string): Promise<void> {
+    if (this.#hold !== undefined) {
+      // Never waited for (a read's touch): written once the checkpoint is done.
+      if (this.#touchLater.size === 0) void this.#hold.done.then(() => this.#touchHeld())
+      this.#touchLater.add(id)
+      return Promise.resolve()
+    }
     // @note Not fsynced: losing a touch to a power cut only makes a tenant look idle a little earlier.
     return this.#run(() => void this.#sql.touch.run(Date.now(), this.now(), id), PAGE)
   }
 
-  expire(idleMs: number): Promise<string[]> {
+  /** The touches seen during a checkpoint. */
+  #touchHeld(): void {
+    const ids = [...this.#touchLater]
+    this.#touchLater.clear()
+    for (const id of ids) this.touch(id).catch(() => undefined)
+  }
+
+  async expire(idleMs: number): Promise<string[]> {
+    await this.#unheld(monotonicNow() + this.#settleWaitMs)
     // @note The store's clock, not the machine's: a clock stepped forward past the TTL would
     // otherwise forget every tenant, and one stepped back keep tenants used "later" for good.
     const now = this.now()
@@ -548,7 +595,13 @@ export class SqliteStorage implements TenantStorage {
    * it said ok between every failing create, and the log flapped failing/recovered per probe.
    */
   async health(): Promise<StorageHealth> {
+    const stalled = this.#stalledFor()
+    if (stalled >= FSYNC_STALL_MS) {
+      return { ok: false, detail: `${this.path}: an fsync has been pending for ${Math.round(stalled / 1000)} s (a stalled disk?); writes wait for it, then are answered 503 storage_unavailable` }
+    }
     try {
+      // @note No probe during a checkpoint: nothing may go into the WAL until it is done.
+      if (this.#hold !== undefined) return this.#failing === undefined ? { ok: true } : { ok: false, detail: this.#failing }
       if (this.#failing === undefined) await this.#run(() => this.#sql.probe.run(), PAGE)
       else await this.#probeRoom()
     } catch {
@@ -565,25 +618,37 @@ export class SqliteStorage implements TenantStorage {
     try {
       await this.#synced()
     } finally {
-      try {
-        this.#sql.probeClear.run()
-      } catch {
-        // Left for the next probe or start to delete: it counts against nothing.
-      }
+      this.#unheldThen(() => {
+        try {
+          this.#sql.probeClear.run()
+        } catch {
+          // Left for the next probe or start to delete: it counts against nothing.
+        }
+      })
     }
     this.#succeeded(failed)
   }
 
   async close(): Promise<void> {
+    this.#closing = true
+    let held = false
+    await this.#unheld(monotonicNow() + this.#settleWaitMs).catch(() => (held = true))
     this.#flush()
     try {
-      if (this.#db.open) this.#sql.saveClock.run(this.now())
+      if (this.#db.open && !held) this.#sql.saveClock.run(this.now())
     } catch {
       // Not kept (a full disk): the clock starts from the newest use instead.
     }
     await this.#synced().catch(() => undefined)
-    if (this.#db.open) this.#db.close()
+    // @note Closing checkpoints the WAL into the database and deletes the WAL, under `synchronous
+    // = OFF` without an fsync of the database: so the storage checkpoints and fsyncs it first, and
+    // when that fails the connection is left open (the lock goes with the process): the WAL stays,
+    // and the next start recovers every acknowledged write from it.
+    const durable = !held && this.#db.open && (await this.#checkpoint(true))
+    if (this.#db.open && !durable) this.#warn(`storage: could not make ${this.path} durable at close; its WAL is kept, and the next start recovers from it`)
+    else if (this.#db.open) this.#db.close()
     await this.#wal.close().catch(() => undefined)
+    await this.#file.close().catch(() => undefined)
   }
 
   /** A tenant without a row reads `seed` from now on (rows are never touched: they hold writes). */
@@ -664,6 +729,8 @@ export class SqliteStorage implements TenantStorage {
 
   /** Queues a create for the next group commit; resolves once it is committed and durable. */
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
+    // During a checkpoint: queued once it is done, or answered 503 past the settle wait.
+    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.create(tenant, input, maxCategories))
     return new Promise((resolve, reject) => {
       const item = { tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
       // After the tenant's writes under way: a replace or delete (it goes onto the state that one
@@ -720,8 +787,13 @@ export class SqliteStorage implements TenantStorage {
     const deadline = monotonicNow() + this.#settleWaitMs
     const write = (async () => {
       if (previous !== undefined) await this.#until(previous, deadline)
-      // @note Its creates settle first: an undo restoring their rows after they were withdrawn would bring them back.
-      await this.#until(this.#drained(id), deadline)
+      for (;;) {
+        // @note Its creates settle first: an undo restoring their rows after they were withdrawn would bring them back.
+        await this.#until(this.#drained(id), deadline)
+        // Nothing goes into the WAL during a checkpoint (creates held by it are flushed when it is done).
+        if (this.#hold === undefined) break
+        await this.#until(this.#hold.done, deadline)
+      }
       const [result, undo] = this.#guard(
         () =>
           this.#transact((): [T, Undo] => {
@@ -739,11 +811,13 @@ export class SqliteStorage implements TenantStorage {
         return this.#undo(undo, failure as Error)
       }
       this.#succeeded(bytes)
-      try {
-        this.#sql.deleteCategories.run(undo.hold)
-      } catch {
-        // Left for the next start to delete: a hold counts against nothing and nothing reads it.
-      }
+      this.#unheldThen(() => {
+        try {
+          this.#sql.deleteCategories.run(undo.hold)
+        } catch {
+          // Left for the next start to delete: a hold counts against nothing and nothing reads it.
+        }
+      })
       return result
     })()
     const gate = Promise.all([previous, write.catch(() => undefined)]).then(() => undefined)
@@ -759,6 +833,7 @@ export class SqliteStorage implements TenantStorage {
    * with `failure` (not applied), or with {@link WriteOutcomeUnknownError} when it cannot.
    */
   async #undo(undo: Undo, failure: Error): Promise<never> {
+    while (this.#hold !== undefined) await this.#hold.done
     try {
       this.#guard(
         () =>
@@ -811,6 +886,12 @@ export class SqliteStorage implements TenantStorage {
     this.#scheduled = false
     const batch = this.#pending
     if (batch.length === 0) return
+    if (this.#hold !== undefined) {
+      // Nothing goes into the WAL during a checkpoint: committed once it is done.
+      this.#scheduled = true
+      void this.#hold.done.then(() => this.#flush())
+      return
+    }
     this.#pending = []
     let bytes = 0
     for (const item of batch) bytes += item.bytes
@@ -898,6 +979,7 @@ export class SqliteStorage implements TenantStorage {
    * @note Exact because a tenant has at most one batch unsettled (its creates wait: {@link create}).
    */
   async #withdraw(batch: readonly PendingCreate[], results: readonly (Inserted | Error)[], rows: ReadonlyMap<string, TenantRow | undefined>, failure: Error): Promise<Error> {
+    while (this.#hold !== undefined) await this.#hold.done
     this.#counts.clear()
     try {
       this.#guard(
@@ -947,7 +1029,10 @@ export class SqliteStorage implements TenantStorage {
    * made before it is then on disk. Writers arriving while an fsync runs share the next one.
    */
   #synced(): Promise<void> {
-    if (!this.#fsync) return Promise.resolve()
+    if (!this.#fsync) {
+      this.#checkpointWhenLarge()
+      return Promise.resolve()
+    }
     return new Promise((resolve, reject) => {
       this.#syncWaiters.push({ resolve, reject })
       if (this.#syncing < SYNC_CONCURRENCY) this.#startSync()
@@ -958,12 +1043,18 @@ export class SqliteStorage implements TenantStorage {
     this.#syncing++
     const waiters = this.#syncWaiters
     this.#syncWaiters = []
+    const covers = this.#changes()
+    const pending = { since: monotonicNow() }
+    this.#fsyncsSince.add(pending)
     this.#wal
       .datasync()
+      .finally(() => this.#fsyncsSince.delete(pending))
       .then(
         () => {
           this.syncs++
+          this.#syncedChanges = Math.max(this.#syncedChanges, covers)
           for (const waiter of waiters) waiter.resolve()
+          this.#checkpointWhenLarge()
         },
         (error: unknown) => {
           const failure = this.#failure(error)
@@ -974,6 +1065,92 @@ export class SqliteStorage implements TenantStorage {
         this.#syncing--
         if (this.#syncWaiters.length > 0 && this.#syncing < SYNC_CONCURRENCY) this.#startSync()
       })
+  }
+
+  /** The connection's `total_changes()`: grows with every row a commit writes (and a rolled-back one, which only makes a checkpoint wait for one more fsync). */
+  #changes(): number {
+    return this.#db.open ? (this.#sql.changes.get()?.n ?? 0) : 0
+  }
+
+  /** How long the oldest fsync under way (of the WAL, or of the database by a checkpoint) has run, in ms; 0 when none. */
+  #stalledFor(): number {
+    let oldest = Number.POSITIVE_INFINITY
+    for (const pending of this.#fsyncsSince) oldest = Math.min(oldest, pending.since)
+    return oldest === Number.POSITIVE_INFINITY ? 0 : monotonicNow() - oldest
+  }
+
+  /** Resolves once no checkpoint is under way; past `deadline`, rejects with 503 `storage_unavailable`. */
+  async #unheld(deadline: number): Promise<void> {
+    while (this.#hold !== undefined) await this.#until(this.#hold.done, deadline)
+  }
+
+  /** Runs a small write (a cleanup nobody waits for) now, or once the checkpoint under way is done. */
+  #unheldThen(task: () => void): void {
+    if (this.#hold === undefined) task()
+    else void this.#hold.done.then(() => this.#unheldThen(task))
+  }
+
+  /** Checkpoints the WAL ({@link #checkpoint}) once it holds more than {@link CHECKPOINT_BYTES}. */
+  #checkpointWhenLarge(): void {
+    if (this.#hold !== undefined || this.#sizing || this.#closing || !this.#db.open) return
+    this.#sizing = true
+    this.#wal.stat().then(
+      (stat) => {
+        this.#sizing = false
+        if (stat.size > CHECKPOINT_BYTES && this.#hold === undefined && !this.#closing && this.#db.open) void this.#checkpoint()
+      },
+      () => (this.#sizing = false),
+    )
+  }
+
+  /**
+   * Copies the WAL into the database, with no fsync on the event loop (attack8 A1): holds every
+   * commit; fsyncs the WAL (off the loop) until it covers every commit; checkpoints (PASSIVE,
+   * under `synchronous = OFF`: SQLite copies the pages and fsyncs nothing); fsyncs the database
+   * file off the loop; only then lets commits go on. The first commit after a complete checkpoint
+   * rewrites the WAL from its start: before the database is durable, a power cut would lose
+   * acknowledged writes, so no commit may run until then. A failed fsync of the database is tried
+   * again while commits wait (they are answered 503 past the settle wait). Resolves to whether
+   * the checkpoint is durable (`closing`: the last one, which gives up rather than try again).
+   * See docs/decisions/0002-sqlite-storage.md, "Amended (attack8 A1)".
+   */
+  async #checkpoint(closing = false): Promise<boolean> {
+    let release!: () => void
+    const hold = { done: new Promise<void>((resolve) => (release = resolve)) }
+    this.#hold = hold
+    try {
+      if (this.#fsync) {
+        while (this.#changes() !== this.#syncedChanges) await this.#synced()
+      }
+      this.#guard(() => this.#db.pragma('wal_checkpoint(PASSIVE)'), 0)
+      if (this.#fsync) {
+        let failed = false
+        for (;;) {
+          const pending = { since: monotonicNow() }
+          this.#fsyncsSince.add(pending)
+          try {
+            await this.#file.datasync()
+            break
+          } catch (error) {
+            this.#failure(error, 0)
+            failed = true
+            if (closing || !this.#db.open) return false
+            await new Promise((resolve) => setTimeout(resolve, DB_SYNC_RETRY_MS).unref())
+          } finally {
+            this.#fsyncsSince.delete(pending)
+          }
+        }
+        if (failed) this.#succeeded(this.#failedBytes)
+      }
+      this.checkpoints++
+      return true
+    } catch {
+      // A failed fsync of the WAL or checkpoint, recorded: the WAL still holds every commit.
+      return false
+    } finally {
+      this.#hold = undefined
+      release()
+    }
   }
 
   #insert({ tenant, input, bytes, maxCategories }: PendingCreate): Inserted | Error {

@@ -3,6 +3,7 @@
  * as long as writes fail, and the operator's log says failing once and recovered once. And an
  * answer states the write's true outcome when the fsync of SQLite's log fails (attack6 S1, S2).
  */
+import { rmSync, statSync, writeFileSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -10,7 +11,9 @@ import type { Category } from '../../src/index.js'
 import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 import { tenantId } from '../../src/server.js'
+import { failingFsyncShim, STALLSYNC_FLAG_VARIABLE } from '../support/failing-fsync.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
+import { runCli, type CliRun } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { dataDir } from '../support/stores.js'
@@ -288,6 +291,115 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect([...listed].filter((name) => refused.has(name))).toEqual([])
     // And every acknowledged create is there, none of the refused ones.
     expect(new Set(await list(sandbox, 'k1').then((rows) => rows.map((row) => row.slice(row.indexOf(' ') + 1))))).toEqual(acknowledged)
+    expect(rejections).toEqual([])
+  })
+})
+
+/** Starts `petstore-sandbox serve` on `dir` whose fsyncs all wait while `stallFlag` exists (the LD_PRELOAD shim). */
+async function stallableServer(dir: string, stallFlag: string): Promise<{ run: CliRun; origin: string; fetch: (path: string, init?: RequestInit) => Promise<Response> }> {
+  const run = runCli(['serve', '--port', '0', '--quiet', '--any-key', '--data-dir', dir], { LD_PRELOAD: failingFsyncShim()!, [STALLSYNC_FLAG_VARIABLE]: stallFlag })
+  await run.waitFor('Ctrl+C stops it')
+  const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(run.stdout())![1]!
+  // @note A bound on each answer: a server whose event loop waits on the disk never answers.
+  return { run, origin, fetch: (path, init) => fetch(`${origin}${path}`, { ...init, signal: AbortSignal.timeout(3000) }) }
+}
+
+describe.skipIf(failingFsyncShim() === undefined)('a stalled disk on SQLite (attack8 A1)', () => {
+  it('answers another tenant’s list and health at once while every fsync stalls and the WAL passes its checkpoint size, says degraded, and keeps every acknowledged write after kill -9', async () => {
+    const dir = dataDir()
+    const stallFlag = `${dir}-stallsync`
+    onTestFinished(() => rmSync(stallFlag, { force: true }))
+    const server = await stallableServer(dir, stallFlag)
+    const writers = ['w1', 'w2', 'w3', 'w4', 'w5', 'w6']
+    writeFileSync(stallFlag, '')
+    // Each switch to large-catalog commits 10,000 categories (about 250 pages of WAL), then waits for its fsync.
+    const switches = writers.map((key) =>
+      fetch(`${server.origin}/__sandbox/scenario`, {
+        method: 'PUT',
+        headers: auth(key, true),
+        body: JSON.stringify({ name: 'large-catalog' }),
+      }).then((response) => response.status, () => 0),
+    )
+    await vi.waitFor(() => expect(statSync(join(dir, 'sandbox.db-wal')).size).toBeGreaterThan(1000 * 4096), { timeout: 20_000, interval: 100 })
+    // Past SQLite's automatic checkpoint: another tenant and health are answered while the writes wait.
+    const listed = await server.fetch('/v1/categories', { headers: auth('reader') })
+    expect(listed.status).toBe(200)
+    expect(((await jsonOf(listed)) as Category[]).map((category) => `${category.id} ${category.name}`)).toEqual(SEED)
+    await vi.waitFor(
+      async () => {
+        const response = await server.fetch('/__sandbox/health')
+        expect({ status: response.status, body: await jsonOf(response) }).toMatchObject({ status: 503, body: { status: 'degraded', storage: { kind: 'sqlite', ok: false } } })
+      },
+      { timeout: 15_000, interval: 500 },
+    )
+    rmSync(stallFlag)
+    expect(await Promise.all(switches)).toEqual(writers.map(() => 200))
+    await vi.waitFor(async () => expect((await server.fetch('/__sandbox/health')).status).toBe(200), { timeout: 10_000 })
+    server.run.child.kill('SIGKILL')
+    await server.run.exited
+    const restarted = await stallableServer(dir, stallFlag)
+    for (const key of writers) {
+      const state = await restarted.fetch('/__sandbox/state', { headers: auth(key) })
+      expect(((await jsonOf(state)) as { scenario: { name: string } }).scenario.name).toBe('large-catalog')
+    }
+    const count = await restarted.fetch('/v1/categories?limit=1', { headers: auth('w6') })
+    expect(count.status).toBe(200)
+  })
+})
+
+describe('the WAL on SQLite (attack8 A1)', () => {
+  it('stays bounded under a long write load, with SQLite’s automatic checkpoint off', async () => {
+    const dir = dataDir()
+    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir })
+    let largest = 0
+    for (let round = 0; round < 12; round++) {
+      for (const key of ['k1', 'k2']) {
+        const response = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: round % 2 === 0 ? 'large-catalog' : 'empty' }) })
+        expect(response.status).toBe(200)
+        largest = Math.max(largest, statSync(join(dir, 'sandbox.db-wal')).size)
+      }
+    }
+    // 12 rounds write about 6,000 pages; the WAL holds at most the checkpoint size (1000 pages) and what one write adds past it.
+    expect(largest).toBeLessThan(8 * 1024 * 1024)
+    expect(await list(sandbox, 'k1')).toEqual([])
+  })
+
+  it('holds writes while the checkpoint’s fsync of the database stalls, answering them 503 storage_unavailable after the request timeout, never reads or health', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir, requestTimeoutMs: 300, headersTimeoutMs: 300 })
+    const database = statSync(join(dir, 'sandbox.db')).ino
+    const probe = await open(join(dir, 'probe'), 'w')
+    const prototype = Object.getPrototypeOf(probe) as FileHandle
+    await probe.close()
+    const real = (Object.getOwnPropertyDescriptor(prototype, 'datasync') as { value: (this: FileHandle) => Promise<void> }).value
+    let unstall!: () => void
+    const stall = new Promise<void>((resolve) => (unstall = resolve))
+    onTestFinished(() => unstall())
+    let stalled = 0
+    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(async function (this: FileHandle) {
+      // Only the database file's fsync stalls (the checkpoint's); the WAL's work.
+      if ((await this.stat()).ino !== database) return real.call(this)
+      stalled++
+      return stall.then(() => real.call(this))
+    })
+    onTestFinished(() => spy.mockRestore())
+    for (let round = 0; stalled === 0 && round < 40; round++) {
+      const response = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: round % 2 === 0 ? 'large-catalog' : 'empty' }) })
+      // The switch after the one that started the checkpoint may meet it: held, then 503.
+      if (response.status !== 200) expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    }
+    expect(stalled).toBe(1)
+    expect(await list(sandbox, 'k2')).toEqual(SEED)
+    expect(await health(sandbox)).toMatchObject({ status: 200, body: { status: 'ok' } })
+    const held = await post(sandbox, 'k2', 'during')
+    expectErrorBody(await jsonOf(held), 503, 'storage_unavailable')
+    unstall()
+    expect((await post(sandbox, 'k2', 'after')).status).toBe(201)
+    expect(await list(sandbox, 'k2')).toEqual([...SEED, `${NEXT} after`])
+    await stop(sandbox)
+    const reopened = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir })
+    expect(await list(reopened, 'k2')).toEqual([...SEED, `${NEXT} after`])
     expect(rejections).toEqual([])
   })
 })
