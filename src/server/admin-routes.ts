@@ -46,7 +46,7 @@ export interface AdminRoutesOptions {
   /** How a long answer (a tenant's state, its journal) is sent: counted, and for how long a client may take nothing of it. @default not counted, no limit */
   readonly sending?: AnswerSending | undefined
   /** Reserves what reading a tenant's whole list may take, before it is read (see `PipelineOptions.reserve`). @default not counted */
-  readonly reserve?: ((bytes: number, tenant: Tenant) => () => void) | undefined
+  readonly reserve?: ((bytes: number, tenant: Tenant | undefined) => () => void) | undefined
   /** Told what went wrong when a scenario cannot be loaded (the client is not: it may name a path). */
   readonly warn?: ((message: string) => void) | undefined
   /** Where the served document says the sandbox is (`https://sandbox.example/petstore`, no trailing slash), whoever asks. */
@@ -101,7 +101,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   const router = loadExpress().Router({ strict: true })
   const openApi = buildOpenApiDocument({ strictBodies: options.strict, limits: options.limits })
   /** `res.json(value)`, a long answer sent in pieces and counted while it is (`writeJson`). */
-  const sendCounted = (res: Response, value: unknown, tenant: Tenant) =>
+  const sendCounted = (res: Response, value: unknown, tenant: Tenant | undefined) =>
     writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending, tenant)
 
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
@@ -150,11 +150,12 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   /** A route acting on one tenant. */
   const onTenant =
-    (handle: (target: { id: string; tenant: Tenant }, req: Request, res: Response) => Promise<void> | void): Handler =>
+    (handle: (target: { id: string; tenant: Tenant; payer: Tenant | undefined }, req: Request, res: Response) => Promise<void> | void): Handler =>
     async (req, res) => {
       const caller = authenticate(req, res)
       const target = caller && (await tenantOf(caller, req, res))
-      if (target) await handle(target, req, res)
+      // A read is charged to who asked: the admin's to no tenant, never to the tenant it reads (attack8 B3).
+      if (target) await handle({ ...target, payer: caller.kind === 'admin' ? undefined : target.tenant }, req, res)
     }
 
   /** Registers `methods` on `path`; other methods get 405 with `Allow`. */
@@ -305,11 +306,11 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   route('/requests', {
-    get: onTenant(async ({ tenant }, req, res) => {
+    get: onTenant(async ({ tenant, payer }, req, res) => {
       const judged = filterFromQuery(req.query, options.basePath)
       if (!judged.ok) return sendError(res, 'invalid_query', { name: judged.problem.field, reason: judged.problem.reason })
       const filter = judged.filter as JournalFilter
-      sendCounted(res, await tenant.journal.all(filter), tenant)
+      sendCounted(res, await tenant.journal.all(filter), payer)
     }),
     delete: onTenant(async ({ tenant }, _req, res) => {
       await tenant.journal.clear()
@@ -318,23 +319,23 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   route('/violations', {
-    get: onTenant(async ({ tenant }, _req, res) => {
-      sendCounted(res, violationSummary(await tenant.journal.all(), options.proxy), tenant)
+    get: onTenant(async ({ tenant, payer }, _req, res) => {
+      sendCounted(res, violationSummary(await tenant.journal.all(), options.proxy), payer)
     }),
   })
 
   route('/state', {
-    get: onTenant(async ({ id, tenant }, _req, res) => {
+    get: onTenant(async ({ id, tenant, payer }, _req, res) => {
       await tenant.ready
       // @note The state holds the tenant's whole list, read per request: as the API's list, its
       // worst case is reserved before it is read (issue 20 F01).
       options.admit('read')
       const journalSize = await tenant.journal.count()
       const reserve = options.reserve
-      const { categories, release } = await readListCounted(tenant.store, options.limits, reserve && ((bytes) => reserve(bytes, tenant)))
+      const { categories, release } = await readListCounted(tenant.store, options.limits, reserve && ((bytes) => reserve(bytes, payer)))
       try {
         // Made and counted as it is sent before the reservation goes: no uncounted gap.
-        sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize }, tenant)
+        sendCounted(res, { tenant: id, scenario: summarize(tenant.scenario), categories, pets: tenant.listPets(), orders: tenant.listOrders(), journalSize }, payer)
       } finally {
         release?.()
       }

@@ -255,9 +255,10 @@ function tenancy(parts: {
   // Long answers made per request (a list read from SQLite or Redis, the admin state) count
   // against the budget while they are sent, each for its tenant (by id: a tenant dropped from
   // memory and opened again is still the same one), and a client that takes nothing of one for
-  // the request timeout is let go (issue 20 F01, G4).
+  // the request timeout is let go (issue 20 F01, G4). The admin's reads count for no tenant (''):
+  // charged to a partner, an admin's unread read locked it out of its own lists (attack8 B3).
   const budgetOwner = (tenant: Tenant | undefined) => (tenant === undefined ? '' : (tenants.idOf(tenant) ?? ''))
-  const reserve = (bytes: number, tenant: Tenant) => budget.reserveRead(bytes, budgetOwner(tenant))
+  const reserve = (bytes: number, tenant: Tenant | undefined) => budget.reserveRead(bytes, budgetOwner(tenant))
   const sending: AnswerSending = { count: (bytes, tenant, progress) => budget.holdAnswer(bytes, budgetOwner(tenant), progress), stallMs: limits.requestTimeoutMs }
   const tenants = new TenantRegistry({
     scenario: parts.scenario,
@@ -321,7 +322,7 @@ function adminAppBuilder(parts: {
   startScenario: string
   admit: (work: 'grow' | 'read') => void
   sending: AnswerSending
-  reserve: (bytes: number, tenant: Tenant) => () => void
+  reserve: (bytes: number, tenant: Tenant | undefined) => () => void
   warn: SandboxAppOptions['warn']
   watcher: ScenarioWatcher | undefined
   reportUnexpected: (error: unknown, where: string) => void

@@ -327,10 +327,10 @@ export class TenantRegistry implements TenantResolver {
 
   /** Forgets a tenant: out of memory and out of storage. True when it existed anywhere. */
   async delete(id: string): Promise<boolean> {
+    const stored = await this.#options.storage.delete(id)
+    // @note Once the delete is durable: one answered 503 leaves the tenant whole, its journal and plans too (attack6 S1, attack8 A2).
     const live = this.#remove(id)
     this.#serveWaiters()
-    const stored = await this.#options.storage.delete(id)
-    // @note Once the delete is durable: one answered 503 leaves the tenant whole, plans too (attack6 S1).
     const planned = this.#answers.drop(id)
     return live || stored || planned
   }

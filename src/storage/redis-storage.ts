@@ -819,6 +819,8 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'LATE') throw lateWrite(`create ${op} of tenant ${id}`, op)
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
+        // A tenant on its seed holds the seed's categories: refused before the seed is written, so a 409 leaves nothing (attack8 A3).
+        if (this.seed.categories.length >= maxCategories) throw new CategoryLimitError(maxCategories)
         await this.#writeState(id, 'init', this.seed)
       }
     }
@@ -914,7 +916,8 @@ class RedisTenantStore implements TenantStore {
   }
 
   async createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
-    if (!this.#seeded) {
+    // A seed past the limit is not written: the create is refused on it (NOSEED), leaving nothing (attack8 A3).
+    if (!this.#seeded && this.#storage.seed.categories.length < maxCategories) {
       const seeded = this.#storage.seedIfNew(this.#id)
       this.#seeded = seeded
       seeded.catch(() => {

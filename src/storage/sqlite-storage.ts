@@ -1156,23 +1156,23 @@ export class SqliteStorage implements TenantStorage {
   #insert({ tenant, input, bytes, maxCategories }: PendingCreate): Inserted | Error {
     const now = Date.now()
     const used = this.now()
-    let row = this.#sql.tenant.get(tenant)
+    const row = this.#sql.tenant.get(tenant)
     // The tenant's first write stores its seed too.
     const cost = bytes + (row ? 0 : stateStoredBytes(tenant, this.#seed))
     const held = row ? this.#tenantBytes(tenant) : 0
+    const id = row ? row.next : this.#seed.nextCategoryId
+    if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
+    // @note Counted inside the batch's transaction, after the creates before it in the batch;
+    // before anything is written (a first write's row and seed), so a refused create stores nothing (attack8 A3).
+    if (Number.isFinite(maxCategories) && (row ? this.#countOf(tenant) : this.#seed.categories.length) >= maxCategories) return new CategoryLimitError(maxCategories)
     const claim = this.#claim(tenant, held, held + cost)
     if (!('more' in claim)) return claim
     if (!row) {
       // The tenant's first write: its seed goes to disk with it, in the same transaction.
       this.#sql.insertTenant.run(tenant, this.#seed.scenario, this.#seed.nextCategoryId, now, used)
       for (const category of this.#seed.categories) this.#sql.insertCategory.run(tenant, category.id, category.name, category.description ?? null)
-      row = { scenario: this.#seed.scenario, next: this.#seed.nextCategoryId }
       this.#counts.set(tenant, this.#seed.categories.length)
     }
-    const id = row.next
-    if (!Number.isSafeInteger(id)) return new IdSpaceExhaustedError(`the next category id (${id}) is not a safe integer`)
-    // @note Counted inside the batch's transaction, after the creates before it in the batch.
-    if (Number.isFinite(maxCategories) && this.#countOf(tenant) >= maxCategories) return new CategoryLimitError(maxCategories)
     this.#count(tenant, held, held + cost, claim)
     this.#sql.advance.run(now, used, tenant)
     this.#markFloor(tenant)

@@ -628,6 +628,17 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(await names(sandbox)).toEqual(['kept'])
   })
 
+  it('stores nothing for a first create refused 409 category_limit (a seed past --max-categories): no key, nothing counted (attack8 A3)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'large-catalog', anyKey: true, maxCategories: 100, storeBudgetBytes: 8 * 1024 * 1024 })
+    for (let i = 0; i < 3; i++) expectErrorBody(await jsonOf(await create(sandbox, 'x', `refused-${i}`)), 409, 'category_limit')
+    for (let i = 0; i < 3; i++) expect((await redis.cli('EXISTS', `petstore-sandbox:{${tenantId(`refused-${i}`)}}:cats`)).trim()).toBe('0')
+    expect((await redis.cli('HGET', 'petstore-sandbox:usage', tenantId('refused-0'))).trim()).toBe('')
+    // The seed is what the key reads (from this process), as before.
+    const listed = await sandbox.fetch('/v1/categories', { headers: auth('refused-0') })
+    expect(((await jsonOf(listed)) as unknown[]).length).toBe(10_000)
+  })
+
   it('never locks a partner holding data out of its creates when new keys flood the store with large-catalog switches, then fill what is left with long creates (issue 20, store budget with --any-key)', async () => {
     const redis = await startRedis()
     const budget = 4 * 1024 * 1024

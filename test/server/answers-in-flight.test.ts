@@ -18,6 +18,7 @@ import { startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
 import { FULL_TESTS } from '../support/test-scale.js'
 import { STALL_MS } from '../../src/server/memory-budget.js'
+import { tenantId } from '../../src/server.js'
 
 const KEY = 'reader-key'
 const COUNT = 8000
@@ -285,6 +286,30 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
       stalled.socket.destroy()
       again.socket.destroy()
       await expect.poll(async () => (await fetch(path, { headers: { authorization: `Bearer ${KEY}` } })).status, { timeout: 5000 }).toBe(200)
+    },
+  )
+
+  it.runIf(kind.name !== 'memory')(
+    'charges an admin’s long read of a partner’s state to the admin, not the partner: the partner’s own list is answered while it stalls, the admin’s next is refused (attack8 B3)',
+    async () => {
+      const partner = 'large-list-partner'
+      const admin = 'admin-token'
+      const { origin, fetch } = await startSandbox({ apiKeys: [partner], adminToken: admin, scenario: BIG, memoryBudgetBytes: Math.round(2.5 * LIST_BYTES) })
+      const statePath = `/__sandbox/state?tenant=${tenantId(partner)}`
+      const stalled = await nonReading(origin)
+      stalled.socket.write(listRequest('admin-stalled', statePath, admin))
+      await expect.poll(() => stalled.socket.readableLength, { timeout: 10_000 }).toBeGreaterThan(0)
+      expect(String(stalled.socket.read(12))).toBe('HTTP/1.1 200')
+      // Before: 503 over_capacity, as the partner's own unread answer, which it could not cut.
+      const listed = await fetch('/v1/categories', { headers: { authorization: `Bearer ${partner}` } })
+      expect(listed.status).toBe(200)
+      expect(((await listed.json()) as unknown[]).length).toBe(COUNT)
+      const again = await nonReading(origin)
+      again.socket.write(listRequest('admin-again', statePath, admin))
+      const refused = await again.firstBytes()
+      expect(refused).toMatch(/^HTTP\/1\.1 503 /)
+      stalled.socket.destroy()
+      again.socket.destroy()
     },
   )
 

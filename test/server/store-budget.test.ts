@@ -212,6 +212,26 @@ describe('the store budget on SQLite (--data-dir)', () => {
     expect(rejections).toEqual([])
   })
 
+  it('stores nothing for a first create refused 409 category_limit (a seed past --max-categories), so the budget holds, and a restart locks no partner out (attack8 A3)', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const options = { anyKey: true, scenario: 'large-catalog', maxCategories: 100, dataDir: dir, storeBudgetBytes: 8 * MiB }
+    const first = await startSandbox(options)
+    // Each key's seed is 10,000 categories (1.4 MB): 7 of them stored would pass the 8 MiB budget.
+    for (let i = 0; i < 7; i++) expectErrorBody(await jsonOf(await post(first, `refused-${i}`, 'x')), 409, 'category_limit')
+    expect(storedBytes(first)).toBe(0)
+    // Listed live (their requests are journaled), but with nothing stored.
+    expect(await first.sandbox.storage.list()).toEqual([])
+    await stop(first)
+    // Closed: the WAL is checkpointed into the database file.
+    expect(statSync(join(dir, 'sandbox.db')).size).toBeLessThan(1 * MiB)
+    const second = await startSandbox(options)
+    expect(storedBytes(second)).toBe(0)
+    expect((await switchTo(second, 'partner', 'empty')).status).toBe(200)
+    expect((await post(second, 'partner', 'mine')).status).toBe(201)
+    expect(rejections).toEqual([])
+  })
+
   it('takes --store-budget (and PETSTORE_SANDBOX_STORE_BUDGET) as a size, says it at start, and refuses past it (issue 20 F02)', async () => {
     const dir = dataDir()
     const run = await runCliHere(['serve', '--port', '0', '--quiet', '--any-key', '--scenario', 'empty', '--data-dir', dir, '--store-budget', '2MiB'])

@@ -163,7 +163,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
-  it('keeps the tenant’s planned answers when an admin delete of it is answered 503 storage_unavailable', async () => {
+  it('keeps the tenant’s planned answers and request journal when an admin delete of it is answered 503 storage_unavailable (attack6 S1, attack8 A2)', async () => {
     const dir = dataDir()
     const faults = await failingFsyncs(dir)
     const sandbox = await startSandbox({ apiKeys: ['k1'], adminToken: ADMIN, dataDir: dir })
@@ -175,6 +175,8 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
     const pending = await sandbox.fetch('/__sandbox/answers', { headers: auth('k1') })
     expect(await jsonOf(pending)).toEqual([expect.objectContaining(plan)])
+    const journal = (await jsonOf(await sandbox.fetch('/__sandbox/requests', { headers: auth('k1') }))) as { method: string; url: string }[]
+    expect(journal.map((entry) => `${entry.method} ${new URL(entry.url).pathname}`)).toEqual(['POST /v1/categories'])
   })
 
   it('answers write_outcome_unknown when the withdrawal of a failed create cannot be made durable, and 503 storage_unavailable when it can', async () => {
