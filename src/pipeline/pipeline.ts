@@ -70,29 +70,32 @@ export interface PipelineOptions {
 
 type Params = Readonly<Record<string, string>>
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
-
 /** Seconds a request cut from its delay to make room for another tenant is told to wait. */
 const CUT_RETRY_SECONDS = 1
 
 /**
- * Waits out a request's delay, or until the runtime cuts it (`request.waiting`): then rejects with
- * an {@link OverCapacityError}, before anything of the request has run.
+ * Waits out a request's delay, or until the runtime (`request.waiting`) or its tenant
+ * ({@link Tenant.cutDelays}) cuts it: then rejects with an {@link OverCapacityError}, before
+ * anything of the request has run.
  */
-function delayed(ms: number, request: ApiRequest): Promise<void> {
-  const waiting = request.waiting
-  if (waiting === undefined) return sleep(ms)
+function delayed(ms: number, request: ApiRequest, tenant: Tenant): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let over: (() => void) | undefined
-    const timer = setTimeout(() => {
+    const done = () => {
+      clearTimeout(timer)
+      tenant.delays.delete(cut)
       over?.()
+    }
+    const timer = setTimeout(() => {
+      done()
       resolve()
     }, ms)
-    over = waiting((reason) => {
-      clearTimeout(timer)
-      over?.()
+    const cut = (reason: string) => {
+      done()
       reject(new OverCapacityError(reason, CUT_RETRY_SECONDS))
-    })
+    }
+    tenant.delays.add(cut)
+    over = request.waiting?.(cut)
   })
 }
 
@@ -285,7 +288,7 @@ export class Pipeline {
     if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
     const delay = delayLeft(Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay), started)
     const forced = prefer.value.code
-    if (delay > 0) return delayed(delay, request).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
+    if (delay > 0) return delayed(delay, request, tenant).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
     return this.#perform(operation, request, params, tenant, bodyText, forced)
   }
 
@@ -297,7 +300,7 @@ export class Pipeline {
       return this.#operate(operation, request, params, tenant, bodyText)
     }
     const delay = delayLeft(planned.delayMs ?? 0, started)
-    return delay > 0 ? delayed(delay, request).then(answer) : answer()
+    return delay > 0 ? delayed(delay, request, tenant).then(answer) : answer()
   }
 
   /** After the delay: a forced or simulated failure, or the operation once the tenant's scenario is in. */

@@ -570,6 +570,27 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     // One cut for the partner's connection (503, nothing run), the 19 others answered in full.
     expect(statuses(await Promise.all(answers))).toEqual([...Array.from({ length: 19 }, () => 200), 503])
   })
+
+  it('lets a new key in at the tenant cap while the other keys wait out delays: a delayed create is cut (503 over_capacity), not waited for', async () => {
+    const { origin, fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 3 })
+    const fired = await Promise.all(
+      ['a', 'b', 'c'].map(async (key) => {
+        const socket = await openSocket(origin)
+        const answer = collect(socket, 30_000)
+        const body = JSON.stringify({ name: `delayed ${key}` })
+        socket.end(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nPrefer: delay=20000\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        return { answer }
+      }),
+    )
+    // The three tenants are in use, each with its create waiting out its delay.
+    await expect.poll(() => [...sandbox.tenants.live()].filter(([, tenant]) => tenant.busy).length, { timeout: 5000 }).toBe(3)
+    // Before: the new key waited 10 s for a tenant to leave, then 503 tenant_capacity.
+    const partner = await fetch('/v1/categories', { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    const first = await Promise.race(fired.map(({ answer }) => answer))
+    expect(first.status).toBe(503)
+    expect(first.text).toContain('over_capacity')
+  })
 })
 
 describe('timeouts, enforced near the configured time', () => {
