@@ -94,7 +94,8 @@ class ConnectionShares {
    * key holding the most beyond its share, the first found of a half-closed one waiting in a
    * delay, an idle one (no request in flight), one waiting in a delay. A delayed request's wait is
    * cut (answered 503 `over_capacity`, nothing run, its connection closed); an idle connection is
-   * closed. False when that key has none of these (its requests are running: they end soon).
+   * closed. False when that key has none of these (its requests are running, or wait out a
+   * planned answer's delay).
    */
   makeRoom(key: string): boolean {
     const share = this.share()
@@ -140,11 +141,12 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       const bearer = readBearer(req.headers.authorization ?? null)
       const key = bearer.ok ? bearer.token : ''
       if (connection !== undefined) shares.assign(connection, key)
-      // @note Past the cap, a key within its share gets a connection another key holds beyond its
-      // own (attack7 K3: one key's 1,000 delayed requests refused every partner); a key past its
-      // share is refused.
+      // @note Past the cap, a key within its share is served, and a connection another key holds
+      // beyond its own share is ended for it when one can be (attack7 K3: one key's 1,000 delayed
+      // requests refused every partner); a key past its share is refused. Node's hard cap (cap +
+      // reserve) still bounds the connections.
       if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath) {
-        if (shares.held(key) > shares.share() || !shares.makeRoom(key)) {
+        if (shares.held(key) > shares.share()) {
           if (connection !== undefined) shares.remove(connection)
           ;(hooks.stamp ?? stampPlainly)(req, res)
           res.setHeader('Retry-After', '1')
@@ -152,6 +154,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
           sendError(res, 'over_capacity', { reason: `more than ${limits.maxConnections} connections are open`, retryAfter: 1 })
           return
         }
+        shares.makeRoom(key)
       }
       if (connection !== undefined) {
         connection.inFlight++

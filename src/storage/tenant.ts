@@ -84,8 +84,8 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
   readonly delays = new Set<(reason: string) => void>()
 
   /**
-   * Ends every request of its own waiting out a delay (`Prefer: delay`, a planned `delayMs`,
-   * latency), so that it can leave for a new key at the tenant cap (attack7 K3).
+   * Ends every request of its own waiting out a delay (`Prefer: delay`, latency; not a planned
+   * answer's `delayMs`), so that it can leave for a new key at the tenant cap (attack7 K3).
    */
   cutDelays(reason: string): void {
     for (const cut of [...this.delays]) cut(reason)

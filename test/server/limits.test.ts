@@ -571,6 +571,25 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(statuses(await Promise.all(answers))).toEqual([...Array.from({ length: 19 }, () => 200), 503])
   })
 
+  it('answers a partner 200 while one key keeps every connection open and idle, closing one of them', async () => {
+    const { origin, arrived } = await capped()
+    const idle = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const closed = idle.map((socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())))
+    await Promise.all(
+      idle.map((socket) => {
+        socket.on('error', () => undefined)
+        const answered = new Promise((resolve) => socket.once('data', resolve))
+        socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n')
+        return answered
+      }),
+    )
+    expect(arrived.count).toBe(20)
+    const partner = await fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    await Promise.race(closed)
+    for (const socket of idle) socket.destroy()
+  })
+
   it('lets a new key in at the tenant cap while the other keys wait out delays: a delayed create is cut (503 over_capacity), not waited for', async () => {
     const { origin, fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 3 })
     const fired = await Promise.all(
