@@ -115,6 +115,25 @@ class ConnectionShares {
     return chosen !== undefined && this.#end(chosen)
   }
 
+  /**
+   * Closes an idle connection (no request in flight) other than `except`, of `key` itself or else
+   * of the key holding the most beyond its share: a key past its share may use the connection of
+   * its own (or of a key past its share too) that waits for nothing. False when there is none.
+   */
+  closeIdle(key: string, except: Connection | undefined): boolean {
+    const share = this.share()
+    let most: Set<Connection> | undefined
+    for (const [other, set] of this.#byKey) {
+      if (other !== key && set.size > share && (most === undefined || set.size > most.size)) most = set
+    }
+    for (const set of [this.#byKey.get(key), most]) {
+      for (const connection of set ?? []) {
+        if (connection !== except && connection.inFlight === 0 && connection.cut === undefined) return this.#end(connection)
+      }
+    }
+    return false
+  }
+
   #end(connection: Connection): true {
     this.remove(connection)
     const cut = connection.cut
@@ -143,10 +162,11 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       if (connection !== undefined) shares.assign(connection, key)
       // @note Past the cap, a key within its share is served, and a connection another key holds
       // beyond its own share is ended for it when one can be (attack7 K3: one key's 1,000 delayed
-      // requests refused every partner); a key past its share is refused. Node's hard cap (cap +
+      // requests refused every partner); a key past its share is refused, unless an idle connection
+      // of its own (or of a key past its share) can be closed for it. Node's hard cap (cap +
       // reserve) still bounds the connections.
       if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath) {
-        if (shares.held(key) > shares.share()) {
+        if (shares.held(key) > shares.share() && !shares.closeIdle(key, connection)) {
           if (connection !== undefined) shares.remove(connection)
           ;(hooks.stamp ?? stampPlainly)(req, res)
           res.setHeader('Retry-After', '1')
@@ -154,7 +174,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
           sendError(res, 'over_capacity', { reason: `more than ${limits.maxConnections} connections are open`, retryAfter: 1 })
           return
         }
-        shares.makeRoom(key)
+        if (shares.held(key) <= shares.share()) shares.makeRoom(key)
       }
       if (connection !== undefined) {
         connection.inFlight++
