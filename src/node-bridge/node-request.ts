@@ -64,8 +64,12 @@ export function fromNodeRequest(req: IncomingMessage, url: RequestUrl, id: strin
     path: url.pathname,
     headers: new NodeHeaders(req.headers),
     readBody: (limit) => readNodeBody(req, limit),
+    waiting: (req as IncomingMessage & { [WAITING]?: ApiRequest['waiting'] })[WAITING],
   }
 }
+
+/** Where the server puts a request's {@link ApiRequest.waiting} hook on its `IncomingMessage`. */
+export const WAITING = Symbol('waiting')
 
 /** Node's parsed headers (names already lower-case) as a {@link HeaderReader}, without copying them. */
 class NodeHeaders implements HeaderReader {

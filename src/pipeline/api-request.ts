@@ -25,6 +25,15 @@ export interface ApiRequest {
   readonly headers: HeaderReader
   /** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
   readBody(limit: number): Promise<RawBody>
+  /**
+   * Told when the request starts waiting out a delay (`Prefer: delay`, a scenario's latency; not
+   * a planned answer's `delayMs`), with `cut`: the runtime may call it to end the wait, and the request is
+   * then answered 503 `over_capacity` (`reason`) without running. Returns what to call once the
+   * wait is over. The server uses it to make room for another tenant at its connection cap.
+   * @default none: a delay is always waited out
+   * @example request.waiting?.((reason) => console.log(`cut: ${reason}`))
+   */
+  readonly waiting?: ((cut: (reason: string) => void) => () => void) | undefined
 }
 
 /**

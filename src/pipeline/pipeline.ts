@@ -72,6 +72,35 @@ type Params = Readonly<Record<string, string>>
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** Seconds a request cut from its delay to make room for another tenant is told to wait. */
+const CUT_RETRY_SECONDS = 1
+
+/**
+ * Waits out a request's delay (`Prefer: delay`, latency; a planned answer's is not cut), or until the runtime (`request.waiting`) or its tenant
+ * ({@link Tenant.cutDelays}) cuts it: then rejects with an {@link OverCapacityError}, before
+ * anything of the request has run.
+ */
+function delayed(ms: number, request: ApiRequest, tenant: Tenant): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let over: (() => void) | undefined
+    const done = () => {
+      clearTimeout(timer)
+      tenant.delays.delete(cut)
+      over?.()
+    }
+    const timer = setTimeout(() => {
+      done()
+      resolve()
+    }, ms)
+    const cut = (reason: string) => {
+      done()
+      reject(new OverCapacityError(reason, CUT_RETRY_SECONDS))
+    }
+    tenant.delays.add(cut)
+    over = request.waiting?.(cut)
+  })
+}
+
 export class Pipeline {
   readonly #options: PipelineOptions
 
@@ -261,7 +290,7 @@ export class Pipeline {
     if (!prefer.ok) return failure('invalid_prefer', { reason: prefer.reason })
     const delay = delayLeft(Math.min(prefer.value.delay ?? tenant.faults.latency(), maxDelay), started)
     const forced = prefer.value.code
-    if (delay > 0) return sleep(delay).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
+    if (delay > 0) return delayed(delay, request, tenant).then(() => this.#perform(operation, request, params, tenant, bodyText, forced))
     return this.#perform(operation, request, params, tenant, bodyText, forced)
   }
 
@@ -273,6 +302,7 @@ export class Pipeline {
       return this.#operate(operation, request, params, tenant, bodyText)
     }
     const delay = delayLeft(planned.delayMs ?? 0, started)
+    // @note Never cut (attack7 K3): the plan is taken already, and a cut would lose the answer the test asked for.
     return delay > 0 ? sleep(delay).then(answer) : answer()
   }
 

@@ -7,6 +7,8 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import type { Socket } from 'node:net'
 import { answerClientErrors, stampPlainly, type RefusalHooks } from './client-errors.js'
 import { sendError } from '../node-bridge/http-errors.js'
+import { WAITING } from '../node-bridge/node-request.js'
+import { readBearer } from '../core/auth.js'
 
 /** How long a client may take to send its headers, in ms; then 408 and the connection closes. @default 10000 */
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000
@@ -37,9 +39,116 @@ export function checkingInterval(limits: ServerLimits): number {
   return Math.max(50, Math.min(1000, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 10)))
 }
 
+/** An open connection, as the cap shares connections between the keys using them. */
+interface Connection {
+  readonly socket: Socket
+  /** The key of its latest request ('' without one): the tenant it counts for. */
+  key: string | undefined
+  /** Requests not yet answered (or dropped). */
+  inFlight: number
+  /** The client sent its FIN: it sends nothing more. */
+  halfClosed: boolean
+  /** Ends its request's delay, while it waits one. */
+  cut: ((reason: string) => void) | undefined
+}
+
+/**
+ * The connections by the key of their latest request, and the share rule at the cap (attack7 K3):
+ * one key's connections, delayed requests or not, never keep another key's request out.
+ */
+class ConnectionShares {
+  readonly #byKey = new Map<string, Set<Connection>>()
+
+  constructor(readonly maxConnections: number) {}
+
+  /** `connection` now counts for `key`. */
+  assign(connection: Connection, key: string): void {
+    if (connection.key === key) return
+    this.remove(connection)
+    connection.key = key
+    let set = this.#byKey.get(key)
+    if (set === undefined) this.#byKey.set(key, (set = new Set()))
+    set.add(connection)
+  }
+
+  remove(connection: Connection): void {
+    if (connection.key === undefined) return
+    const set = this.#byKey.get(connection.key)
+    set?.delete(connection)
+    if (set?.size === 0) this.#byKey.delete(connection.key)
+    connection.key = undefined
+  }
+
+  /** A key's fair share of the cap: the cap split between the keys with connections, at least 1. */
+  share(): number {
+    return Math.max(1, Math.floor(this.maxConnections / Math.max(1, this.#byKey.size)))
+  }
+
+  /** How many connections count for `key`. */
+  held(key: string): number {
+    return this.#byKey.get(key)?.size ?? 0
+  }
+
+  /**
+   * Makes room for a request of `key` (within its share) past the cap: ends one connection of the
+   * key holding the most beyond its share, the first found of a half-closed one waiting in a
+   * delay, an idle one (no request in flight), one waiting in a delay. A delayed request's wait is
+   * cut (answered 503 `over_capacity`, nothing run, its connection closed); an idle connection is
+   * closed. False when that key has none of these (its requests are running, or wait out a
+   * planned answer's delay).
+   */
+  makeRoom(key: string): boolean {
+    const share = this.share()
+    let most: Set<Connection> | undefined
+    for (const [other, set] of this.#byKey) {
+      if (other !== key && set.size > share && (most === undefined || set.size > most.size)) most = set
+    }
+    if (most === undefined) return false
+    let idle: Connection | undefined
+    let delayed: Connection | undefined
+    for (const connection of most) {
+      if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
+      if (idle === undefined && connection.inFlight === 0) idle = connection
+      if (delayed === undefined && connection.cut !== undefined) delayed = connection
+    }
+    const chosen = idle ?? delayed
+    return chosen !== undefined && this.#end(chosen)
+  }
+
+  /**
+   * Closes an idle connection (no request in flight) other than `except`, of `key` itself or else
+   * of the key holding the most beyond its share: a key past its share may use the connection of
+   * its own (or of a key past its share too) that waits for nothing. False when there is none.
+   */
+  closeIdle(key: string, except: Connection | undefined): boolean {
+    const share = this.share()
+    let most: Set<Connection> | undefined
+    for (const [other, set] of this.#byKey) {
+      if (other !== key && set.size > share && (most === undefined || set.size > most.size)) most = set
+    }
+    for (const set of [this.#byKey.get(key), most]) {
+      for (const connection of set ?? []) {
+        if (connection !== except && connection.inFlight === 0 && connection.cut === undefined) return this.#end(connection)
+      }
+    }
+    return false
+  }
+
+  #end(connection: Connection): true {
+    this.remove(connection)
+    const cut = connection.cut
+    connection.cut = undefined
+    if (cut) cut(`another key needs a connection, and this key holds more than its share (${this.share()}) of ${this.maxConnections}`)
+    else connection.socket.destroy()
+    return true
+  }
+}
+
 /** Builds (does not start) the HTTP server for `listener`; `healthPath` is answered even over the cap. */
 export function createSandboxServer(listener: RequestListener, limits: ServerLimits, healthPath: string, hooks: RefusalHooks = {}): Server {
   let open = 0
+  const shares = new ConnectionShares(limits.maxConnections)
+  const connections = new WeakMap<Socket, Connection>()
   const server = createServer(
     {
       headersTimeout: limits.headersTimeoutMs,
@@ -47,12 +156,38 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       connectionsCheckingInterval: checkingInterval(limits),
     },
     (req: IncomingMessage, res: ServerResponse) => {
+      const connection = connections.get(req.socket)
+      const bearer = readBearer(req.headers.authorization ?? null)
+      const key = bearer.ok ? bearer.token : ''
+      if (connection !== undefined) shares.assign(connection, key)
+      // @note Past the cap, a key within its share is served, and a connection another key holds
+      // beyond its own share is ended for it when one can be (attack7 K3: one key's 1,000 delayed
+      // requests refused every partner); a key past its share is refused, unless an idle connection
+      // of its own (or of a key past its share) can be closed for it. Node's hard cap (cap +
+      // reserve) still bounds the connections.
       if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath) {
-        ;(hooks.stamp ?? stampPlainly)(req, res)
-        res.setHeader('Retry-After', '1')
-        res.setHeader('Connection', 'close')
-        sendError(res, 'over_capacity', { reason: `more than ${limits.maxConnections} connections are open`, retryAfter: 1 })
-        return
+        if (shares.held(key) > shares.share() && !shares.closeIdle(key, connection)) {
+          if (connection !== undefined) shares.remove(connection)
+          ;(hooks.stamp ?? stampPlainly)(req, res)
+          res.setHeader('Retry-After', '1')
+          res.setHeader('Connection', 'close')
+          sendError(res, 'over_capacity', { reason: `more than ${limits.maxConnections} connections are open`, retryAfter: 1 })
+          return
+        }
+        if (shares.held(key) <= shares.share()) shares.makeRoom(key)
+      }
+      if (connection !== undefined) {
+        connection.inFlight++
+        res.once('close', () => connection.inFlight--)
+        ;(req as IncomingMessage & { [WAITING]?: unknown })[WAITING] = (cut: (reason: string) => void) => {
+          connection.cut = (reason) => {
+            res.shouldKeepAlive = false
+            cut(reason)
+          }
+          return () => {
+            connection.cut = undefined
+          }
+        }
       }
       listener(req, res)
     },
@@ -64,7 +199,13 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
   server.on('connection', (socket: Socket) => {
     open++
-    socket.once('close', () => open--)
+    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined }
+    connections.set(socket, connection)
+    socket.once('end', () => (connection.halfClosed = true))
+    socket.once('close', () => {
+      open--
+      shares.remove(connection)
+    })
   })
   // @note The hard cap: past it Node closes new connections before reading them, which keeps the
   // process within its file descriptors however many sockets a client opens.

@@ -501,6 +501,9 @@ export class TenantRegistry implements TenantResolver {
       if (needed <= 0) return
       if (this.#busy(entry) && this.#couldLeave(entry)) {
         entry.draining = true
+        // @note Its requests waiting out a delay end now (503 `over_capacity`, nothing run), so
+        // delayed requests cannot keep new keys out (attack7 K3); requests running finish.
+        entry.tenant?.cutDelays(`a new key needs room among the ${this.#options.maxTenants} tenants, and this one's requests were waiting out a delay`)
         needed--
       }
     }

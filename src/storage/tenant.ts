@@ -80,6 +80,17 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
     if (--this.#busy === 0) this.onIdle?.()
   }
 
+  /** Its requests waiting out a delay, each with what ends the wait (answered 503 `over_capacity`, nothing run). */
+  readonly delays = new Set<(reason: string) => void>()
+
+  /**
+   * Ends every request of its own waiting out a delay (`Prefer: delay`, latency; not a planned
+   * answer's `delayMs`), so that it can leave for a new key at the tenant cap (attack7 K3).
+   */
+  cutDelays(reason: string): void {
+    for (const cut of [...this.delays]) cut(reason)
+  }
+
   /** Whether a request of its own is under way. */
   get busy(): boolean {
     return this.#busy > 0

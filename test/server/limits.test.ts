@@ -505,13 +505,110 @@ describe('the connection cap', () => {
     await expect.poll(() => arrived, { timeout: 5000 }).toBe(10)
     const health = await globalThis.fetch(`${origin}/__sandbox/health`)
     expect(health.status).toBe(200)
-    const refused = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    // The key holding every connection is refused another (attack7 K3: a partner now gets one, below).
+    const refused = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('k') })
     expect(refused.status).toBe(503)
     expect(refused.headers.get('retry-after')).toBe('1')
     expectErrorBody(await jsonOf(refused), 503, 'over_capacity')
     expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual(Array.from({ length: 10 }, () => 200))
     const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+})
+
+describe('the connection cap, shared between keys (attack7 K3)', () => {
+  /** A sandbox with a cap of 20, and a count of the requests that reached it. */
+  const capped = async () => {
+    const running = await startSandbox({ apiKeys: ['k', 'partner'], maxConnections: 20, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    const arrived = { count: 0 }
+    running.server.prependListener('request', () => arrived.count++)
+    return { ...running, arrived }
+  }
+  const delayedCreate = (name: string) => {
+    const body = JSON.stringify({ name })
+    return `POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nPrefer: delay=2500\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`
+  }
+  const statuses = (answers: { status: number | undefined }[]) => answers.map((answer) => answer.status).sort()
+
+  it('answers a partner 200 while one key holds every connection with delayed creates; the key gets 503 past its share, and the create cut for the partner is not stored', async () => {
+    const { origin, fetch, arrived } = await capped()
+    const held = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 8000))
+    held.forEach((socket, i) => socket.write(delayedCreate(`held ${i}`)))
+    await expect.poll(() => arrived.count, { timeout: 5000 }).toBe(20)
+    const partner = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    const own = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('k') })
+    expect(own.status).toBe(503)
+    expect(own.headers.get('retry-after')).toBe('1')
+    expectErrorBody(await jsonOf(own), 503, 'over_capacity')
+    const got = await Promise.all(answers)
+    expect(statuses(got)).toEqual([...Array.from({ length: 19 }, () => 201), 503])
+    const cut = got.find((answer) => answer.status === 503)!
+    expect(cut.text).toContain('over_capacity')
+    expect(cut.text.toLowerCase()).toContain('retry-after: 1')
+    expect(cut.closed).toBe(true)
+    // Nothing answered 503 was stored: the list holds exactly the 19 creates answered 201.
+    const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth('k') }))) as { name: string }[]).map((category) => category.name)
+    const created = got.flatMap((answer, i) => (answer.status === 201 ? [`held ${i}`] : []))
+    expect(names.filter((name) => name.startsWith('held ')).sort()).toEqual(created.sort())
+  })
+
+  it('answers a partner 200 while one key fires delayed requests and half-closes at once; the half-closed clients not cut still get their answers (F04)', async () => {
+    const { origin, arrived } = await capped()
+    const fired = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const answers = fired.map((socket) => collect(socket, 8000))
+    for (const socket of fired) {
+      socket.end('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nPrefer: delay=2500\r\n\r\n')
+    }
+    await expect.poll(() => arrived.count, { timeout: 5000 }).toBe(20)
+    const own = await fetch(`${origin}/v1/categories`, { headers: auth('k') })
+    expect(own.status).toBe(503)
+    expect(own.headers.get('retry-after')).toBe('1')
+    const partner = await fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    // One cut for the partner's connection (503, nothing run), the 19 others answered in full.
+    expect(statuses(await Promise.all(answers))).toEqual([...Array.from({ length: 19 }, () => 200), 503])
+  })
+
+  it('answers a partner 200 while one key keeps every connection open and idle, closing one of them', async () => {
+    const { origin, arrived } = await capped()
+    const idle = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const closed = idle.map((socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())))
+    await Promise.all(
+      idle.map((socket) => {
+        socket.on('error', () => undefined)
+        const answered = new Promise((resolve) => socket.once('data', resolve))
+        socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n')
+        return answered
+      }),
+    )
+    expect(arrived.count).toBe(20)
+    const partner = await fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    await Promise.race(closed)
+    for (const socket of idle) socket.destroy()
+  })
+
+  it('lets a new key in at the tenant cap while the other keys wait out delays: a delayed create is cut (503 over_capacity), not waited for', async () => {
+    const { origin, fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 3 })
+    const fired = await Promise.all(
+      ['a', 'b', 'c'].map(async (key) => {
+        const socket = await openSocket(origin)
+        const answer = collect(socket, 30_000)
+        const body = JSON.stringify({ name: `delayed ${key}` })
+        socket.end(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nPrefer: delay=20000\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+        return { answer }
+      }),
+    )
+    // The three tenants are in use, each with its create waiting out its delay.
+    await expect.poll(() => [...sandbox.tenants.live()].filter(([, tenant]) => tenant.busy).length, { timeout: 5000 }).toBe(3)
+    // Before: the new key waited 10 s for a tenant to leave, then 503 tenant_capacity.
+    const partner = await fetch('/v1/categories', { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    const first = await Promise.race(fired.map(({ answer }) => answer))
+    expect(first.status).toBe(503)
+    expect(first.text).toContain('over_capacity')
   })
 })
 
