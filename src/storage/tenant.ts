@@ -7,7 +7,7 @@ import type { Faults, Latency, Scenario } from '../contract/scenario-format.js'
 import { faultSettings, FaultInjector } from '../core/faults.js'
 import { RequestJournal, type TenantJournal } from '../core/journal.js'
 import { AnswerQueue, type TenantAnswers } from '../core/planned-answers.js'
-import { seedState, WriteOutcomeUnknownError, type TenantStore } from './storage.js'
+import { seedState, StorageUnavailableError, WriteOutcomeUnknownError, type TenantStore } from './storage.js'
 import { PetstoreStore } from './memory-store.js'
 
 /** Settings that, when given, win over the scenario's. */
@@ -180,8 +180,16 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
   /** Onto `scenario`'s seed (switching to it), with an empty journal and no planned answers: one call for a partner's test isolation. */
   async resetTo(scenario: Scenario): Promise<void> {
     await this.useScenario(scenario)
-    await this.journal.clear()
-    await this.answers.clear()
+    // @note Three writes (the store's, the journal's, the planned answers'; on Redis each its own
+    // script): once the data is reset, a later one that fails leaves the reset partly applied, so
+    // the answer is "outcome unknown", never "not applied" (storage_unavailable).
+    try {
+      await this.journal.clear()
+      await this.answers.clear()
+    } catch (error) {
+      if (!(error instanceof StorageUnavailableError) || error instanceof WriteOutcomeUnknownError) throw error
+      throw new WriteOutcomeUnknownError(`the tenant's data was reset to scenario ${JSON.stringify(scenario.name)}, but clearing its journal and planned answers failed: ${error.message}`, { cause: error })
+    }
   }
 
   /** The scenario's pets (read-only), as copies. */
