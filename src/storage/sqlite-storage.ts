@@ -131,6 +131,13 @@ interface Inserted {
   readonly counted: number
 }
 
+/** What `PRAGMA wal_checkpoint` answers: whether it was blocked, the WAL's frames, and how many it copied. */
+interface CheckpointResult {
+  busy: number
+  log: number
+  checkpointed: number
+}
+
 interface CategoryRow {
   id: number
   name: string
@@ -185,13 +192,13 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     // Exclusive locking before WAL: the WAL index lives in this process's memory (no -shm file
     // another process could map), and the first write below takes a lock kept until close.
     db.pragma('locking_mode = EXCLUSIVE')
-    db.pragma('journal_mode = WAL')
     // @note OFF: SQLite never fsyncs (not in a commit, a checkpoint, nor a WAL restart), so it
     // never blocks the event loop on the disk; the storage fsyncs the WAL itself, off the loop,
     // before a write is answered, and checkpoints the WAL itself ({@link SqliteStorage.#checkpoint}):
-    // SQLite's automatic checkpoint fsynced on the loop (attack8 A1). journal_size_limit 0: the
-    // first commit after a checkpoint truncates the WAL to what it wrote, so its size is its content.
+    // SQLite's automatic checkpoint fsynced on the loop (attack8 A1). Set before WAL mode, whose
+    // switch fsyncs otherwise. journal_size_limit 0: a WAL never stays larger than its content.
     db.pragma('synchronous = OFF')
+    db.pragma('journal_mode = WAL')
     db.pragma('wal_autocheckpoint = 0')
     db.pragma('journal_size_limit = 0')
     db.exec('BEGIN EXCLUSIVE; COMMIT')
@@ -232,6 +239,15 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     db.exec('CREATE INDEX IF NOT EXISTS tenants_by_floor_use ON tenants (floored, used_at)')
     const wal = await open(`${path}-wal`, 'r')
     const file = await open(path, 'r')
+    if ((options.durability ?? 'power-loss') === 'power-loss') {
+      try {
+        await durableFiles(options.dir, wal, file)
+      } catch (error) {
+        await wal.close().catch(() => undefined)
+        await file.close().catch(() => undefined)
+        throw error
+      }
+    }
     return new SqliteStorage(db, path, wal, file, options)
   } catch (error) {
     db?.close()
@@ -240,6 +256,23 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
 }
 
 class CorruptDatabase extends Error {}
+
+/**
+ * Makes the files SQLite made at start durable, off the event loop: what it wrote to them (a new
+ * database's header and schema, under `synchronous = OFF`) and their names in the directory (the
+ * WAL is made anew at each start). Without it, a power cut could take the WAL file, and every
+ * acknowledged write in it, with it.
+ */
+async function durableFiles(dir: string, wal: FileHandle, file: FileHandle): Promise<void> {
+  await wal.datasync()
+  await file.datasync()
+  const directory = await open(dir, 'r')
+  try {
+    await directory.sync()
+  } finally {
+    await directory.close()
+  }
+}
 
 /** The row the health probe writes while storage fails (and deletes at once). */
 const PROBE_KEY = 'health-probe'
@@ -641,12 +674,12 @@ export class SqliteStorage implements TenantStorage {
     }
     await this.#synced().catch(() => undefined)
     // @note Closing checkpoints the WAL into the database and deletes the WAL, under `synchronous
-    // = OFF` without an fsync of the database: so the storage checkpoints and fsyncs it first, and
-    // when that fails the connection is left open (the lock goes with the process): the WAL stays,
-    // and the next start recovers every acknowledged write from it.
+    // = OFF` without an fsync of the database: so the storage checkpoints, fsyncs and empties it
+    // first, and closes the connection in that checkpoint; when that fails the connection is left
+    // open (the lock goes with the process): the WAL stays, and the next start recovers every
+    // acknowledged write from it.
     const durable = !held && this.#db.open && (await this.#checkpoint(true))
     if (this.#db.open && !durable) this.#warn(`storage: could not make ${this.path} durable at close; its WAL is kept, and the next start recovers from it`)
-    else if (this.#db.open) this.#db.close()
     await this.#wal.close().catch(() => undefined)
     await this.#file.close().catch(() => undefined)
   }
@@ -1106,13 +1139,16 @@ export class SqliteStorage implements TenantStorage {
   /**
    * Copies the WAL into the database, with no fsync on the event loop (attack8 A1): holds every
    * commit; fsyncs the WAL (off the loop) until it covers every commit; checkpoints (PASSIVE,
-   * under `synchronous = OFF`: SQLite copies the pages and fsyncs nothing); fsyncs the database
-   * file off the loop; only then lets commits go on. The first commit after a complete checkpoint
-   * rewrites the WAL from its start: before the database is durable, a power cut would lose
-   * acknowledged writes, so no commit may run until then. A failed fsync of the database is tried
-   * again while commits wait (they are answered 503 past the settle wait). Resolves to whether
-   * the checkpoint is durable (`closing`: the last one, which gives up rather than try again).
-   * See docs/decisions/0002-sqlite-storage.md, "Amended (attack8 A1)".
+   * under `synchronous = OFF`: SQLite copies the pages and fsyncs nothing) and checks that it
+   * copied every frame; fsyncs the database file off the loop; then empties the WAL (TRUNCATE:
+   * nothing is left to copy) and fsyncs that; only then lets commits go on. A commit on a WAL that
+   * was copied whole rewrites it from its start, header unsynced: a power cut could leave the old
+   * header over a mix of old and new frames, and recovery would read old page images over newer
+   * ones (SQLite ticket ff5be73dee); an empty WAL leaves nothing old to read. A failed fsync (or
+   * truncation) is tried again while commits wait (they are answered 503 past the settle wait).
+   * `closing`: the last one, which gives up rather than try again, and closes the connection
+   * before commits held by it go on (they then fail, unwritten). Resolves to whether the
+   * checkpoint is durable. See docs/decisions/0002-sqlite-storage.md, "Amended (attack8 A1)".
    */
   async #checkpoint(closing = false): Promise<boolean> {
     let release!: () => void
@@ -1122,27 +1158,20 @@ export class SqliteStorage implements TenantStorage {
       if (this.#fsync) {
         while (this.#changes() !== this.#syncedChanges) await this.#synced()
       }
-      this.#guard(() => this.#db.pragma('wal_checkpoint(PASSIVE)'), 0)
-      if (this.#fsync) {
-        let failed = false
-        for (;;) {
-          const pending = { since: monotonicNow() }
-          this.#fsyncsSince.add(pending)
-          try {
-            await this.#file.datasync()
-            break
-          } catch (error) {
-            this.#failure(error, 0)
-            failed = true
-            if (closing || !this.#db.open) return false
-            await new Promise((resolve) => setTimeout(resolve, DB_SYNC_RETRY_MS).unref())
-          } finally {
-            this.#fsyncsSince.delete(pending)
-          }
-        }
-        if (failed) this.#succeeded(this.#failedBytes)
+      const [copied] = this.#guard(() => this.#db.pragma('wal_checkpoint(PASSIVE)') as CheckpointResult[], 0)
+      // @note Exclusive locking: no reader can hold frames back; a partial copy is refused anyway,
+      // since emptying the WAL would then copy the rest before the database is durable.
+      if (copied === undefined || copied.busy !== 0 || copied.checkpointed !== copied.log) return false
+      if (this.#fsync && !(await this.#durably(() => this.#file.datasync(), closing))) return false
+      const emptied = async () => {
+        this.#guard(() => this.#db.pragma('wal_checkpoint(TRUNCATE)'), 0)
+        if (this.#fsync) await this.#wal.datasync()
       }
+      if (!(await this.#durably(emptied, closing))) return false
       this.checkpoints++
+      // @note Closed before commits held by the last checkpoint go on: they went into a new WAL
+      // that closing copied into the database and deleted, unsynced (a power cut lost them).
+      if (closing) this.#db.close()
       return true
     } catch {
       // A failed fsync of the WAL or checkpoint, recorded: the WAL still holds every commit.
@@ -1150,6 +1179,31 @@ export class SqliteStorage implements TenantStorage {
     } finally {
       this.#hold = undefined
       release()
+    }
+  }
+
+  /**
+   * Runs `step` of a checkpoint (an fsync, counted by health while pending) until it succeeds,
+   * every {@link DB_SYNC_RETRY_MS} while commits wait; resolves to false when it fails `closing`
+   * or once the connection is closed.
+   */
+  async #durably(step: () => Promise<void>, closing: boolean): Promise<boolean> {
+    let failed = false
+    for (;;) {
+      const pending = { since: monotonicNow() }
+      this.#fsyncsSince.add(pending)
+      try {
+        await step()
+        if (failed) this.#succeeded(this.#failedBytes)
+        return true
+      } catch (error) {
+        if (!(error instanceof StorageUnavailableError)) this.#failure(error, 0)
+        failed = true
+        if (closing || !this.#db.open) return false
+        await new Promise((resolve) => setTimeout(resolve, DB_SYNC_RETRY_MS).unref())
+      } finally {
+        this.#fsyncsSince.delete(pending)
+      }
     }
   }
 
@@ -1223,6 +1277,8 @@ export class SqliteStorage implements TenantStorage {
 
   /** Runs `task` (a write of `bytes`, or a read), turning a database failure into a {@link StorageUnavailableError}. */
   #guard<T>(task: () => T, bytes: number): T {
+    // Closed by the last checkpoint: writes it held fail, unwritten, without telling the operator storage failed.
+    if (!this.#db.open) throw new StorageUnavailableError(`${this.path}: the storage is closed`)
     try {
       return task()
     } catch (error) {
