@@ -269,6 +269,9 @@ async function durableFiles(dir: string, wal: FileHandle, file: FileHandle): Pro
   const directory = await open(dir, 'r')
   try {
     await directory.sync()
+  } catch (error) {
+    // A file system that cannot fsync a directory (some network ones) names files durably itself, or not at all.
+    if (!['EINVAL', 'ENOTSUP', 'EISDIR', 'EBADF'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error
   } finally {
     await directory.close()
   }
