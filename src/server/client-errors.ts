@@ -123,6 +123,7 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
         text,
       ].join('\r\n'),
     )
+    letGo(socket)
   }
   // @note With a listener, Node leaves the answer to an unmet `Expect` to us instead of a bare 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
@@ -130,6 +131,23 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
     res.setHeader('Connection', 'close')
     sendError(res, 'expectation_failed', { expect: JSON.stringify(req.headers.expect ?? '') })
   })
+}
+
+/** How long a refused connection is kept once answered when its client does not take the answer, in ms. */
+const LINGER_MS = 2000
+
+/**
+ * Lets go of a connection answered and ended: closed once the answer is handed to the kernel
+ * (which still delivers it, then the FIN), or past {@link LINGER_MS} when the client does not
+ * take it. It is read no further (what its client sends on is not looked at).
+ * @note Paused and half-open (`httpAllowHalfOpen`), an answered socket never saw its client's
+ * FIN, so it was never closed: each refused request held its connection, and a slot of the hard
+ * cap, until restart; 1,300 malformed requests refused every connection, health included (attack9 C1).
+ */
+function letGo(socket: Duplex): void {
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref()
+  socket.once('close', () => clearTimeout(timer))
+  socket.once('finish', () => socket.destroy())
 }
 
 /** What Node's parser said, without its internals: `Parse Error: Invalid method encountered` → `invalid method`. */

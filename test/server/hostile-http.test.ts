@@ -222,6 +222,21 @@ describe('the sandbox server under hostile HTTP', () => {
     expect([...text.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => match[1])).toEqual(['200', '400'])
   })
 
+  it('lets go of every connection it refuses: past the hard cap (cap + 256) of malformed requests and a client that sends nothing, a partner is still served (attack9 C1)', async () => {
+    const sandbox = await startSandbox({ apiKeys: [KEYS[0]], maxConnections: 4, headersTimeoutMs: 300, requestTimeoutMs: 300 })
+    const open = () => new Promise<number>((resolve) => sandbox.server.getConnections((_error, count) => resolve(count)))
+    // Each reads its 400 and closes, 20 at a time: 300 of them, past 4 + 256.
+    for (let round = 0; round < 15; round++) {
+      const answers = await Promise.all(Array.from({ length: 20 }, () => exchange(sandbox.origin, ['GARBAGE\r\n\r\n'])))
+      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 400))
+    }
+    const silent = await exchange(sandbox.origin, [], { end: false, waitMs: 3000 })
+    expect(silent.status).toBe(408)
+    await expect.poll(open, { timeout: 5000 }).toBe(0)
+    const partner = await sandbox.fetch('/v1/categories', { headers: { Authorization: `Bearer ${KEYS[0]}` } })
+    expect(partner.status).toBe(200)
+  })
+
   it('answers two Authorization headers as at most one tenant, never with the other’s data', async () => {
     const sandbox = await twoTenants()
     const before = await stateOf(sandbox)
