@@ -26,8 +26,8 @@ export interface ApiRequest {
   /** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
   readBody(limit: number): Promise<RawBody>
   /**
-   * Told when the request starts waiting out a delay (`Prefer: delay`, a scenario's latency; not
-   * a planned answer's `delayMs`), with `cut`: the runtime may call it to end the wait, and the request is
+   * Told when the request starts waiting out a delay (`Prefer: delay`, a scenario's latency, a
+   * planned answer's `delayMs`), with `cut`: the runtime may call it to end the wait, and the request is
    * then answered 503 `over_capacity` (`reason`) without running. Returns what to call once the
    * wait is over. The server uses it to make room for another tenant at its connection cap.
    * @default none: a delay is always waited out

@@ -50,6 +50,8 @@ interface Connection {
   halfClosed: boolean
   /** Ends its request's delay, while it waits one. */
   cut: ((reason: string) => void) | undefined
+  /** Its latest request: while its body is still arriving, nothing of it has run. */
+  request: IncomingMessage | undefined
 }
 
 /**
@@ -91,28 +93,33 @@ class ConnectionShares {
 
   /**
    * Makes room for a request of `key` (within its share) past the cap: ends one connection of the
-   * key holding the most beyond its share, the first found of a half-closed one waiting in a
-   * delay, an idle one (no request in flight), one waiting in a delay. A delayed request's wait is
-   * cut (answered 503 `over_capacity`, nothing run, its connection closed); an idle connection is
-   * closed. False when that key has none of these (its requests are running, or wait out a
-   * planned answer's delay).
+   * key holding the most beyond its share (or, when there are more keys than the cap, so that
+   * every key's share is 1, of any other key: attack9 C3), the first found of a half-closed one
+   * waiting in a delay, an idle one (no request in flight), one waiting in a delay (`Prefer:
+   * delay`, latency, a planned answer's), one whose request body is still arriving. A delayed
+   * request's wait is cut (answered 503 `over_capacity`, nothing run, its connection closed); an
+   * idle connection is closed, and one still sending its body reset (nothing of it has run:
+   * attack9 C2, slow bodies). False when no such key has any of these (its requests are running).
    */
   makeRoom(key: string): boolean {
     const share = this.share()
-    let most: Set<Connection> | undefined
-    for (const [other, set] of this.#byKey) {
-      if (other !== key && set.size > share && (most === undefined || set.size > most.size)) most = set
+    const crowded = this.#byKey.size > this.maxConnections
+    const candidates = [...this.#byKey].filter(([other, set]) => other !== key && (set.size > share || (crowded && set.size >= share)))
+    candidates.sort(([, a], [, b]) => b.size - a.size)
+    for (const [, set] of candidates) {
+      let idle: Connection | undefined
+      let delayed: Connection | undefined
+      let receiving: Connection | undefined
+      for (const connection of set) {
+        if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
+        if (idle === undefined && connection.inFlight === 0) idle = connection
+        if (delayed === undefined && connection.cut !== undefined) delayed = connection
+        if (receiving === undefined && connection.inFlight > 0 && connection.request?.complete === false) receiving = connection
+      }
+      const chosen = idle ?? delayed ?? receiving
+      if (chosen !== undefined) return this.#end(chosen)
     }
-    if (most === undefined) return false
-    let idle: Connection | undefined
-    let delayed: Connection | undefined
-    for (const connection of most) {
-      if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
-      if (idle === undefined && connection.inFlight === 0) idle = connection
-      if (delayed === undefined && connection.cut !== undefined) delayed = connection
-    }
-    const chosen = idle ?? delayed
-    return chosen !== undefined && this.#end(chosen)
+    return false
   }
 
   /**
@@ -177,6 +184,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
         if (shares.held(key) <= shares.share()) shares.makeRoom(key)
       }
       if (connection !== undefined) {
+        connection.request = req
         connection.inFlight++
         res.once('close', () => connection.inFlight--)
         ;(req as IncomingMessage & { [WAITING]?: unknown })[WAITING] = (cut: (reason: string) => void) => {
@@ -199,7 +207,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
   server.on('connection', (socket: Socket) => {
     open++
-    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined }
+    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined, request: undefined }
     connections.set(socket, connection)
     socket.once('end', () => (connection.halfClosed = true))
     socket.once('close', () => {

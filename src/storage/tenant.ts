@@ -84,7 +84,7 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
   readonly delays = new Set<(reason: string) => void>()
 
   /**
-   * Ends every request of its own waiting out a delay (`Prefer: delay`, latency; not a planned
+   * Ends every request of its own waiting out a delay (`Prefer: delay`, latency, a planned
    * answer's `delayMs`), so that it can leave for a new key at the tenant cap (attack7 K3).
    */
   cutDelays(reason: string): void {

@@ -590,6 +590,58 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of idle) socket.destroy()
   })
 
+  it('cuts a key’s planned answers’ delays for another key past the cap, saying the plan was used; the other key’s requests are answered (attack9 C2)', async () => {
+    const { origin, arrived } = await capped()
+    const plan = await globalThis.fetch(`${origin}/__sandbox/answers`, { method: 'POST', headers: { ...auth('k', true), Connection: 'close' }, body: JSON.stringify({ operation: 'listCategories', status: 200, delayMs: 1500, times: 100 }) })
+    expect(plan.status).toBe(201)
+    const held = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 5000))
+    for (const socket of held) socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nConnection: close\r\n\r\n')
+    await expect.poll(() => arrived.count, { timeout: 5000 }).toBe(21)
+    // The partner's requests past the cap: each ends one of the key's planned delays (before, none: Node's hard cap was the only bound).
+    const partner = await Promise.all(Array.from({ length: 5 }, () => globalThis.fetch(`${origin}/v1/categories`, { headers: { ...auth('partner'), Connection: 'close' } })))
+    expect(partner.map((response) => response.status)).toEqual([200, 200, 200, 200, 200])
+    const got = await Promise.all(answers)
+    // Each partner request past the cap ended one (how many were past it depends on when the ended ones closed).
+    const cuts = got.filter((answer) => answer.status === 503)
+    expect(cuts.length).toBeGreaterThanOrEqual(1)
+    expect(cuts.length + got.filter((answer) => answer.status === 200).length).toBe(20)
+    for (const cut of cuts) expect(cut.text).toContain('its planned answer was used')
+  })
+
+  it('resets a key’s connections still sending their bodies for another key past the cap, storing nothing of them (attack9 C2, slow bodies)', async () => {
+    const { origin, fetch, arrived } = await capped()
+    const held = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 1500))
+    for (const socket of held) {
+      socket.on('error', () => undefined)
+      socket.write('POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{"na')
+    }
+    await expect.poll(() => arrived.count, { timeout: 5000 }).toBe(20)
+    const partner = await Promise.all(Array.from({ length: 5 }, () => globalThis.fetch(`${origin}/v1/categories`, { headers: { ...auth('partner'), Connection: 'close' } })))
+    expect(partner.map((response) => response.status)).toEqual([200, 200, 200, 200, 200])
+    const got = await Promise.all(answers)
+    // Reset for the partner, with no answer (nothing of them ran; before, none); the rest still waiting for their bodies.
+    expect(got.filter((answer) => answer.closed && answer.status === undefined).length).toBeGreaterThanOrEqual(1)
+    expect(got.every((answer) => answer.status === undefined)).toBe(true)
+    const seed = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as unknown[]
+    expect(await jsonOf(await fetch('/v1/categories', { headers: auth('k') }))).toEqual(seed)
+  })
+
+  it('cuts a delay of another key for a new key when there are more keys than the cap, each holding its share of 1 (attack9 C3)', async () => {
+    const keys = Array.from({ length: 6 }, (_, i) => `c${i}`)
+    const { origin } = await startSandbox({ apiKeys: [...keys, 'partner'], maxConnections: 5, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    const held = await Promise.all(keys.map(() => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 5000))
+    held.forEach((socket, i) => socket.write(`GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${keys[i]!}\r\nPrefer: delay=1500\r\nConnection: close\r\n\r\n`))
+    const partner = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    const got = await Promise.all(answers)
+    // Before: every key was within its share of 1, so nothing was cut past the cap.
+    expect(got.filter((answer) => answer.status === 503).length).toBeGreaterThanOrEqual(1)
+    expect(got.every((answer) => answer.status === 200 || answer.status === 503)).toBe(true)
+  })
+
   it('lets a new key in at the tenant cap while the other keys wait out delays: a delayed create is cut (503 over_capacity), not waited for', async () => {
     const { origin, fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 3 })
     const fired = await Promise.all(
