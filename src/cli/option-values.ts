@@ -9,13 +9,13 @@ export function list(values: unknown): string[] {
   return items.map((item) => item.trim()).filter((item) => item !== '')
 }
 
-/** An integer from `min` to `max`, or a usage error naming `--<name>`. */
-export function integer(name: string, min: number, max: number) {
+/** An integer from `min` to `max`, or a usage error naming `--<name>` (and what else it takes, `otherwise`). */
+export function integer(name: string, min: number, max: number, otherwise = '') {
   return (value: unknown): number => {
     const text = String(value)
     const number = /^\d+$/.test(text) ? Number(text) : Number.NaN
     if (!(number >= min && number <= max)) {
-      throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got "${text}"`)
+      throw new UsageError(`--${name} must be an integer from ${min} to ${max}${otherwise}, got "${text}"`)
     }
     return number
   }
@@ -67,7 +67,16 @@ export function showBytes(size: number): string {
 
 /** `--workers`: a count, or `auto` for one per core. */
 export function workers(value: unknown): number {
-  return String(value).trim().toLowerCase() === 'auto' ? availableParallelism() : integer('workers', 1, 1024)(value)
+  return String(value).trim().toLowerCase() === 'auto' ? availableParallelism() : integer('workers', 1, 1024, ', or auto (one per core)')(value)
+}
+
+/**
+ * yargs settings of `--workers`: `--help` shows it as `[number]` (its description names `auto`),
+ * and {@link workers} judges it.
+ * @note `string` too, as in {@link integerOption}: `auto` reaches {@link workers} as typed.
+ */
+export function workersOption() {
+  return { type: 'number', string: true, coerce: workers } as const
 }
 
 /** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */

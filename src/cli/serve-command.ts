@@ -14,7 +14,7 @@ import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-re
 import { looksLikePath } from '../scenario/scenario-loader.js'
 import { UsageError, type CliIo } from './cli-io.js'
 import { isWorker, reportReady } from './serve-workers.js'
-import { integerOption, latency, list, showBytes, sizeOption, workers } from './option-values.js'
+import { integerOption, latency, list, showBytes, sizeOption, workersOption } from './option-values.js'
 
 /** How long in-flight requests may take to finish after a stop (SIGINT/SIGTERM) before connections are cut. */
 export const SHUTDOWN_GRACE_MS = 5_000
@@ -41,7 +41,7 @@ export function serveOptions(cli: Argv) {
     .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
-    .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
+    .option('workers', { ...workersOption(), default: 1, describe: 'Processes serving the port: a number, or auto for one per core (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { ...integerOption('tenant-ttl-days', 0, 36_500), default: DEFAULT_TENANT_TTL_DAYS, describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { ...integerOption('name-max-length', 1, 1_000_000), default: DEFAULT_NAME_MAX_LENGTH, describe: 'Longest category name accepted, in characters (400 beyond)' })
     .option('description-max-length', { ...integerOption('description-max-length', 0, 1_000_000), default: DEFAULT_DESCRIPTION_MAX_LENGTH, describe: 'Longest category description accepted, in characters' })

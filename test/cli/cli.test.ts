@@ -306,6 +306,11 @@ describe('petstore-sandbox --help and --version', () => {
     expect(options.filter((name) => !table.includes(`\`--${name}\``))).toEqual([])
   })
 
+  it('shows --workers as a number or auto, with its default as a number', async () => {
+    const options = await helpOptions(['serve'])
+    expect(options['workers']).toMatch(/^Processes serving the port: a number, or auto for one per core .*\[number\] \[default: 1\]$/)
+  })
+
   it('shows a default size with its unit', async () => {
     const options = await helpOptions(['serve'])
     expect(options['journal-bytes']).toMatch(/\[default: 1 MiB\]$/)
