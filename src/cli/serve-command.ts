@@ -283,7 +283,11 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'the port is in use; choose another with --port' : error.code === 'EACCES' ? 'permission denied; choose a port above 1023' : error.message
+      const why =
+        error.code === 'EADDRINUSE' ? 'the port is in use; choose another with --port'
+        : error.code === 'EACCES' ? 'permission denied; choose a port above 1023'
+        : error.code === 'ENOTFOUND' || error.code === 'EADDRNOTAVAIL' ? `${error.message}; give --host an address of this machine (127.0.0.1, or 0.0.0.0 for every interface)`
+        : error.message
       reject(new UsageError(`Cannot listen on ${host}:${port}: ${why}`))
     })
     server.listen(port, host, () => resolve())

@@ -186,6 +186,16 @@ describe('an option set by a PETSTORE_SANDBOX_* variable to a value its command 
     expect(expectOneLine(run, 1)).toContain(`petstore-sandbox: ${says}`)
   })
 
+  it('names the variable in scenarios record, for a base URL the recorder refuses', async () => {
+    const run = await runCliHere(['scenarios', 'record', '--api-key', 'k', '--out', 'never-written.json'], { PETSTORE_SANDBOX_FROM: 'staging.example.com/v1' })
+    expect(expectOneLine(run, 1)).toContain('petstore-sandbox: Cannot record PETSTORE_SANDBOX_FROM (--from) "staging.example.com/v1": not an absolute URL')
+  })
+
+  it('names the variable and the flag of a host to listen on that this machine lacks', async () => {
+    const run = await runCliHere(['serve', '--quiet'], { PETSTORE_SANDBOX_PORT: '0', PETSTORE_SANDBOX_HOST: '192.0.2.1' })
+    expect(expectOneLine(run, 1)).toContain('give PETSTORE_SANDBOX_HOST (--host) an address of this machine')
+  })
+
   it('names the variable in verify, whose usage errors exit 2', async () => {
     const run = await runCliHere(['verify', 'http://127.0.0.1:9/v1', '--api-key', 'k'], { PETSTORE_SANDBOX_TIMEOUT: 'soon' })
     expect(expectOneLine(run, 2)).toBe('petstore-sandbox: PETSTORE_SANDBOX_TIMEOUT (--timeout) must be an integer from 1 to 600000, got "soon"\n')
