@@ -9,13 +9,13 @@ export function list(values: unknown): string[] {
   return items.map((item) => item.trim()).filter((item) => item !== '')
 }
 
-/** An integer from `min` to `max`, or a usage error naming `--<name>`. */
-export function integer(name: string, min: number, max: number) {
+/** An integer from `min` to `max`, or a usage error naming `--<name>` (and what else it takes, `otherwise`). */
+export function integer(name: string, min: number, max: number, otherwise = '') {
   return (value: unknown): number => {
     const text = String(value)
     const number = /^\d+$/.test(text) ? Number(text) : Number.NaN
     if (!(number >= min && number <= max)) {
-      throw new UsageError(`--${name} must be an integer from ${min} to ${max}, got "${text}"`)
+      throw new UsageError(`--${name} must be an integer from ${min} to ${max}${otherwise}, got "${text}"`)
     }
     return number
   }
@@ -67,7 +67,16 @@ export function showBytes(size: number): string {
 
 /** `--workers`: a count, or `auto` for one per core. */
 export function workers(value: unknown): number {
-  return String(value).trim().toLowerCase() === 'auto' ? availableParallelism() : integer('workers', 1, 1024)(value)
+  return String(value).trim().toLowerCase() === 'auto' ? availableParallelism() : integer('workers', 1, 1024, ', or auto (one per core)')(value)
+}
+
+/**
+ * yargs settings of `--workers`: `--help` shows it as `[number]` (its description names `auto`),
+ * and {@link workers} judges it.
+ * @note `string` too, as in {@link integerOption}: `auto` reaches {@link workers} as typed.
+ */
+export function workersOption() {
+  return { type: 'number', string: true, coerce: workers } as const
 }
 
 /** `250` (fixed) or `50-400` (a range drawn from per request), in milliseconds. */
@@ -108,8 +117,9 @@ export function environmentOptions(
   env: Readonly<Record<string, string | undefined>>,
   defined: DefinedOptions,
   elsewhere: (name: string) => boolean,
-): Record<string, string> {
+): { values: Record<string, string>; variables: Record<string, string> } {
   const options: Record<string, string> = {}
+  const variables: Record<string, string> = {}
   for (const [variable, value] of Object.entries(env)) {
     if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue
     const name = variable.slice(ENV_PREFIX.length).toLowerCase().split('_').filter((part) => part !== '').join('-')
@@ -124,6 +134,42 @@ export function environmentOptions(
     else if (/^(1|true|yes|on)$/i.test(value.trim())) options[name] = 'true'
     else if (/^(0|false|no|off|)$/i.test(value.trim())) options[name] = 'false'
     else throw new UsageError(`${variable} must be true or false (1/0, yes/no, on/off), got "${value}"`)
+    variables[name] = variable
   }
-  return options
+  return { values: options, variables }
+}
+
+/**
+ * Whether `args` set option `name` with a flag (`--max-tenants 5`, `--max-tenants=5`,
+ * `--maxTenants 5`, `--no-quiet`), which wins over its variable. Arguments after `--` set none.
+ */
+export function givenAsFlag(args: readonly string[], name: string): boolean {
+  const camel = name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase())
+  const flags = new Set([name, camel].flatMap((spelling) => [`--${spelling}`, `--no-${spelling}`]))
+  const end = args.indexOf('--')
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => flags.has(arg.split('=', 1)[0]!))
+}
+
+/**
+ * `message` (one that names options as `--<name>`, as every judgement here does) with each option
+ * whose value a variable gave (`variables`: option name → variable) named by that variable too,
+ * where the message first names it: `--port must be…` → `PETSTORE_SANDBOX_PORT (--port) must be…`.
+ * The one place a refusal learns where a value came from, whichever judgement (a flag's own, a
+ * rule between flags, the sandbox's options) wrote it.
+ */
+export function nameVariables(message: string, variables: ReadonlyMap<string, string>): string {
+  let named = message
+  for (const [name, variable] of variables) {
+    named = named.replace(new RegExp(`(?<![\\w-])--${name}(?![\\w-])`), () => `${variable} (--${name})`)
+  }
+  return named
+}
+
+/** One of `choices`, or a usage error naming `--<name>` and them, in one line (yargs' own `choices` refusal takes three). */
+export function oneOf<const T extends string>(name: string, choices: readonly T[]) {
+  return (value: unknown): T => {
+    const found = choices.find((choice) => choice === value)
+    if (found === undefined) throw new UsageError(`--${name} must be ${choices.slice(0, -1).join(', ')} or ${choices.at(-1)}, got ${JSON.stringify(value)}`)
+    return found
+  }
 }

@@ -45,6 +45,14 @@ function petIds(values: unknown): number[] {
   return list(values).map((value) => integer('pet-ids', 1, Number.MAX_SAFE_INTEGER)(value))
 }
 
+/**
+ * A refusal of `recordScenario()`'s naming the flag that set what it refused (and, where a variable
+ * set it, run-cli.ts names the variable): `Cannot record from "x"` → `Cannot record --from "x"`.
+ */
+function inFlagWords(message: string): string {
+  return message.replace(/^Cannot record from /, 'Cannot record --from ').replace(/^Cannot record a scenario with version /, 'Cannot record --scenario-version ')
+}
+
 /** Records the service into `--out`; resolves with the exit code (2 when the service stopped it). */
 export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: string) => string): Promise<number> {
   const apiKey: unknown = argv['api-key']
@@ -77,7 +85,7 @@ export async function recordCommand(argv: RecordArgs, io: CliIo, red: (text: str
     })
   } catch (error) {
     if (!(error instanceof PetstoreError)) throw error
-    if (error.code === 'invalid_option') throw new UsageError(error.message)
+    if (error.code === 'invalid_option') throw new UsageError(inFlagWords(error.message), { cause: error })
     io.stderr(`${red(`petstore-sandbox: ${error.message} Nothing was written.`)}\n`)
     return RECORD_UPSTREAM_EXIT_CODE
   }

@@ -6,7 +6,7 @@
 import yargs, { type Argv } from 'yargs'
 import { PACKAGE } from '../server/package-info.js'
 import { type CliIo, UsageError } from './cli-io.js'
-import { type DefinedOptions, environmentOptions } from './option-values.js'
+import { type DefinedOptions, environmentOptions, givenAsFlag, nameVariables } from './option-values.js'
 import { recordCommand, recordOptions } from './record-command.js'
 import { listScenarios, validateScenarios } from './scenarios-command.js'
 import { type RunningSandbox, serve, serveOptions } from './serve-command.js'
@@ -85,11 +85,13 @@ function isAnyCommandsOption(name: string): boolean {
 /** Runs `petstore-sandbox <args>`; resolves when the command has finished or, for `serve`, once the server is up. */
 export async function runCli(args: readonly string[], io: CliIo): Promise<CliResult> {
   const red = (text: string) => (io.color ? `\x1b[31m${text}\x1b[39m` : text)
+  /** The options of the running command that a `PETSTORE_SANDBOX_*` variable set (no flag did), by name: their variables. */
+  const fromEnvironment = new Map<string, string>()
   const fail = (error: unknown, verbose: boolean): CliResult => {
     const message = error instanceof Error ? error.message : String(error)
     // @note One line, whatever the message holds: yargs puts what it refused on the next lines
     // ("Invalid values:\n  Argument: log, Given: …, Choices: …").
-    const line = message.split('\n').map((part) => part.trim()).filter((part) => part !== '').join(' ')
+    const line = nameVariables(message.split('\n').map((part) => part.trim()).filter((part) => part !== '').join(' '), fromEnvironment)
     io.stderr(`${red(`petstore-sandbox: ${line}`)}\n`)
     if (verbose && error instanceof Error && error.stack) io.stderr(`${error.stack}\n`)
     // @note `verify` keeps 1 for "the service broke a check", so that CI tells it from a mistyped command.
@@ -107,8 +109,11 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     (cli: Argv<T>): Argv<U> => {
       const defined = builder(cli)
       const environment = environmentOptions(io.env, definedOptions(defined), isAnyCommandsOption)
-      if (environment['verbose'] === 'true') verbose = true
-      return defined.config(environment)
+      if (environment.values['verbose'] === 'true') verbose = true
+      for (const [name, variable] of Object.entries(environment.variables)) {
+        if (!givenAsFlag(args, name)) fromEnvironment.set(name, variable)
+      }
+      return defined.config(environment.values)
     }
   let exitCode = 0
   let server: RunningSandbox | undefined

@@ -3,8 +3,9 @@ import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Argv } from 'yargs'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../contract/limits.js'
+import { PetstoreError } from '../core/petstore-error.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from '../server/create-sandbox-app.js'
-import { DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS } from '../server/sandbox-options.js'
+import { DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS, type SandboxAppOptions } from '../server/sandbox-options.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from '../server/http-server.js'
 import { batchedLines } from '../server/log-writer.js'
 import { PACKAGE } from '../server/package-info.js'
@@ -14,13 +15,15 @@ import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-re
 import { looksLikePath } from '../scenario/scenario-loader.js'
 import { UsageError, type CliIo } from './cli-io.js'
 import { isWorker, reportReady } from './serve-workers.js'
-import { integerOption, latency, list, showBytes, sizeOption, workers } from './option-values.js'
+import { integerOption, latency, list, oneOf, showBytes, sizeOption, workersOption } from './option-values.js'
 
 /** How long in-flight requests may take to finish after a stop (SIGINT/SIGTERM) before connections are cut. */
 export const SHUTDOWN_GRACE_MS = 5_000
 
 /** The last line of the start banner: once printed, the sandbox answers. */
 export const READY_LINE = 'Ctrl+C stops it.'
+
+const DURABILITIES = ['power-loss', 'process-crash'] as const
 
 export function serveOptions(cli: Argv) {
   return cli
@@ -38,10 +41,10 @@ export function serveOptions(cli: Argv) {
     .option('latency', { type: 'string', coerce: latency, describe: 'Delay before every answer: ms (250) or a range (50-400)' })
     .option('cors-origin', { type: 'array', string: true, coerce: list, describe: 'Origin allowed by CORS (repeat); default: any' })
     .option('data-dir', { type: 'string', describe: "Keep each tenant's state in a SQLite database in this directory across restarts (needs better-sqlite3)" })
-    .option('durability', { choices: ['power-loss', 'process-crash'] as const, default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
+    .option('durability', { choices: DURABILITIES, coerce: oneOf('durability', DURABILITIES), default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
-    .option('workers', { type: 'string', default: '1', coerce: workers, describe: 'Processes serving the port, one per core with auto (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
+    .option('workers', { ...workersOption(), default: 1, describe: 'Processes serving the port: a number, or auto for one per core (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { ...integerOption('tenant-ttl-days', 0, 36_500), default: DEFAULT_TENANT_TTL_DAYS, describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { ...integerOption('name-max-length', 1, 1_000_000), default: DEFAULT_NAME_MAX_LENGTH, describe: 'Longest category name accepted, in characters (400 beyond)' })
     .option('description-max-length', { ...integerOption('description-max-length', 0, 1_000_000), default: DEFAULT_DESCRIPTION_MAX_LENGTH, describe: 'Longest category description accepted, in characters' })
@@ -122,52 +125,90 @@ function dataLine(argv: ServeArgs): string {
   return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
 }
 
+/**
+ * The `createSandboxApp()` options `serve` passes on as its flags hold them, by option, with the
+ * flag that holds each: read for the call, and to say a refused option as the flag that set it.
+ */
+const SANDBOX_OPTION_FLAGS = {
+  scenario: 'scenario',
+  scenariosDir: 'scenarios-dir',
+  apiKeys: 'api-key',
+  anyKey: 'any-key',
+  maxTenants: 'max-tenants',
+  evictIdleMinutes: 'evict-idle-minutes',
+  adminToken: 'admin-token',
+  strict: 'strict',
+  latency: 'latency',
+  dataDir: 'data-dir',
+  redisUrl: 'redis-url',
+  redisAllowEviction: 'redis-allow-eviction',
+  tenantTtlDays: 'tenant-ttl-days',
+  durability: 'durability',
+  nameMaxLength: 'name-max-length',
+  descriptionMaxLength: 'description-max-length',
+  maxCategories: 'max-categories',
+  journalBytes: 'journal-bytes',
+  memoryBudgetBytes: 'memory-budget',
+  storeBudgetBytes: 'store-budget',
+  scenarioAllow: 'scenario-allow',
+  maxConnections: 'max-connections',
+  headersTimeoutMs: 'headers-timeout',
+  requestTimeoutMs: 'request-timeout',
+  publicUrl: 'public-url',
+  trustProxy: 'trust-proxy',
+  proxy: 'proxy',
+  redactHeaders: 'redact-header',
+  redactQueryParams: 'redact-query-param',
+  watch: 'watch',
+} as const satisfies { readonly [Option in keyof SandboxAppOptions]?: keyof ServeArgs }
+
+type SandboxOptionFlags = typeof SANDBOX_OPTION_FLAGS
+
+/** The options of {@link SANDBOX_OPTION_FLAGS}, from the flags. */
+function sandboxOptions(argv: ServeArgs): { [Option in keyof SandboxOptionFlags]: ServeArgs[SandboxOptionFlags[Option]] } {
+  const options = Object.entries(SANDBOX_OPTION_FLAGS).map(([option, flag]) => [option, argv[flag]])
+  return Object.fromEntries(options) as { [Option in keyof SandboxOptionFlags]: ServeArgs[SandboxOptionFlags[Option]] }
+}
+
+/**
+ * A refusal of `createSandboxApp()`'s in the flags' words, so that its one line names what the
+ * user set (and run-cli.ts, where a variable set it, the variable): `Invalid sandbox option
+ * publicUrl: …` → `Invalid --public-url: …`; `Cannot use scenario "x"` → `Cannot use --scenario "x"`.
+ * @note The library names an option in these few phrasings only (`optionJudge`, the scenario
+ * loader, the Redis URL); test/cli/environment.test.ts holds each to its flag.
+ */
+function inFlagWords(error: unknown): unknown {
+  if (!(error instanceof PetstoreError)) return error
+  const flagOf = (option: string) => (Object.hasOwn(SANDBOX_OPTION_FLAGS, option) ? SANDBOX_OPTION_FLAGS[option as keyof SandboxOptionFlags] : undefined)
+  const message = error.message
+    .replace(/^Invalid (?:sandbox|petstore) option (\w+)[^\s:]*/, (phrase, option: string) => {
+      const flag = flagOf(option)
+      return flag === undefined ? phrase : `Invalid --${flag}`
+    })
+    .replace(/^Cannot use scenario (?=")/, error.code === 'unknown_scenario' ? 'Cannot use --scenario ' : 'Cannot use scenario ')
+    .replace(/^Cannot use Redis URL /, 'Cannot use --redis-url ')
+  return message === error.message ? error : new UsageError(message, { cause: error })
+}
+
 /** Starts the sandbox, prints the start banner, and resolves once it answers. */
 export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox> {
   let failed = false
   const sandbox = await createSandboxApp({
-    scenario: argv.scenario,
-    scenariosDir: argv['scenarios-dir'],
-    apiKeys: argv['api-key'],
-    anyKey: argv['any-key'],
-    maxTenants: argv['max-tenants'],
-    evictIdleMinutes: argv['evict-idle-minutes'],
-    adminToken: argv['admin-token'],
-    strict: argv.strict,
-    latency: argv.latency,
+    ...sandboxOptions(argv),
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log, io),
-    dataDir: argv['data-dir'],
-    redisUrl: argv['redis-url'],
     // A worker never exits because Redis is away, at start either: it answers 503 until Redis is back.
     redisUnreachableAtStart: isWorker() ? 'serve' : 'refuse',
-    redisAllowEviction: argv['redis-allow-eviction'],
-    tenantTtlDays: argv['tenant-ttl-days'],
-    durability: argv.durability,
     warn: (message) => {
       if (!failed) io.stderr(`petstore-sandbox: warning: ${message}\n`)
     },
-    nameMaxLength: argv['name-max-length'],
-    descriptionMaxLength: argv['description-max-length'],
-    maxCategories: argv['max-categories'],
-    journalBytes: argv['journal-bytes'],
-    memoryBudgetBytes: argv['memory-budget'],
-    storeBudgetBytes: argv['store-budget'],
-    scenarioAllow: argv['scenario-allow'],
-    maxConnections: argv['max-connections'],
-    headersTimeoutMs: argv['headers-timeout'],
-    requestTimeoutMs: argv['request-timeout'],
-    publicUrl: argv['public-url'],
-    trustProxy: argv['trust-proxy'],
-    proxy: argv['proxy'],
-    redactHeaders: argv['redact-header'],
-    redactQueryParams: argv['redact-query-param'],
-    watch: argv.watch,
     // A refused edit is a warning (the last good version serves on); a reload, a line of the log.
     onReload: (reload) => {
       if (reload.error !== undefined) io.stderr(`petstore-sandbox: warning: ${reload.message}\n`)
       else io.stdout(`${reload.message}\n`)
     },
+  }).catch((error: unknown) => {
+    throw inFlagWords(error)
   })
   const server = sandbox.createServer()
   try {
@@ -242,7 +283,11 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
 function listen(server: Server, port: number, host: string): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => {
-      const why = error.code === 'EADDRINUSE' ? 'the port is in use; choose another with --port' : error.code === 'EACCES' ? 'permission denied; choose a port above 1023' : error.message
+      const why =
+        error.code === 'EADDRINUSE' ? 'the port is in use; choose another with --port'
+        : error.code === 'EACCES' ? 'permission denied; choose a port above 1023'
+        : error.code === 'ENOTFOUND' || error.code === 'EADDRNOTAVAIL' ? `${error.message}; give --host an address of this machine (127.0.0.1, or 0.0.0.0 for every interface)`
+        : error.message
       reject(new UsageError(`Cannot listen on ${host}:${port}: ${why}`))
     })
     server.listen(port, host, () => resolve())

@@ -113,7 +113,7 @@ describe('petstore-sandbox serve', () => {
     expect((await documentUrl([], forwarded, { PETSTORE_SANDBOX_TRUST_PROXY: '1' })).url).toBe('https://attacker.test/v1')
     const refused = await runCliHere(['serve', '--port', '0', '--public-url', 'ftp://x'])
     expect(refused.code).toBe(1)
-    expect(refused.stderr()).toContain('publicUrl')
+    expect(refused.stderr()).toContain('Invalid --public-url: an http:// or https:// URL')
   })
 
   it('redacts the headers and query parameters --redact-header, --redact-query-param and their variables add (issue 20 F13)', async () => {
@@ -182,9 +182,9 @@ describe('petstore-sandbox serve', () => {
     { name: 'a boolean variable that is neither true nor false', args: ['serve'], env: { PETSTORE_SANDBOX_ANY_KEY: 'maybe' }, message: 'PETSTORE_SANDBOX_ANY_KEY must be true or false' },
     { name: 'tenants list on a directory with no data', args: ['tenants', 'list', '--data-dir', '/tmp/petstore-sandbox-no-such-dir'], message: 'holds no sandbox data' },
     { name: 'a bad tenant TTL', args: ['serve', '--tenant-ttl-days', '-1'], message: '--tenant-ttl-days must be an integer from 0 to 36500, got "-1"' },
-    { name: 'a bad durability', args: ['serve', '--durability', 'maybe'], message: 'Invalid values' },
+    { name: 'a bad durability', args: ['serve', '--durability', 'maybe'], message: '--durability must be power-loss or process-crash, got "maybe"' },
     { name: 'tenants without a data directory', args: ['tenants', 'list'], message: 'Missing required argument: data-dir' },
-    { name: 'an unknown scenario', args: ['serve', '--scenario', 'nope'], message: 'Cannot use scenario "nope": no such scenario' },
+    { name: 'an unknown scenario', args: ['serve', '--scenario', 'nope'], message: 'Cannot use --scenario "nope": no such scenario' },
     { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
     { name: 'no command', args: [], message: 'Name a command' },
   ])('exits 1 with one line and no stack trace for $name', async ({ args, message, env }: { args: string[]; message: string; env?: Record<string, string> }) => {
@@ -219,7 +219,7 @@ describe('petstore-sandbox serve', () => {
     const { code, stderr } = await runCliHere(['serve', '--scenario', 'nope', '--verbose'])
     expect(code).toBe(1)
     const [first, ...rest] = stderr().trimEnd().split('\n')
-    expect(first).toMatch(/^petstore-sandbox: Cannot use scenario "nope": no such scenario/)
+    expect(first).toMatch(/^petstore-sandbox: Cannot use --scenario "nope": no such scenario/)
     expect(rest.join('\n')).toMatch(/^\s+at /m)
   })
 
@@ -304,6 +304,11 @@ describe('petstore-sandbox --help and --version', () => {
     const table = [...rows('server.md', 0), ...rows('limits.md', 1)].join(' ')
     expect(options.length).toBeGreaterThan(20)
     expect(options.filter((name) => !table.includes(`\`--${name}\``))).toEqual([])
+  })
+
+  it('shows --workers as a number or auto, with its default as a number', async () => {
+    const options = await helpOptions(['serve'])
+    expect(options['workers']).toMatch(/^Processes serving the port: a number, or auto for one per core .*\[number\] \[default: 1\]$/)
   })
 
   it('shows a default size with its unit', async () => {

@@ -165,3 +165,46 @@ describe('a PETSTORE_SANDBOX_* variable that names no option of any command', ()
     expect(expectOneLine(run, code)).toBe('petstore-sandbox: PETSTORE_SANDBOX_NOPE names no option of any petstore-sandbox command: unset it or correct its name\n')
   })
 })
+
+describe('an option set by a PETSTORE_SANDBOX_* variable to a value its command refuses', () => {
+  it.each<{ judged: string; env: Record<string, string>; says: string }>([
+    { judged: 'as a whole number', env: { PETSTORE_SANDBOX_PORT: 'x' }, says: 'PETSTORE_SANDBOX_PORT (--port) must be an integer from 0 to 65535, got "x"' },
+    { judged: 'as a size', env: { PETSTORE_SANDBOX_MEMORY_BUDGET: '2TB' }, says: 'PETSTORE_SANDBOX_MEMORY_BUDGET (--memory-budget) must be a size in bytes' },
+    { judged: 'as a latency', env: { PETSTORE_SANDBOX_LATENCY: 'soon' }, says: 'PETSTORE_SANDBOX_LATENCY (--latency) must be milliseconds' },
+    { judged: 'as a log format', env: { PETSTORE_SANDBOX_LOG: 'xml' }, says: 'PETSTORE_SANDBOX_LOG (--log) must be pretty or json, got "xml"' },
+    { judged: 'as a worker count', env: { PETSTORE_SANDBOX_WORKERS: 'two' }, says: 'PETSTORE_SANDBOX_WORKERS (--workers) must be an integer from 1 to 1024, or auto' },
+    { judged: 'among its choices', env: { PETSTORE_SANDBOX_DURABILITY: 'maybe' }, says: 'PETSTORE_SANDBOX_DURABILITY (--durability) must be power-loss or process-crash, got "maybe"' },
+    { judged: 'beside another option', env: { PETSTORE_SANDBOX_HEADERS_TIMEOUT: '5000', PETSTORE_SANDBOX_REQUEST_TIMEOUT: '1000' }, says: 'PETSTORE_SANDBOX_HEADERS_TIMEOUT (--headers-timeout) must not be greater than PETSTORE_SANDBOX_REQUEST_TIMEOUT (--request-timeout)' },
+    { judged: 'as a token', env: { PETSTORE_SANDBOX_ADMIN_TOKEN: ' ' }, says: 'PETSTORE_SANDBOX_ADMIN_TOKEN (--admin-token) must not be empty' },
+    { judged: 'as a URL by the sandbox', env: { PETSTORE_SANDBOX_PUBLIC_URL: 'ftp://x' }, says: 'Invalid PETSTORE_SANDBOX_PUBLIC_URL (--public-url): an http:// or https:// URL' },
+    { judged: 'as a list of header names by the sandbox', env: { PETSTORE_SANDBOX_REDACT_HEADER: 'a b' }, says: 'Invalid PETSTORE_SANDBOX_REDACT_HEADER (--redact-header): expected a header name' },
+    { judged: 'as scenario names by the sandbox', env: { PETSTORE_SANDBOX_SCENARIO_ALLOW: 'nope' }, says: 'Invalid PETSTORE_SANDBOX_SCENARIO_ALLOW (--scenario-allow): no scenario named "nope"' },
+    { judged: 'as a scenario by the sandbox', env: { PETSTORE_SANDBOX_SCENARIO: 'nope' }, says: 'Cannot use PETSTORE_SANDBOX_SCENARIO (--scenario) "nope": no such scenario' },
+    { judged: 'as a Redis URL by the sandbox', env: { PETSTORE_SANDBOX_REDIS_URL: 'http://x' }, says: 'Cannot use PETSTORE_SANDBOX_REDIS_URL (--redis-url) "http://x": unknown scheme' },
+  ])('names the variable beside the flag when judged $judged', async ({ env, says }) => {
+    const run = await runCliHere(['serve', '--quiet'], { PETSTORE_SANDBOX_PORT: '0', ...env })
+    expect(expectOneLine(run, 1)).toContain(`petstore-sandbox: ${says}`)
+  })
+
+  it('names the variable in scenarios record, for a base URL the recorder refuses', async () => {
+    const run = await runCliHere(['scenarios', 'record', '--api-key', 'k', '--out', 'never-written.json'], { PETSTORE_SANDBOX_FROM: 'staging.example.com/v1' })
+    expect(expectOneLine(run, 1)).toContain('petstore-sandbox: Cannot record PETSTORE_SANDBOX_FROM (--from) "staging.example.com/v1": not an absolute URL')
+  })
+
+  it('names the variable and the flag of a host to listen on that this machine lacks', async () => {
+    const run = await runCliHere(['serve', '--quiet'], { PETSTORE_SANDBOX_PORT: '0', PETSTORE_SANDBOX_HOST: '192.0.2.1' })
+    expect(expectOneLine(run, 1)).toContain('give PETSTORE_SANDBOX_HOST (--host) an address of this machine')
+  })
+
+  it('names the variable in verify, whose usage errors exit 2', async () => {
+    const run = await runCliHere(['verify', 'http://127.0.0.1:9/v1', '--api-key', 'k'], { PETSTORE_SANDBOX_TIMEOUT: 'soon' })
+    expect(expectOneLine(run, 2)).toBe('petstore-sandbox: PETSTORE_SANDBOX_TIMEOUT (--timeout) must be an integer from 1 to 600000, got "soon"\n')
+  })
+
+  it('names only the flag when a flag set the value, whatever the variable holds', async () => {
+    const run = await runCliHere(['serve', '--port', 'x'], { PETSTORE_SANDBOX_PORT: '0' })
+    expect(expectOneLine(run, 1)).toBe('petstore-sandbox: --port must be an integer from 0 to 65535, got "x"\n')
+    const equals = await runCliHere(['serve', '--port=0', '--headers-timeout=5000'], { PETSTORE_SANDBOX_REQUEST_TIMEOUT: '1000' })
+    expect(expectOneLine(equals, 1)).toBe('petstore-sandbox: --headers-timeout must not be greater than PETSTORE_SANDBOX_REQUEST_TIMEOUT (--request-timeout)\n')
+  })
+})

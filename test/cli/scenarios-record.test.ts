@@ -210,7 +210,7 @@ describe('petstore-sandbox scenarios record', () => {
     const dir = await tempDir()
     const bad = await runCliHere(['scenarios', 'record', '--from', 'staging.example.com/v1', '--api-key', KEY, '--out', join(dir, 'a.json')])
     expect(bad.code).toBe(1)
-    expect(bad.stderr()).toContain('Cannot record from "staging.example.com/v1": not an absolute URL')
+    expect(bad.stderr()).toContain('Cannot record --from "staging.example.com/v1": not an absolute URL')
     const name = await runCliHere(['scenarios', 'record', '--from', 'http://127.0.0.1:1/v1', '--api-key', KEY, '--out', join(dir, 'my shop.json')])
     expect(name.code).toBe(1)
     expect(name.stderr()).toContain('Cannot record a scenario named "my shop": a scenario name must be 1-64 letters')

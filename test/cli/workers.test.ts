@@ -51,7 +51,7 @@ describe('serve --workers without a shared store', () => {
   it('refuses a count that is not one, with the range', async () => {
     const { code, stderr } = await runCliToEnd(['serve', '--port', '0', '--workers', 'two'])
     expect(code).toBe(1)
-    expect(stderr.trim()).toBe('petstore-sandbox: --workers must be an integer from 1 to 1024, got "two"')
+    expect(stderr.trim()).toBe('petstore-sandbox: --workers must be an integer from 1 to 1024, or auto (one per core), got "two"')
   })
 })
 

@@ -108,6 +108,32 @@ describe.each(STORES)('planned answers over the admin API ($name store)', (kind)
     expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
   })
 
+  // Redis keeps its book in Redis: test/redis/planned-answers.test.ts has its own.
+  it.runIf(kind.name !== 'redis')('answers 503 plan_book_full with Retry-After to a plan past the planner’s share of a full book, takes room from a holder for a planner below it, and keeps the partner’s plan', async () => {
+    const sandbox = await startSandbox({ anyKey: true })
+    expect((await plan(sandbox, { operation: 'listOrders', status: 500, times: 100 }, 'partner')).status).toBe(201)
+    // The book filled in the process, as plans over HTTP would fill it (10,000 of them are the full run's).
+    const fill = async (key: string, count: number) => {
+      const tenant = (await sandbox.sandbox.tenants.resolve(key))!
+      for (let i = 0; i < count; i++) await tenant.answers.plan({ operation: 'listOrders', status: 500, times: 1000 })
+    }
+    for (let i = 0; i < MAX_BOOK_PLANS / MAX_PLANNED_ANSWERS - 1; i++) await fill(`earlier-${i}`, MAX_PLANNED_ANSWERS)
+    await fill('flood', MAX_PLANNED_ANSWERS - 2)
+    expect((await plan(sandbox, { operation: 'listOrders', status: 500 }, 'flood')).status).toBe(201)
+    // Full: every tenant holds at most what the flood would after its next plan, 100.
+    const refused = await plan(sandbox, { operation: 'listOrders', status: 500 }, 'flood')
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBe('1')
+    const body = await jsonOf(refused)
+    expectErrorBody(body, 503, 'plan_book_full')
+    expect((body as { message: string }).message).toContain(`holds ${MAX_BOOK_PLANS} planned answers over all tenants`)
+    // A key holding fewer than the holders takes the newest plan of one of them.
+    expect((await plan(sandbox, { operation: 'listCategories', status: 503 }, 'newcomer')).status).toBe(201)
+    expect(await statusOf(sandbox, '/v1/categories', 'newcomer')).toBe(503)
+    expect(await jsonOf(await sandbox.fetch('/__sandbox/answers', { headers: auth('partner') }))).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 100 }])
+    expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
+  })
+
   it('drops pending plans on DELETE /__sandbox/answers and on POST /__sandbox/reset', async () => {
     const sandbox = await startSandbox()
     await plan(sandbox, { operation: 'listCategories', status: 500 })
