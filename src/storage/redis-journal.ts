@@ -306,8 +306,8 @@ export class RedisJournal implements TenantJournal {
    * The entries, oldest first, read in pages of about {@link JOURNAL_PAGE_BYTES} from the newest
    * back, one command each, so that other commands of every replica run between them (attack7 K2).
    * @note The entries up to the newest when the read began, back to the oldest still there when
-   * the last page is read: entries dropped as the oldest while it reads (or cleared) are left
-   * out, never an entry twice or one in between.
+   * the last page is read: entries dropped as the oldest while it reads (or cleared, or the
+   * tenant deleted) are left out, never an entry twice or one in between, nor one of another journal.
    */
   async all(filter: JournalFilter = {}): Promise<JournalEntry[]> {
     const pages: JournalEntry[][] = []
@@ -315,6 +315,10 @@ export class RedisJournal implements TenantJournal {
     for (;;) {
       const [texts, oldest] = (await this.#link.script(JOURNAL_PAGE, this.#keys.slice(0, 2), [newest])) as [string[], number]
       const page = texts.map((text) => JSON.parse(text) as JournalEntry)
+      // @note Not the entry asked for: the journal was deleted since the last page (its ids start
+      // again at 1) and the page is of the new one. What was read is the old one's newest part, as
+      // if its older entries had been cleared; before, both were answered as one (attack9 R3).
+      if (newest !== -1 && page.at(-1)?.id !== newest) break
       if (page.length > 0) pages.push(page)
       if (oldest === 1 || page.length === 0) break
       newest = page[0]!.id - 1

@@ -9,7 +9,7 @@ import { tenantId } from '../../src/server.js'
 import { LIST_PAGE_BYTES, LIST_PAGE_ENTRIES, openRedisStorage } from '../../src/storage/redis-storage.js'
 import type { TenantState } from '../../src/storage/storage.js'
 import type { JournalEntry } from '../../src/core/journal.js'
-import { JOURNAL_PAGE_BYTES } from '../../src/storage/redis-journal.js'
+import { JOURNAL_PAGE_BYTES, RedisJournal } from '../../src/storage/redis-journal.js'
 import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { startReplySizes } from '../support/reply-sizes.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
@@ -162,6 +162,34 @@ describe.runIf(REQUIRE_REDIS)('a long list on Redis (attack7 K2)', () => {
       recording = false
       await traffic
     }
+  })
+
+  it('never answers a journal read while the tenant is deleted and journals again as a mix of the two journals (attack9 R3)', async () => {
+    const redis = await startRedis()
+    const storage = await storageOn(redis.url)
+    const id = tenantId('deleted')
+    const writer = storage.journal(id, 200)
+    for (let n = 1; n <= 120; n++) await writer.record(entry(n, 5_000))
+    // The reader's link: once its first page is read, the admin deletes the tenant and it makes 3 requests (new ids 1-3).
+    const reading = await storageOn(redis.url)
+    const real = reading.link
+    let pages = 0
+    const link = Object.create(real) as typeof real
+    link.script = async (script, keys, args) => {
+      const reply = await real.script(script, keys, args)
+      if (keys[0]?.endsWith(':journal') && args.length === 1 && ++pages === 1) {
+        await storage.delete(id)
+        for (let n = 1; n <= 3; n++) await storage.journal(id, 200).record(entry(1000 + n, 10))
+      }
+      return reply
+    }
+    const reader = new RedisJournal(link, reading.keys(id), { limit: 200 })
+    const ids = (await reader.all()).map((e) => e.id)
+    expect(pages).toBeGreaterThan(1)
+    // One journal's run of ids, in order: the newest page of the old one, what was read before the delete.
+    expect(ids.length).toBeGreaterThan(0)
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, i) => ids[0]! + i))
+    expect(ids.at(-1)).toBe(120)
   })
 
   it('lists every tenant of a large registry to the admin once each, oldest first, in replies of about 1,000 tenants', async () => {
