@@ -20,6 +20,7 @@ import {
   type JournalInput,
   type TenantJournal,
 } from '../core/journal.js'
+import { monotonicNow } from '../core/clock.js'
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
 import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
 import { FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, tenantFloorBytes } from './stored-bytes.js'
@@ -36,7 +37,8 @@ const otherKey = (prefix: number, id: string, kind: string) => `ARGV[${prefix}] 
  * sorted set: tenant id → when its journal last recorded, by Redis's time). ARGV: the entry's JSON after its `{`,
  * prefixed with a comma; its weight; the entry limit; the byte budget; ttl ms; the journals'
  * budget (the store budget); the tenant's id; the journal floor (`tenantFloorBytes` of the
- * journals' budget); the key prefix.
+ * journals' budget); the key prefix; the entry's deadline (Redis's time, ms): from then on it is
+ * not kept (its request was answered without it; a clear answered since must not be overtaken).
  * An entry counts (in `jsizes`, `jmeta`'s `bytes`, the usage hash, `jweights`) its weight, or the
  * bytes of its JSON as written (Lua's `#`) where that is more: so a journal never holds more in
  * Redis than it counts, even of bodies of control characters, each escaped to 6 bytes (`\u0001`;
@@ -65,6 +67,7 @@ const RECORD = redisScript(`
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
 ${NOW}
+if ARGV[10] and now >= tonumber(ARGV[10]) then return 0 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
   redis.call('HSET', KEYS[4], 'used', string.format('%d', now))
   if ttl > 0 then
@@ -299,7 +302,12 @@ export class RedisJournal implements TenantJournal {
     const entry = input instanceof JournalDraft ? input.fields() : input
     const rest = `,${JSON.stringify(entry).slice(1)}`
     const size = journalWeight(input)
-    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, ...this.#usageArgs])
+    // @note Its deadline: when the request stops waiting for it, as Redis's time at or before the
+    // true one. Reaching Redis later (a stalled connection delivered), it is dropped, never listed
+    // after a journal clear answered in the meantime (attack9 R2).
+    const until = Math.min(this.#link.requestDeadline() ?? Number.POSITIVE_INFINITY, monotonicNow() + this.#link.commandTimeoutMs)
+    const due = Math.floor(await this.#link.redisNow(until))
+    await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, ...this.#usageArgs, due])
   }
 
   /**

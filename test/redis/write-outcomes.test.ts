@@ -3,7 +3,7 @@
  * clock (F11), and a Redis that may evict tenant keys is refused unless the operator accepts it
  * (F02). Each against a real redis-server.
  */
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { monotonicNow } from '../../src/core/clock.js'
 import { redisDelayLimit, withRedisDeadline } from '../../src/storage/redis-connection.js'
@@ -279,6 +279,25 @@ describe.runIf(REQUIRE_REDIS)('a recorded write whose answer said its outcome (a
     expect(await names(sandbox)).toEqual(['before', 'after 1', 'after 2'])
     const next = await create(sandbox, 'after 3')
     expect(await jsonOf(next)).toEqual({ id: 4, name: 'after 3' })
+  })
+
+  it('never lets a request’s journal entry whose reply was lost land after a journal clear answered later (attack9 R2)', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, apiKeys: ['partner'], requestTimeoutMs: 4000, headersTimeoutMs: 2000 })
+    // A first request: Redis knows the journal's script (a held first use would be refused NOSCRIPT).
+    await (await sandbox.fetch('/v1/categories', { headers: auth('partner') })).body?.cancel()
+    // The replica's connection stalls as the request's journal entry goes out on it: answered all the same once its write gives up.
+    proxy.hold('marker-zq78')
+    const request = await sandbox.fetch('/v1/categories?marker-zq78=1', { headers: auth('partner') })
+    expect(request.status).toBe(200)
+    await request.body?.cancel()
+    // The replica renews its stalled connection: a clear meanwhile is answered 503 (not applied), and is sent again.
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('partner') })).status).toBe(204), { timeout: 15_000, interval: 200 })
+    // The stalled bytes arrive after the clear's answer: the entry of a request answered before it must not show.
+    await proxy.deliver()
+    const journal = (await jsonOf(await sandbox.fetch('/__sandbox/requests?method=GET', { headers: auth('partner') }))) as { url: string }[]
+    expect(journal.filter((entry) => entry.url.includes('marker-zq78'))).toEqual([])
   })
 
   it('answers an admin’s tenant delete whose reply was lost as what Redis did: 204, the tenant gone', async () => {
