@@ -96,10 +96,12 @@ class ConnectionShares {
    * key holding the most beyond its share (or, when there are more keys than the cap, so that
    * every key's share is 1, of any other key: attack9 C3), the first found of a half-closed one
    * waiting in a delay, an idle one (no request in flight), one waiting in a delay (`Prefer:
-   * delay`, latency, a planned answer's), one whose request body is still arriving. A delayed
-   * request's wait is cut (answered 503 `over_capacity`, nothing run, its connection closed); an
-   * idle connection is closed, and one still sending its body reset (nothing of it has run:
-   * attack9 C2, slow bodies). False when no such key has any of these (its requests are running).
+   * delay`, latency, a planned answer's), one whose request body is still arriving, one whose
+   * answer its client does not take (Node's buffer for it is full). A delayed request's wait is
+   * cut (answered 503 `over_capacity`, nothing run, its connection closed); an idle connection is
+   * closed; one still sending its body (nothing of it has run: attack9 C2, slow bodies), or not
+   * taking its answer (a long read: attack9 C4), is reset. False when no such key has any of these
+   * (its requests are running in the store).
    */
   makeRoom(key: string): boolean {
     const share = this.share()
@@ -110,13 +112,15 @@ class ConnectionShares {
       let idle: Connection | undefined
       let delayed: Connection | undefined
       let receiving: Connection | undefined
+      let unread: Connection | undefined
       for (const connection of set) {
         if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
         if (idle === undefined && connection.inFlight === 0) idle = connection
         if (delayed === undefined && connection.cut !== undefined) delayed = connection
         if (receiving === undefined && connection.inFlight > 0 && connection.request?.complete === false) receiving = connection
+        if (unread === undefined && connection.inFlight > 0 && connection.socket.writableNeedDrain) unread = connection
       }
-      const chosen = idle ?? delayed ?? receiving
+      const chosen = idle ?? delayed ?? receiving ?? unread
       if (chosen !== undefined) return this.#end(chosen)
     }
     return false
@@ -146,7 +150,9 @@ class ConnectionShares {
     const cut = connection.cut
     connection.cut = undefined
     if (cut) cut(`another key needs a connection, and this key holds more than its share (${this.share()}) of ${this.maxConnections}`)
-    else connection.socket.destroy()
+    else if (connection.inFlight === 0) connection.socket.destroy()
+    // @note Reset: closed plainly, the kernel would go on sending megabytes to a client that reads nothing.
+    else connection.socket.resetAndDestroy()
     return true
   }
 }

@@ -628,6 +628,31 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(await jsonOf(await fetch('/v1/categories', { headers: auth('k') }))).toEqual(seed)
   })
 
+  it('resets a key’s connections whose long answers their clients do not take, for another key past the cap (attack9 C4)', async () => {
+    const big = {
+      name: 'big-list',
+      version: '1.0.0',
+      description: 'Categories with the longest descriptions allowed: about 16 MB listed.',
+      seed: { categories: { generate: { count: 8000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
+    }
+    const { origin, server } = await startSandbox({ apiKeys: ['k', 'partner'], scenario: big, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
+    const held = await Promise.all(Array.from({ length: 3 }, () => openSocket(origin)))
+    for (const socket of held) {
+      socket.on('error', () => undefined)
+      socket.pause()
+      socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n\r\n')
+    }
+    // Each answer is under way and stuck: its client reads nothing.
+    const open = () => new Promise<number>((resolve) => server.getConnections((_error, count) => resolve(count)))
+    await expect.poll(open, { timeout: 5000 }).toBe(3)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const partner = await globalThis.fetch(`${origin}/__sandbox/state`, { headers: auth('partner') })
+    expect(partner.status).toBe(200)
+    // One of the key's is reset for it (before, none was ended until the request timeout): 2 of the key's and the partner's stay.
+    await expect.poll(open, { timeout: 2000 }).toBe(3)
+    for (const socket of held) socket.destroy()
+  })
+
   it('cuts a delay of another key for a new key when there are more keys than the cap, each holding its share of 1 (attack9 C3)', async () => {
     const keys = Array.from({ length: 6 }, (_, i) => `c${i}`)
     const { origin } = await startSandbox({ apiKeys: [...keys, 'partner'], maxConnections: 5, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
