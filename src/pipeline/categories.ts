@@ -3,20 +3,63 @@ import { contractOf } from '../contract/operations.js'
 import { categorySchemas, NewCategory, type Category } from '../contract/schemas.js'
 import { stringWeight } from '../core/heap-weight.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../contract/limits.js'
-import type { TenantStore } from '../storage/storage.js'
+import type { CategoryPages, TenantStore } from '../storage/storage.js'
+import type { AnswerPieces } from './api-request.js'
 import { parseJsonObject } from './request-body.js'
 import { CategoryLimitError, IdSpaceExhaustedError } from '../storage/memory-store.js'
 import { failure, json, jsonText, type ErrorOutcome, type Operation } from './operation.js'
 
 export const listCategories: Operation = {
   ...contractOf('listCategories'),
-  async run({ tenant, limits, reserve }) {
+  async run({ request, tenant, limits, reserve, streams }) {
     // A store that keeps its list's text ready (in memory) answers it as it is.
     const text = await tenant.store.listCategoriesJson?.()
     if (text !== undefined) return jsonText(200, text)
+    // @note A store that reads its list in pages (SQLite) answers it as its client takes it, one
+    // page held at a time: a whole list held per answer let clients that read slowly or not at all
+    // take the memory budget, and a slow reader could not be told from one that never reads
+    // (attack8 B1, B2). A HEAD answer sends no body: made whole, for its Content-Length.
+    if (streams === true && request.method !== 'HEAD' && tenant.store.streamCategories !== undefined) {
+      return { kind: 'json', status: 200, body: undefined, pieces: jsonArrayPieces(await tenant.store.streamCategories()) }
+    }
     const { categories, release } = await readListCounted(tenant.store, limits, reserve)
     return { kind: 'json', status: 200, body: categories, release }
   },
+}
+
+/**
+ * How many characters of names and descriptions a page read for a list sent in pieces holds, about:
+ * a piece of the answer is about as long (up to 6 times in a text of control characters, each
+ * escaped as `\u0001`).
+ * @default 65536
+ */
+export const LIST_PAGE_CHARS = 64 * 1024
+
+/**
+ * The JSON text of the categories `pages` give, a page a piece: `[`, the categories as
+ * `JSON.stringify` writes them, separated by commas, and `]`, the same text as
+ * `JSON.stringify(categories)`.
+ */
+export function jsonArrayPieces(pages: CategoryPages): AnswerPieces {
+  let state: 'first' | 'more' | 'done' = 'first'
+  return {
+    next() {
+      if (state === 'done') return undefined
+      const page = pages.next(LIST_PAGE_CHARS)
+      let piece = state === 'first' ? '[' : ''
+      for (const [index, category] of page.entries()) piece += (index === 0 && state === 'first' ? '' : ',') + JSON.stringify(category)
+      state = 'more'
+      if (pages.done) {
+        state = 'done'
+        piece += ']'
+      }
+      return piece
+    },
+    close() {
+      state = 'done'
+      pages.close()
+    },
+  }
 }
 
 /**
