@@ -28,31 +28,45 @@ export const listCategories: Operation = {
 }
 
 /**
- * How many characters of names and descriptions a page read for a list sent in pieces holds, about:
- * a piece of the answer is about as long (up to 6 times in a text of control characters, each
- * escaped as `\u0001`).
- * @default 65536
+ * How long a piece of a list sent in pieces grows, about, in UTF-16 units of its JSON text: pages
+ * are read until it is this long, so it passes it by at most one page.
+ * @note A client that reads nothing holds about 186 KiB with 16 Ki, 378 KiB with 64 Ki (Node's
+ * write queues hold a few pieces; `bench/streamed-lists.ts`), and a 20 MB list read whole took as
+ * long with either.
+ * @default 16384
  */
-export const LIST_PAGE_CHARS = 64 * 1024
+export const LIST_PIECE_UNITS = 16 * 1024
+/**
+ * How many characters of names and descriptions a page read from the store holds, about (at least
+ * one category): its JSON may take up to 6 times as many units (`\u0001` for a control character).
+ * @default 8192
+ */
+export const LIST_PAGE_CHARS = 8 * 1024
 
 /**
- * The JSON text of the categories `pages` give, a page a piece: `[`, the categories as
- * `JSON.stringify` writes them, separated by commas, and `]`, the same text as
+ * The JSON text of the categories `pages` give, in pieces of about {@link LIST_PIECE_UNITS}: `[`,
+ * the categories as `JSON.stringify` writes them, separated by commas, and `]`: the same text as
  * `JSON.stringify(categories)`.
+ * @note Pages are read small and joined, rather than one page a piece, so that a piece is bounded
+ * by its JSON's length whatever the characters: a page of 64 Ki control characters made a piece
+ * of 384 Ki units, twice that on the heap.
  */
 export function jsonArrayPieces(pages: CategoryPages): AnswerPieces {
   let state: 'first' | 'more' | 'done' = 'first'
   return {
     next() {
       if (state === 'done') return undefined
-      const page = pages.next(LIST_PAGE_CHARS)
       let piece = state === 'first' ? '[' : ''
-      for (const [index, category] of page.entries()) piece += (index === 0 && state === 'first' ? '' : ',') + JSON.stringify(category)
-      state = 'more'
+      while (!pages.done && piece.length < LIST_PIECE_UNITS) {
+        for (const category of pages.next(LIST_PAGE_CHARS)) {
+          piece += (state === 'first' ? '' : ',') + JSON.stringify(category)
+          state = 'more'
+        }
+      }
       if (pages.done) {
         state = 'done'
         piece += ']'
-      }
+      } else state = 'more'
       return piece
     },
     close() {

@@ -433,7 +433,8 @@ function journaledPieces(pieces: AnswerPieces, done: (start: string, size: numbe
         return undefined
       }
       size += piece.length
-      if (start.length < JOURNAL_BODY_LIMIT) start += piece.slice(0, JOURNAL_BODY_LIMIT - start.length)
+      // @note Copied (through JSON, exact for any text): a slice would hold the whole piece it was cut from.
+      if (start.length < JOURNAL_BODY_LIMIT) start = JSON.parse(JSON.stringify(start + piece.slice(0, JOURNAL_BODY_LIMIT - start.length))) as string
       return piece
     },
     close() {
