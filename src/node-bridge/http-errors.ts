@@ -104,21 +104,6 @@ export function writeJson(
  */
 export function writePieces(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, pieces: AnswerPieces, stallMs: number | undefined): void {
   if (!res.shouldKeepAlive && afterDrained(res.req, () => (res.destroyed ? pieces.close() : writePieces(res, status, headers, pieces, stallMs)))) return
-  // @note A body of one piece (a short list) goes out whole, with its Content-Length, as every other answer.
-  let first: string | undefined
-  let second: string | undefined
-  try {
-    first = pieces.next()
-    second = first === undefined ? undefined : pieces.next()
-  } catch (error) {
-    pieces.close()
-    throw error
-  }
-  if (second === undefined) {
-    pieces.close()
-    writeJson(res, status, headers, first ?? '', { stallMs })
-    return
-  }
   if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
   res.statusCode = status
   for (const name in headers) res.setHeader(name, headers[name]!)
@@ -128,13 +113,12 @@ export function writePieces(res: ServerResponse, status: number, headers: Readon
     res.off('drain', next).off('finish', done).off('close', done)
     pieces.close()
   }
-  const ahead = [first, second]
   function next(): void {
     stall?.refresh()
     while (!res.destroyed) {
       let piece: string | undefined
       try {
-        piece = ahead.length > 0 ? ahead.shift() : pieces.next()
+        piece = pieces.next()
       } catch {
         res.destroy()
         return

@@ -20,7 +20,18 @@ export const listCategories: Operation = {
     // take the memory budget, and a slow reader could not be told from one that never reads
     // (attack8 B1, B2). A HEAD answer sends no body: made whole, for its Content-Length.
     if (streams === true && request.method !== 'HEAD' && tenant.store.streamCategories !== undefined) {
-      return { kind: 'json', status: 200, body: undefined, pieces: jsonArrayPieces(await tenant.store.streamCategories()) }
+      // @note Its first piece is read here, so that a store failing at once answers 503 as any read;
+      // a list of one piece goes out whole, with its Content-Length, as every other answer.
+      const pieces = jsonArrayPieces(await tenant.store.streamCategories())
+      let first: string | undefined
+      try {
+        first = pieces.next()
+      } catch (error) {
+        pieces.close()
+        throw error
+      }
+      if (pieces.done) return jsonText(200, first ?? '')
+      return { kind: 'json', status: 200, body: undefined, pieces: startingWith(first ?? '', pieces) }
     }
     const { categories, release } = await readListCounted(tenant.store, limits, reserve)
     return { kind: 'json', status: 200, body: categories, release }
@@ -51,9 +62,12 @@ export const LIST_PAGE_CHARS = 8 * 1024
  * by its JSON's length whatever the characters: a page of 64 Ki control characters made a piece
  * of 384 Ki units, twice that on the heap.
  */
-export function jsonArrayPieces(pages: CategoryPages): AnswerPieces {
+export function jsonArrayPieces(pages: CategoryPages): AnswerPieces & { readonly done: boolean } {
   let state: 'first' | 'more' | 'done' = 'first'
   return {
+    get done() {
+      return state === 'done'
+    },
     next() {
       if (state === 'done') return undefined
       let piece = state === 'first' ? '[' : ''
@@ -72,6 +86,23 @@ export function jsonArrayPieces(pages: CategoryPages): AnswerPieces {
     close() {
       state = 'done'
       pages.close()
+    },
+  }
+}
+
+/** `pieces`, `first` (taken from them already) given first. */
+function startingWith(first: string, pieces: AnswerPieces): AnswerPieces {
+  let ahead: string | undefined = first
+  return {
+    next() {
+      if (ahead === undefined) return pieces.next()
+      const piece = ahead
+      ahead = undefined
+      return piece
+    },
+    close() {
+      ahead = undefined
+      pieces.close()
     },
   }
 }

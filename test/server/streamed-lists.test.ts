@@ -97,6 +97,22 @@ describe('lists sent as their clients take them (sqlite store)', () => {
     expect(entry?.response.truncated).toEqual({ size: text.length })
   })
 
+  it('sends a long list to an HTTP/1.0 client (no chunked encoding) as its body, ending the connection after it', async () => {
+    const { origin, fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG })
+    const expected = await (await fetch('/v1/categories', { headers: { authorization: `Bearer ${KEY}` } })).text()
+    const socket = await openSocket(origin)
+    const chunks: Buffer[] = []
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk))
+    await new Promise((resolve) => {
+      socket.once('close', resolve)
+      socket.write(`GET /v1/categories HTTP/1.0\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${KEY}\r\n\r\n`)
+    })
+    const text = Buffer.concat(chunks)
+    const end = text.indexOf('\r\n\r\n')
+    expect(text.subarray(0, end).toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
+    expect(text.subarray(end + 4).toString('utf8')).toBe(expected)
+  })
+
   it('answers HEAD of a long list with the Content-Length of its GET, and no body', async () => {
     const { fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG })
     const headers = { authorization: `Bearer ${KEY}` }
