@@ -6,6 +6,8 @@
  * reading slowly gets its whole list while other keys ask for theirs again and again.
  */
 import type { Socket } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import type { ScenarioInput } from '../../src/scenario/scenario-loader.js'
 import { openSocket } from '../support/raw-http.js'
@@ -32,6 +34,16 @@ const CONTROL: ScenarioInput = {
   version: '1.0.0',
   description: 'Categories of control characters.',
   seed: { categories: { generate: { count: 1000, name: `Ā{n}${'\x01'.repeat(190)}`, description: `${'\x01'.repeat(1990)}{n}` } } },
+}
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
+/** What this process holds now (heap and memory outside it, such as socket write queues), after a collection. */
+function heldNow(): number {
+  gc()
+  gc()
+  const usage = process.memoryUsage()
+  return usage.heapUsed + usage.external
 }
 
 const listRequest = (key: string, id: string) => `GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${id}\r\n\r\n`
@@ -111,6 +123,28 @@ describe('lists sent as their clients take them (sqlite store)', () => {
     const end = text.indexOf('\r\n\r\n')
     expect(text.subarray(0, end).toString('latin1')).toMatch(/^HTTP\/1\.1 200 /)
     expect(text.subarray(end + 4).toString('utf8')).toBe(expected)
+  })
+
+  it('holds a few pieces, not the list, for each client that asks for a long list and reads nothing', async () => {
+    const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG })
+    const headers = { authorization: `Bearer ${KEY}` }
+    const listBytes = (await (await fetch('/v1/categories', { headers })).arrayBuffer()).byteLength
+    logs.length = 0
+    const before = heldNow()
+    const sockets: Socket[] = []
+    for (let i = 0; i < 8; i++) {
+      const socket = await openSocket(origin)
+      socket.pause()
+      sockets.push(socket)
+      socket.write(listRequest(KEY, `unread-${i}`))
+    }
+    await expect.poll(() => sockets.every((socket) => socket.readableLength > 0), { timeout: 10_000 }).toBe(true)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const grown = heldNow() - before
+    for (const socket of sockets) socket.destroy()
+    // Before: each answer was the whole list (16 MB), held until written out.
+    expect(listBytes).toBeGreaterThan(15_000_000)
+    expect(grown).toBeLessThan(8 * 1024 * 1024)
   })
 
   it('answers HEAD of a long list with the Content-Length of its GET, and no body', async () => {
