@@ -115,6 +115,8 @@ describe('list pages on SQLite', () => {
     await store.replace(SEED)
     // The first state is let go (its pages end with a storage error, never another state's rows); the second is kept.
     expect(() => oldest.next(1)).toThrow(StorageUnavailableError)
+    // Never done: a list ended early must not end as a whole one.
+    expect(oldest.done).toBe(false)
     expect(rest(middle)).toEqual(OTHER.categories)
     expect(state).toHaveLength(SEED.categories.length + 3)
   })

@@ -1435,14 +1435,14 @@ class SqlitePages implements CategoryPages {
   }
 
   close(): void {
-    if (this.#done) return
+    if (this.#done || this.#ended !== undefined) return
     this.#done = true
     this.#storage.unread(this)
   }
 
   /** Ends the pages early (their state is let go): the next page throws. */
   end(reason: string): void {
-    this.#done = true
+    // @note Not done: done says every category was given, and a list ended early must not end as a whole one.
     this.#ended = reason
   }
 }

@@ -110,7 +110,7 @@ export interface CategoryPages {
    * (a store that cannot keep their state any longer).
    */
   next(chars: number): Category[]
-  /** True once every category was given (by the last call of {@link next}, or a close). */
+  /** True once every category was given (by the last call of {@link next}), or the pages were closed; never for pages ended early. */
   readonly done: boolean
   /** Lets go of what the pages keep (the state they show) before their end; calling it again does nothing. */
   close(): void

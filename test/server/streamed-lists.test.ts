@@ -191,6 +191,38 @@ describe('lists sent as their clients take them (sqlite store)', () => {
     expect(after.some((category) => category.name === 'During the list' || category.name === 'Before the list')).toBe(false)
   })
 
+  it.runIf(FULL_TESTS)('disconnects a client that takes nothing of a long list for the request timeout', async () => {
+    const { origin } = await startSandbox({ apiKeys: [KEY], scenario: BIG, headersTimeoutMs: 1000, requestTimeoutMs: 1000 })
+    const socket = await openSocket(origin)
+    socket.pause()
+    socket.on('error', () => undefined)
+    socket.write(listRequest(KEY, 'stalled'))
+    await expect.poll(() => socket.readableLength, { timeout: 10_000 }).toBeGreaterThan(0)
+    // Nothing taken for the request timeout: the server ends the connection. Read after, the list stops short.
+    await new Promise((resolve) => setTimeout(resolve, 3000))
+    const answer = await chunkedAnswer(socket)
+    expect(answer.head).toMatch(/^HTTP\/1\.1 200 /)
+    expect(answer.body).toBeUndefined()
+  })
+
+  it.runIf(FULL_TESTS)('breaks off a list whose state is two resets old, rather than send another state’s rows', async () => {
+    const { origin, fetch } = await startSandbox({ apiKeys: [KEY], scenario: BIG })
+    const headers = { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }
+    // A create puts the tenant's list in the database (a tenant that never wrote is listed from its seed in memory).
+    expect((await fetch('/v1/categories', { method: 'POST', headers, body: '{"name":"Stored"}' })).status).toBe(201)
+    const socket = await openSocket(origin)
+    socket.pause()
+    socket.on('error', () => undefined)
+    socket.write(listRequest(KEY, 'two-resets-old'))
+    await expect.poll(() => socket.readableLength, { timeout: 10_000 }).toBeGreaterThan(0)
+    expect((await fetch('/__sandbox/reset', { method: 'POST', headers, body: '{"scenario":"empty"}' })).status).toBe(200)
+    expect((await fetch('/__sandbox/reset', { method: 'POST', headers, body: '{"initial":true}' })).status).toBe(200)
+    const answer = await chunkedAnswer(socket)
+    socket.destroy()
+    expect(answer.head).toMatch(/^HTTP\/1\.1 200 /)
+    expect(answer.body).toBeUndefined()
+  })
+
   it('answers a partner’s long list while six other keys’ long lists are out unread (attack8 B2)', async () => {
     const keys = Array.from({ length: 6 }, (_, i) => `staller-${i}`)
     const partner = 'partner-key'
