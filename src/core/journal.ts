@@ -93,6 +93,12 @@ export interface JournalFacts {
   readonly status: number
   /** The answer's body text, or undefined when none was sent. */
   readonly responseText: string | undefined
+  /**
+   * The length of the whole body when `responseText` is only its start (an answer sent in pieces,
+   * of which the journal keeps the first {@link JOURNAL_BODY_LIMIT} characters).
+   * @default the length of `responseText`
+   */
+  readonly responseSize?: number | undefined
   /** What a reader never sees of the headers and the URL. @default the default rule ({@link DEFAULT_REDACTION}) */
   readonly redaction?: Redaction | undefined
   /** Proxy mode: where the exchange departs from the contract. @default none */
@@ -141,8 +147,9 @@ export class JournalDraft {
     this.#violations = facts.violations !== undefined && facts.violations.length > 0 ? facts.violations : undefined
     this.#requestSize = facts.requestText.length
     this.#requestText = keptText(facts.requestText)
-    this.#responseSize = facts.responseText?.length ?? 0
-    this.#responseText = facts.responseText === undefined ? undefined : keptText(facts.responseText)
+    this.#responseSize = facts.responseSize ?? facts.responseText?.length ?? 0
+    // @note The start of an answer sent in pieces is copied: as given, it holds the pieces it was cut from.
+    this.#responseText = facts.responseText === undefined ? undefined : facts.responseSize === undefined ? keptText(facts.responseText) : copyString(facts.responseText)
     // @note A URL, a method, a request id and headers are Latin-1 text: weighed without reading them.
     let weight = DRAFT_BASE + latin1Weight(this.url) + latin1Weight(this.path) + latin1Weight(this.method)
     if (this.requestId !== undefined) weight += latin1Weight(this.requestId)

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { UNEXPECTED, type Pipeline } from '../pipeline/pipeline.js'
 import type { ApiAnswer } from '../pipeline/api-request.js'
-import { sendError, writeJson, type AnswerSending } from './http-errors.js'
+import { sendError, writeJson, writePieces, type AnswerSending } from './http-errors.js'
 import { fromNodeRequest, requestUrl } from './node-request.js'
 
 /**
@@ -44,6 +44,7 @@ export function apiBridge(
       try {
         write(res, answer, answer.kind === 'http' && answer.shared === true ? uncounted : sending)
       } catch (error) {
+        if (answer.kind === 'http') answer.pieces?.close()
         failed(error)
         return
       } finally {
@@ -65,6 +66,13 @@ function write(res: ServerResponse, answer: ApiAnswer, sending: AnswerSending): 
   }
   // @note An answer already sent in this one's place (a 408 at the request timeout, while the
   // body was still arriving) stands.
-  if (res.destroyed || res.headersSent) return
+  if (res.destroyed || res.headersSent) {
+    answer.pieces?.close()
+    return
+  }
+  if (answer.pieces !== undefined) {
+    writePieces(res, answer.status, answer.headers, answer.pieces, sending.stallMs)
+    return
+  }
   writeJson(res, answer.status, answer.headers, answer.bytes ?? answer.body, sending, answer.tenant)
 }

@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { wwwAuthenticate } from '../core/auth.js'
 import type { Tenant } from '../storage/tenant.js'
+import type { AnswerPieces } from '../pipeline/api-request.js'
 import { stringWeight } from '../core/heap-weight.js'
 import { afterDrained, mustCloseAfter } from './node-request.js'
 
@@ -90,6 +91,47 @@ export function writeJson(
   // Latin-1 takes two bytes a character, twice its UTF-8 length when the rest is ASCII (attack2 F5).
   const progress = answerProgress(res)
   sendInPieces(res, body, sending?.count?.(typeof body === 'string' ? stringWeight(body) : body.length, tenant, progress.of), sending?.stallMs, progress.wrote)
+}
+
+/**
+ * Writes a JSON answer whose body comes in `pieces` (`ApiAnswer.pieces`): status and headers
+ * first, then the body in chunked transfer encoding (its length is not known ahead), each piece
+ * asked for once the connection has taken the one before ('drain'), so that the answer holds
+ * about one piece whatever its length and however slowly its client reads. A connection that
+ * takes nothing for `stallMs` is closed; a piece that cannot be made (a storage failure) breaks
+ * the answer off (its client sees it end before the chunked body's end). The pieces are closed
+ * once the answer is out or its connection is gone.
+ */
+export function writePieces(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, pieces: AnswerPieces, stallMs: number | undefined): void {
+  if (!res.shouldKeepAlive && afterDrained(res.req, () => (res.destroyed ? pieces.close() : writePieces(res, status, headers, pieces, stallMs)))) return
+  if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
+  res.statusCode = status
+  for (const name in headers) res.setHeader(name, headers[name]!)
+  const stall = stallMs === undefined ? undefined : setTimeout(() => res.destroy(), stallMs).unref()
+  const done = () => {
+    clearTimeout(stall)
+    res.off('drain', next).off('finish', done).off('close', done)
+    pieces.close()
+  }
+  function next(): void {
+    stall?.refresh()
+    while (!res.destroyed) {
+      let piece: string | undefined
+      try {
+        piece = pieces.next()
+      } catch {
+        res.destroy()
+        return
+      }
+      if (piece === undefined) {
+        res.end()
+        return
+      }
+      if (!res.write(piece)) return
+    }
+  }
+  res.on('drain', next).once('finish', done).once('close', done)
+  next()
 }
 
 /** A socket as Node (20 to 24) keeps it: the bytes given to its handle, and what its handle has not yet given the kernel. */

@@ -37,6 +37,20 @@ export interface ApiRequest {
 }
 
 /**
+ * A body given a piece at a time, each made when the one before is out (a list read from the
+ * store as its client takes it): what the answer holds is about one piece, never the whole text.
+ */
+export interface AnswerPieces {
+  /**
+   * The next piece of the body's text, or undefined once all of it was given. Throws when the
+   * rest cannot be given (a storage failure): the answer is then broken off.
+   */
+  next(): string | undefined
+  /** Ends it before its end (its connection is gone): lets go of what it keeps; calling it again, or after its end, does nothing. */
+  close(): void
+}
+
+/**
  * What the pipeline answers: a JSON text with its status and headers, or a dropped connection;
  * with the tenant it answered for, when the key named one (the server's log line names it).
  */
@@ -48,6 +62,12 @@ export type ApiAnswer =
       readonly body: string
       /** The body as bytes to send in place of `body` (a proxied answer, passed on as the service sent it). @default `body` */
       readonly bytes?: Uint8Array | undefined
+      /**
+       * The body as pieces to send in place of `body` (then empty), for a runtime that sends an
+       * answer as it is made (`PipelineOptions.streams`): it must {@link AnswerPieces.close} them
+       * when it does not send them to their end. @default `body`
+       */
+      readonly pieces?: AnswerPieces | undefined
       /**
        * True when `body` is the text the store keeps ready between writes (counted with the
        * tenant's data), not a copy made for this answer: sending it holds nothing more.

@@ -3,20 +3,108 @@ import { contractOf } from '../contract/operations.js'
 import { categorySchemas, NewCategory, type Category } from '../contract/schemas.js'
 import { stringWeight } from '../core/heap-weight.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../contract/limits.js'
-import type { TenantStore } from '../storage/storage.js'
+import type { CategoryPages, TenantStore } from '../storage/storage.js'
+import type { AnswerPieces } from './api-request.js'
 import { parseJsonObject } from './request-body.js'
 import { CategoryLimitError, IdSpaceExhaustedError } from '../storage/memory-store.js'
 import { failure, json, jsonText, type ErrorOutcome, type Operation } from './operation.js'
 
 export const listCategories: Operation = {
   ...contractOf('listCategories'),
-  async run({ tenant, limits, reserve }) {
+  async run({ request, tenant, limits, reserve, streams }) {
     // A store that keeps its list's text ready (in memory) answers it as it is.
     const text = await tenant.store.listCategoriesJson?.()
     if (text !== undefined) return jsonText(200, text)
+    // @note A store that reads its list in pages (SQLite) answers it as its client takes it, one
+    // page held at a time: a whole list held per answer let clients that read slowly or not at all
+    // take the memory budget, and a slow reader could not be told from one that never reads
+    // (attack8 B1, B2). A HEAD answer sends no body: made whole, for its Content-Length.
+    if (streams === true && request.method !== 'HEAD' && tenant.store.streamCategories !== undefined) {
+      // @note Its first piece is read here, so that a store failing at once answers 503 as any read;
+      // a list of one piece goes out whole, with its Content-Length, as every other answer.
+      const pieces = jsonArrayPieces(await tenant.store.streamCategories())
+      let first: string | undefined
+      try {
+        first = pieces.next()
+      } catch (error) {
+        pieces.close()
+        throw error
+      }
+      if (pieces.done) return jsonText(200, first ?? '')
+      return { kind: 'json', status: 200, body: undefined, pieces: startingWith(first ?? '', pieces) }
+    }
     const { categories, release } = await readListCounted(tenant.store, limits, reserve)
     return { kind: 'json', status: 200, body: categories, release }
   },
+}
+
+/**
+ * How long a piece of a list sent in pieces grows, about, in UTF-16 units of its JSON text: pages
+ * are read until it is this long, so it passes it by at most one page.
+ * @note A client that reads nothing holds about 186 KiB with 16 Ki, 378 KiB with 64 Ki (Node's
+ * write queues hold a few pieces; `bench/streamed-lists.ts`), and a 20 MB list read whole took as
+ * long with either.
+ * @default 16384
+ */
+export const LIST_PIECE_UNITS = 16 * 1024
+/**
+ * How many characters of names and descriptions a page read from the store holds, about (at least
+ * one category): its JSON may take up to 6 times as many units (`\u0001` for a control character).
+ * @default 8192
+ */
+export const LIST_PAGE_CHARS = 8 * 1024
+
+/**
+ * The JSON text of the categories `pages` give, in pieces of about {@link LIST_PIECE_UNITS}: `[`,
+ * the categories as `JSON.stringify` writes them, separated by commas, and `]`: the same text as
+ * `JSON.stringify(categories)`.
+ * @note Pages are read small and joined, rather than one page a piece, so that a piece is bounded
+ * by its JSON's length whatever the characters: a page of 64 Ki control characters made a piece
+ * of 384 Ki units, twice that on the heap.
+ */
+export function jsonArrayPieces(pages: CategoryPages): AnswerPieces & { readonly done: boolean } {
+  let state: 'first' | 'more' | 'done' = 'first'
+  return {
+    get done() {
+      return state === 'done'
+    },
+    next() {
+      if (state === 'done') return undefined
+      let piece = state === 'first' ? '[' : ''
+      while (!pages.done && piece.length < LIST_PIECE_UNITS) {
+        for (const category of pages.next(LIST_PAGE_CHARS)) {
+          piece += (state === 'first' ? '' : ',') + JSON.stringify(category)
+          state = 'more'
+        }
+      }
+      if (pages.done) {
+        state = 'done'
+        piece += ']'
+      } else state = 'more'
+      return piece
+    },
+    close() {
+      state = 'done'
+      pages.close()
+    },
+  }
+}
+
+/** `pieces`, `first` (taken from them already) given first. */
+function startingWith(first: string, pieces: AnswerPieces): AnswerPieces {
+  let ahead: string | undefined = first
+  return {
+    next() {
+      if (ahead === undefined) return pieces.next()
+      const piece = ahead
+      ahead = undefined
+      return piece
+    },
+    close() {
+      ahead = undefined
+      pieces.close()
+    },
+  }
 }
 
 /**

@@ -3,7 +3,7 @@ import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 import type { OperationContract } from '../contract/operations.js'
 import type { CategoryLimits } from '../contract/limits.js'
 import type { Tenant } from '../storage/tenant.js'
-import type { ApiRequest } from './api-request.js'
+import type { AnswerPieces, ApiRequest } from './api-request.js'
 
 export interface OperationContext {
   readonly request: ApiRequest
@@ -17,6 +17,8 @@ export interface OperationContext {
   readonly limits: CategoryLimits
   /** Reserves memory for a read for this tenant before it is made (see `PipelineOptions.reserve`). @default not counted */
   readonly reserve?: ((bytes: number) => () => void) | undefined
+  /** Whether the runtime sends a body given in pieces as it is made (see `PipelineOptions.streams`). @default false */
+  readonly streams?: boolean | undefined
 }
 
 export type Outcome =
@@ -26,6 +28,8 @@ export type Outcome =
       readonly body: unknown
       /** The body already serialised (`JSON.stringify(body)`), when the store keeps it ready. */
       readonly text?: string | undefined
+      /** The body's text in pieces (`JSON.stringify(body)`, made as it is sent), in place of `body` and `text`. */
+      readonly pieces?: AnswerPieces | undefined
       /**
        * Lets go of the memory reserved for the read that made this body (`OperationContext.reserve`):
        * called by the runtime once the answer is counted as it is sent, or dropped.

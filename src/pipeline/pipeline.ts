@@ -7,13 +7,13 @@ import { apiError, codeForStatus, type ErrorCode } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
 import { PetstoreError } from '../core/petstore-error.js'
-import { JournalDraft, type TenantJournal } from '../core/journal.js'
+import { JOURNAL_BODY_LIMIT, JournalDraft, type TenantJournal } from '../core/journal.js'
 import type { Redaction } from '../core/redaction.js'
 import { DEFAULT_CATEGORY_LIMITS, type CategoryLimits } from '../contract/limits.js'
 import type { PlannedAnswer } from '../core/planned-answers.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from '../storage/storage.js'
 import { TenantRefusedError, type Tenant } from '../storage/tenant.js'
-import type { ApiAnswer, ApiRequest } from './api-request.js'
+import type { AnswerPieces, ApiAnswer, ApiRequest } from './api-request.js'
 import { failure, type Operation, type Outcome } from './operation.js'
 import { DEFAULT_MAX_DELAY_MS, readPrefer } from './prefer.js'
 import { route } from './router.js'
@@ -51,6 +51,12 @@ export interface PipelineOptions {
    * {@link OverCapacityError} when there is no room. @default not counted
    */
   readonly reserve?: ((bytes: number, tenant: Tenant) => () => void) | undefined
+  /**
+   * Whether the runtime sends an answer given in pieces as it is made (`ApiAnswer.pieces`): a
+   * store that reads its list in pages (SQLite) then answers a list that way, holding one page
+   * rather than the whole list. @default false: every answer is made whole
+   */
+  readonly streams?: boolean | undefined
   /** Whether journals may grow (false over the memory budget: they keep their size). @default always */
   readonly mayGrow?: (() => boolean) | undefined
   /** What journal entries never show of a request's headers and URL. @default the default rule */
@@ -333,6 +339,7 @@ export class Pipeline {
       strict: this.#options.strict,
       limits: this.#options.limits ?? DEFAULT_CATEGORY_LIMITS,
       reserve: reserve && ((bytes: number) => reserve(bytes, tenant)),
+      streams: this.#options.streams,
     }
     return tenant.settled ? operation.run(context) : tenant.ready.then(() => operation.run(context))
   }
@@ -346,21 +353,28 @@ export class Pipeline {
       answer = tenant ? { kind: 'network', tenant } : NETWORK_ERROR
     } else {
       const status = outcome.kind === 'json' ? outcome.status : apiError(outcome.code).status
-      const body = outcome.kind === 'json' ? (outcome.text ?? JSON.stringify(outcome.body)) : JSON.stringify(apiError(outcome.code, outcome.params, outcome.note))
+      const body =
+        outcome.kind === 'json'
+          ? outcome.pieces === undefined
+            ? (outcome.text ?? JSON.stringify(outcome.body))
+            : ''
+          : JSON.stringify(apiError(outcome.code, outcome.params, outcome.note))
       let headers: Record<string, string> = JSON_HEADERS
       if (extraHeaders !== undefined || status === 401) {
         headers = { ...extraHeaders, 'content-type': 'application/json' }
         if (status === 401) headers['www-authenticate'] = wwwAuthenticate(outcome.kind === 'error' ? outcome.code : '')
       }
       const kept = outcome.kind === 'json' ? outcome : undefined
-      answer = { kind: 'http', status, headers, body, shared: kept?.text !== undefined, release: kept?.release, tenant }
+      answer = { kind: 'http', status, headers, body, shared: kept?.text !== undefined, release: kept?.release, tenant, pieces: kept?.pieces }
     }
     const journal = tenant?.journal ?? this.#options.tenants.anonymousJournal
-    if (journal) {
-      const stored = journal.record(
+    if (!journal) return answer
+    const durationMs = Math.round((performance.now() - started) * 100) / 100
+    const record = (responseText: string | undefined, responseSize?: number) =>
+      journal.record(
         new JournalDraft({
           arrived,
-          durationMs: Math.round((performance.now() - started) * 100) / 100,
+          durationMs,
           operation,
           requestId: request.id,
           method: request.method,
@@ -370,19 +384,63 @@ export class Pipeline {
           requestText: bodyText ?? '',
           // @note A dropped connection (a network fault) is journaled with status 0, as `Response.error()` has.
           status: answer.kind === 'http' ? answer.status : 0,
-          // @note A HEAD answer's body is never sent, so the journal keeps none either.
-          responseText: answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined,
+          responseText,
+          responseSize,
           redaction: this.#options.redaction,
           violations: passed?.violations,
         }),
         { grow: this.#options.mayGrow?.() ?? true },
       )
-      // @note A journal in a shared store (Redis) is written before the answer leaves, so that any
-      // replica lists the request once its client has the answer; a failed journal write costs
-      // the entry, never the answer.
-      if (stored) return stored.then(() => answer, () => answer)
+    // @note An answer sent in pieces is journaled once its last piece is given (or it is broken
+    // off: then with what was given), with its start and its whole length.
+    if (answer.kind === 'http' && answer.pieces !== undefined) {
+      return { ...answer, pieces: journaledPieces(answer.pieces, (start, size) => void record(start, size)?.catch(() => undefined)) }
     }
+    // @note A HEAD answer's body is never sent, so the journal keeps none either.
+    const stored = record(answer.kind === 'http' && request.method !== 'HEAD' ? answer.body : undefined)
+    // @note A journal in a shared store (Redis) is written before the answer leaves, so that any
+    // replica lists the request once its client has the answer; a failed journal write costs
+    // the entry, never the answer.
+    if (stored) return stored.then(() => answer, () => answer)
     return answer
+  }
+}
+
+/**
+ * `pieces`, telling `done` once (at their end, or when closed before it) the start of the text
+ * given (its first {@link JOURNAL_BODY_LIMIT} characters) and the length of all of it.
+ */
+function journaledPieces(pieces: AnswerPieces, done: (start: string, size: number) => void): AnswerPieces {
+  let start = ''
+  let size = 0
+  let told = false
+  const tell = () => {
+    if (told) return
+    told = true
+    done(start, size)
+  }
+  return {
+    next() {
+      let piece: string | undefined
+      try {
+        piece = pieces.next()
+      } catch (error) {
+        tell()
+        throw error
+      }
+      if (piece === undefined) {
+        tell()
+        return undefined
+      }
+      size += piece.length
+      // @note Copied (through JSON, exact for any text): a slice would hold the whole piece it was cut from.
+      if (start.length < JOURNAL_BODY_LIMIT) start = JSON.parse(JSON.stringify(start + piece.slice(0, JOURNAL_BODY_LIMIT - start.length))) as string
+      return piece
+    },
+    close() {
+      pieces.close()
+      tell()
+    },
   }
 }
 

@@ -127,6 +127,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     maxDelayMs,
     admit,
     reserve,
+    // Lists of a store that reads them in pages (SQLite) go out as their clients take them.
+    streams: true,
     mayGrow,
     onUnexpectedError: (error, request) => reportUnexpected(error, `${request.method} ${request.path}`),
     proxy: upstream && { target: upstream, timeoutMs: limits.requestTimeoutMs },

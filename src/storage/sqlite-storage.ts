@@ -39,6 +39,7 @@ import {
   StorageUnavailableError,
   toCategory,
   WriteOutcomeUnknownError,
+  type CategoryPages,
   type StorageHealth,
   type TenantState,
   type TenantStorage,
@@ -371,6 +372,10 @@ export class SqliteStorage implements TenantStorage {
   readonly #gates = new Map<string, Promise<void>>()
   /** How many replaces and deletes held categories (names each hold). */
   #holds = 0
+  /** The category pages being read ({@link stream}), by the owner their rows are under now: their tenant, or a hold. */
+  readonly #readers = new Map<string, Set<SqlitePages>>()
+  /** Holds past their write's settling, kept for the pages reading them, with their tenant: deleted once the last is closed. */
+  readonly #kept = new Map<string, string>()
   readonly #settleWaitMs: number
   #scheduled = false
   /** Writers waiting for the next fsync of the WAL, and how many fsyncs are running. */
@@ -420,6 +425,8 @@ export class SqliteStorage implements TenantStorage {
       insertCategory: db.prepare<[string, number, string, string | null]>('INSERT INTO categories (tenant, id, name, description) VALUES (?, ?, ?, ?)'),
       categories: db.prepare<[string], CategoryRow>('SELECT id, name, description FROM categories WHERE tenant = ? ORDER BY seq'),
       categoriesBySeq: db.prepare<[string], CategoryRow & { seq: number }>('SELECT seq, id, name, description FROM categories WHERE tenant = ? ORDER BY seq'),
+      page: db.prepare<[string, number, number], CategoryRow & { seq: number }>('SELECT seq, id, name, description FROM categories WHERE tenant = ? AND seq > ? AND seq <= ? ORDER BY seq'),
+      seqsDown: db.prepare<[string], { seq: number }>('SELECT seq FROM categories WHERE tenant = ? ORDER BY seq DESC'),
       tenantRow: db.prepare<[string], TenantRow>('SELECT scenario, next_category_id AS next, updated_at AS updatedAt, used_at AS usedAt, floored FROM tenants WHERE id = ?'),
       restoreTenant: db.prepare<[string, string, number, number, number, number]>(
         'INSERT OR REPLACE INTO tenants (id, scenario, next_category_id, updated_at, used_at, floored) VALUES (?, ?, ?, ?, ?, ?)',
@@ -613,14 +620,26 @@ export class SqliteStorage implements TenantStorage {
       // Kept so that the time the store was open counts across a restart.
       this.#sql.saveClock.run(now)
       const ids = this.#sql.idle.all(before).map((row) => row.id)
+      const held: [string, string][] = []
       for (const id of ids) {
         this.#counts.delete(id)
         this.#charge(id, this.#tenantBytes(id), 0)
-        this.#sql.deleteCategories.run(id)
+        // Rows pages are reading go to a hold of their own, deleted once they are read.
+        if (this.#readers.has(id)) {
+          const hold = `${HOLD_PREFIX}${++this.#holds}`
+          this.#sql.moveCategories.run(hold, id)
+          held.push([id, hold])
+        } else this.#sql.deleteCategories.run(id)
         this.#sql.deleteTenant.run(id)
       }
+      return [ids, held] as const
+    })).then(([ids, held]) => {
+      for (const [id, hold] of held) {
+        this.#follow(id, hold)
+        this.#dropHold(hold, id)
+      }
       return ids
-    }))
+    })
   }
 
   /**
@@ -699,6 +718,101 @@ export class SqliteStorage implements TenantStorage {
       const row = this.#sql.tenant.get(id)
       if (!row) return this.#seed
       return { scenario: row.scenario, nextCategoryId: row.next, categories: this.#settledCategories(id).map(fromRow) }
+    })
+  }
+
+  /**
+   * Tenant `id`'s categories as pages ({@link CategoryPages}), each read as it is asked for, all
+   * of them of the state the tenant has now (its settled writes, as {@link state} reads them):
+   * rows up to its last `seq` now, without those unsettled now. Rows only grow by creates (a
+   * higher `seq`); a replace, delete or expiry moves them to a hold, which the pages follow and
+   * whose deletion waits for them. Of a tenant without a row, the default seed's.
+   */
+  stream(id: string): Promise<CategoryPages> {
+    return this.#read(id, (): CategoryPages => {
+      if (!this.#sql.tenant.get(id)) return seedPages(this.#seed.categories)
+      const unsettled = this.#unsettled.get(id)?.seqs ?? NO_SEQS
+      // @note The last settled row, not the last row: that one stays while the pages read (only a
+      // hold's deletion or a withdrawal removes rows), so every row made later has a higher `seq`;
+      // an unsettled row may be withdrawn and its `seq` given again (a rowid is the largest plus one).
+      let lastSeq = 0
+      for (const row of this.#sql.seqsDown.iterate(id)) {
+        if (unsettled.has(row.seq)) continue
+        lastSeq = row.seq
+        break
+      }
+      const pages = new SqlitePages(this, id, lastSeq, unsettled.size === 0 ? NO_SEQS : new Set(unsettled))
+      this.#reading(pages, id)
+      return pages
+    })
+  }
+
+  /** The next page of `pages` (see {@link CategoryPages.next}); no rows once it has read its last. */
+  page(pages: SqlitePages, chars: number): { categories: Category[]; last: boolean } {
+    const categories: Category[] = []
+    const last = this.#guard(() => {
+      let taken = 0
+      for (const row of this.#sql.page.iterate(pages.owner, pages.last, pages.lastSeq)) {
+        pages.last = row.seq
+        if (pages.skipped.has(row.seq)) continue
+        categories.push(fromRow(row))
+        taken += PAGE_ROW_CHARS + row.name.length + (row.description?.length ?? 0)
+        if (taken >= chars) return pages.last === pages.lastSeq
+      }
+      return true
+    }, 0)
+    return { categories, last }
+  }
+
+  /** `pages` reads rows under `owner` from now. */
+  #reading(pages: SqlitePages, owner: string): void {
+    pages.owner = owner
+    let readers = this.#readers.get(owner)
+    if (readers === undefined) this.#readers.set(owner, (readers = new Set()))
+    readers.add(pages)
+  }
+
+  /** `pages` read their last row, or were closed: a hold kept for them alone is deleted. */
+  unread(pages: SqlitePages): void {
+    const readers = this.#readers.get(pages.owner)
+    if (readers === undefined || !readers.delete(pages) || readers.size > 0) return
+    this.#readers.delete(pages.owner)
+    if (this.#kept.delete(pages.owner)) this.#deleteHold(pages.owner)
+  }
+
+  /** The pages reading rows under `from` read them under `to` (the rows moved there, in a transaction that committed). */
+  #follow(from: string, to: string): void {
+    const readers = this.#readers.get(from)
+    if (readers === undefined) return
+    this.#readers.delete(from)
+    for (const pages of readers) this.#reading(pages, to)
+  }
+
+  /**
+   * A hold whose write settled: deleted, or kept while pages read it (see {@link #kept}).
+   * @note At most one past state of a tenant is kept: pages still reading an older hold of it are
+   * ended (their answers broken off, never mixed with another state), so that a tenant reset
+   * again and again under slow readers keeps at most one copy of its data on disk.
+   */
+  #dropHold(hold: string, tenant: string): void {
+    for (const [older, of] of [...this.#kept]) {
+      if (of !== tenant) continue
+      for (const pages of this.#readers.get(older) ?? []) pages.end(`${this.path}: a later reset of the tenant ended this list`)
+      this.#readers.delete(older)
+      this.#kept.delete(older)
+      this.#deleteHold(older)
+    }
+    if (this.#readers.has(hold)) this.#kept.set(hold, tenant)
+    else this.#deleteHold(hold)
+  }
+
+  #deleteHold(hold: string): void {
+    this.#unheldThen(() => {
+      try {
+        this.#sql.deleteCategories.run(hold)
+      } catch {
+        // Left for the next start to delete: a hold counts against nothing and nothing reads it.
+      }
     })
   }
 
@@ -841,19 +955,15 @@ export class SqliteStorage implements TenantStorage {
           }),
         bytes,
       )
+      // Committed: the pages reading the tenant read its old rows where they went.
+      this.#follow(id, undo.hold)
       try {
         await this.#synced()
       } catch (failure) {
         return this.#undo(undo, failure as Error)
       }
       this.#succeeded(bytes)
-      this.#unheldThen(() => {
-        try {
-          this.#sql.deleteCategories.run(undo.hold)
-        } catch {
-          // Left for the next start to delete: a hold counts against nothing and nothing reads it.
-        }
-      })
+      this.#dropHold(undo.hold, id)
       return result
     })()
     const gate = Promise.all([previous, write.catch(() => undefined)]).then(() => undefined)
@@ -884,6 +994,7 @@ export class SqliteStorage implements TenantStorage {
           }),
         0,
       )
+      this.#follow(undo.hold, undo.id)
     } catch (error) {
       this.#warn(`storage: could not undo a write whose fsync failed: ${error instanceof Error ? error.message : String(error)}`)
       throw new WriteOutcomeUnknownError(`${failure.message}; undoing the write failed too, so it stays applied here, and may or may not be after a restart`, { cause: failure })
@@ -1291,6 +1402,77 @@ export class SqliteStorage implements TenantStorage {
   }
 }
 
+/** What a row counts toward a page beside its name and description (its id and JSON frame). */
+const PAGE_ROW_CHARS = 64
+const NO_SEQS: ReadonlySet<number> = new Set()
+
+/** Pages of a tenant's rows as they were when opened (see {@link SqliteStorage.stream}). */
+class SqlitePages implements CategoryPages {
+  readonly #storage: SqliteStorage
+  /** The owner its rows are under now: its tenant, or the hold they went to. */
+  owner: string
+  /** The last `seq` read; the last `seq` of the state shown; the rows of that state left out (unsettled then). */
+  last = 0
+  readonly lastSeq: number
+  readonly skipped: ReadonlySet<number>
+  #done = false
+  #ended: string | undefined
+
+  get done(): boolean {
+    return this.#done
+  }
+
+  constructor(storage: SqliteStorage, owner: string, lastSeq: number, skipped: ReadonlySet<number>) {
+    this.#storage = storage
+    this.owner = owner
+    this.lastSeq = lastSeq
+    this.skipped = skipped
+  }
+
+  next(chars: number): Category[] {
+    if (this.#ended !== undefined) throw new StorageUnavailableError(this.#ended)
+    if (this.#done) return []
+    const { categories, last } = this.#storage.page(this, chars)
+    if (last) this.close()
+    return categories
+  }
+
+  close(): void {
+    if (this.#done || this.#ended !== undefined) return
+    this.#done = true
+    this.#storage.unread(this)
+  }
+
+  /** Ends the pages early (their state is let go): the next page throws. */
+  end(reason: string): void {
+    // @note Not done: done says every category was given, and a list ended early must not end as a whole one.
+    this.#ended = reason
+  }
+}
+
+/** Pages of a state kept in memory (the default seed, frozen). */
+function seedPages(categories: readonly Category[]): CategoryPages {
+  let at = 0
+  return {
+    get done() {
+      return at >= categories.length
+    },
+    next(chars) {
+      const page: Category[] = []
+      let taken = 0
+      while (at < categories.length && taken < chars) {
+        const category = categories[at++]!
+        page.push(toCategory(category))
+        taken += PAGE_ROW_CHARS + category.name.length + (category.description?.length ?? 0)
+      }
+      return page
+    },
+    close() {
+      at = categories.length
+    },
+  }
+}
+
 function fromRow(row: CategoryRow): Category {
   return toCategory(row.description === null ? { id: row.id, name: row.name } : { id: row.id, name: row.name, description: row.description })
 }
@@ -1318,6 +1500,10 @@ class SqliteTenantStore implements TenantStore {
 
   countCategories(): Promise<number> {
     return this.#storage.count(this.#id)
+  }
+
+  streamCategories(): Promise<CategoryPages> {
+    return this.#storage.stream(this.#id)
   }
 
   /** Nothing held in this process: the categories are in the database. */

@@ -45,6 +45,12 @@ export interface TenantStore {
    * @default none: the list is serialised per request
    */
   listCategoriesJson?(): Promise<string>
+  /**
+   * The list as pages read as a client takes them, for a store whose list is made per request
+   * (SQLite): every page shows the state of the moment this resolved, whatever is written after.
+   * @default none: the list is read whole ({@link listCategories})
+   */
+  streamCategories?(): Promise<CategoryPages>
   /** How many categories the tenant holds. */
   countCategories(): Promise<number>
   /**
@@ -90,6 +96,24 @@ export interface TenantStore {
    * @default none
    */
   readonly answers?: TenantAnswers | undefined
+}
+
+/**
+ * A tenant's categories read a page at a time ({@link TenantStore.streamCategories}): one state of
+ * the tenant, the one it had when the pages were opened, in creation order.
+ */
+export interface CategoryPages {
+  /**
+   * The next categories, as many as fit in about `chars` characters of names and descriptions
+   * (at least one), or none once every one was given (the pages are then closed). Throws
+   * {@link StorageUnavailableError} when the store fails, or when the pages were ended early
+   * (a store that cannot keep their state any longer).
+   */
+  next(chars: number): Category[]
+  /** True once every category was given (by the last call of {@link next}), or the pages were closed; never for pages ended early. */
+  readonly done: boolean
+  /** Lets go of what the pages keep (the state they show) before their end; calling it again does nothing. */
+  close(): void
 }
 
 /** What the tenant list shows about a stored tenant. */
