@@ -79,6 +79,8 @@ const MAX_PROBE_BYTES = 8 * 1024 * 1024
  * checkpoint, at 1000 pages, is off: it fsyncs inside a commit, on the event loop; attack8 A1).
  */
 const CHECKPOINT_BYTES = 1000 * PAGE
+/** While the WAL's fsyncs fail, how often a write is let through to find out whether they work again, in ms (the others are refused at once). */
+const FAILING_RETRY_MS = 1000
 /** How long an fsync may be pending before health says degraded, in ms. */
 const FSYNC_STALL_MS = 5000
 /** How often a failed fsync of the database file is tried again while writes wait for it, in ms. */
@@ -383,6 +385,10 @@ export class SqliteStorage implements TenantStorage {
   #syncing = 0
   /** What failed, while writes fail. */
   #failing: string | undefined
+  /** Whether the last fsync of the WAL failed (until one succeeds): writes are then refused at once, but for one tried now and then ({@link #refusedWhileFailing}). */
+  #walFailing = false
+  /** When ({@link monotonicNow}) a write was last let through while the WAL's fsyncs fail. */
+  #triedAt = Number.NEGATIVE_INFINITY
   /** The largest write that failed since then, in bytes: a failure ends once one as large succeeds. */
   #failedBytes = 0
   readonly #budget: number
@@ -881,6 +887,8 @@ export class SqliteStorage implements TenantStorage {
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     // During a checkpoint: queued once it is done, or answered 503 past the settle wait.
     if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.create(tenant, input, maxCategories))
+    const refused = this.#refusedWhileFailing()
+    if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
       const item = { tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
       // After the tenant's writes under way: a replace or delete (it goes onto the state that one
@@ -932,6 +940,8 @@ export class SqliteStorage implements TenantStorage {
    * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
    */
   #exclusive<T>(id: string, bytes: number, task: (old: number) => T): Promise<T> {
+    const refused = this.#refusedWhileFailing()
+    if (refused) return Promise.reject(refused)
     this.#flush()
     const previous = this.#gates.get(id)
     const deadline = monotonicNow() + this.#settleWaitMs
@@ -1199,12 +1209,14 @@ export class SqliteStorage implements TenantStorage {
       .then(
         () => {
           this.syncs++
+          this.#walFailing = false
           this.#syncedChanges = Math.max(this.#syncedChanges, covers)
           for (const waiter of waiters) waiter.resolve()
           this.#checkpointWhenLarge()
         },
         (error: unknown) => {
           const failure = this.#failure(error)
+          this.#walFailing = true
           for (const waiter of waiters) waiter.reject(failure)
         },
       )
@@ -1212,6 +1224,24 @@ export class SqliteStorage implements TenantStorage {
         this.#syncing--
         if (this.#syncWaiters.length > 0 && this.#syncing < SYNC_CONCURRENCY) this.#startSync()
       })
+  }
+
+  /**
+   * While the WAL's fsyncs fail: a write refused at once (not applied), but for one let through
+   * every {@link FAILING_RETRY_MS}, which finds out whether they work again (as the health probe
+   * does); undefined otherwise.
+   * @note Each write refused after its fsync failed still went into the WAL, and its withdrawal
+   * too: clients retrying at once grew the WAL by 23 MB/s (362 MB in 16 s), and no checkpoint can
+   * run until an fsync succeeds (attack9 S1).
+   */
+  #refusedWhileFailing(): StorageUnavailableError | undefined {
+    if (!this.#walFailing) return undefined
+    const now = monotonicNow()
+    if (now - this.#triedAt >= FAILING_RETRY_MS) {
+      this.#triedAt = now
+      return undefined
+    }
+    return new StorageUnavailableError(`${this.path}: ${this.#failing ?? 'the fsync of its log failed'}; writes are refused until one succeeds (one is tried every ${FAILING_RETRY_MS} ms)`)
   }
 
   /** The connection's `total_changes()`: grows with every row a commit writes (and a rolled-back one, which only makes a checkpoint wait for one more fsync). */

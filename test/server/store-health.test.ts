@@ -262,6 +262,36 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
+  it('refuses writes at once while the log’s fsync fails, so that clients retrying do not grow it, and takes them again once it works (attack9 S1)', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir, warn: () => undefined })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const wal = join(dir, 'sandbox.db-wal')
+    const before = statSync(wal).size
+    faults.all = true
+    // Two clients retrying at once, as they do on 503: 150 creates.
+    const statuses = await Promise.all(
+      ['k1', 'k2'].map(async (key) => {
+        const seen: number[] = []
+        for (let i = 0; i < 75; i++) {
+          const response = await post(sandbox, key, `${key}-${i}`)
+          await response.body?.cancel()
+          seen.push(response.status)
+        }
+        return seen
+      }),
+    )
+    expect(statuses.flat().every((status) => status === 503)).toBe(true)
+    // Before: each went into the log, then its withdrawal (pages of 4 KiB each).
+    expect(statSync(wal).size - before).toBeLessThan(256 * 1024)
+    faults.all = false
+    await vi.waitFor(async () => expect((await post(sandbox, 'k1', 'after')).status).toBe(201), { timeout: 5000, interval: 200 })
+    expect((await list(sandbox, 'k1')).slice(-2)).toEqual([`${NEXT} before`, `${NEXT + 1} after`])
+    expect(rejections).toEqual([])
+  })
+
   it('never lists a create that is then answered 503, on concurrent creates and lists while fsyncs fail now and then', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
