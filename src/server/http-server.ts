@@ -108,11 +108,12 @@ class ConnectionShares {
     const crowded = this.#byKey.size > this.maxConnections
     const candidates = [...this.#byKey].filter(([other, set]) => other !== key && (set.size > share || (crowded && set.size >= share)))
     candidates.sort(([, a], [, b]) => b.size - a.size)
+    // The first found of each kind, the largest key's first: the kind that costs its client least goes first, whichever key holds it.
+    let idle: Connection | undefined
+    let delayed: Connection | undefined
+    let receiving: Connection | undefined
+    let unread: Connection | undefined
     for (const [, set] of candidates) {
-      let idle: Connection | undefined
-      let delayed: Connection | undefined
-      let receiving: Connection | undefined
-      let unread: Connection | undefined
       for (const connection of set) {
         if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
         if (idle === undefined && connection.inFlight === 0) idle = connection
@@ -120,10 +121,10 @@ class ConnectionShares {
         if (receiving === undefined && connection.inFlight > 0 && connection.request?.complete === false) receiving = connection
         if (unread === undefined && connection.inFlight > 0 && connection.socket.writableNeedDrain) unread = connection
       }
-      const chosen = idle ?? delayed ?? receiving ?? unread
-      if (chosen !== undefined) return this.#end(chosen)
+      if (idle !== undefined) break
     }
-    return false
+    const chosen = idle ?? delayed ?? receiving ?? unread
+    return chosen !== undefined && this.#end(chosen)
   }
 
   /**

@@ -653,6 +653,44 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of held) socket.destroy()
   })
 
+  it('ends another key’s delayed request before a partner’s slow download when there are more keys than the cap', async () => {
+    const big = {
+      name: 'big-list',
+      version: '1.0.0',
+      description: 'Categories with the longest descriptions allowed: about 16 MB listed.',
+      seed: { categories: { generate: { count: 8000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
+    }
+    const { origin, server } = await startSandbox({ apiKeys: ['partner', 'k1', 'k2', 'k3'], scenario: big, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
+    const open = () => new Promise<number>((resolve) => server.getConnections((_error, count) => resolve(count)))
+    // The keys' tenants made first (seeding 8,000 categories takes a while): their requests below go straight to their delays.
+    for (const key of ['k1', 'k2', 'k3']) {
+      const made = await globalThis.fetch(`${origin}/v1/categories`, { method: 'POST', headers: { ...auth(key, true), Connection: 'close' }, body: JSON.stringify({ name: 'first' }) })
+      expect(made.status).toBe(201)
+    }
+    await expect.poll(open, { timeout: 5000 }).toBe(0)
+    // The partner's download, not read for now (a slow reader), is the oldest key's connection.
+    const download = await openSocket(origin)
+    download.pause()
+    const downloaded = collect(download, 15_000)
+    download.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nConnection: close\r\n\r\n')
+    await expect.poll(open, { timeout: 5000 }).toBe(1)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const delayed = await Promise.all(['k1', 'k2'].map(() => openSocket(origin)))
+    const answers = delayed.map((socket) => collect(socket, 5000))
+    const body = JSON.stringify({ name: 'delayed' })
+    delayed.forEach((socket, i) =>
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k${i + 1}\r\nContent-Type: application/json\r\nPrefer: delay=1500\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`),
+    )
+    await expect.poll(open, { timeout: 5000 }).toBe(3)
+    const created = await globalThis.fetch(`${origin}/v1/categories`, { method: 'POST', headers: { ...auth('k3', true), Connection: 'close' }, body: JSON.stringify({ name: 'k3' }) })
+    expect(created.status).toBe(201)
+    download.resume()
+    const got = await downloaded
+    expect(got.status).toBe(200)
+    expect(got.text.length).toBeGreaterThan(16_000_000)
+    expect(statuses(await Promise.all(answers))).toContain(503)
+  })
+
   it('cuts a delay of another key for a new key when there are more keys than the cap, each holding its share of 1 (attack9 C3)', async () => {
     const keys = Array.from({ length: 6 }, (_, i) => `c${i}`)
     const { origin } = await startSandbox({ apiKeys: [...keys, 'partner'], maxConnections: 5, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
