@@ -18,7 +18,7 @@ import { failureOf, Pipeline, UNEXPECTED } from '../pipeline/pipeline.js'
 import type { Scenario } from '../contract/scenario-format.js'
 import { Redaction } from '../core/redaction.js'
 import type { Tenant } from '../storage/tenant.js'
-import { loadScenario, loadScenarioFile, type ScenarioInput } from '../scenario/scenario-loader.js'
+import { checkScenariosDir, loadScenario, loadScenarioFile, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from '../storage/redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
@@ -93,6 +93,8 @@ const PACKAGE_DEMO_DIR = join(PACKAGE_ROOT, 'demo')
  */
 export async function createSandboxApp(options: SandboxAppOptions = {}): Promise<SandboxApp> {
   const settings = parseSandboxOptions(options)
+  // A mistyped directory is refused at once, as the library does, not served from the built-ins.
+  if (settings.scenariosDir !== undefined) checkScenariosDir(settings.scenariosDir)
   const start = await loadStartScenario(settings)
   const { scenario } = start
   // @note In proxy mode the real service judges keys: each key has a tenant, for its journal.

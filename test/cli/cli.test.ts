@@ -185,6 +185,7 @@ describe('petstore-sandbox serve', () => {
     { name: 'a bad durability', args: ['serve', '--durability', 'maybe'], message: '--durability must be power-loss or process-crash, got "maybe"' },
     { name: 'tenants without a data directory', args: ['tenants', 'list'], message: 'Missing required argument: data-dir' },
     { name: 'an unknown scenario', args: ['serve', '--scenario', 'nope'], message: 'Cannot use --scenario "nope": no such scenario' },
+    { name: 'a scenarios directory that does not exist', args: ['serve', '--scenarios-dir', '/tmp/petstore-sandbox-no-such-dir'], message: 'Invalid --scenarios-dir: expected the path of a directory' },
     { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
     { name: 'no command', args: [], message: 'Name a command' },
   ])('exits 1 with one line and no stack trace for $name', async ({ args, message, env }: { args: string[]; message: string; env?: Record<string, string> }) => {
