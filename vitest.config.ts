@@ -1,11 +1,13 @@
 import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
+import { FULL_TESTS } from './test/support/test-scale.js'
 
 /**
  * Tests that drive several processes against Redis at once (three sandboxes, nginx, a cluster) or
- * time a Redis restart: run last, one file at a time.
+ * time a Redis restart: run last, one file at a time, in the full run. Without Redis (`npm test`)
+ * they hold two quick CLI checks, run with the rest: a group of their own cost ~2 s at the end.
  */
-const ALONE = ['test/redis/replicas.test.ts', 'test/redis/redis-restart.test.ts', 'test/cli/workers.test.ts']
+const ALONE = FULL_TESTS ? ['test/redis/replicas.test.ts', 'test/redis/redis-restart.test.ts', 'test/cli/workers.test.ts'] : []
 
 export default defineConfig({
   test: {
@@ -32,18 +34,22 @@ export default defineConfig({
           sequence: { groupOrder: 0 },
         },
       },
-      {
-        extends: true,
-        test: {
-          // After every other file, on their own: side by side with other files on a 2-core
-          // machine, their loads and restarts measure the machine more than the sandbox.
-          name: 'alone',
-          include: ALONE,
-          maxWorkers: 1,
-          globalSetup: ['test/support/global-build.ts'],
-          sequence: { groupOrder: 1 },
-        },
-      },
+      ...(ALONE.length === 0
+        ? []
+        : [
+            {
+              extends: true as const,
+              test: {
+                // After every other file, on their own: side by side with other files on a 2-core
+                // machine, their loads and restarts measure the machine more than the sandbox.
+                name: 'alone',
+                include: ALONE,
+                maxWorkers: 1,
+                globalSetup: ['test/support/global-build.ts'],
+                sequence: { groupOrder: 1 },
+              },
+            },
+          ]),
     ],
   },
 })

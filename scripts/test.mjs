@@ -2,6 +2,7 @@
 // any arguments given (`npm test -- test/cli`). Exits with the first failing step's code; the
 // type-check's and the lint's output each come whole, one after the other.
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
@@ -26,8 +27,14 @@ function run(bin, args) {
   })
 }
 
+// The type-check keeps what it learnt between runs (a second run checks only what changed: ~1 s
+// instead of ~7), under node_modules like the lint's cache, one file per checkout (worktrees may
+// share node_modules).
+const checkout = createHash('sha256').update(process.cwd()).digest('hex').slice(0, 12)
+const buildInfo = join('node_modules', '.cache', 'tsc', `${checkout}.tsbuildinfo`)
+
 const checks = await Promise.all([
-  run(bin('typescript'), ['-p', 'tsconfig.json']),
+  run(bin('typescript'), ['-p', 'tsconfig.json', '--incremental', '--tsBuildInfoFile', buildInfo]),
   // The cache lives under node_modules (a fresh clone has none; a second run lints only what changed).
   run(bin('eslint'), ['--cache', '--cache-location', 'node_modules/.cache/eslint/', '.']),
 ])

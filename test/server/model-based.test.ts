@@ -568,6 +568,13 @@ class SlowReader extends Command {
  * model, told nothing of them, finds any of them stored at the next list.
  * @note The create is delayed (50 ms or more) so that every request behind it has arrived while
  * it is under way: answered at once, it leaves the line short and no cut happens.
+ * @note One write is not one read: TCP may hand the server these 14 to 21 KB in two reads (seen
+ * on a loaded machine: 83 and 105 requests, every one answered, no cut). The server stops reading
+ * at PIPELINE_DEPTH (16) waiting and reads the rest once the line is short again, so neither
+ * read need pass the limit. What the client sees either way: its requests answered in order up to
+ * some point (the delayed create at least), and, when not all were, the connection closed and
+ * none of the rest run. Each answered create is judged; connection-order.test.ts holds the cut
+ * itself, with requests small enough for one read.
  */
 class PastLimit extends Command {
   readonly kind = 'past-limit'
@@ -583,14 +590,17 @@ class PastLimit extends Command {
     const create = (suffix: string): Op => ({ kind: 'create', tenant: this.tenant, body: { valid: true, suffix, description: undefined } })
     const first = prepare(world, create(' first'))
     const request = { ...first.request, headers: { ...first.request.headers, prefer: `delay=${this.delayMs}` } }
-    const waiting = Array.from({ length: PIPELINE_LIMIT + this.extra }, () => prepare(world, create(' never')).request)
+    const waiting = Array.from({ length: PIPELINE_LIMIT + this.extra }, () => prepare(world, create(' waiting')))
     const sentAt = world.clock.tick()
-    const conversation = await converse(world.sandbox.origin, [request, ...waiting])
-    world.trace.push(`  answers: ${conversation.answers.map(shown).join(' ') || 'none'}${conversation.closedEarly ? ' (closed early)' : ''}${conversation.timedOut ? ' (timed out)' : ''}`)
-    first.judge(conversation.answers[0], sentAt, world.clock.tick(), {})
-    if (conversation.answers.length > 1 || !conversation.closedEarly) {
-      throw new Error(`${this}: ${conversation.answers.length} answers${conversation.closedEarly ? '' : ', the connection left open'}; expected the first create's alone, then the connection closed`)
+    const conversation = await converse(world.sandbox.origin, [request, ...waiting.map((item) => item.request)])
+    const { answers } = conversation
+    const all = answers.length === waiting.length + 1
+    if (conversation.timedOut || (!all && !conversation.closedEarly)) {
+      throw new Error(`${this}: ${answers.length} answers${conversation.timedOut ? ', then none for 15 s' : ', the connection left open'}; expected the first create's alone, then the connection closed`)
     }
+    // The answered ones in order, as on any connection; the delayed create must be among them.
+    judgeConversation(world, [first, ...waiting.slice(0, Math.max(answers.length, 1) - 1)], conversation, sentAt, {})
+    if (answers.length > 1) world.trace.push(`  (the server read the write in pieces: ${answers.length - 1} of the ${waiting.length} waiting answered${all ? ', no cut' : ', then the cut'})`)
   }
   toString(): string {
     return `past-limit(${'abc'[this.tenant]}: create with a ${this.delayMs} ms delay, then ${PIPELINE_LIMIT + this.extra} creates in the same write)`
