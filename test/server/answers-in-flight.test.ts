@@ -9,14 +9,13 @@
  */
 import type { Server } from 'node:http'
 import type { Socket } from 'node:net'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import type { ScenarioInput } from '../../src/scenario/scenario-loader.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { openSocket } from '../support/raw-http.js'
 import { startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
+import { CONTROL_LIST, heldNow } from '../support/long-lists.js'
 import { FULL_TESTS } from '../support/test-scale.js'
 import { STALL_MS } from '../../src/server/memory-budget.js'
 import { tenantId } from '../../src/server.js'
@@ -31,27 +30,8 @@ const BIG: ScenarioInput = {
   seed: { categories: { generate: { count: COUNT, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
 }
 const LIST_BYTES = COUNT * 2030
-/**
- * A scenario of control characters, each name with one character above Latin-1: its answer's
- * JSON text takes 12 bytes a character (`\u0001`, in a two-byte string), about 26 MB.
- */
-const CONTROL: ScenarioInput = {
-  name: 'control-list',
-  version: '1.0.0',
-  description: 'Categories of control characters.',
-  seed: { categories: { generate: { count: 1000, name: `Ā{n}${'\x01'.repeat(190)}`, description: `${'\x01'.repeat(1990)}{n}` } } },
-}
 const CONTROL_ANSWER_BYTES = 1000 * 2 * (6 * 2180 + 64)
 
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
-/** What this process holds now (heap and memory outside it, such as socket write buffers), after a collection. */
-function heldNow(): number {
-  gc()
-  gc()
-  const usage = process.memoryUsage()
-  return usage.heapUsed + usage.external
-}
 
 const listRequest = (id: string, path = '/v1/categories', key = KEY) =>
   `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nX-Request-Id: ${id}\r\n\r\n`
@@ -244,7 +224,7 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
     'counts a list of control characters as the heap its answer takes: clients that never read are refused before their answers pass the budget (attack2 F5)',
     async () => {
       const budget = Math.round(2.5 * CONTROL_ANSWER_BYTES)
-      const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: CONTROL, memoryBudgetBytes: budget })
+      const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY], scenario: CONTROL_LIST, memoryBudgetBytes: budget })
       await warmUp(fetch)
       logs.length = 0
       const before = heldNow()

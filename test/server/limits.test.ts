@@ -516,6 +516,14 @@ describe('the connection cap', () => {
   })
 })
 
+/** Categories with the longest descriptions allowed: about 16 MB listed, more than loopback's buffers take from a client that does not read. */
+const BIG_LIST = {
+  name: 'big-list',
+  version: '1.0.0',
+  description: 'Categories with the longest descriptions allowed: about 16 MB listed.',
+  seed: { categories: { generate: { count: 8000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
+}
+
 describe('the connection cap, shared between keys (attack7 K3)', () => {
   /** A sandbox with a cap of 20, and a count of the requests that reached it. */
   const capped = async () => {
@@ -629,13 +637,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
   })
 
   it('resets a key’s connections whose long answers their clients do not take, for another key past the cap (attack9 C4)', async () => {
-    const big = {
-      name: 'big-list',
-      version: '1.0.0',
-      description: 'Categories with the longest descriptions allowed: about 16 MB listed.',
-      seed: { categories: { generate: { count: 8000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
-    }
-    const { origin, server } = await startSandbox({ apiKeys: ['k', 'partner'], scenario: big, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
+    const { origin, server } = await startSandbox({ apiKeys: ['k', 'partner'], scenario: BIG_LIST, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
     const held = await Promise.all(Array.from({ length: 3 }, () => openSocket(origin)))
     for (const socket of held) {
       socket.on('error', () => undefined)
@@ -654,13 +656,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
   })
 
   it('ends another key’s delayed request before a partner’s slow download when there are more keys than the cap', async () => {
-    const big = {
-      name: 'big-list',
-      version: '1.0.0',
-      description: 'Categories with the longest descriptions allowed: about 16 MB listed.',
-      seed: { categories: { generate: { count: 8000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
-    }
-    const { origin, server } = await startSandbox({ apiKeys: ['partner', 'k1', 'k2', 'k3'], scenario: big, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
+    const { origin, server } = await startSandbox({ apiKeys: ['partner', 'k1', 'k2', 'k3'], scenario: BIG_LIST, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
     const open = () => new Promise<number>((resolve) => server.getConnections((_error, count) => resolve(count)))
     // The keys' tenants made first (seeding 8,000 categories takes a while): their requests below go straight to their delays.
     for (const key of ['k1', 'k2', 'k3']) {

@@ -7,12 +7,13 @@
  * rolled back, or a corrupt database. The disk image such a cut leaves is built here byte by byte.
  */
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
-import { open, type FileHandle } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 import { seedState } from '../../src/storage/storage.js'
 import { DATABASE_FILE, openSqliteStorage } from '../../src/storage/sqlite-storage.js'
+import { fileHandleMethod } from '../support/file-handles.js'
 import { dataDir } from '../support/stores.js'
 
 const SEED = seedState(BUILTIN_SCENARIOS['default']!)
@@ -84,10 +85,7 @@ describe('SQLite after a power cut', () => {
     const storage = await openSqliteStorage({ dir, seed: SEED })
     await storage.create('a', { name: 'before' }, Number.POSITIVE_INFINITY)
     const database = statSync(path).ino
-    const probe = await open(join(dir, 'probe'), 'w')
-    const prototype = Object.getPrototypeOf(probe) as FileHandle
-    await probe.close()
-    const real = (Object.getOwnPropertyDescriptor(prototype, 'datasync') as { value: (this: FileHandle) => Promise<void> }).value
+    const { prototype, real } = await fileHandleMethod(dir, 'datasync')
     let unstall!: () => void
     const stall = new Promise<void>((resolve) => (unstall = resolve))
     onTestFinished(() => unstall())
@@ -123,13 +121,10 @@ describe('SQLite after a power cut', () => {
 
   it('fsyncs the WAL it makes at start, the database, and the directory naming them, before it takes a write', async () => {
     const dir = dataDir()
-    const probe = await open(join(dir, 'probe'), 'w')
-    const prototype = Object.getPrototypeOf(probe) as FileHandle
-    await probe.close()
     const synced: string[] = []
     const named = (handle: FileHandle) => handle.stat().then((stat) => [stat.ino, stat.isDirectory()] as const)
     for (const method of ['sync', 'datasync'] as const) {
-      const real = (Object.getOwnPropertyDescriptor(prototype, method) as { value: (this: FileHandle) => Promise<void> }).value
+      const { prototype, real } = await fileHandleMethod(dir, method)
       const spy = vi.spyOn(prototype, method).mockImplementation(async function (this: FileHandle) {
         const [ino, directory] = await named(this)
         await real.call(this)

@@ -4,7 +4,7 @@
  * answer states the write's true outcome when the fsync of SQLite's log fails (attack6 S1, S2).
  */
 import { rmSync, statSync, writeFileSync } from 'node:fs'
-import { open, type FileHandle } from 'node:fs/promises'
+import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import type { Category } from '../../src/index.js'
@@ -12,6 +12,7 @@ import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 import { tenantId } from '../../src/server.js'
 import { failingFsyncShim, STALLSYNC_FLAG_VARIABLE } from '../support/failing-fsync.js'
+import { fileHandleMethod } from '../support/file-handles.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { runCli, type CliRun } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
@@ -99,10 +100,7 @@ interface FsyncFaults {
  * @note The store fsyncs its log with `FileHandle.datasync()`, patched here for the test's duration.
  */
 async function failingFsyncs(dir: string, delayMs = 0): Promise<FsyncFaults> {
-  const probe = await open(join(dir, 'probe'), 'w')
-  const prototype = Object.getPrototypeOf(probe) as FileHandle
-  await probe.close()
-  const real = (Object.getOwnPropertyDescriptor(prototype, 'datasync') as { value: (this: FileHandle) => Promise<void> }).value
+  const { prototype, real } = await fileHandleMethod(dir, 'datasync')
   const faults: FsyncFaults = { next: 0, all: false, pattern: undefined, stall: undefined, stalled: 0, failed: 0 }
   let calls = 0
   const spy = vi.spyOn(prototype, 'datasync').mockImplementation(function (this: FileHandle) {
@@ -401,10 +399,7 @@ describe('the WAL on SQLite (attack8 A1)', () => {
     const dir = dataDir()
     const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir, requestTimeoutMs: 300, headersTimeoutMs: 300 })
     const database = statSync(join(dir, 'sandbox.db')).ino
-    const probe = await open(join(dir, 'probe'), 'w')
-    const prototype = Object.getPrototypeOf(probe) as FileHandle
-    await probe.close()
-    const real = (Object.getOwnPropertyDescriptor(prototype, 'datasync') as { value: (this: FileHandle) => Promise<void> }).value
+    const { prototype, real } = await fileHandleMethod(dir, 'datasync')
     let unstall!: () => void
     const stall = new Promise<void>((resolve) => (unstall = resolve))
     onTestFinished(() => unstall())

@@ -6,13 +6,12 @@
  * reading slowly gets its whole list while other keys ask for theirs again and again.
  */
 import type { Socket } from 'node:net'
-import { setFlagsFromString } from 'node:v8'
-import { runInNewContext } from 'node:vm'
 import { describe, expect, it } from 'vitest'
 import type { ScenarioInput } from '../../src/scenario/scenario-loader.js'
 import { openSocket } from '../support/raw-http.js'
 import { startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
+import { CONTROL_LIST, heldNow } from '../support/long-lists.js'
 import { FULL_TESTS } from '../support/test-scale.js'
 
 const SQLITE = STORES.find((kind) => kind.name === 'sqlite')!
@@ -32,26 +31,7 @@ const MID: ScenarioInput = {
   description: 'A list of many pieces.',
   seed: { categories: { generate: { count: 600, name: 'Category {n} "é"', description: `${'d'.repeat(1990)}\\{n}` } } },
 }
-/**
- * Control characters, each name with one character above Latin-1 (attack8 B1's lists): 13 MB of
- * JSON (`\u0001` for each), 26 MB of heap as a whole answer's text.
- */
-const CONTROL: ScenarioInput = {
-  name: 'control-list',
-  version: '1.0.0',
-  description: 'Categories of control characters.',
-  seed: { categories: { generate: { count: 1000, name: `Ā{n}${'\x01'.repeat(190)}`, description: `${'\x01'.repeat(1990)}{n}` } } },
-}
 
-setFlagsFromString('--expose-gc')
-const gc = runInNewContext('gc') as () => void
-/** What this process holds now (heap and memory outside it, such as socket write queues), after a collection. */
-function heldNow(): number {
-  gc()
-  gc()
-  const usage = process.memoryUsage()
-  return usage.heapUsed + usage.external
-}
 
 /** One create for each key, so that its list is read from the database (a key that never wrote is listed from the seed in memory). */
 async function storeLists(fetch: (path: string, init?: RequestInit) => Promise<Response>, keys: readonly string[]): Promise<void> {
@@ -236,7 +216,7 @@ describe('lists sent as their clients take them (sqlite store)', () => {
     const keys = Array.from({ length: 6 }, (_, i) => `staller-${i}`)
     const partner = 'partner-key'
     // Six 26 MB lists unread, against a budget of less than three: before, the partner's long list got 503 over_capacity.
-    const { origin, logs, fetch } = await startSandbox({ apiKeys: [...keys, partner], scenario: CONTROL, memoryBudgetBytes: 64 * 1024 * 1024 })
+    const { origin, logs, fetch } = await startSandbox({ apiKeys: [...keys, partner], scenario: CONTROL_LIST, memoryBudgetBytes: 64 * 1024 * 1024 })
     await storeLists(fetch, [...keys, partner])
     logs.length = 0
     const sockets: Socket[] = []
@@ -262,7 +242,7 @@ describe('lists sent as their clients take them (sqlite store)', () => {
     async () => {
       const renewing = Array.from({ length: 6 }, (_, i) => `renewer-${i}`)
       const partner = 'partner-key'
-      const { origin, logs, fetch } = await startSandbox({ apiKeys: [...renewing, partner], scenario: CONTROL, memoryBudgetBytes: 64 * 1024 * 1024 })
+      const { origin, logs, fetch } = await startSandbox({ apiKeys: [...renewing, partner], scenario: CONTROL_LIST, memoryBudgetBytes: 64 * 1024 * 1024 })
       await storeLists(fetch, [...renewing, partner])
       const expected = JSON.stringify(((await (await fetch('/__sandbox/state', { headers: { authorization: `Bearer ${partner}` } })).json()) as { categories: unknown[] }).categories)
       const slow = await openSocket(origin)
