@@ -4,11 +4,13 @@
  * opened, nothing written after, whatever creates, resets, scenario switches, deletes and expiries
  * happen while it is read (attack8 B1, B2: the list is no longer held whole while it is sent).
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import type { Category } from '../src/contract/schemas.js'
 import type { CategoryPages, TenantState, TenantStorage, TenantStore } from '../src/storage/storage.js'
 import { StorageUnavailableError } from '../src/storage/storage.js'
-import { STORES } from './support/stores.js'
+import { openSqliteStorage } from '../src/storage/sqlite-storage.js'
+import { stateStoredBytes } from '../src/storage/stored-bytes.js'
+import { dataDir, STORES } from './support/stores.js'
 
 const SQLITE = STORES.find((kind) => kind.name === 'sqlite')!
 const SEED: TenantState = {
@@ -119,5 +121,42 @@ describe('list pages on SQLite', () => {
     expect(oldest.done).toBe(false)
     expect(rest(middle)).toEqual(OTHER.categories)
     expect(state).toHaveLength(SEED.categories.length + 3)
+  })
+
+  it('keeps past states for slow readers only within the store budget, counted: past it, the newest such list is ended (attack9 S2)', async () => {
+    const big: TenantState = {
+      scenario: 'big',
+      categories: Array.from({ length: 200 }, (_, i) => ({ id: i + 1, name: `Big ${i}`, description: 'd'.repeat(1000) })),
+      nextCategoryId: 201,
+    }
+    const bytes = stateStoredBytes('t0', big)
+    const budgetBytes = Math.round(3.5 * bytes)
+    const storage = await openSqliteStorage({ dir: dataDir(), seed: SEED, budgetBytes })
+    onTestFinished(() => storage.close())
+    const readers: CategoryPages[] = []
+    for (let t = 0; t < 6; t++) {
+      const store = storage.open(`t${t}`)
+      const stored = await store.replace(big).then(() => true, () => false)
+      if (!stored) continue
+      const pages = await store.streamCategories!()
+      pages.next(1)
+      readers.push(pages)
+      // Back on the seed: the big state is now kept for its slow reader alone.
+      await store.replace(SEED)
+      expect(storage.storedBytes).toBeLessThanOrEqual(budgetBytes)
+    }
+    const readable = readers.filter((pages) => {
+      try {
+        pages.next(1)
+        return true
+      } catch (error) {
+        expect(error).toBeInstanceOf(StorageUnavailableError)
+        expect(pages.done).toBe(false)
+        return false
+      }
+    })
+    // Before: all six kept, about 6 times a state on disk against a budget of 3.5.
+    expect(readable.length * bytes).toBeLessThanOrEqual(budgetBytes)
+    expect(readable.length).toBeGreaterThan(0)
   })
 })
