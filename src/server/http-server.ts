@@ -100,8 +100,8 @@ class ConnectionShares {
    * answer its client does not take (Node's buffer for it is full). A delayed request's wait is
    * cut (answered 503 `over_capacity`, nothing run, its connection closed); an idle connection is
    * closed; one still sending its body (nothing of it has run: attack9 C2, slow bodies), or not
-   * taking its answer (a long read: attack9 C4), is reset. False when no such key has any of these
-   * (its requests are running in the store).
+   * taking its answer (a long read: attack9 C4), is reset, of a key beyond its share only. False
+   * when no such key has any of these (its requests are running in the store).
    */
   makeRoom(key: string): boolean {
     const share = this.share()
@@ -114,10 +114,15 @@ class ConnectionShares {
     let receiving: Connection | undefined
     let unread: Connection | undefined
     for (const [, set] of candidates) {
+      // @note A key at its share (more keys than the cap) loses only what costs its client least
+      // (an idle connection, a simulated delay): a crowd of keys each at its share reset a
+      // partner's only upload or download, the oldest first (attack10 C1).
+      const beyond = set.size > share
       for (const connection of set) {
         if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
         if (idle === undefined && connection.inFlight === 0) idle = connection
         if (delayed === undefined && connection.cut !== undefined) delayed = connection
+        if (!beyond) continue
         if (receiving === undefined && connection.inFlight > 0 && connection.request?.complete === false) receiving = connection
         if (unread === undefined && connection.inFlight > 0 && connection.socket.writableNeedDrain) unread = connection
       }

@@ -687,6 +687,28 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(statuses(await Promise.all(answers))).toContain(503)
   })
 
+  it('never resets a partner’s only upload for a crowd of more keys than the cap, each holding one slow body (attack10 C1)', async () => {
+    const keys = Array.from({ length: 4 }, (_, i) => `c${i}`)
+    const { origin, fetch } = await startSandbox({ apiKeys: ['partner', ...keys], maxConnections: 3, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    const body = JSON.stringify({ name: 'uploaded slowly' })
+    const upload = await openSocket(origin)
+    const uploaded = collect(upload, 5000)
+    upload.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`)
+    const crowd = await Promise.all(keys.map(() => openSocket(origin)))
+    for (const [i, socket] of crowd.entries()) {
+      socket.on('error', () => undefined)
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${keys[i]!}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    upload.write(body.slice(5))
+    const answer = await uploaded
+    // Before: the partner's upload, the oldest key's, was reset for the crowd.
+    expect(answer.status).toBe(201)
+    for (const socket of crowd) socket.destroy()
+    const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name)
+    expect(names).toContain('uploaded slowly')
+  })
+
   it('cuts a delay of another key for a new key when there are more keys than the cap, each holding its share of 1 (attack9 C3)', async () => {
     const keys = Array.from({ length: 6 }, (_, i) => `c${i}`)
     const { origin } = await startSandbox({ apiKeys: [...keys, 'partner'], maxConnections: 5, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })

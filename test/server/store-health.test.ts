@@ -189,10 +189,13 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(unknown.headers.get('retry-after')).toBe('5')
     expectErrorBody(await jsonOf(unknown), 503, 'write_outcome_unknown')
     faults.all = false
+    // Writes are refused at once until a probe of the disk succeeds (attack9 S1): health probes.
+    expect((await health(sandbox)).status).toBe(200)
     faults.next = 1
     // Only the create's own fsync fails: its withdrawal is durable, so it was not applied.
     expectErrorBody(await jsonOf(await post(sandbox, 'k1', 'not-applied')), 503, 'storage_unavailable')
     expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`])
+    expect((await health(sandbox)).status).toBe(200)
     // Nor did either take an id: the next create gets the one after `before`.
     expect((await post(sandbox, 'k1', 'after')).status).toBe(201)
     expect(await list(sandbox, 'k1')).toEqual([...SEED, `${NEXT} before`, `${NEXT + 1} after`])
@@ -287,6 +290,33 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     faults.all = false
     await vi.waitFor(async () => expect((await post(sandbox, 'k1', 'after')).status).toBe(201), { timeout: 5000, interval: 200 })
     expect((await list(sandbox, 'k1')).slice(-2)).toEqual([`${NEXT} before`, `${NEXT + 1} after`])
+    expect(rejections).toEqual([])
+  })
+
+  it('takes a partner’s writes again within seconds of the disk’s recovery while another key floods writes refused before any fsync (attack10 S1b)', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    // A budget no switch to large-catalog (1.4 MB) fits in: the flood's switches are refused before any fsync.
+    const sandbox = await startSandbox({ apiKeys: ['partner', 'flood'], dataDir: dir, storeBudgetBytes: 1024 * 1024, warn: () => undefined })
+    expect((await post(sandbox, 'partner', 'before')).status).toBe(201)
+    faults.all = true
+    expect((await post(sandbox, 'partner', 'failed')).status).toBe(503)
+    faults.all = false
+    let flooding = true
+    const flood = (async () => {
+      while (flooding) {
+        const response = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('flood', true), body: JSON.stringify({ name: 'large-catalog' }) })
+        await response.body?.cancel()
+      }
+    })()
+    try {
+      // Before: the flood's refused switches took each second's try, and the partner stayed refused for as long as it flooded.
+      await vi.waitFor(async () => expect((await post(sandbox, 'partner', 'after')).status).toBe(201), { timeout: 4000, interval: 200 })
+    } finally {
+      flooding = false
+      await flood
+    }
     expect(rejections).toEqual([])
   })
 
