@@ -101,6 +101,8 @@ export const EVICTION_RECHECK_MS = 1000
 const CLOCK_READ_MS = 1000
 /** A reading of Redis's clock is kept over a later, looser one (an answer that took longer) this long (ms). */
 const CLOCK_KEEP_MS = 5000
+/** On a cluster, how many tenants' masters' clock readings are kept at most (see {@link RedisLink.redisNow}). */
+const TAG_CLOCKS = 4096
 /**
  * How far Redis's clock and this process's monotonic clock may run apart per ms after a reading:
  * 1 ms a second, twice the most NTP slews a clock (500 ppm). An estimate is made that much earlier.
@@ -419,6 +421,8 @@ export class RedisLink {
   #clock: { offset: number; at: number } | undefined
   /** When Redis's clock was last read (monotonic ms). */
   #clockReadAt = Number.NEGATIVE_INFINITY
+  /** On a cluster: the clock of the master holding each hash tag (`{tenant}`) written lately, read through that tag's slot (see {@link redisNow}). */
+  readonly #tagClocks = new Map<string, { offset: number; at: number }>()
   /** The reading of Redis's clock in flight, shared. */
   #clockReading: Promise<void> | undefined
 
@@ -508,7 +512,8 @@ export class RedisLink {
   }
 
   /**
-   * Redis's time now (ms since the epoch, by Redis's clock; on a Cluster, its slowest master's),
+   * Redis's time now (ms since the epoch, by Redis's clock; on a Cluster, by `key`'s master's, or
+   * without a key its slowest master's),
    * at most: the last reading of `TIME` plus the monotonic time since its answer came, so at or
    * before the true time (by as much as that answer took). A recorded write carries it as the
    * time it was sent (`redis-outcomes.ts`, attack7 K1). Reads the clock first when it never was,
@@ -517,13 +522,48 @@ export class RedisLink {
    * {@link monotonicNow}, such as a request's deadline), Redis's time at that moment, at most, the
    * same way: less {@link CLOCK_DRIFT} of the time from the reading to it (the clocks' rates may differ).
    */
-  async redisNow(at?: number): Promise<number> {
+  async redisNow(at?: number, key?: string): Promise<number> {
+    const clock = this.cluster && key !== undefined ? await this.#tagClock(key) : await this.#sharedClock()
+    const moment = at ?? monotonicNow()
+    return Math.floor(moment + clock.offset - Math.max(0, moment - clock.at) * CLOCK_DRIFT)
+  }
+
+  /** The clock of every master (the slowest), read as {@link redisNow} says. */
+  async #sharedClock(): Promise<{ offset: number; at: number }> {
     if (this.#clock === undefined || monotonicNow() - this.#clock.at >= CLOCK_STALE_MS) await this.#readClock()
     // Outside the request's deadline: nobody waits for it, so it has the whole command timeout.
     else if (monotonicNow() - this.#clockReadAt >= CLOCK_READ_MS) requestDeadline.exit(() => this.#readClock()).catch(() => undefined)
-    const clock = this.#clock!
-    const moment = at ?? monotonicNow()
-    return Math.floor(moment + clock.offset - Math.max(0, moment - clock.at) * CLOCK_DRIFT)
+    return this.#clock!
+  }
+
+  /**
+   * On a cluster, the clock of the master holding `key`'s slot: `TIME` sent to it (routed by the
+   * key), kept {@link CLOCK_KEEP_MS} for the key's hash tag (a tenant's keys share one).
+   * @note The slowest master's clock estimated every master's: a master ahead of it by more than a
+   * request's Redis time refused every write of its tenants as late, for as long as it was ahead
+   * (attack9 R5: 35 s off, a third of the tenants locked out).
+   */
+  async #tagClock(key: string): Promise<{ offset: number; at: number }> {
+    const tag = /\{[^}]*\}/.exec(key)?.[0] ?? key
+    const kept = this.#tagClocks.get(tag)
+    if (kept !== undefined && monotonicNow() - kept.at < CLOCK_KEEP_MS) return kept
+    let reply: Reply
+    try {
+      reply = await this.#connection.send(key, ['TIME'], this.#timeLeft())
+    } catch (error) {
+      throw this.#failure(error)
+    }
+    const came = monotonicNow()
+    this.recovered()
+    const clock = { offset: Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000) - came, at: came }
+    this.#tagClocks.delete(tag)
+    this.#tagClocks.set(tag, clock)
+    // The oldest go first: a map as long as the tenants written within a few seconds, at most.
+    for (const [old, reading] of this.#tagClocks) {
+      if (this.#tagClocks.size <= TAG_CLOCKS && came - reading.at < CLOCK_KEEP_MS) break
+      this.#tagClocks.delete(old)
+    }
+    return clock
   }
 
   /** Reads Redis's clock (every master's): keeps the reading unless the one kept is tighter and recent. */

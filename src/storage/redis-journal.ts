@@ -306,7 +306,7 @@ export class RedisJournal implements TenantJournal {
     // true one. Reaching Redis later (a stalled connection delivered), it is dropped, never listed
     // after a journal clear answered in the meantime (attack9 R2).
     const until = Math.min(this.#link.requestDeadline() ?? Number.POSITIVE_INFINITY, monotonicNow() + this.#link.commandTimeoutMs)
-    const due = Math.floor(await this.#link.redisNow(until))
+    const due = Math.floor(await this.#link.redisNow(until, this.#keys[0]))
     await this.#link.script(RECORD, this.#keys, [rest, Math.max(0, Math.round(size)), this.#limit, this.#budget, this.#ttlMs, ...this.#usageArgs, due])
   }
 

@@ -160,10 +160,10 @@ export interface RecordedOperation {
  * timeout and the {@link SETTLE_ROUNDS} a settle takes from now; as Redis's time, estimated at or
  * before the true one ({@link RedisLink.redisNow}: its reading's answer time and the clocks' drift).
  */
-export async function newOperation(link: RedisLink): Promise<RecordedOperation> {
-  const sent = await link.redisNow()
+export async function newOperation(link: RedisLink, key: string): Promise<RecordedOperation> {
+  const sent = await link.redisNow(undefined, key)
   const until = link.requestDeadline() ?? monotonicNow() + link.commandTimeoutMs * (1 + SETTLE_ROUNDS)
-  return { op: operationId(sent, await link.redisNow(until)), until }
+  return { op: operationId(sent, await link.redisNow(until, key)), until }
 }
 
 /**
@@ -174,7 +174,7 @@ export async function newOperation(link: RedisLink): Promise<RecordedOperation> 
  * WriteOutcomeUnknownError when Redis could not tell in time; a RedisScriptRefusal of its own.
  */
 export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[]): Promise<unknown> {
-  const { op, until } = await newOperation(link)
+  const { op, until } = await newOperation(link, scriptKeys[0]!)
   try {
     return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
   } catch (error) {

@@ -794,7 +794,7 @@ export class RedisStorage implements TenantStorage {
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
     // The time it is sent at, at most: a resend after NOSEED carries the first one's (earlier: safe), and its deadline.
-    const { op, until } = await newOperation(this.link)
+    const { op, until } = await newOperation(this.link, keys.meta)
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1

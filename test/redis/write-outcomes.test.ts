@@ -13,7 +13,8 @@ import { openRedisStorage, type RedisStorage } from '../../src/storage/redis-sto
 import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/storage/storage.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { CLOCK_OFFSET_VARIABLE, clockShim } from '../support/clock-shim.js'
+import { freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -385,6 +386,20 @@ describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4
 })
 
 describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
+  it.runIf(clockShim() !== undefined)('answers every tenant’s creates 201 on a Redis Cluster one of whose masters runs 35 s ahead of the others (attack9 R5)', async () => {
+    const skewed: Record<string, string> = { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_VARIABLE]: '35000' }
+    const cluster = await startRedisCluster({ envOf: (node) => (node === 2 ? skewed : {}) })
+    const storage = await openRedisStorage({ url: cluster.url, seed: NO_SEED })
+    onTestFinished(() => storage.close())
+    const ahead = cluster.nodes[2]!.port
+    const tenants = Array.from({ length: 12 }, (_, i) => `t${i}`)
+    const onAhead: string[] = []
+    for (const tenant of tenants) if ((await cluster.masterOf(storage.keys(tenant).meta)) === ahead) onAhead.push(tenant)
+    // Before: the tenants on the master ahead got 503 storage_unavailable on every create (late by the slowest master's clock).
+    expect(onAhead.length).toBeGreaterThan(0)
+    for (const tenant of tenants) expect(await storage.create(tenant, { name: 'created' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'created' })
+  })
+
   it('a replica whose clock runs 40 days ahead, past the 30-day TTL, sweeps no tenant of the shared Redis (issue 20 F11)', async () => {
     const redis = await startRedis()
     const options = { redisUrl: redis.url, scenario: 'empty', anyKey: true, tenantTtlDays: 30 } as const

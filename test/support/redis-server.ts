@@ -42,6 +42,8 @@ export interface RedisServerOptions {
   readonly password?: string
   /** TLS only (`--tls-port`, a self-signed certificate for 127.0.0.1 made with openssl): `rediss://`. */
   readonly tls?: boolean
+  /** Environment variables of redis-server's process beyond this one's (an LD_PRELOAD shim). */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 export class RedisServer {
@@ -83,7 +85,7 @@ export class RedisServer {
     if (this.#options.password !== undefined) args.push('--requirepass', this.#options.password)
     if (this.#options.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '2000')
     args.push(...(options.extraArgs ?? []))
-    const child = spawn('redis-server', args, { stdio: 'ignore' })
+    const child = spawn('redis-server', args, { stdio: 'ignore', env: { ...process.env, ...this.#options.env } })
     this.#child = child
     const deadline = Date.now() + 10_000
     const until = options.until ?? 'ready'
@@ -227,14 +229,14 @@ export interface RedisCluster {
 
 /**
  * A 3-master cluster (`--cluster-enabled yes` on three ports, `redis-cli --cluster create`), for
- * one test. Resolves once every node reports `cluster_state:ok`.
+ * one test, node `i`'s process with `envOf(i)` added. Resolves once every node reports `cluster_state:ok`.
  */
-export async function startRedisCluster(): Promise<RedisCluster> {
+export async function startRedisCluster(options: { readonly envOf?: (node: number) => Readonly<Record<string, string>> } = {}): Promise<RedisCluster> {
   const nodes: RedisServer[] = []
   onTestFinished(async () => {
     for (const node of nodes) await teardown(node)
   })
-  for (let i = 0; i < 3; i++) nodes.push(await newServer({ cluster: true }))
+  for (let i = 0; i < 3; i++) nodes.push(await newServer({ cluster: true, env: options.envOf?.(i) }))
   await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes'])
   const deadline = Date.now() + 20_000
   for (const node of nodes) {

@@ -1,0 +1,64 @@
+/**
+ * A clock off by a fixed offset for a child process (attack9 R5: a Redis Cluster master whose
+ * NTP is off): an LD_PRELOAD library adding {@link CLOCK_OFFSET_VARIABLE} ms to the wall clock
+ * (`clock_gettime` of the real-time clocks, `gettimeofday`, `time`), the monotonic clock untouched.
+ * Compiled with gcc once per test process; where gcc (or Linux) is missing, `clockShim()` is
+ * undefined and the tests that need it leave it out.
+ */
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** The variable holding the offset, in ms (may be negative). */
+export const CLOCK_OFFSET_VARIABLE = 'PETSTORE_TEST_CLOCK_OFFSET_MS'
+
+const SOURCE = `#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <sys/time.h>
+#include <time.h>
+static long long offset_ns(void) { const char *v = getenv("${CLOCK_OFFSET_VARIABLE}"); return v ? atoll(v) * 1000000LL : 0; }
+static void shift(struct timespec *ts) {
+  long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + offset_ns();
+  ts->tv_sec = ns / 1000000000LL; ts->tv_nsec = ns % 1000000000LL;
+}
+int clock_gettime(clockid_t id, struct timespec *ts) {
+  int (*real)(clockid_t, struct timespec *) = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+  int result = real(id, ts);
+  if (result == 0 && (id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE)) shift(ts);
+  return result;
+}
+int gettimeofday(struct timeval *tv, void *tz) {
+  struct timespec ts;
+  int result = clock_gettime(CLOCK_REALTIME, &ts);
+  if (result == 0 && tv != NULL) { tv->tv_sec = ts.tv_sec; tv->tv_usec = ts.tv_nsec / 1000; }
+  (void)tz;
+  return result;
+}
+time_t time(time_t *t) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  if (t != NULL) *t = ts.tv_sec;
+  return ts.tv_sec;
+}
+`
+
+let built: string | null | undefined
+
+/** The shim's path (built on first use, deleted when the process exits), or undefined where it cannot be built. */
+export function clockShim(): string | undefined {
+  if (built !== undefined) return built ?? undefined
+  built = null
+  if (process.platform !== 'linux') return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'petstore-clock-'))
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+  try {
+    writeFileSync(join(dir, 'clock.c'), SOURCE)
+    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', join(dir, 'clock.so'), join(dir, 'clock.c'), '-ldl'], { stdio: 'ignore' })
+    built = join(dir, 'clock.so')
+  } catch {
+    return undefined
+  }
+  return built
+}
