@@ -4,12 +4,14 @@
  * opened, nothing written after, whatever creates, resets, scenario switches, deletes and expiries
  * happen while it is read (attack8 B1, B2: the list is no longer held whole while it is sent).
  */
-import { describe, expect, it, onTestFinished } from 'vitest'
+import type { FileHandle } from 'node:fs/promises'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import type { Category } from '../src/contract/schemas.js'
 import type { CategoryPages, TenantState, TenantStorage, TenantStore } from '../src/storage/storage.js'
 import { StorageUnavailableError } from '../src/storage/storage.js'
 import { openSqliteStorage } from '../src/storage/sqlite-storage.js'
 import { stateStoredBytes } from '../src/storage/stored-bytes.js'
+import { fileHandleMethod } from './support/file-handles.js'
 import { dataDir, STORES } from './support/stores.js'
 
 const SQLITE = STORES.find((kind) => kind.name === 'sqlite')!
@@ -97,6 +99,37 @@ describe('list pages on SQLite', () => {
     expect(await storage.expire(-1)).toEqual([TENANT])
     expect([...first, ...rest(pages)]).toEqual(state)
     expect(await store.listCategories()).toEqual(SEED.categories)
+  })
+
+  it('reads the whole state it was opened on when the tenant expires and the expiry’s fsync is slow (attack10 T1)', async () => {
+    const dir = dataDir()
+    const storage = await openSqliteStorage({ dir, seed: SEED })
+    onTestFinished(() => storage.close())
+    const store = storage.open(TENANT)
+    for (let i = 0; i < 3; i++) await store.createCategory({ name: `Created ${i}` })
+    const state = await store.listCategories()
+    const pages = await store.streamCategories!()
+    const first = pages.next(1)
+    const { prototype, real } = await fileHandleMethod(dir, 'datasync')
+    let unstall!: () => void
+    const stall = new Promise<void>((resolve) => (unstall = resolve))
+    let stalled = 0
+    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(async function (this: FileHandle) {
+      stalled++
+      await stall
+      return real.call(this)
+    })
+    onTestFinished(() => {
+      unstall()
+      spy.mockRestore()
+    })
+    const expired = storage.expire(-1)
+    await vi.waitFor(() => expect(stalled).toBeGreaterThan(0))
+    // Between the expiry's commit and its fsync: before, the pages found no rows and ended, done, as a whole list.
+    const read = [...first, ...rest(pages)]
+    unstall()
+    expect(await expired).toEqual([TENANT])
+    expect(read).toEqual(state)
   })
 
   it('reads the default seed for a tenant that never wrote, whatever it writes meanwhile', async () => {

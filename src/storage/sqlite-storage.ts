@@ -624,7 +624,7 @@ export class SqliteStorage implements TenantStorage {
     const now = this.now()
     const before = now - idleMs
     this.#flush()
-    return this.#write(() => this.#transact(() => {
+    const [ids, held] = await this.#run(() => this.#transact(() => {
       // Kept so that the time the store was open counts across a restart.
       this.#sql.saveClock.run(now)
       const ids = this.#sql.idle.all(before).map((row) => row.id)
@@ -641,13 +641,17 @@ export class SqliteStorage implements TenantStorage {
         this.#sql.deleteTenant.run(id)
       }
       return [ids, held] as const
-    })).then(([ids, held]) => {
-      for (const [id, hold] of held) {
-        this.#follow(id, hold)
-        this.#dropHold(hold, id)
-      }
-      return ids
-    })
+    }))
+    // @note Followed once committed, before the fsync: pages reading a tenant between the two
+    // found its rows gone and ended, a list cut short that looked whole (attack10 T1).
+    for (const [id, hold] of held) this.#follow(id, hold)
+    try {
+      await this.#synced()
+      this.#succeeded(0)
+    } finally {
+      for (const [id, hold] of held) this.#dropHold(hold, id)
+    }
+    return ids
   }
 
   /**
@@ -1200,13 +1204,6 @@ export class SqliteStorage implements TenantStorage {
     return failure
   }
 
-  /** Runs a write transaction of about `bytes` now; resolves once it is durable. */
-  async #write<T>(task: () => T, bytes = 0): Promise<T> {
-    const result = await this.#run(task, bytes)
-    await this.#synced()
-    this.#succeeded(bytes)
-    return result
-  }
 
   /**
    * Settles once an fsync of the WAL that started after this call has finished: every commit
