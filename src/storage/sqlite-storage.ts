@@ -771,6 +771,9 @@ export class SqliteStorage implements TenantStorage {
         taken += PAGE_ROW_CHARS + row.name.length + (row.description?.length ?? 0)
         if (taken >= chars) return pages.last === pages.lastSeq
       }
+      // @note The rows ran out before the last one the pages showed: they were taken away
+      // meanwhile. Ended, never given as a whole list (attack10 T1 was one such way).
+      if (pages.last !== pages.lastSeq) throw new StorageUnavailableError(`${this.path}: the rows this list shows went away while it was read`)
       return true
     }, 0)
     return { categories, last }
