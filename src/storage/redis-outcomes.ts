@@ -87,7 +87,10 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * stays true from then on. An id without a time (an older version's) is never late, one without
  * a deadline never answered.
  * @note Redis's own clock (`TIME`), as the record's; an estimated send time or deadline at or
- * before the true one only makes a write late sooner (attack7 K1).
+ * before the true one only makes a write late sooner (attack7 K1). A mark later than Redis's time
+ * now says its clock stepped back: the mark becomes now (writes sent before now stay late, those
+ * sent after are not), where before every write sent after the step was refused until the record
+ * expired, two minutes after its last applied write (attack9 R1).
  */
 const lateOutcome = (ops: string, op: number, keep: number, answered = false) => `local late = false
 local sent = tonumber(string.match(ARGV[${op}], '^(%d+):') or '')
@@ -95,6 +98,10 @@ if sent then
   local at = redis.call('TIME')
   local ms = tonumber(at[1]) * 1000 + math.floor(tonumber(at[2]) / 1000)
   local trimmed = tonumber(redis.call('HGET', ${ops}, '!trimmed') or '')
+  if trimmed ~= nil and trimmed > ms then
+    trimmed = ms
+    redis.call('HSET', ${ops}, '!trimmed', string.format('%d', ms))
+  end
   late = ms - sent >= tonumber(ARGV[${keep}]) or (trimmed ~= nil and trimmed >= sent)${answered ? `
   local due = tonumber(string.match(ARGV[${op}], '^%d+:(%d+):') or '')
   if due ~= nil and ms >= due then late = true end` : ''}

@@ -3,6 +3,9 @@
  * clock (F11), and a Redis that may evict tenant keys is refused unless the operator accepts it
  * (F02). Each against a real redis-server.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { monotonicNow } from '../../src/core/clock.js'
@@ -13,7 +16,7 @@ import { openRedisStorage, type RedisStorage } from '../../src/storage/redis-sto
 import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/storage/storage.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { CLOCK_OFFSET_VARIABLE, clockShim } from '../support/clock-shim.js'
+import { CLOCK_OFFSET_FILE_VARIABLE, CLOCK_OFFSET_VARIABLE, clockShim } from '../support/clock-shim.js'
 import { freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
@@ -398,6 +401,27 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     // Before: the tenants on the master ahead got 503 storage_unavailable on every create (late by the slowest master's clock).
     expect(onAhead.length).toBeGreaterThan(0)
     for (const tenant of tenants) expect(await storage.create(tenant, { name: 'created' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'created' })
+  })
+
+  it.runIf(clockShim() !== undefined)('takes writes again within seconds when Redis’s clock steps back 10 minutes just after a flood filled the shared outcome record (attack9 R1)', async () => {
+    const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
+    writeFileSync(offset, '0')
+    const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
+    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
+    onTestFinished(() => storage.close())
+    // Other keys' journal clears past what the record keeps: it trims by its cap, and marks the newest trimmed.
+    const writes = OUTCOME_RECORD_TOTAL + 200
+    let next = 0
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (next < writes) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
+    }))
+    expect(await redis.cli('HGET', 'petstore-sandbox:ops', '!trimmed')).not.toBe('\n')
+    writeFileSync(offset, '-600000')
+    // The replica keeps its last reading of Redis's clock 5 s: past it, its estimates follow the step.
+    await new Promise((resolve) => setTimeout(resolve, 6000))
+    await storage.link.redisNow()
+    // Before: every write refused as late (its send time below the mark) until the record expired, two minutes on.
+    await vi.waitFor(async () => expect(await storage.create(tenantId('partner'), { name: 'after the step' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after the step' }), { timeout: 15_000, interval: 500 })
   })
 
   it('a replica whose clock runs 40 days ahead, past the 30-day TTL, sweeps no tenant of the shared Redis (issue 20 F11)', async () => {

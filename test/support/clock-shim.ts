@@ -1,6 +1,7 @@
 /**
  * A clock off by a fixed offset for a child process (attack9 R5: a Redis Cluster master whose
- * NTP is off): an LD_PRELOAD library adding {@link CLOCK_OFFSET_VARIABLE} ms to the wall clock
+ * NTP is off; R1: a clock stepped back): an LD_PRELOAD library adding {@link CLOCK_OFFSET_VARIABLE} ms
+ * (or what {@link CLOCK_OFFSET_FILE_VARIABLE}'s file holds) to the wall clock
  * (`clock_gettime` of the real-time clocks, `gettimeofday`, `time`), the monotonic clock untouched.
  * Compiled with gcc once per test process; where gcc (or Linux) is missing, `clockShim()` is
  * undefined and the tests that need it leave it out.
@@ -12,13 +13,26 @@ import { join } from 'node:path'
 
 /** The variable holding the offset, in ms (may be negative). */
 export const CLOCK_OFFSET_VARIABLE = 'PETSTORE_TEST_CLOCK_OFFSET_MS'
+/** The variable naming a file holding the offset in ms, read at every call (a clock stepped while the child runs); over {@link CLOCK_OFFSET_VARIABLE}. */
+export const CLOCK_OFFSET_FILE_VARIABLE = 'PETSTORE_TEST_CLOCK_OFFSET_FILE'
 
 const SOURCE = `#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/time.h>
 #include <time.h>
-static long long offset_ns(void) { const char *v = getenv("${CLOCK_OFFSET_VARIABLE}"); return v ? atoll(v) * 1000000LL : 0; }
+static long long offset_ns(void) {
+  const char *file = getenv("${CLOCK_OFFSET_FILE_VARIABLE}");
+  if (file != NULL) {
+    FILE *f = fopen(file, "r");
+    long long ms = 0;
+    if (f != NULL) { if (fscanf(f, "%lld", &ms) != 1) ms = 0; fclose(f); }
+    return ms * 1000000LL;
+  }
+  const char *v = getenv("${CLOCK_OFFSET_VARIABLE}");
+  return v ? atoll(v) * 1000000LL : 0;
+}
 static void shift(struct timespec *ts) {
   long long ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + offset_ns();
   ts->tv_sec = ns / 1000000000LL; ts->tv_nsec = ns % 1000000000LL;
