@@ -6,10 +6,7 @@
  * Compiled with gcc once per test process; where gcc (or Linux) is missing, `clockShim()` is
  * undefined and the tests that need it leave it out.
  */
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { preloadShim } from './preload-shim.js'
 
 /** The variable holding the offset, in ms (may be negative). */
 export const CLOCK_OFFSET_VARIABLE = 'PETSTORE_TEST_CLOCK_OFFSET_MS'
@@ -58,21 +55,7 @@ time_t time(time_t *t) {
 }
 `
 
-let built: string | null | undefined
-
 /** The shim's path (built on first use, deleted when the process exits), or undefined where it cannot be built. */
 export function clockShim(): string | undefined {
-  if (built !== undefined) return built ?? undefined
-  built = null
-  if (process.platform !== 'linux') return undefined
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-clock-'))
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
-  try {
-    writeFileSync(join(dir, 'clock.c'), SOURCE)
-    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', join(dir, 'clock.so'), join(dir, 'clock.c'), '-ldl'], { stdio: 'ignore' })
-    built = join(dir, 'clock.so')
-  } catch {
-    return undefined
-  }
-  return built
+  return preloadShim('clock', SOURCE)
 }

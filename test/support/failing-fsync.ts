@@ -4,10 +4,7 @@
  * Compiled with gcc once per test process; where gcc (or Linux) is missing, `failingFsyncShim()`
  * is undefined and the tests that need it leave it out.
  */
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { preloadShim } from './preload-shim.js'
 
 /** The variable naming the flag file: while it exists, every fsync of the child fails. */
 export const FAILSYNC_FLAG_VARIABLE = 'PETSTORE_TEST_FAILSYNC_FLAG'
@@ -25,21 +22,7 @@ int fdatasync(int fd) { stall(); if (failing()) { errno = EIO; return -1; } int 
 int fsync(int fd) { stall(); if (failing()) { errno = EIO; return -1; } int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, "fsync"); return real(fd); }
 `
 
-let built: string | null | undefined
-
 /** The shim's path (built on first use, deleted when the process exits), or undefined where it cannot be built. */
 export function failingFsyncShim(): string | undefined {
-  if (built !== undefined) return built ?? undefined
-  built = null
-  if (process.platform !== 'linux') return undefined
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-failsync-'))
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
-  try {
-    writeFileSync(join(dir, 'failsync.c'), SOURCE)
-    execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-o', join(dir, 'failsync.so'), join(dir, 'failsync.c'), '-ldl'], { stdio: 'ignore' })
-    built = join(dir, 'failsync.so')
-  } catch {
-    built = null
-  }
-  return built ?? undefined
+  return preloadShim('failsync', SOURCE)
 }
