@@ -158,8 +158,10 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   }
   // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
   // request) are stamped and logged as every other.
+  const accepted = apiKeys === 'any' ? undefined : new Set([...apiKeys, ...(settings.adminToken === undefined ? [] : [settings.adminToken])])
   const createServer = () =>
     createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`, {
+      accepts: accepted === undefined ? undefined : (token) => accepted.has(token),
       stamp: (req, res) => {
         context.stamp(req, res)
         context.logOnClose(req, res)

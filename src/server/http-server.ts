@@ -163,8 +163,18 @@ class ConnectionShares {
   }
 }
 
+/** What the server is told beyond its refusals' hooks. */
+export interface SandboxServerHooks extends RefusalHooks {
+  /**
+   * Whether a bearer token is a key the sandbox accepts (an API key, the admin token): only those
+   * count as keys in the cap's shares; any other token counts with requests that carry none.
+   * @default every token
+   */
+  readonly accepts?: ((token: string) => boolean) | undefined
+}
+
 /** Builds (does not start) the HTTP server for `listener`; `healthPath` is answered even over the cap. */
-export function createSandboxServer(listener: RequestListener, limits: ServerLimits, healthPath: string, hooks: RefusalHooks = {}): Server {
+export function createSandboxServer(listener: RequestListener, limits: ServerLimits, healthPath: string, hooks: SandboxServerHooks = {}): Server {
   let open = 0
   const shares = new ConnectionShares(limits.maxConnections)
   const connections = new WeakMap<Socket, Connection>()
@@ -177,7 +187,9 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
     (req: IncomingMessage, res: ServerResponse) => {
       const connection = connections.get(req.socket)
       const bearer = readBearer(req.headers.authorization ?? null)
-      const key = bearer.ok ? bearer.token : ''
+      // @note Invented tokens are one key, not one each: a crowd of them, needing no key, shrank a
+      // partner's share and got its connections reset (attack11 K1).
+      const key = bearer.ok && (hooks.accepts?.(bearer.token) ?? true) ? bearer.token : ''
       if (connection !== undefined) shares.assign(connection, key)
       // @note Past the cap, a key within its share is served, and a connection another key holds
       // beyond its own share is ended for it when one can be (attack7 K3: one key's 1,000 delayed

@@ -709,6 +709,28 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(names).toContain('uploaded slowly')
   })
 
+  it('counts tokens the sandbox does not accept as one key: a crowd of invented tokens never resets a partner’s uploads (attack11 K1)', async () => {
+    const { origin, fetch } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    const uploads = await Promise.all([0, 1].map(() => openSocket(origin)))
+    const answers = uploads.map((socket) => collect(socket, 5000))
+    const bodies = [0, 1].map((i) => JSON.stringify({ name: `uploaded ${i}` }))
+    uploads.forEach((socket, i) =>
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${bodies[i]!.length}\r\n\r\n${bodies[i]!.slice(0, 5)}`),
+    )
+    const crowd = await Promise.all(Array.from({ length: 10 }, () => openSocket(origin)))
+    for (const [i, socket] of crowd.entries()) {
+      socket.on('error', () => undefined)
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer invented-${i}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+      await new Promise((resolve) => setTimeout(resolve, 30))
+    }
+    uploads.forEach((socket, i) => socket.write(bodies[i]!.slice(5)))
+    // Before: each invented token was a key, more keys than the cap, and the partner's second upload was beyond its share of 1.
+    expect((await Promise.all(answers)).map((answer) => answer.status)).toEqual([201, 201])
+    for (const socket of crowd) socket.destroy()
+    const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name)
+    expect(names).toEqual(expect.arrayContaining(['uploaded 0', 'uploaded 1']))
+  })
+
   it('cuts a delay of another key for a new key when there are more keys than the cap, each holding its share of 1 (attack9 C3)', async () => {
     const keys = Array.from({ length: 6 }, (_, i) => `c${i}`)
     const { origin } = await startSandbox({ apiKeys: [...keys, 'partner'], maxConnections: 5, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
