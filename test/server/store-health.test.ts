@@ -293,6 +293,29 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
+  it('writes nothing into the log while its fsync fails, however long: it finds out whether the disk works with a bare fsync (attack11 W1)', async () => {
+    const rejections = unhandledRejections()
+    const dir = dataDir()
+    const faults = await failingFsyncs(dir)
+    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
+    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    faults.all = true
+    expect((await post(sandbox, 'k1', 'failed')).status).toBe(503)
+    const wal = join(dir, 'sandbox.db-wal')
+    const before = statSync(wal).size
+    // 2.5 s of a client retrying: two or three tries of the disk.
+    const until = Date.now() + 2500
+    while (Date.now() < until) {
+      expect((await post(sandbox, 'k1', 'retried')).status).toBe(503)
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    // Before: each second's probe wrote a row as large as twice the failed write, and deleted it (about 45 KB/s).
+    expect(statSync(wal).size - before).toBe(0)
+    faults.all = false
+    await vi.waitFor(async () => expect((await post(sandbox, 'k1', 'after')).status).toBe(201), { timeout: 5000, interval: 200 })
+    expect(rejections).toEqual([])
+  })
+
   it('takes a partner’s writes again within seconds of the disk’s recovery while another key floods writes refused before any fsync (attack10 S1b)', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
