@@ -121,6 +121,15 @@ async function failingFsyncs(dir: string, delayMs = 0): Promise<FsyncFaults> {
   return faults
 }
 
+/** A sandbox on a fresh data directory whose fsyncs the test makes fail ({@link failingFsyncs}), the first key's tenant holding one create, `before`. */
+async function withFailingFsyncs(apiKeys: string[]): Promise<{ dir: string; faults: FsyncFaults; sandbox: RunningSandbox }> {
+  const dir = dataDir()
+  const faults = await failingFsyncs(dir)
+  const sandbox = await startSandbox({ apiKeys, dataDir: dir, warn: () => undefined })
+  expect((await post(sandbox, apiKeys[0]!, 'before')).status).toBe(201)
+  return { dir, faults, sandbox }
+}
+
 const ADMIN = 'admin-token-of-the-fsync-tests'
 /** The default scenario's seed, as {@link list} shows it, and the id its first create gets. */
 const DEFAULT_SEED = seedState(BUILTIN_SCENARIOS['default']!)
@@ -179,10 +188,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
 
   it('answers write_outcome_unknown when the withdrawal of a failed create cannot be made durable, and 503 storage_unavailable when it can', async () => {
     const rejections = unhandledRejections()
-    const dir = dataDir()
-    const faults = await failingFsyncs(dir)
-    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
-    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const { faults, sandbox } = await withFailingFsyncs(['k1'])
     // The create's fsync fails, and so does the fsync of its withdrawal.
     faults.all = true
     const unknown = await post(sandbox, 'k1', 'lost-or-not')
@@ -204,10 +210,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
 
   it('answers write_outcome_unknown when the undo of a failed switch cannot be made durable, and shows the scenario the tenant holds', async () => {
     const rejections = unhandledRejections()
-    const dir = dataDir()
-    const faults = await failingFsyncs(dir)
-    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
-    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const { faults, sandbox } = await withFailingFsyncs(['k1'])
     faults.all = true
     const unknown = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'empty' }) })
     expectErrorBody(await jsonOf(unknown), 503, 'write_outcome_unknown')
@@ -265,10 +268,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
 
   it('refuses writes at once while the log’s fsync fails, so that clients retrying do not grow it, and takes them again once it works (attack9 S1)', async () => {
     const rejections = unhandledRejections()
-    const dir = dataDir()
-    const faults = await failingFsyncs(dir)
-    const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir, warn: () => undefined })
-    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const { dir, faults, sandbox } = await withFailingFsyncs(['k1', 'k2'])
     const wal = join(dir, 'sandbox.db-wal')
     const before = statSync(wal).size
     faults.all = true
@@ -295,10 +295,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
 
   it('writes nothing into the log while its fsync fails, however long: it finds out whether the disk works with a bare fsync (attack11 W1)', async () => {
     const rejections = unhandledRejections()
-    const dir = dataDir()
-    const faults = await failingFsyncs(dir)
-    const sandbox = await startSandbox({ apiKeys: ['k1'], dataDir: dir, warn: () => undefined })
-    expect((await post(sandbox, 'k1', 'before')).status).toBe(201)
+    const { dir, faults, sandbox } = await withFailingFsyncs(['k1'])
     faults.all = true
     expect((await post(sandbox, 'k1', 'failed')).status).toBe(503)
     const wal = join(dir, 'sandbox.db-wal')
