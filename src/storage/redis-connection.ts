@@ -139,8 +139,8 @@ export class RedisScriptRefusal extends Error {
 type Reply = unknown
 /** Sends one command; it fails when not answered within `ms`. */
 type Send = (firstKey: string | undefined, args: string[], ms: number) => Promise<Reply>
-/** Sends one command to every server that holds data (the one server, or every cluster master) within `ms`; their replies. */
-type Each = (args: string[], ms: number) => Promise<Reply[]>
+/** Sends one command to one server that holds data, by its address ({@link Connection.servers}); it fails when not answered within `ms`. */
+type SendTo = (server: string, args: string[], ms: number) => Promise<Reply>
 
 /** When the Redis work of the request being served must be over (ms since the epoch). */
 const requestDeadline = new AsyncLocalStorage<{ readonly at: number; warned: boolean }>()
@@ -182,12 +182,36 @@ export function redisDelayLimit(requestTimeoutMs: number, commandTimeoutMs = DEF
 /** One client (standalone or cluster) of a {@link RedisLink}. */
 interface Connection {
   readonly send: Send
-  readonly each: Each
+  readonly sendTo: SendTo
+  /** The servers holding data: `''` for the one Redis; each master's `host:port` on a cluster (none while its slots are not known). */
+  servers(): string[]
+  /** The server `key`'s commands go to: `''` for the one Redis; its slot's master on a cluster, undefined when not known. */
+  serverOf(key: string | undefined): string | undefined
   /** Settles once the client is connected (slots discovered, for a cluster). */
   readonly connecting: Promise<void>
   /** Makes the client the link's current one (its errors are reported from then on). */
   adopt(): void
+  /** Stops taking commands: those in flight are answered (or given up on after `ms`), then the client is closed. */
+  retire(ms: number): void
   close(): void
+}
+
+/**
+ * The hash slot of `key` on a Redis Cluster: CRC16 (XMODEM) of its hash tag (the text between its
+ * first `{` and the next `}`, when not empty) or of the whole key, modulo 16384.
+ * @internal exported for its test
+ * @example keySlot('somekey') // 11058, as `CLUSTER KEYSLOT somekey` says
+ */
+export function keySlot(key: string): number {
+  const open = key.indexOf('{')
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
+  const hashed = close > open + 1 ? key.slice(open + 1, close) : key
+  let crc = 0
+  for (const byte of Buffer.from(hashed, 'utf8')) {
+    crc ^= byte << 8
+    for (let bit = 0; bit < 8; bit++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff
+  }
+  return crc & 16383
 }
 
 /**
@@ -290,9 +314,15 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       const send: Send = (_key, args, ms) => bounded(client.sendCommand(args, { timeout: ms }).catch(notSent), ms)
       return {
         send,
-        each: async (args, ms) => [await send(undefined, args, ms)],
+        sendTo: (_server, args, ms) => send(undefined, args, ms),
+        servers: () => [''],
+        serverOf: () => '',
         connecting: client.connect().then(() => undefined),
         adopt: () => (current = true),
+        retire: (ms) => {
+          current = false
+          retire(client, ms)
+        },
         close: () => client.destroy(),
       }
     }
@@ -303,10 +333,19 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     cluster.on('error', onError)
     return {
       send: (key, args, ms) => bounded(cluster.sendCommand(key, false, args, { timeout: ms }).catch(notSent), ms),
-      // Health asks every master: one shard down leaves its tenants unserved.
-      each: (args, ms) => Promise.all(cluster.masters.map(async (master) => bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(args)).catch(notSent), ms))),
+      sendTo: (server, args, ms) => {
+        const master = cluster.masters.find((candidate) => candidate.address === server)
+        if (master === undefined) return Promise.reject(new NotSent(`master ${server} serves no slot now`))
+        return bounded(Promise.resolve(cluster.nodeClient(master)).then((node) => node.sendCommand(args, { timeout: ms })).catch(notSent), ms)
+      },
+      servers: () => cluster.masters.map((master) => master.address),
+      serverOf: (key) => (key === undefined ? undefined : cluster.slots[keySlot(key)]?.master.address),
       connecting: cluster.connect().then(() => undefined),
       adopt: () => (current = true),
+      retire: (ms) => {
+        current = false
+        retire(cluster, ms)
+      },
       close: () => cluster.destroy(),
     }
   }
@@ -347,6 +386,22 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   }
   started = true
   return connected
+}
+
+/** Closes a client once the commands it has in flight are answered, or after `ms` whatever they wait for. */
+function retire(client: { close(): Promise<void>; destroy(): void }, ms: number): void {
+  const timer = setTimeout(() => {
+    try {
+      client.destroy()
+    } catch {
+      // Closed already.
+    }
+  }, ms)
+  timer.unref()
+  client.close().then(
+    () => clearTimeout(timer),
+    () => undefined,
+  )
 }
 
 /**
@@ -390,6 +445,36 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error)
 }
 
+/**
+ * What a {@link RedisLink} knows of one server holding data: the one Redis, or one master of a
+ * cluster (by its `host:port`). Each fails, recovers and has its eviction policy read on its own.
+ * @note One record for the whole cluster made every command wait for a policy read sent to every
+ * master after any failure: one master stalled for 8 s held every tenant's requests, on healthy
+ * masters too, and answered them 503 (attack11 R7).
+ */
+interface Server {
+  /**
+   * `''`: the one Redis, or on a cluster the client as a whole (a command whose slot's master is
+   * not known, a failing discovery); else a master's `host:port`.
+   */
+  readonly address: string
+  /** What failed, while it fails. */
+  failing: string | undefined
+  failingSince: number
+  /** Since when commands to it have gone unanswered (with `renewOn: 'unanswered'`), or undefined. */
+  unansweredSince: number | undefined
+  /** Its policy must be read before the next command to it: it failed (it may come back another, or reconfigured), or was never read. */
+  checkDue: boolean
+  /** The policy read in flight, which every command to it waits for. */
+  checking: Promise<void> | undefined
+  /** When its policy was last read (monotonic ms). */
+  checkedAt: number
+  /** Why scripts to it are refused: it may evict keys (see {@link RedisLink.checkEviction}). */
+  evicting: string | undefined
+  /** It answers again after failing, and its policy has not been read since (the log says which it is). */
+  recoveredUnchecked: boolean
+}
+
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
 export class RedisLink {
   readonly target: RedisTarget
@@ -398,25 +483,20 @@ export class RedisLink {
   readonly #renewAfterMs: number | undefined
   /** Which failures count towards a renewal: any, or only commands sent and never answered. */
   readonly #renewOn: 'any' | 'unanswered'
-  /** Since when commands have gone unanswered (with `renewOn: 'unanswered'`), or undefined. */
-  #unansweredSince: number | undefined
   readonly #commandTimeoutMs: number
   readonly #allowEviction: boolean
   #connection: Connection
-  #failing: string | undefined
-  /** Why scripts are refused: the Redis met on reconnecting may evict keys (see {@link checkEviction}). */
-  #evicting: string | undefined
-  /** The policy must be read before the next command: Redis failed (it may come back another, or reconfigured). */
-  #checkDue = false
-  /** The policy read in flight, which every command waits for. */
-  #checking: Promise<void> | undefined
-  /** When the policy was last read (ms). */
-  // The start reads the policy right after connecting (connectRedis).
-  #checkedAt = monotonicNow()
-  /** Redis answers again after failing, and its policy has not been read since (the log says which it is). */
-  #recoveredUnchecked = false
-  #failingSince = 0
+  /** A fresh client connecting, adopted once connected (see {@link #renew}). */
+  #renewing: Connection | undefined
+  #closed = false
+  /** Each server's state, by address (`''` first: the one Redis, or the cluster client as a whole). */
+  readonly #servers = new Map<string, Server>()
   #renewedAt = Number.NEGATIVE_INFINITY
+  /**
+   * Whether commands read policies (see {@link #policyRead}): from the start's read of every
+   * server's ({@link checkEviction}) on, or from a start that serves while Redis is unreachable.
+   */
+  #policiesRead = false
   /** Redis's clock less this process's monotonic clock (ms), at most, and when that reading came: see {@link redisNow}. */
   #clock: { offset: number; at: number } | undefined
   /** When Redis's clock was last read (monotonic ms). */
@@ -439,6 +519,10 @@ export class RedisLink {
     this.#renewAfterMs = options.renewAfterMs
     this.#renewOn = options.renewOn ?? 'any'
     this.#commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_REDIS_COMMAND_TIMEOUT_MS
+    // The start reads every server's policy right after connecting (connectRedis).
+    const whole = this.#server('')
+    whole.checkDue = false
+    whole.checkedAt = monotonicNow()
     this.#connection = open()
     this.#connection.adopt()
   }
@@ -459,14 +543,15 @@ export class RedisLink {
 
   /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
   async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
+    const server = this.#serverFor(firstKey)
     let reply: Reply
     try {
-      await this.#policyRead()
+      await this.#policyRead(server)
       reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
-      throw this.#failure(error)
+      throw this.#failure(error, server)
     }
-    this.recovered()
+    this.recovered(server)
     return reply
   }
 
@@ -475,18 +560,20 @@ export class RedisLink {
    * purpose comes back as a {@link RedisScriptRefusal} carrying its message.
    */
   async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+    const server = this.#serverFor(keys[0])
     try {
-      await this.#policyRead()
+      await this.#policyRead(server)
     } catch (error) {
       // Not sent: a plain failure, never an unknown outcome.
-      throw this.#failure(error)
+      throw this.#failure(error, server)
     }
-    if (this.#evicting !== undefined) {
+    const evicting = this.#evictingFor(server)
+    if (evicting !== undefined) {
       // @note Redis answered the policy read since it last failed (else #policyRead throws): say
       // so, still refused, even when every command a request sends is a script (issue 21's
       // scenario read is one), as a plain command answered would.
-      this.recovered()
-      throw new StorageUnavailableError(`Redis at ${this.target.display}: ${this.#evicting}`)
+      this.recovered(server)
+      throw new StorageUnavailableError(`${this.#display(server)}: ${evicting}`)
     }
     const tail = [String(keys.length), ...keys, ...args.map(String)]
     let reply: Reply
@@ -501,13 +588,13 @@ export class RedisLink {
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
       if (refusal) throw new RedisScriptRefusal(refusal[1])
-      const failure = this.#failure(error)
+      const failure = this.#failure(error, server)
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
       // outcome; only a script sent and never answered may have run unseen.
       if (error instanceof NotSent || error instanceof RequestTimeUp || error instanceof ErrorReplied) throw failure
       throw new RedisOutcomeUnknown(failure.message, { cause: error })
     }
-    this.recovered()
+    this.recovered(server)
     return reply
   }
 
@@ -547,14 +634,15 @@ export class RedisLink {
     const tag = /\{[^}]*\}/.exec(key)?.[0] ?? key
     const kept = this.#tagClocks.get(tag)
     if (kept !== undefined && monotonicNow() - kept.at < CLOCK_KEEP_MS) return kept
+    const server = this.#serverFor(key)
     let reply: Reply
     try {
       reply = await this.#connection.send(key, ['TIME'], this.#timeLeft())
     } catch (error) {
-      throw this.#failure(error)
+      throw this.#failure(error, server)
     }
     const came = monotonicNow()
-    this.recovered()
+    this.recovered(server)
     const clock = { offset: Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000) - came, at: came }
     this.#tagClocks.delete(tag)
     this.#tagClocks.set(tag, clock)
@@ -570,14 +658,8 @@ export class RedisLink {
   #readClock(): Promise<void> {
     this.#clockReading ??= (async () => {
       this.#clockReadAt = monotonicNow()
-      let replies: Reply[]
-      try {
-        replies = await this.#connection.each(['TIME'], this.#timeLeft())
-      } catch (error) {
-        throw this.#failure(error)
-      }
+      const replies = await this.#each(['TIME'], this.#timeLeft())
       const came = monotonicNow()
-      this.recovered()
       // Each master read its clock before its answer came: its time then was that, or more.
       const offset = Math.min(...replies.map((reply) => Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000))) - came
       if (this.#clock === undefined || offset > this.#clock.offset || came - this.#clock.at >= CLOCK_KEEP_MS) this.#clock = { offset, at: came }
@@ -587,106 +669,206 @@ export class RedisLink {
     return this.#clockReading
   }
 
+  /** Sends a command to every server holding data, each failure counted against its server: their replies, or the first failure. */
+  async #each(args: string[], ms: number): Promise<Reply[]> {
+    const servers = this.#connection.servers()
+    if (servers.length === 0) throw this.#failure(new NotSent("the cluster's masters are not known yet"), this.#server(''))
+    return Promise.all(
+      servers.map(async (address) => {
+        const server = this.#server(address)
+        let reply: Reply
+        try {
+          reply = await this.#connection.sendTo(address, args, ms)
+        } catch (error) {
+          throw this.#failure(error, server)
+        }
+        this.recovered(server)
+        return reply
+      }),
+    )
+  }
+
   /**
    * Whether Redis (every master of a cluster) answers a PING now, within the command timeout, and
    * (once a Redis that may evict was met) whether it still may.
    */
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     try {
-      await this.#connection.each(['PING'], this.#timeLeft())
-      if (this.#evicting !== undefined || this.#checkDue) await this.#sharedRecheck()
+      await this.#each(['PING'], this.#timeLeft())
     } catch (error) {
-      return { ok: false, detail: this.#failure(error).message }
+      return { ok: false, detail: (error as Error).message }
     }
-    this.recovered()
-    return this.#evicting === undefined ? { ok: true } : { ok: false, detail: `Redis at ${this.target.display}: ${this.#evicting}` }
+    for (const address of this.#connection.servers()) {
+      const server = this.#server(address)
+      if (this.#allowEviction || (server.evicting === undefined && !server.checkDue)) continue
+      try {
+        await this.#sharedRecheck(server)
+      } catch (error) {
+        return { ok: false, detail: this.#failure(error, server).message }
+      }
+    }
+    for (const address of this.#connection.servers()) {
+      const server = this.#server(address)
+      if (server.evicting !== undefined) return { ok: false, detail: `${this.#display(server)}: ${server.evicting}` }
+    }
+    return { ok: true }
   }
 
   /**
    * Why this Redis may lose tenant data by eviction, or undefined when it cannot (or the operator
-   * accepted it): every server holding data is asked its `maxmemory-policy`, by `CONFIG GET`, or
-   * by `INFO memory` where CONFIG is disabled or renamed (managed Redis). Any policy but
-   * `noeviction` may evict tenant keys, `volatile-*` included: every tenant key has a TTL.
+   * accepted it): every server holding data is asked its `maxmemory-policy` (see {@link #readPolicy}),
+   * and what each says is kept for its commands.
    */
   async checkEviction(): Promise<string | undefined> {
     if (this.#allowEviction) return undefined
     const ms = this.#timeLeft()
-    let policies: string[]
-    try {
-      const replies = await this.#connection.each(['CONFIG', 'GET', 'maxmemory-policy'], ms)
-      policies = replies.map((reply) => String((reply as unknown[])[1]))
-    } catch (error) {
-      if (!(error instanceof ErrorReplied)) throw error
-      const replies = await this.#connection.each(['INFO', 'memory'], ms)
-      policies = replies.map((reply) => /^maxmemory_policy:(\S+)/m.exec(String(reply))?.[1] ?? 'unknown')
+    const servers = this.#connection.servers()
+    if (servers.length === 0) throw new NotSent("the cluster's masters are not known yet")
+    const found = await Promise.all(servers.map(async (address) => ({ server: this.#server(address), evicting: await this.#readPolicy(address, ms) })))
+    for (const { server, evicting } of found) {
+      server.evicting = evicting
+      server.checkDue = false
+      server.checkedAt = monotonicNow()
     }
-    const evicting = policies.find((policy) => policy !== 'noeviction')
-    return evicting === undefined ? undefined : `its maxmemory-policy is ${evicting}, which may evict tenant keys (acknowledged writes lost)`
+    this.#policiesRead = true
+    return found.find((each) => each.evicting !== undefined)?.evicting
   }
 
   /**
-   * What every command waits for first: the policy read after Redis failed (so that no read or
-   * write is served by a Redis that came back evicting before it is known), and, while the policy
-   * refuses, a read again at most every {@link EVICTION_RECHECK_MS} (so that requests themselves
-   * find it fixed). One read at a time, shared by every command that waits.
+   * Why one server may evict keys, or undefined: its `maxmemory-policy` by `CONFIG GET`, or by
+   * `INFO memory` where CONFIG is disabled or renamed (managed Redis). Any policy but
+   * `noeviction` may evict tenant keys, `volatile-*` included: every tenant key has a TTL.
    */
-  async #policyRead(): Promise<void> {
-    if (this.#allowEviction) return
-    if (this.#checking !== undefined) return this.#checking
-    if (this.#checkDue || (this.#evicting !== undefined && monotonicNow() - this.#checkedAt >= EVICTION_RECHECK_MS)) return this.#sharedRecheck()
+  async #readPolicy(address: string, ms: number): Promise<string | undefined> {
+    let policy: string
+    try {
+      policy = String(((await this.#connection.sendTo(address, ['CONFIG', 'GET', 'maxmemory-policy'], ms)) as unknown[])[1])
+    } catch (error) {
+      if (!(error instanceof ErrorReplied)) throw error
+      policy = /^maxmemory_policy:(\S+)/m.exec(String(await this.#connection.sendTo(address, ['INFO', 'memory'], ms)))?.[1] ?? 'unknown'
+    }
+    return policy === 'noeviction' ? undefined : `its maxmemory-policy is ${policy}, which may evict tenant keys (acknowledged writes lost)`
+  }
+
+  /**
+   * What every command waits for first: the policy read of the server it goes to after that
+   * server failed or was never read (so that no read or write is served by a Redis that came back
+   * evicting before it is known), and, while the policy refuses, a read again at most every
+   * {@link EVICTION_RECHECK_MS} (so that requests themselves find it fixed). One read at a time
+   * per server, shared by every command that waits. A command whose cluster master is not known
+   * waits for every master's.
+   */
+  async #policyRead(server: Server): Promise<void> {
+    if (this.#allowEviction || !this.#policiesRead) return
+    if (this.cluster && server.address === '') {
+      await Promise.all(this.#connection.servers().map((address) => this.#policyRead(this.#server(address))))
+      return
+    }
+    if (server.checking !== undefined) return server.checking
+    if (server.checkDue || (server.evicting !== undefined && monotonicNow() - server.checkedAt >= EVICTION_RECHECK_MS)) return this.#sharedRecheck(server)
     // @note A policy changed on a Redis that never failed (`CONFIG SET maxmemory-policy`) is found
     // by a read in the background at most every EVICTION_RECHECK_MS, which no command waits for:
     // writes are refused within about a second of the change (re-attack: never, before).
-    if (monotonicNow() - this.#checkedAt >= EVICTION_RECHECK_MS) this.#sharedRecheck().catch(() => undefined)
+    if (monotonicNow() - server.checkedAt >= EVICTION_RECHECK_MS) this.#sharedRecheck(server).catch(() => undefined)
   }
 
-  /** The policy read in flight, or a new one. */
-  #sharedRecheck(): Promise<void> {
-    this.#checking ??= this.#recheck().finally(() => {
-      this.#checking = undefined
+  /** The server's policy read in flight, or a new one. */
+  #sharedRecheck(server: Server): Promise<void> {
+    server.checking ??= this.#recheck(server).finally(() => {
+      server.checking = undefined
     })
-    return this.#checking
+    return server.checking
   }
 
-  /** Reads the eviction policy again (a Redis met on reconnecting, or one refused until fixed). */
-  async #recheck(): Promise<void> {
-    this.#checkDue = false
-    this.#checkedAt = monotonicNow()
+  /** Reads a server's eviction policy again (a Redis met on reconnecting, or one refused until fixed). */
+  async #recheck(server: Server): Promise<void> {
+    server.checkDue = false
+    server.checkedAt = monotonicNow()
     let evicting: string | undefined
     try {
-      evicting = await this.checkEviction()
+      evicting = await this.#readPolicy(server.address, this.#timeLeft())
     } catch (error) {
-      this.#checkDue = true
+      server.checkDue = true
       throw error
     }
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
-    if (evicting !== undefined && (this.#evicting === undefined || this.#recoveredUnchecked)) this.#warn(`storage refused: Redis at ${this.target.display}: ${evicting}; answering 503 storage_unavailable to requests that use Redis until it is set to noeviction (or start with --redis-allow-eviction)`)
-    else if (evicting === undefined && this.#evicting !== undefined) this.#warn(`storage accepted: Redis at ${this.target.display} no longer evicts keys`)
-    this.#evicting = evicting
-    this.#recoveredUnchecked = false
+    if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} until it is set to noeviction (or start with --redis-allow-eviction)`)
+    else if (evicting === undefined && server.evicting !== undefined) this.#warn(`storage accepted: ${this.#display(server)} no longer evicts keys`)
+    server.evicting = evicting
+    server.recoveredUnchecked = false
+  }
+
+  /** Why scripts on `server` are refused (its policy may evict), or undefined; for a command whose cluster master is not known, any master's. */
+  #evictingFor(server: Server): string | undefined {
+    if (!this.cluster || server.address !== '') return server.evicting
+    for (const address of this.#connection.servers()) {
+      const evicting = this.#servers.get(address)?.evicting
+      if (evicting !== undefined) return evicting
+    }
+    return undefined
+  }
+
+  /** The state of the server at `address`, made on first sight (its policy then due). */
+  #server(address: string): Server {
+    let server = this.#servers.get(address)
+    if (server === undefined) {
+      server = { address, failing: undefined, failingSince: 0, unansweredSince: undefined, checkDue: true, checking: undefined, checkedAt: Number.NEGATIVE_INFINITY, evicting: undefined, recoveredUnchecked: false }
+      this.#servers.set(address, server)
+    }
+    return server
+  }
+
+  /** The server a command with `key` goes to: on a cluster its slot's master, or the client as a whole when not known. */
+  #serverFor(key: string | undefined): Server {
+    return this.#server(this.#connection.serverOf(key) ?? '')
+  }
+
+  /** "Redis at <url>", and on a cluster which master. */
+  #display(server: Server): string {
+    return server.address === '' || !this.cluster ? `Redis at ${this.target.display}` : `Redis at ${this.target.display} (master ${server.address})`
   }
 
   /** @internal the client's error events and failed commands */
   failed(error: unknown): StorageUnavailableError {
-    return this.#failure(error, false)
+    this.#policiesRead = true
+    return this.#failure(error, this.#server(''), false)
   }
 
-  /** @internal the client answering again */
-  recovered(): void {
-    if (this.#failing === undefined) return
-    this.#failing = undefined
-    this.#unansweredSince = undefined
-    if (this.#allowEviction) this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
-    else if (this.#checkDue || this.#checking !== undefined) {
+  /** @internal `server` (the one Redis without it) answering again */
+  recovered(server: Server = this.#server('')): void {
+    // On a cluster, any master answering shows the client as a whole works.
+    if (server.address !== '' && this.#servers.get('')?.failing !== undefined) this.recovered(this.#server(''))
+    if (server.failing === undefined) return
+    server.failing = undefined
+    server.unansweredSince = undefined
+    const display = this.#display(server)
+    if (this.#allowEviction) this.#warn(`storage recovered: ${display} answers again`)
+    else if (server.checkDue || server.checking !== undefined) {
       // The policy read to come says whether it serves (refused again, or accepted).
-      this.#recoveredUnchecked = true
-      this.#warn(`storage recovered: Redis at ${this.target.display} answers again (its eviction policy is read before it serves)`)
-    } else if (this.#evicting !== undefined) this.#warn(`storage recovered: Redis at ${this.target.display} answers again, but is still refused: ${this.#evicting}`)
-    else this.#warn(`storage recovered: Redis at ${this.target.display} answers again`)
+      server.recoveredUnchecked = true
+      this.#warn(`storage recovered: ${display} answers again (its eviction policy is read before it serves)`)
+    } else if (this.#evictingFor(server) !== undefined) this.#warn(`storage recovered: ${display} answers again, but is still refused: ${this.#evictingFor(server)}`)
+    else this.#warn(`storage recovered: ${display} answers again`)
     // It may be another Redis, or the same one restarted with another configuration: read its
     // policy now (commands wait for it; #failure marked it due).
-    if (!this.#allowEviction) this.#sharedRecheck().catch(() => undefined)
+    if (!this.#allowEviction && (server.address !== '' || !this.cluster)) this.#sharedRecheck(server).catch(() => undefined)
+    this.#forgetGone()
+  }
+
+  /**
+   * Drops failing masters that serve no slot now (failed over, removed): their tenants are served
+   * by others, whose own state counts.
+   */
+  #forgetGone(): void {
+    if (!this.cluster) return
+    const servers = this.#connection.servers()
+    if (servers.length === 0) return
+    for (const [address, server] of this.#servers) {
+      if (address === '' || servers.includes(address) || server.failing === undefined) continue
+      this.#servers.delete(address)
+      this.#warn(`storage recovered: ${this.#display(server)} no longer serves any slot; its tenants are served by the masters that took them`)
+    }
   }
 
   /**
@@ -704,6 +886,9 @@ export class RedisLink {
   }
 
   close(): Promise<void> {
+    this.#closed = true
+    this.#renewing?.close()
+    this.#renewing = undefined
     this.#connection.close()
     return Promise.resolve()
   }
@@ -727,34 +912,63 @@ export class RedisLink {
   }
 
   /** `unanswered`: the error is a command's own failure (not an error event of the client). */
-  #failure(error: unknown, unanswered = true): StorageUnavailableError {
+  #failure(error: unknown, server: Server, unanswered = true): StorageUnavailableError {
     if (error instanceof RequestTimeUp) return error
-    const detail = `Redis at ${this.target.display}: ${messageOf(error)}`
+    if (error instanceof StorageUnavailableError) return error
+    const detail = `${this.#display(server)}: ${messageOf(error)}`
     const now = monotonicNow()
-    // Whatever answers next may be another Redis, or this one restarted with another policy.
-    this.#checkDue = true
-    if (this.#failing === undefined) {
-      this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
-      this.#failingSince = now
+    // Whatever answers next may be another Redis, or this one restarted with another policy; on a
+    // cluster, the client as a whole failing may have met any master.
+    server.checkDue = true
+    if (this.cluster && server.address === '') for (const other of this.#servers.values()) other.checkDue = true
+    if (server.failing === undefined) {
+      this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable ${server.address === '' ? 'until it recovers' : "to that master's tenants until it recovers"}`)
+      server.failingSince = now
     }
-    this.#failing = detail
+    server.failing = detail
     // Unanswered: sent (or read for) and no reply; not a refusal to send, nor an error Redis replied.
-    if (unanswered && !(error instanceof NotSent) && !(error instanceof ErrorReplied)) this.#unansweredSince ??= now
-    const since = this.#renewOn === 'any' ? this.#failingSince : this.#unansweredSince
+    if (unanswered && !(error instanceof NotSent) && !(error instanceof ErrorReplied)) server.unansweredSince ??= now
+    const since = this.#renewOn === 'any' ? server.failingSince : server.unansweredSince
     const renewAfter = this.#renewAfterMs
-    if (renewAfter !== undefined && since !== undefined && now - since >= renewAfter && now - this.#renewedAt >= renewAfter) this.#renew(now)
+    if (renewAfter !== undefined && since !== undefined && now - since >= renewAfter && now - this.#renewedAt >= renewAfter) this.#renew(now, server)
     return new StorageUnavailableError(detail, { cause: error })
   }
 
-  /** Replaces the client by a fresh one; the old one's pending commands fail (nobody waits for them). */
-  #renew(now: number): void {
+  /**
+   * Opens a fresh client, and makes it the link's once it has connected (slots discovered): the
+   * old one then finishes what it has in flight and closes. One not connected within the renewal
+   * time is given up.
+   * @note The old client was closed at once: every command in flight on the healthy masters failed,
+   * and a fresh cluster client whose discovery asked the stalled master first served nobody until
+   * that master answered (attack11 R7).
+   */
+  #renew(now: number, server: Server): void {
     this.#renewedAt = now
-    const old = this.#connection
+    if (this.#renewing !== undefined || this.#closed) return
     const fresh = this.#open()
-    fresh.connecting.catch(() => undefined)
-    fresh.adopt()
-    this.#connection = fresh
-    this.#warn(`storage still failing after ${Math.round((now - this.#failingSince) / 1000)} s: reconnecting to Redis at ${this.target.display} with a new client`)
-    old.close()
+    this.#renewing = fresh
+    this.#warn(`storage still failing after ${Math.round((now - server.failingSince) / 1000)} s: reconnecting to ${this.#display(server)} with a new client`)
+    const giveUp = setTimeout(() => {
+      if (this.#renewing !== fresh) return
+      this.#renewing = undefined
+      fresh.close()
+    }, this.#renewAfterMs ?? RENEW_AFTER_FAILING_MS)
+    giveUp.unref()
+    fresh.connecting.then(
+      () => {
+        clearTimeout(giveUp)
+        if (this.#renewing !== fresh) return
+        this.#renewing = undefined
+        const old = this.#connection
+        fresh.adopt()
+        this.#connection = fresh
+        old.retire(this.#commandTimeoutMs)
+      },
+      () => {
+        clearTimeout(giveUp)
+        if (this.#renewing === fresh) this.#renewing = undefined
+        fresh.close()
+      },
+    )
   }
 }

@@ -807,7 +807,7 @@ export class RedisStorage implements TenantStorage {
         }
         // @note Once applied, the create is answered 201 even when the registry's stamp fails:
         // the registry is an index (the sweep and listings read the tenant's own keys).
-        await this.#index(id).catch(() => undefined)
+        await this.#indexAfterWrite(id, 'any')
         return { id: Number(reply), ...category }
       } catch (error) {
         if (!(error instanceof RedisScriptRefusal)) throw error
@@ -830,8 +830,7 @@ export class RedisStorage implements TenantStorage {
   async replace(id: string, state: TenantState): Promise<boolean> {
     const toDefault = state === this.seed
     await this.#writeState(id, toDefault ? 'default' : 'replace', state)
-    if (toDefault) await this.link.call(this.#registry, ['ZREM', this.#registry, id])
-    else await this.#index(id)
+    await this.#indexAfterWrite(id, toDefault ? 'remove' : 'any')
     return !toDefault
   }
 
@@ -857,9 +856,22 @@ export class RedisStorage implements TenantStorage {
     }
   }
 
-  /** Records the tenant's last write in the registry (its own slot: a separate command), by Redis's clock. */
-  async #index(id: string): Promise<void> {
-    await this.link.script(INDEX, [this.#registry], [id, 'any'])
+  /**
+   * After a tenant's write was applied: records it in the registry (its own slot: a separate
+   * command), by Redis's clock, or with `remove` (a tenant back on its seed, no keys) takes it out.
+   * Never fails: the write is answered as applied (the registry is an index; the next write or
+   * touch records it again).
+   * @note A scenario switch applied and then answered 503 when the registry's command failed.
+   * @note On a cluster the registry lives on one master, most tenants' keys on others: the write's
+   * answer is not held for it. A stalled registry master held every tenant's creates a command
+   * timeout each, and refused every switch (attack11 R7).
+   */
+  async #indexAfterWrite(id: string, mode: 'any' | 'remove'): Promise<void> {
+    const indexed = (mode === 'remove' ? this.link.call(this.#registry, ['ZREM', this.#registry, id]) : this.link.script(INDEX, [this.#registry], [id, 'any'])).then(
+      () => undefined,
+      () => undefined,
+    )
+    if (!this.link.cluster) await indexed
   }
 }
 

@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { parseRedisUrl } from '../../src/storage/redis-connection.js'
+import { keySlot, parseRedisUrl } from '../../src/storage/redis-connection.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
@@ -45,6 +45,23 @@ describe('Redis URLs', () => {
 
   it.each(['http://host:1', 'redis://', 'redis-cluster://', 'not a url'])('refuses %s with a message saying what is expected', (url) => {
     expect(() => parseRedisUrl(url)).toThrow(/Expected redis:\/\/host:port/)
+  })
+})
+
+describe('Redis Cluster hash slots', () => {
+  // A command's master is known before it is sent: each master fails and recovers on its own (attack11 R7).
+  it.each([
+    ['somekey', 11058],
+    ['foo{hash_tag}', 2515],
+    ['bar{hash_tag}', 2515],
+    ['123456789', 12739],
+  ])('puts %s in slot %i, as CLUSTER KEYSLOT does', (key, slot) => {
+    expect(keySlot(key)).toBe(slot)
+  })
+
+  it('hashes the whole key when its braces hold nothing, and only the first tag otherwise', () => {
+    expect(keySlot('a{b}{c}')).toBe(keySlot('b'))
+    expect(keySlot('a{}{c}')).not.toBe(keySlot('c'))
   })
 })
 

@@ -44,6 +44,8 @@ export interface RedisServerOptions {
   readonly tls?: boolean
   /** Environment variables of redis-server's process beyond this one's (an LD_PRELOAD shim). */
   readonly env?: Readonly<Record<string, string>>
+  /** A cluster node's `--cluster-node-timeout` (ms): how long a node may not answer before the others mark it failed. @default 2000 */
+  readonly clusterNodeTimeoutMs?: number
 }
 
 export class RedisServer {
@@ -83,7 +85,7 @@ export class RedisServer {
     if (this.#options.aof) args.push('--appendonly', 'yes', '--appendfsync', 'always')
     else args.push('--appendonly', 'no')
     if (this.#options.password !== undefined) args.push('--requirepass', this.#options.password)
-    if (this.#options.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '2000')
+    if (this.#options.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', String(this.#options.clusterNodeTimeoutMs ?? 2000))
     args.push(...(options.extraArgs ?? []))
     const child = spawn('redis-server', args, { stdio: 'ignore', env: { ...process.env, ...this.#options.env } })
     this.#child = child
@@ -230,13 +232,14 @@ export interface RedisCluster {
 /**
  * A 3-master cluster (`--cluster-enabled yes` on three ports, `redis-cli --cluster create`), for
  * one test, node `i`'s process with `envOf(i)` added. Resolves once every node reports `cluster_state:ok`.
+ * `nodeTimeoutMs`: each node's `--cluster-node-timeout` (Redis's own default is 15 s; 2 s here unless set).
  */
-export async function startRedisCluster(options: { readonly envOf?: (node: number) => Readonly<Record<string, string>> } = {}): Promise<RedisCluster> {
+export async function startRedisCluster(options: { readonly envOf?: (node: number) => Readonly<Record<string, string>>; readonly nodeTimeoutMs?: number } = {}): Promise<RedisCluster> {
   const nodes: RedisServer[] = []
   onTestFinished(async () => {
     for (const node of nodes) await teardown(node)
   })
-  for (let i = 0; i < 3; i++) nodes.push(await newServer({ cluster: true, env: options.envOf?.(i) }))
+  for (let i = 0; i < 3; i++) nodes.push(await newServer({ cluster: true, env: options.envOf?.(i), ...(options.nodeTimeoutMs === undefined ? {} : { clusterNodeTimeoutMs: options.nodeTimeoutMs }) }))
   await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes'])
   const deadline = Date.now() + 20_000
   for (const node of nodes) {
