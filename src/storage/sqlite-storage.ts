@@ -26,9 +26,9 @@
  * while running or stopped, ages a tenant or keeps one young; time the server was stopped does
  * not count (see docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
-import { lstatSync, mkdirSync } from 'node:fs'
+import { lstatSync, mkdirSync, statSync } from 'node:fs'
 import { open, type FileHandle } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { type OverCapacityError } from '../core/capacity.js'
@@ -175,6 +175,28 @@ interface Undo {
 }
 
 /**
+ * Makes `dir` and its missing parents, one level at a time.
+ * @note Not `mkdirSync(dir, { recursive: true })`: where a parent exists and mkdir still says
+ * ENOENT (`--data-dir /proc/x`), Node's loop retried forever and the server never started, nor said why.
+ */
+function makeDirectory(dir: string): void {
+  try {
+    mkdirSync(dir)
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === 'EEXIST' && statSync(dir).isDirectory()) return
+    const parent = dirname(dir)
+    if (code !== 'ENOENT' || parent === dir) throw error
+    makeDirectory(parent)
+    try {
+      mkdirSync(dir)
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again
+    }
+  }
+}
+
+/**
  * Opens (or creates) the data directory's database. Refuses with a {@link PetstoreError} when
  * better-sqlite3 is not installed, when another server holds the database, when the file is
  * not a sound SQLite database, or when it is a symbolic link.
@@ -183,7 +205,7 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
   const Sqlite = await loadBinding()
   const path = join(options.dir, DATABASE_FILE)
   try {
-    mkdirSync(options.dir, { recursive: true })
+    makeDirectory(resolve(options.dir))
   } catch (error) {
     throw new PetstoreError('invalid_option', `Cannot use data directory ${options.dir}: ${(error as Error).message}`)
   }

@@ -101,6 +101,22 @@ describe('durable sandboxes', () => {
     expect(first.child.exitCode).toBe(null)
   })
 
+  it('makes a data directory and its missing parents, and refuses one it cannot make at once, naming it (never looping on /proc/x)', async () => {
+    // Node's recursive mkdir retried forever where a parent exists and mkdir still says ENOENT:
+    // in a process of its own, so that the loop (synchronous) could not hold the test runner.
+    const refused = await runCliToEnd(['serve', '--port', '0', '--quiet', '--data-dir', '/proc/petstore-sandbox-x/y'])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr.trim().split('\n')).toEqual(["petstore-sandbox: Cannot use data directory /proc/petstore-sandbox-x/y: ENOENT: no such file or directory, mkdir '/proc/petstore-sandbox-x'"])
+    const seed = seedState(BUILTIN_SCENARIOS['empty']!)
+    const nested = join(dataDir(), 'a', 'b')
+    const storage = await openSqliteStorage({ dir: nested, seed })
+    await storage.close()
+    expect(statSync(join(nested, DATABASE_FILE)).isFile()).toBe(true)
+    const file = join(dataDir(), 'file')
+    writeFileSync(file, 'not a directory')
+    await expect(openSqliteStorage({ dir: file, seed })).rejects.toThrow(`Cannot use data directory ${file}: EEXIST`)
+  })
+
   it('refuses a database file that is not SQLite, leaving it untouched', async () => {
     const dir = dataDir()
     const junk = Buffer.from('SQLite format 3\u0000 but then garbage '.repeat(200))
