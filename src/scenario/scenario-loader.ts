@@ -228,6 +228,15 @@ export function looksLikePath(input: string): boolean {
   return input.endsWith('.json') || input.includes('/') || input.includes('\\')
 }
 
+/** What the usual reasons a file cannot be read mean, in the message that says so. */
+const READ_FAILURES: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file',
+  EISDIR: 'a directory, not a file',
+  ENOTDIR: 'a part of the path is not a directory',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+}
+
 async function readJson(file: string, referredFrom?: string): Promise<unknown> {
   let text: string
   try {
@@ -235,11 +244,9 @@ async function readJson(file: string, referredFrom?: string): Promise<unknown> {
   } catch (error) {
     if (error instanceof PetstoreError) throw error
     const where = referredFrom ? ` (named by ${referredFrom})` : ''
-    throw new PetstoreError(
-      'scenario_not_readable',
-      `Cannot read ${file}${where}: ${(error as NodeJS.ErrnoException).code ?? String(error)}. Check the path.`,
-      { cause: error },
-    )
+    const code = (error as NodeJS.ErrnoException).code
+    const reason = code === undefined ? String(error) : READ_FAILURES[code] === undefined ? code : `${code} (${READ_FAILURES[code]})`
+    throw new PetstoreError('scenario_not_readable', `Cannot read ${referredFrom ? 'fixture' : 'scenario file'} ${file}${where}: ${reason}. Check the path.`, { cause: error })
   }
   try {
     return JSON.parse(text)

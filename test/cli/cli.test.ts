@@ -364,6 +364,12 @@ describe('petstore-sandbox scenarios', () => {
   it('exits 1 naming a file that cannot be read', async () => {
     const { code, stderr } = await runCliHere(['scenarios', 'validate', 'no/such/file.json'])
     expect(code).toBe(1)
-    expect(stderr()).toContain('Cannot read no/such/file.json')
+    expect(stderr()).toContain('Cannot read scenario file no/such/file.json: ENOENT (no such file). Check the path.')
+  })
+
+  it('says a scenario path that is a directory is one, in one line', async () => {
+    const { code, stderr } = await runCliHere(['scenarios', 'validate', 'scenarios/'])
+    expect(code).toBe(1)
+    expect(stderr().trim()).toBe('fail Cannot read scenario file scenarios/: EISDIR (a directory, not a file). Check the path.')
   })
 })

@@ -144,7 +144,7 @@ describe('live reload', () => {
   it.each([
     ['a schema error', (file: string) => writeFileSync(file, shop({ categories: [{ name: 7 }] })), /^Invalid scenario shop\.json: /],
     ['a renamed scenario', (file: string) => writeFileSync(file, shop({ name: 'other' })), /name changed from "shop" to "other"/],
-    ['a fixture deleted', (_file: string, fixture: string) => unlinkSync(fixture), /^Cannot read categories\.json .*ENOENT/],
+    ['a fixture deleted', (_file: string, fixture: string) => unlinkSync(fixture), /^Cannot read fixture categories\.json .*ENOENT \(no such file\)/],
   ])('keeps the last good version on %s, and reloads once it is fixed', async (_case, breakIt, reason) => {
     const dir = scenarioDir()
     const fixture = join(dir, 'categories.json')
