@@ -9,6 +9,7 @@ import { answerClientErrors, stampPlainly, type RefusalHooks } from './client-er
 import { sendError } from '../node-bridge/http-errors.js'
 import { WAITING } from '../node-bridge/node-request.js'
 import { readBearer } from '../core/auth.js'
+import { monotonicNow } from '../core/clock.js'
 
 /** How long a client may take to send its headers, in ms; then 408 and the connection closes. @default 10000 */
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000
@@ -52,7 +53,14 @@ interface Connection {
   cut: ((reason: string) => void) | undefined
   /** Its latest request: while its body is still arriving, nothing of it has run. */
   request: IncomingMessage | undefined
+  /** When its latest request's head arrived ({@link monotonicNow} ms). */
+  requestAt: number
+  /** When it was accepted ({@link monotonicNow} ms). */
+  readonly openedAt: number
 }
+
+/** A connection that has sent no request this long (ms) after connecting may be ended for a new one past the hard limit. */
+const SILENT_MS = 1000
 
 /**
  * The connections by the key of their latest request, and the share rule at the cap (attack7 K3):
@@ -89,6 +97,48 @@ class ConnectionShares {
   /** How many connections count for `key`. */
   held(key: string): number {
     return this.#byKey.get(key)?.size ?? 0
+  }
+
+  /**
+   * The connection to end for a new one when every place up to Node's hard limit (cap + reserve)
+   * is taken, or undefined when none may be: the first found of one that has sent no request for
+   * {@link SILENT_MS} since it connected (the oldest: a client that connects and sends nothing; a
+   * younger one may be a partner whose request is on its way), an idle one (no request in flight), one
+   * waiting out a delay, one whose request body is still arriving (of the key holding the most,
+   * the one arriving longest). Never a request running nor an answer being read.
+   * @note Node refused every new connection past the hard limit before reading it: cap + reserve
+   * connections that sent nothing for the headers timeout, renewed, or (with `--any-key`) slow
+   * bodies under as many keys, kept every partner and the health probe out (attack11 K3, C5).
+   */
+  door(all: Iterable<Connection>): Connection | undefined {
+    const now = monotonicNow()
+    let idle: Connection | undefined
+    let delayed: Connection | undefined
+    let receiving: Connection | undefined
+    for (const connection of all) {
+      if (connection.socket.destroyed) continue
+      if (connection.request === undefined) {
+        // Oldest first: once one is too young, all after it are.
+        if (now - connection.openedAt >= SILENT_MS) return connection
+        continue
+      }
+      if (idle === undefined && connection.inFlight === 0 && connection.cut === undefined) idle = connection
+      else if (delayed === undefined && connection.cut !== undefined) delayed = connection
+      else if (connection.inFlight > 0 && connection.request.complete === false && connection.cut === undefined) {
+        if (receiving === undefined || this.#weight(connection) > this.#weight(receiving) || (this.#weight(connection) === this.#weight(receiving) && connection.requestAt < receiving.requestAt)) receiving = connection
+      }
+    }
+    return idle ?? delayed ?? receiving
+  }
+
+  /** How many connections the key of `connection` holds. */
+  #weight(connection: Connection): number {
+    return connection.key === undefined ? 0 : this.held(connection.key)
+  }
+
+  /** Ends `connection` as {@link makeRoom} ends one (a delay cut, an idle one closed, a body reset). */
+  end(connection: Connection): void {
+    this.#end(connection)
   }
 
   /**
@@ -209,6 +259,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       }
       if (connection !== undefined) {
         connection.request = req
+        connection.requestAt = monotonicNow()
         connection.inFlight++
         res.once('close', () => connection.inFlight--)
         ;(req as IncomingMessage & { [WAITING]?: unknown })[WAITING] = (cut: (reason: string) => void) => {
@@ -229,19 +280,33 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   // (a create being committed to SQLite or Redis) never left, though the write was applied.
   // Allowed half open, Node ends the connection after the last answer instead.
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
+  /** Every open connection, the oldest first. */
+  const all = new Set<Connection>()
   server.on('connection', (socket: Socket) => {
+    // @note The hard limit (cap + reserve) keeps the process within its file descriptors however
+    // many sockets clients open: past it, a new connection takes the place of one that costs its
+    // client least (see ConnectionShares.door), or is closed at once when none may be ended.
+    if (all.size >= limits.maxConnections + CONNECTION_RESERVE) {
+      const ended = shares.door(all)
+      if (ended === undefined) {
+        socket.destroy()
+        return
+      }
+      all.delete(ended)
+      if (ended.request === undefined) ended.socket.destroy()
+      else shares.end(ended)
+    }
     open++
-    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined, request: undefined }
+    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined, request: undefined, requestAt: 0, openedAt: monotonicNow() }
     connections.set(socket, connection)
+    all.add(connection)
     socket.once('end', () => (connection.halfClosed = true))
     socket.once('close', () => {
       open--
+      all.delete(connection)
       shares.remove(connection)
     })
   })
-  // @note The hard cap: past it Node closes new connections before reading them, which keeps the
-  // process within its file descriptors however many sockets a client opens.
-  server.maxConnections = limits.maxConnections + CONNECTION_RESERVE
   answerClientErrors(server, hooks)
   return server
 }

@@ -13,7 +13,8 @@ import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/storage/tenant.js'
 import { MemoryBudget, RELIEF_INTERVAL_MS, STALL_MS } from '../../src/server/memory-budget.js'
 import { DRAIN_IDLE_MS } from '../../src/node-bridge/node-request.js'
-import { collect, openSocket } from '../support/raw-http.js'
+import { collect, exchange, openSocket } from '../support/raw-http.js'
+import { CONNECTION_RESERVE } from '../../src/server/http-server.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
@@ -729,6 +730,47 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of crowd) socket.destroy()
     const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name)
     expect(names).toEqual(expect.arrayContaining(['uploaded 0', 'uploaded 1']))
+  })
+
+  it('lets a partner and the health probe in while cap + reserve connections send nothing, ending the oldest silent one for each (attack11 K3, C5)', async () => {
+    const { origin } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
+    const silent: Socket[] = []
+    for (let i = 0; i < 4 + CONNECTION_RESERVE; i++) silent.push(await openSocket(origin))
+    const closed = silent.map((socket) => collect(socket, 6000))
+    // Silent for a second: a connection younger than that may be a partner's whose request is on its way.
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    // Before: Node closed every new connection past cap + reserve before reading it.
+    const partner = await exchange(origin, ['GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nConnection: close\r\n\r\n'], { end: false })
+    expect(partner.status).toBe(200)
+    const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
+    expect(health.status).toBe(200)
+    for (const socket of silent) socket.destroy()
+    // The two ended were the oldest, each closed with nothing sent to it.
+    const ended = (await Promise.all(closed.slice(0, 2))).map((answer) => ({ closed: answer.closed, text: answer.text }))
+    expect(ended).toEqual([
+      { closed: true, text: '' },
+      { closed: true, text: '' },
+    ])
+  })
+
+  it('lets a partner in while cap + reserve keys (--any-key) each send a body slowly, resetting the body arriving longest (attack11 K3)', async () => {
+    const { origin, fetch } = await startSandbox({ anyKey: true, maxConnections: 4, requestTimeoutMs: 8000, headersTimeoutMs: 3000 })
+    const slow: Socket[] = []
+    for (let i = 0; i < 4 + CONNECTION_RESERVE; i++) {
+      const socket = await openSocket(origin)
+      socket.on('error', () => undefined)
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer slow-${i}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`)
+      slow.push(socket)
+    }
+    const first = collect(slow[0]!, 8000)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const body = JSON.stringify({ name: 'in at last' })
+    const partner = await exchange(origin, [`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body}`], { end: false })
+    expect(partner.status).toBe(201)
+    // The body arriving longest was reset: nothing of it ran, nothing answered.
+    expect(await first).toMatchObject({ closed: true, text: '' })
+    for (const socket of slow) socket.destroy()
+    expect(((await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name)).toContain('in at last')
   })
 
   it('cuts a delay of another key for a new key when there are more keys than the cap, each holding its share of 1 (attack9 C3)', async () => {
