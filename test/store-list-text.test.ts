@@ -37,16 +37,24 @@ describe('PetstoreStore list text', () => {
     expect(JSON.parse(text)).toContainEqual({ id: 6, name: 'Queued' })
   })
 
-  it('counts the kept text in what the store holds, until the next write', async () => {
+  it('counts its list’s text in what the store holds from the write on, made or not (attack12 M1)', async () => {
     const store = new PetstoreStore(seedState(defaultScenario))
     await store.seeded
     const held = store.heldBytes
     const text = await store.listCategoriesJson()
-    expect(store.heldBytes).toBeGreaterThanOrEqual(held + text.length)
-    // After a write the text is gone: the store holds what one never listed holds.
+    // Counted before it was made: making it adds nothing.
+    expect(store.heldBytes).toBe(held)
+    expect(held).toBeGreaterThan(text.length)
+    // Listed or not, two stores with the same writes hold the same, each at least its list's text.
     const unlisted = new PetstoreStore(seedState(defaultScenario))
-    await store.createCategory({ name: 'Ferrets' })
-    await unlisted.createCategory({ name: 'Ferrets' })
+    await store.createCategory({ name: 'Ferrets', description: '\u0001'.repeat(1000) })
+    await unlisted.createCategory({ name: 'Ferrets', description: '\u0001'.repeat(1000) })
     expect(store.heldBytes).toBe(unlisted.heldBytes)
+    expect(unlisted.heldBytes).toBeGreaterThan((await unlisted.listCategoriesJson()).length)
+    // A character above Latin-1 makes the whole text two bytes a unit.
+    const ascii = unlisted.heldBytes
+    await unlisted.createCategory({ name: 'Ā' })
+    expect(unlisted.heldBytes).toBeGreaterThan(2 * (await unlisted.listCategoriesJson()).length)
+    expect(unlisted.heldBytes - ascii).toBeGreaterThan((await unlisted.listCategoriesJson()).length)
   })
 })

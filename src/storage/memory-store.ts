@@ -7,7 +7,8 @@
 import { Collection } from '@msw/data'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
 import { monotonicNow } from '../core/clock.js'
-import { heapWeight, stringWeight, type HeldBytesMeter } from '../core/heap-weight.js'
+import { heapWeight, type HeldBytesMeter } from '../core/heap-weight.js'
+import { beyondLatin1, categoryJsonUnits, jsonTextBytes } from '../core/json-text.js'
 import { CategoryLimitError, IdSpaceExhaustedError, toCategory, type TenantState, type TenantStore } from './storage.js'
 
 export { CategoryLimitError, IdSpaceExhaustedError } from './storage.js'
@@ -63,7 +64,10 @@ export class PetstoreStore implements TenantStore {
    * write: reads between writes (most requests) send it as it is.
    */
   #listText: string | undefined
-  #listTextBytes = 0
+  /** The units of that text (made or not): `[`, `]` and each category's ({@link categoryJsonUnits}). */
+  #listTextUnits = 2
+  /** Whether that text holds a character above Latin-1 (two bytes a unit). */
+  #listTextTwoByte = false
   /** Settles when the first seed is in. */
   readonly seeded: Promise<void>
 
@@ -108,7 +112,7 @@ export class PetstoreStore implements TenantStore {
     this.#categories = emptyCollection()
     // @note Counted before the chunked writes below, which let other work run: a memory budget
     // must see what a switch is about to hold, or many switches in flight would all pass it.
-    this.#hold(categoriesWeight(state.categories), this.#listTextBytes)
+    this.#holdAll(state.categories)
     let written = 0
     for (const category of state.categories) {
       await this.#categories.create(toCategory(category))
@@ -135,17 +139,38 @@ export class PetstoreStore implements TenantStore {
       this.#categories = emptyCollection()
       for (const category of snapshot.categories) await this.#categories.create(toCategory(category))
       this.#nextCategoryId = snapshot.nextCategoryId
-      this.#hold(categoriesWeight(snapshot.categories), this.#listTextBytes)
+      this.#holdAll(snapshot.categories)
       this.#setModified(true)
       this.#wrote()
     })
   }
 
-  /** Sets what the categories and the list's text hold, and tells the meter the difference. */
-  #hold(categoriesBytes: number, listTextBytes: number): void {
-    const delta = categoriesBytes + listTextBytes - this.#heldBytes - this.#listTextBytes
+  /** Counts `categories` as all it holds (a replace, a restore): their weight and their list's text. */
+  #holdAll(categories: readonly Category[]): void {
+    let units = 2
+    let twoByte = false
+    for (const category of categories) {
+      units += categoryJsonUnits(category)
+      twoByte ||= beyondLatin1(category)
+    }
+    this.#hold(categoriesWeight(categories), units, twoByte)
+  }
+
+  /**
+   * Sets what the categories hold and what their list's JSON text takes (`textUnits`, `twoByte`),
+   * and tells the meter the difference.
+   * @note The text counts from the write on, made or not: made on a read, it was counted only
+   * once it existed, and a tenant of 44 MB by its categories' estimate (20,000 names and
+   * descriptions of control characters, six units each as JSON) made a 264 MB text on its next
+   * read: one or two reads aborted the process, heap out of memory (attack12 M1). Counted at the
+   * write, the budget refuses the write that would leave no room for its list's text.
+   */
+  #hold(categoriesBytes: number, textUnits: number, twoByte: boolean): void {
+    const before = this.heldBytes
     this.#heldBytes = categoriesBytes
-    this.#listTextBytes = listTextBytes
+    this.#listTextUnits = textUnits
+    this.#listTextTwoByte = twoByte
+    const delta = this.heldBytes - before
     if (delta !== 0) this.meter?.add(delta)
   }
 
@@ -161,7 +186,6 @@ export class PetstoreStore implements TenantStore {
 
   #forgetListText(): void {
     this.#listText = undefined
-    this.#hold(this.#heldBytes, 0)
   }
 
   #wrote(): void {
@@ -180,7 +204,6 @@ export class PetstoreStore implements TenantStore {
     return this.#serial(() => {
       if (this.#listText === undefined) {
         this.#listText = JSON.stringify(this.#categories.all().map(toCategory))
-        this.#hold(this.#heldBytes, stringWeight(this.#listText))
       }
       return this.#listText
     })
@@ -222,10 +245,11 @@ export class PetstoreStore implements TenantStore {
 
   /**
    * What the categories hold on the heap, estimated: about 360 bytes of collection overhead per
-   * category (measured by `npm run bench -- scale`) plus its strings, and the list's text while kept.
+   * category (measured by `npm run bench -- scale`) plus its strings, and their list's JSON text
+   * (made on the first read after a write, counted from the write).
    */
   get heldBytes(): number {
-    return this.#heldBytes + this.#listTextBytes
+    return this.#heldBytes + jsonTextBytes(this.#listTextUnits, this.#listTextTwoByte)
   }
 
   createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
@@ -243,7 +267,7 @@ export class PetstoreStore implements TenantStore {
           : { id, name: input.name, description: input.description },
       )
       this.#setModified(true)
-      this.#hold(this.#heldBytes + categoryWeight(record), this.#listTextBytes)
+      this.#hold(this.#heldBytes + categoryWeight(record), this.#listTextUnits + categoryJsonUnits(record), this.#listTextTwoByte || beyondLatin1(record))
       this.#wrote()
       return toCategory(record)
     })

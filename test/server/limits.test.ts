@@ -121,6 +121,29 @@ describe('the memory budget across tenants', () => {
     expect(list.map((category) => category.name)).toContain('Partner data')
   })
 
+  it('counts a list’s JSON text from the write on: a tenant of control characters is refused before its list would outgrow the budget, and its list is then answered (attack12 M1)', async () => {
+    const budget = 2 * 1024 * 1024
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: budget, journalBytes: 64 * 1024, scenario: 'empty' })
+    // Each character one byte as stored, six as JSON (`\u0001`).
+    const category = (i: number) => ({ name: `${'\u0001'.repeat(190)}${i}`, description: '\u0002'.repeat(2000) })
+    let created = 0
+    let status = 201
+    while (status === 201 && created < 1000) {
+      const response = await create(fetch, 'ctl', category(created))
+      status = response.status
+      await response.arrayBuffer()
+      if (status === 201) created++
+    }
+    expect(status).toBe(503)
+    const list = await fetch('/v1/categories', { headers: auth('ctl') })
+    expect(list.status).toBe(200)
+    const text = await list.text()
+    expect((JSON.parse(text) as unknown[]).length).toBe(created)
+    // Before: the budget counted the characters once each, and the 10 MB text was made past it on the read.
+    expect(text.length).toBeLessThan(budget)
+    expect(sandbox.tenants.heldBytes()).toBeGreaterThan(text.length)
+  })
+
   it('keeps what the tenants hold equal to their sum through creates, lists, journal reads and clears, resets, switches, evictions and deletes', async () => {
     const { fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 4, adminToken: 'admin-1' })
     const summed = () => [...sandbox.tenants.live()].reduce((total, [, tenant]) => total + tenant.heldBytes, 0)
