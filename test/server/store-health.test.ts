@@ -313,6 +313,40 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
+  it('writes nothing into the log for health checks while its fsync fails, and says degraded (attack12 W2)', async () => {
+    const rejections = unhandledRejections()
+    const { dir, faults, sandbox } = await withFailingFsyncs(['k1'])
+    faults.all = true
+    expect((await post(sandbox, 'k1', 'failed')).status).toBe(503)
+    const wal = join(dir, 'sandbox.db-wal')
+    const before = statSync(wal).size
+    // A health flood: no key needed, past the connection cap.
+    const answers = await Promise.all(Array.from({ length: 200 }, async () => {
+      const response = await sandbox.fetch('/__sandbox/health')
+      await response.body?.cancel()
+      return response.status
+    }))
+    expect(new Set(answers)).toEqual(new Set([503]))
+    // Before: each check wrote a row twice as large as the failed write (about 45 KB), fsynced (failing) and deleted.
+    expect(statSync(wal).size - before).toBe(0)
+    faults.all = false
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 200 })
+    expect(rejections).toEqual([])
+  })
+
+  it('takes the first write after a quiet recovery of the disk: it tries the disk each second, writes or not (attack12 L1)', async () => {
+    const rejections = unhandledRejections()
+    const { faults, sandbox } = await withFailingFsyncs(['k1'])
+    faults.all = true
+    expect((await post(sandbox, 'k1', 'failed')).status).toBe(503)
+    faults.all = false
+    // Nothing asks for 2.5 s: two or three tries of the disk by the storage itself.
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    // Before: the first write after the recovery was refused (it started the try).
+    expect((await post(sandbox, 'k1', 'after')).status).toBe(201)
+    expect(rejections).toEqual([])
+  })
+
   it('takes a partner’s writes again within seconds of the disk’s recovery while another key floods writes refused before any fsync (attack10 S1b)', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
