@@ -17,12 +17,17 @@ const EXPOSED_HEADERS = 'X-Request-Id, Allow, Deprecation, Sunset, Link, WWW-Aut
 /** A header list as browsers send it in `Access-Control-Request-Headers`. */
 const HEADER_LIST = /^[\w-]+(\s*,\s*[\w-]+)*$/
 
+/** Whether a request is a CORS preflight (`OPTIONS` with `Access-Control-Request-Method`): answered at once, no body. */
+export function isPreflight(req: IncomingMessage): boolean {
+  return req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
+}
+
 /**
- * Sets the CORS headers of a request's answer, and answers it when it is a preflight: returns
- * true when it did.
+ * Sets the CORS headers of an answer (any: one the server refuses itself too, so that a browser
+ * script can read it); returns whether the request's origin is allowed.
  * @default origins '*'
  */
-export function cors(origins: CorsOrigins): (req: IncomingMessage, res: ServerResponse) => boolean {
+export function corsHeaders(origins: CorsOrigins): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
     const origin = req.headers.origin
     const allowed = origin !== undefined && (origins === '*' || origins.includes(origin))
@@ -31,8 +36,20 @@ export function cors(origins: CorsOrigins): (req: IncomingMessage, res: ServerRe
       res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS)
     }
     if (origins !== '*') res.setHeader('Vary', 'Origin')
-    const isPreflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined
-    if (!isPreflight) return false
+    return allowed
+  }
+}
+
+/**
+ * Sets the CORS headers of a request's answer, and answers it when it is a preflight: returns
+ * true when it did.
+ * @default origins '*'
+ */
+export function cors(origins: CorsOrigins): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const headers = corsHeaders(origins)
+  return (req, res) => {
+    const allowed = headers(req, res)
+    if (!isPreflight(req)) return false
     if (allowed) {
       const requested = req.headers['access-control-request-headers']
       res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS)

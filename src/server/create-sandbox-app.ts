@@ -23,7 +23,7 @@ import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from '../storage/redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { Conversations, waitingBudgetFor } from './conversation.js'
-import { cors } from './cors.js'
+import { cors, corsHeaders, isPreflight } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from '../storage/redis-storage.js'
@@ -158,12 +158,16 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   }
   // Requests the server refuses itself (too many connections, an unmet Expect, a malformed
   // request) are stamped and logged as every other.
+  const refusalCors = corsHeaders(settings.corsOrigins)
   const accepted = apiKeys === 'any' ? undefined : new Set([...apiKeys, ...(settings.adminToken === undefined ? [] : [settings.adminToken])])
   const createServer = () =>
     createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`, {
       accepts: accepted === undefined ? undefined : (token) => accepted.has(token),
+      pastCap: isPreflight,
+      // With the CORS headers every answer has: a browser script can read the refusal (503, Retry-After).
       stamp: (req, res) => {
         context.stamp(req, res)
+        refusalCors(req, res)
         context.logOnClose(req, res)
       },
       logUnread: (requestId, status) => context.logUnread(requestId, status),

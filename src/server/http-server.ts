@@ -221,6 +221,12 @@ export interface SandboxServerHooks extends RefusalHooks {
    * @default every token
    */
   readonly accepts?: ((token: string) => boolean) | undefined
+  /**
+   * Requests served past the cap whatever their key's share, as the health path is: answered at
+   * once, holding nothing (a CORS preflight, which a browser sends without the key).
+   * @default none
+   */
+  readonly pastCap?: ((req: IncomingMessage) => boolean) | undefined
 }
 
 /** Builds (does not start) the HTTP server for `listener`; `healthPath` is answered even over the cap. */
@@ -246,7 +252,9 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       // requests refused every partner); a key past its share is refused, unless an idle connection
       // of its own (or of a key past its share) can be closed for it. Node's hard cap (cap +
       // reserve) still bounds the connections.
-      if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath) {
+      // @note A browser partner's preflights carry no key: refused with the anonymous crowd's
+      // requests past the cap, its app's every fetch failed as a CORS error (attack12 K4).
+      if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath && hooks.pastCap?.(req) !== true) {
         if (shares.held(key) > shares.share() && !shares.closeIdle(key, connection)) {
           if (connection !== undefined) shares.remove(connection)
           ;(hooks.stamp ?? stampPlainly)(req, res)
