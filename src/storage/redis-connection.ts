@@ -101,6 +101,8 @@ export const EVICTION_RECHECK_MS = 1000
 const CLOCK_READ_MS = 1000
 /** A reading of Redis's clock is kept over a later, looser one (an answer that took longer) this long (ms). */
 const CLOCK_KEEP_MS = 5000
+/** On a cluster, masters' clocks further apart than this (ms) are told to the operator. */
+const CLOCK_SKEW_MS = 1000
 /** On a cluster, how many tenants' masters' clock readings are kept at most (see {@link RedisLink.redisNow}). */
 const TAG_CLOCKS = 4096
 /**
@@ -502,9 +504,13 @@ export class RedisLink {
   /** When Redis's clock was last read (monotonic ms). */
   #clockReadAt = Number.NEGATIVE_INFINITY
   /** On a cluster: the clock of the master holding each hash tag (`{tenant}`) written lately, read through that tag's slot (see {@link redisNow}). */
-  readonly #tagClocks = new Map<string, { offset: number; at: number }>()
+  readonly #tagClocks = new Map<string, { offset: number; at: number; server: string | undefined }>()
   /** The reading of Redis's clock in flight, shared. */
   #clockReading: Promise<void> | undefined
+  /** On a cluster, each master's clock as last read (its offset, as in {@link #tagClocks}), for {@link #noteMasterClock}. */
+  readonly #masterClocks = new Map<string, number>()
+  /** Whether the operator was told the masters' clocks differ (said again once they agree). */
+  #skewSaid = false
 
   constructor(
     target: RedisTarget,
@@ -633,8 +639,13 @@ export class RedisLink {
   async #tagClock(key: string): Promise<{ offset: number; at: number }> {
     const tag = /\{[^}]*\}/.exec(key)?.[0] ?? key
     const kept = this.#tagClocks.get(tag)
-    if (kept !== undefined && monotonicNow() - kept.at < CLOCK_KEEP_MS) return kept
-    const server = this.#serverFor(key)
+    const master = this.#connection.serverOf(key)
+    // @note Read again once the tag's slot has moved to another master (a reshard, a failover):
+    // another master's clock estimated the writes of the next 5 s, their deadlines as far off as
+    // the clocks were (attack13 T3: a write answered write_outcome_unknown applied after the
+    // partner's list; T4: 5 s of writes refused as late on a master ahead).
+    if (kept !== undefined && monotonicNow() - kept.at < CLOCK_KEEP_MS && kept.server === master) return kept
+    const server = this.#server(master ?? '')
     let reply: Reply
     try {
       reply = await this.#connection.send(key, ['TIME'], this.#timeLeft())
@@ -643,15 +654,48 @@ export class RedisLink {
     }
     const came = monotonicNow()
     this.recovered(server)
-    const clock = { offset: Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000) - came, at: came }
+    // The master that answered: the slot's as known now (a MOVED on the way updates it).
+    const clock = { offset: Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000) - came, at: came, server: this.#connection.serverOf(key) }
     this.#tagClocks.delete(tag)
     this.#tagClocks.set(tag, clock)
+    if (clock.server !== undefined) this.#noteMasterClock(clock.server, clock.offset)
     // The oldest go first: a map as long as the tenants written within a few seconds, at most.
     for (const [old, reading] of this.#tagClocks) {
       if (this.#tagClocks.size <= TAG_CLOCKS && came - reading.at < CLOCK_KEEP_MS) break
       this.#tagClocks.delete(old)
     }
     return clock
+  }
+
+  /**
+   * Tells the operator when the masters' clocks differ by more than {@link CLOCK_SKEW_MS}, and
+   * when they agree again: each write's times are its own master's, so a tenant moved to another
+   * master (a reshard, a failover) has writes judged on the other clock for a write or two, its
+   * deadlines off by the difference.
+   */
+  #noteMasterClock(server: string, offset: number): void {
+    this.#masterClocks.set(server, offset)
+    const masters = new Set(this.#connection.servers())
+    for (const known of this.#masterClocks.keys()) if (!masters.has(known)) this.#masterClocks.delete(known)
+    const offsets = [...this.#masterClocks.values()]
+    const spread = Math.max(...offsets) - Math.min(...offsets)
+    if (spread > CLOCK_SKEW_MS && !this.#skewSaid) {
+      this.#skewSaid = true
+      this.#warn(`clocks apart: the clocks of the masters of Redis at ${this.target.display} differ by about ${Math.round(spread / 1000)} s; a tenant moved between them (a reshard, a failover) may have a write answered by the other clock: keep their clocks in sync (NTP)`)
+    } else if (spread <= CLOCK_SKEW_MS / 2 && this.#skewSaid) {
+      this.#skewSaid = false
+      this.#warn(`clocks agree: the clocks of the masters of Redis at ${this.target.display} agree again`)
+    }
+  }
+
+  /**
+   * On a cluster, whether the clock reading kept for `key`'s hash tag came from another master
+   * than the one its slot is on now: a write whose times it estimated and that Redis refused as
+   * late may be sent again with new ones (a late write is never applied).
+   */
+  clockMoved(key: string): boolean {
+    const kept = this.#tagClocks.get(/\{[^}]*\}/.exec(key)?.[0] ?? key)
+    return this.cluster && kept !== undefined && kept.server !== this.#connection.serverOf(key)
   }
 
   /** Reads Redis's clock (every master's): keeps the reading unless the one kept is tighter and recent. */

@@ -58,22 +58,59 @@ export interface OutcomeKeys {
 /**
  * Lua: records the outcome `value` (a result, or `void`: never to be applied) of operation
  * ARGV[`op`] in `ops` and `opt` for ARGV[`keep`] ms and at most ARGV[`cap`] entries (the record's
- * {@link OutcomeKeys.outcomeEntries}), the oldest going first; `!trimmed` in `ops` is the newest
- * time on record of an entry that went before its time (by the cap). Needs `now` ({@link NOW}).
+ * {@link OutcomeKeys.outcomeEntries}). `opt` orders the entries as they were recorded (its scores
+ * are `!seq` in `ops`, counted up): entries sent `keep` ms ago or more (by the time in their id)
+ * go, and past the cap the oldest ones, but a `void` whose operation's deadline has not come by
+ * Redis's time now (it may still arrive, and must then refuse). `!trimmed` in `ops` is the newest
+ * send time of an entry that went by the cap, at most now. Needs `now` ({@link NOW}).
+ * @note Scored by Redis's time, the record's order broke when that time went back (a clock
+ * stepped, a tenant moved to a master whose clock is behind): every new entry sorted below the
+ * old ones, so each write trimmed its own entry (and a settle its own `void`, at once: a create
+ * answered 503 was applied seconds later, attack13 T5), and the mark then refused most writes
+ * for as long as the step (attack13 T1, T2).
  */
 export const recordOutcome = (ops: string, opt: string, op: number, keep: number, cap: number, value: string) => `local keep = tonumber(ARGV[${keep}])
 redis.call('HSET', ${ops}, ARGV[${op}], ${value})
-redis.call('ZADD', ${opt}, now, ARGV[${op}])
-local old = redis.call('ZRANGEBYSCORE', ${opt}, '-inf', now - keep, 'LIMIT', 0, 16)
-local over = redis.call('ZCARD', ${opt}) - #old - tonumber(ARGV[${cap}])
-if over > 0 then
-  local early = redis.call('ZRANGE', ${opt}, #old, #old + math.min(over, 16) - 1, 'WITHSCORES')
-  for i = 1, #early, 2 do table.insert(old, early[i]) end
-  if tonumber(early[#early]) > tonumber(redis.call('HGET', ${ops}, '!trimmed') or '0') then redis.call('HSET', ${ops}, '!trimmed', early[#early]) end
+local seq = redis.call('HINCRBY', ${ops}, '!seq', 1)
+if seq == 1 then
+  -- A record an earlier version scored by time: the count goes on from its newest score.
+  local top = redis.call('ZRANGE', ${opt}, -1, -1, 'WITHSCORES')
+  if top[2] ~= nil then
+    seq = math.floor(tonumber(top[2])) + 1
+    redis.call('HSET', ${ops}, '!seq', string.format('%d', seq))
+  end
 end
-if #old > 0 then
-  redis.call('HDEL', ${ops}, unpack(old))
-  redis.call('ZREM', ${opt}, unpack(old))
+redis.call('ZADD', ${opt}, seq, ARGV[${op}])
+local over = redis.call('ZCARD', ${opt}) - tonumber(ARGV[${cap}])
+local gone = {}
+local marks = {}
+local kept = nil
+local function trim(id)
+  table.insert(gone, id)
+  over = over - 1
+  local sent = tonumber(string.match(id, '^(%d+):') or '')
+  if sent == nil then return end
+  local mark = sent > now and '!ahead' or '!trimmed'
+  marks[mark] = math.max(marks[mark] or 0, sent)
+end
+for _, id in ipairs(redis.call('ZRANGE', ${opt}, 0, 15)) do
+  local sent = tonumber(string.match(id, '^(%d+):') or '')
+  if sent ~= nil and now - sent >= keep then
+    table.insert(gone, id)
+    over = over - 1
+  elseif over > 0 then
+    local due = tonumber(string.match(id, '^%d+:(%d+):') or '')
+    if due ~= nil and due > now and redis.call('HGET', ${ops}, id) == 'void' then kept = kept or id else trim(id) end
+  end
+end
+-- Every one of the oldest a void still awaited: the oldest goes all the same, marked.
+if over > 0 and kept ~= nil then trim(kept) end
+for mark, sent in pairs(marks) do
+  if sent > tonumber(redis.call('HGET', ${ops}, mark) or '0') then redis.call('HSET', ${ops}, mark, string.format('%d', sent)) end
+end
+if #gone > 0 then
+  redis.call('HDEL', ${ops}, unpack(gone))
+  redis.call('ZREM', ${opt}, unpack(gone))
 end
 redis.call('PEXPIRE', ${ops}, keep)
 redis.call('PEXPIRE', ${opt}, keep)`
@@ -82,7 +119,9 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * Lua: sets `late` when operation ARGV[`op`], sent at the Redis time its id carries
  * ({@link operationId}), may have had its outcome forgotten by the record `ops` by now: it was
  * sent ARGV[`keep`] ms ago or more (the record keeps each entry that long, at least), or the
- * record trimmed, by its cap, an entry recorded at or after that time (`!trimmed`). With
+ * record trimmed, by its cap, an entry sent at or after that time (`!trimmed`; for a write whose
+ * send time is later than Redis's time now, sent before its clock went back, `!ahead`: the newest
+ * such entry trimmed). With
  * `answered`, also when its request has been answered by now: its id's deadline has come. Each
  * stays true from then on. An id without a time (an older version's) is never late, one without
  * a deadline never answered.
@@ -90,7 +129,9 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * before the true one only makes a write late sooner (attack7 K1). A mark later than Redis's time
  * now says its clock stepped back: the mark becomes now (writes sent before now stay late, those
  * sent after are not), where before every write sent after the step was refused until the record
- * expired, two minutes after its last applied write (attack9 R1).
+ * expired, two minutes after its last applied write (attack9 R1); the mark it was goes to
+ * `!ahead`. Entries sent before the step, trimmed after it, mark `!ahead` too: they say nothing of
+ * writes sent since, which they once refused for as long as the step (attack13 T1).
  */
 const lateOutcome = (ops: string, op: number, keep: number, answered = false) => `local late = false
 local sent = tonumber(string.match(ARGV[${op}], '^(%d+):') or '')
@@ -99,10 +140,15 @@ if sent then
   local ms = tonumber(at[1]) * 1000 + math.floor(tonumber(at[2]) / 1000)
   local trimmed = tonumber(redis.call('HGET', ${ops}, '!trimmed') or '')
   if trimmed ~= nil and trimmed > ms then
+    if trimmed > tonumber(redis.call('HGET', ${ops}, '!ahead') or '0') then redis.call('HSET', ${ops}, '!ahead', string.format('%d', trimmed)) end
     trimmed = ms
     redis.call('HSET', ${ops}, '!trimmed', string.format('%d', ms))
   end
-  late = ms - sent >= tonumber(ARGV[${keep}]) or (trimmed ~= nil and trimmed >= sent)${answered ? `
+  late = ms - sent >= tonumber(ARGV[${keep}]) or (trimmed ~= nil and trimmed >= sent)
+  if not late and sent > ms then
+    local ahead = tonumber(redis.call('HGET', ${ops}, '!ahead') or '')
+    late = ahead ~= nil and ahead >= sent
+  end${answered ? `
   local due = tonumber(string.match(ARGV[${op}], '^%d+:(%d+):') or '')
   if due ~= nil and ms >= due then late = true end` : ''}
 end`
@@ -181,14 +227,18 @@ export async function newOperation(link: RedisLink, key: string): Promise<Record
  * WriteOutcomeUnknownError when Redis could not tell in time; a RedisScriptRefusal of its own.
  */
 export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[]): Promise<unknown> {
-  const { op, until } = await newOperation(link, scriptKeys[0]!)
-  try {
-    return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
-  } catch (error) {
-    if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
-    if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
-    if (!(error instanceof RedisOutcomeUnknown)) throw error
-    return settleOutcome(link, keys, op, error, what, until)
+  for (let attempt = 0; ; attempt++) {
+    const { op, until } = await newOperation(link, scriptKeys[0]!)
+    try {
+      return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
+    } catch (error) {
+      if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
+      // Once, when its times came from the master its tenant left (attack13 T4): late, so never applied; sent again, timed anew.
+      if (error instanceof RedisScriptRefusal && error.message === 'LATE' && attempt === 0 && link.clockMoved(scriptKeys[0]!)) continue
+      if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
+      if (!(error instanceof RedisOutcomeUnknown)) throw error
+      return settleOutcome(link, keys, op, error, what, until)
+    }
   }
 }
 

@@ -794,7 +794,8 @@ export class RedisStorage implements TenantStorage {
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
     // The time it is sent at, at most: a resend after NOSEED carries the first one's (earlier: safe), and its deadline.
-    const { op, until } = await newOperation(this.link, keys.meta)
+    let { op, until } = await newOperation(this.link, keys.meta)
+    let moved = false
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
@@ -816,7 +817,13 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'BUDGET') throw storeFull()
         if (error.message === 'KEPT') throw storeKept()
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
-        if (error.message === 'LATE') throw lateWrite(`create ${op} of tenant ${id}`, op)
+        if (error.message === 'LATE') {
+          // Once, when its times came from the master its tenant left (attack13 T4): late, so never applied; sent again, timed anew.
+          if (moved || !this.link.clockMoved(keys.meta)) throw lateWrite(`create ${op} of tenant ${id}`, op)
+          moved = true
+          ;({ op, until } = await newOperation(this.link, keys.meta))
+          continue
+        }
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).
         if (attempt > 2) throw new StorageUnavailableError(`Redis: tenant ${id} lost its state while being created`)
         // A tenant on its seed holds the seed's categories: refused before the seed is written, so a 409 leaves nothing (attack8 A3).

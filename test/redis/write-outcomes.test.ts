@@ -375,8 +375,8 @@ describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4
       while (next < writes) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
     }))
     expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(OUTCOME_RECORD_TOTAL)
-    // The entries and `!trimmed`, the newest time of one that went before its time.
-    expect(Number(await redis.cli('HLEN', 'petstore-sandbox:ops'))).toBe(OUTCOME_RECORD_TOTAL + 1)
+    // The entries, `!trimmed` (the newest send time of one that went before its time) and `!seq` (the entries' order).
+    expect(Number(await redis.cli('HLEN', 'petstore-sandbox:ops'))).toBe(OUTCOME_RECORD_TOTAL + 2)
     expect((await redis.cli('--scan', '--pattern', '*op[st]')).trim().split('\n').sort()).toEqual(['petstore-sandbox:ops', 'petstore-sandbox:opt'])
     // The oldest on record is settled as applied; a write sent before the flood and missing now may
     // have been trimmed: unknown (should it still arrive, it is refused: attack7 K1). One sent
@@ -403,6 +403,28 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     for (const tenant of tenants) expect(await storage.create(tenant, { name: 'created' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'created' })
   })
 
+  it.runIf(clockShim() !== undefined)('answers a tenant’s creates 201 right after its slot moves to a master 35 s ahead, and tells the operator the masters’ clocks differ (attack13 T4)', async () => {
+    const skewed: Record<string, string> = { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_VARIABLE]: '35000' }
+    const cluster = await startRedisCluster({ envOf: (node) => (node === 2 ? skewed : {}) })
+    const warnings: string[] = []
+    const storage = await openRedisStorage({ url: cluster.url, seed: NO_SEED, warn: (line) => warnings.push(line) })
+    onTestFinished(() => storage.close())
+    const ahead = cluster.nodes[2]!.port
+    let tenant = ''
+    for (let i = 0; tenant === ''; i++) if ((await cluster.masterOf(storage.keys(`t${i}`).meta)) !== ahead) tenant = `t${i}`
+    expect(await storage.create(tenant, { name: 'before the move' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'before the move' })
+    // Another tenant on the master ahead: its clock is read too.
+    let other = ''
+    for (let i = 0; other === ''; i++) if ((await cluster.masterOf(storage.keys(`o${i}`).meta)) === ahead) other = `o${i}`
+    expect(await storage.create(other, { name: 'on the master ahead' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'on the master ahead' })
+    expect(warnings.filter((line) => line.startsWith('clocks apart'))).toHaveLength(1)
+    await cluster.moveSlot(storage.keys(tenant).meta, ahead)
+    // Before: every create for 5 s refused as late (503), its times estimated from the master it left.
+    const outcomes: string[] = []
+    for (let i = 0; i < 20; i++) outcomes.push(await storage.create(tenant, { name: `after ${i}` }, Number.POSITIVE_INFINITY).then(() => 'created', (error: unknown) => (error as Error).message))
+    expect(outcomes).toEqual(Array(20).fill('created'))
+  })
+
   it.runIf(clockShim() !== undefined)('takes writes again within seconds when Redis’s clock steps back 10 minutes just after a flood filled the shared outcome record (attack9 R1)', async () => {
     const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
     writeFileSync(offset, '0')
@@ -422,6 +444,68 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     await storage.link.redisNow()
     // Before: every write refused as late (its send time below the mark) until the record expired, two minutes on.
     await vi.waitFor(async () => expect(await storage.create(tenantId('partner'), { name: 'after the step' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after the step' }), { timeout: 15_000, interval: 500 })
+  })
+
+  it.runIf(clockShim() !== undefined)('refuses no write sent after Redis’s clock stepped back 10 minutes while the entries recorded before the step are trimmed, however many run at once (attack13 T1)', async () => {
+    const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
+    writeFileSync(offset, '0')
+    const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
+    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
+    onTestFinished(() => storage.close())
+    const flood = async (from: number, count: number) => {
+      let next = from
+      await Promise.all(Array.from({ length: 32 }, async () => {
+        while (next < from + count) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
+      }))
+    }
+    await flood(0, OUTCOME_RECORD_TOTAL + 200)
+    writeFileSync(offset, '-600000')
+    await new Promise((resolve) => setTimeout(resolve, 6000))
+    await storage.link.redisNow()
+    // The first write after the step may find the mark and rebase it (attack9 R1); then none is refused.
+    await vi.waitFor(async () => expect(await storage.create(tenantId('partner'), { name: 'first' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'first' }), { timeout: 15_000, interval: 500 })
+    // Every write now trims an entry recorded before the step (sent "later" than now, by the clock as it was).
+    const outcomes: string[] = []
+    await Promise.all([
+      flood(100_000, 4000),
+      ...Array.from({ length: 4 }, async (_, loop) => {
+        for (let i = 0; i < 60; i++) {
+          outcomes.push(await storage.create(tenantId('partner'), { name: `${loop}-${i}` }, Number.POSITIVE_INFINITY).then(() => 'created', (error: unknown) => (error as Error).message))
+        }
+      }),
+    ])
+    // Before: most of them refused as late (503 storage_unavailable), for as long as the step.
+    expect(outcomes.filter((outcome) => outcome !== 'created')).toEqual([])
+  })
+
+  it.runIf(clockShim() !== undefined)('settles a write applied before Redis’s clock stepped back, its entry trimmed since, as unknown, never as not applied; and keeps the void of one sent before the step while it may still arrive (attack13 T7, T6)', async () => {
+    const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
+    writeFileSync(offset, '0')
+    const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
+    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
+    onTestFinished(() => storage.close())
+    const flood = async (from: number, count: number) => {
+      let next = from
+      await Promise.all(Array.from({ length: 32 }, async () => {
+        while (next < from + count) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
+      }))
+    }
+    await flood(0, OUTCOME_RECORD_TOTAL)
+    // A write Redis applied (a clear), then trimmed from the record by the writes after it.
+    const applied = (await redis.cli('ZRANGE', 'petstore-sandbox:opt', '0', '0')).trim()
+    await flood(OUTCOME_RECORD_TOTAL, 200)
+    expect((await redis.cli('HGET', 'petstore-sandbox:ops', applied)).trim()).toBe('')
+    const beforeStep = await storage.link.redisNow()
+    writeFileSync(offset, '-60000')
+    const settle = (op: string) => settleOutcome(storage.link, storage.keys('any'), op, new StorageUnavailableError('no reply'), 'a write')
+    // Before: the mark, later than Redis's now, was moved to now: "not late", so declared not applied (503 storage_unavailable, a retry duplicating it).
+    await expect(settle(applied)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
+    // A write sent just before the step, never run: declared not applied, and its void stays on record while it may arrive (its deadline, by Redis's clock now).
+    const unsent = operationId(beforeStep, beforeStep + 30_000)
+    await expect(settle(unsent)).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
+    await flood(100_000, 300)
+    // Before: the void, scored below every entry recorded before the step, was trimmed by its own record.
+    expect((await redis.cli('HGET', 'petstore-sandbox:ops', unsent)).trim()).toBe('void')
   })
 
   it('a replica whose clock runs 40 days ahead, past the 30-day TTL, sweeps no tenant of the shared Redis (issue 20 F11)', async () => {

@@ -227,6 +227,8 @@ export interface RedisCluster {
   readonly url: string
   /** The port of the master serving `key`'s slot. */
   masterOf(key: string): Promise<number>
+  /** Moves `key`'s slot, with its keys, to the master on port `to`, as `redis-cli --cluster reshard` does (IMPORTING, MIGRATING, MIGRATE, SETSLOT NODE). */
+  moveSlot(key: string, to: number): Promise<void>
 }
 
 /**
@@ -249,7 +251,7 @@ export async function startRedisCluster(options: { readonly envOf?: (node: numbe
     }
   }
   const first = nodes[0]!
-  return {
+  const cluster: RedisCluster = {
     nodes,
     url: `redis-cluster://${nodes.map((node) => `127.0.0.1:${node.port}`).join(',')}`,
     async masterOf(key) {
@@ -265,7 +267,23 @@ export async function startRedisCluster(options: { readonly envOf?: (node: numbe
       }
       throw new Error(`no master serves slot ${slot}`)
     },
+    async moveSlot(key, to) {
+      const slot = (await first.cli('CLUSTER', 'KEYSLOT', key)).trim()
+      const from = await cluster.masterOf(key)
+      const source = nodes.find((node) => node.port === from)!
+      const target = nodes.find((node) => node.port === to)!
+      const [sourceId, targetId] = await Promise.all([source, target].map(async (node) => (await node.cli('CLUSTER', 'MYID')).trim()))
+      await target.cli('CLUSTER', 'SETSLOT', slot, 'IMPORTING', sourceId!)
+      await source.cli('CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId!)
+      for (;;) {
+        const keys = (await source.cli('CLUSTER', 'GETKEYSINSLOT', slot, '100')).trim().split('\n').filter((line) => line !== '')
+        if (keys.length === 0) break
+        await source.cli('MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys)
+      }
+      for (const node of nodes) await node.cli('CLUSTER', 'SETSLOT', slot, 'NODE', targetId!)
+    },
   }
+  return cluster
 }
 
 /** Whether the server answers a PING with PONG (`ready`), or accepts a connection at all (`listening`). */
