@@ -186,6 +186,26 @@ async function clearJournals(storage: RedisStorage, count: number): Promise<void
 
 const NO_SEED = { scenario: 'default', categories: [], nextCategoryId: 1 } as const
 
+/**
+ * A redis-server under the clock shim, its offset read from a file (`step(ms)` moves its clock),
+ * the storage on it, and `flood(from, count)`: `count` journal clears of throw-away keys, 32 at a
+ * time, each a recorded write of the shared outcome record.
+ */
+async function steppedRedis() {
+  const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
+  writeFileSync(offset, '0')
+  const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
+  const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
+  onTestFinished(() => storage.close())
+  const flood = async (from: number, count: number) => {
+    let next = from
+    await Promise.all(Array.from({ length: 32 }, async () => {
+      while (next < from + count) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
+    }))
+  }
+  return { redis, storage, flood, step: (ms: number) => writeFileSync(offset, String(ms)) }
+}
+
 describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a connection the replica gave up (attack7 K1)', () => {
   it('never applies a create answered 503 storage_unavailable that reaches Redis after other keys’ writes pushed its void out of the shared record', async () => {
     const redis = await startRedis()
@@ -426,19 +446,11 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
   })
 
   it.runIf(clockShim() !== undefined)('takes writes again within seconds when Redis’s clock steps back 10 minutes just after a flood filled the shared outcome record (attack9 R1)', async () => {
-    const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
-    writeFileSync(offset, '0')
-    const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
-    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
-    onTestFinished(() => storage.close())
+    const { redis, storage, flood, step } = await steppedRedis()
     // Other keys' journal clears past what the record keeps: it trims by its cap, and marks the newest trimmed.
-    const writes = OUTCOME_RECORD_TOTAL + 200
-    let next = 0
-    await Promise.all(Array.from({ length: 64 }, async () => {
-      while (next < writes) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
-    }))
+    await flood(0, OUTCOME_RECORD_TOTAL + 200)
     expect(await redis.cli('HGET', 'petstore-sandbox:ops', '!trimmed')).not.toBe('\n')
-    writeFileSync(offset, '-600000')
+    step(-600_000)
     // The replica keeps its last reading of Redis's clock 5 s: past it, its estimates follow the step.
     await new Promise((resolve) => setTimeout(resolve, 6000))
     await storage.link.redisNow()
@@ -447,19 +459,9 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
   })
 
   it.runIf(clockShim() !== undefined)('refuses no write sent after Redis’s clock stepped back 10 minutes while the entries recorded before the step are trimmed, however many run at once (attack13 T1)', async () => {
-    const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
-    writeFileSync(offset, '0')
-    const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
-    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
-    onTestFinished(() => storage.close())
-    const flood = async (from: number, count: number) => {
-      let next = from
-      await Promise.all(Array.from({ length: 32 }, async () => {
-        while (next < from + count) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
-      }))
-    }
+    const { storage, flood, step } = await steppedRedis()
     await flood(0, OUTCOME_RECORD_TOTAL + 200)
-    writeFileSync(offset, '-600000')
+    step(-600_000)
     await new Promise((resolve) => setTimeout(resolve, 6000))
     await storage.link.redisNow()
     // The first write after the step may find the mark and rebase it (attack9 R1); then none is refused.
@@ -479,24 +481,14 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
   })
 
   it.runIf(clockShim() !== undefined)('settles a write applied before Redis’s clock stepped back, its entry trimmed since, as unknown, never as not applied; and keeps the void of one sent before the step while it may still arrive (attack13 T7, T6)', async () => {
-    const offset = join(mkdtempSync(join(tmpdir(), 'petstore-clock-')), 'offset')
-    writeFileSync(offset, '0')
-    const redis = await startRedis({ env: { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_FILE_VARIABLE]: offset } })
-    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED })
-    onTestFinished(() => storage.close())
-    const flood = async (from: number, count: number) => {
-      let next = from
-      await Promise.all(Array.from({ length: 32 }, async () => {
-        while (next < from + count) await storage.journal(tenantId(`throw-away-${next++}`), undefined).clear()
-      }))
-    }
+    const { redis, storage, flood, step } = await steppedRedis()
     await flood(0, OUTCOME_RECORD_TOTAL)
     // A write Redis applied (a clear), then trimmed from the record by the writes after it.
     const applied = (await redis.cli('ZRANGE', 'petstore-sandbox:opt', '0', '0')).trim()
     await flood(OUTCOME_RECORD_TOTAL, 200)
     expect((await redis.cli('HGET', 'petstore-sandbox:ops', applied)).trim()).toBe('')
     const beforeStep = await storage.link.redisNow()
-    writeFileSync(offset, '-60000')
+    step(-60_000)
     const settle = (op: string) => settleOutcome(storage.link, storage.keys('any'), op, new StorageUnavailableError('no reply'), 'a write')
     // Before: the mark, later than Redis's now, was moved to now: "not late", so declared not applied (503 storage_unavailable, a retry duplicating it).
     await expect(settle(applied)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)

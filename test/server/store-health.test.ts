@@ -130,6 +130,16 @@ async function withFailingFsyncs(apiKeys: string[]): Promise<{ dir: string; faul
   return { dir, faults, sandbox }
 }
 
+/** {@link withFailingFsyncs}, then every fsync failing and a create answered 503: `walGrowth()` is what the WAL grew since. */
+async function withFsyncsFailing(apiKeys: string[]): Promise<{ faults: FsyncFaults; sandbox: RunningSandbox; walGrowth: () => number }> {
+  const { dir, faults, sandbox } = await withFailingFsyncs(apiKeys)
+  faults.all = true
+  expect((await post(sandbox, apiKeys[0]!, 'failed')).status).toBe(503)
+  const wal = join(dir, 'sandbox.db-wal')
+  const before = statSync(wal).size
+  return { faults, sandbox, walGrowth: () => statSync(wal).size - before }
+}
+
 const ADMIN = 'admin-token-of-the-fsync-tests'
 /** The default scenario's seed, as {@link list} shows it, and the id its first create gets. */
 const DEFAULT_SEED = seedState(BUILTIN_SCENARIOS['default']!)
@@ -295,11 +305,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
 
   it('writes nothing into the log while its fsync fails, however long: it finds out whether the disk works with a bare fsync (attack11 W1)', async () => {
     const rejections = unhandledRejections()
-    const { dir, faults, sandbox } = await withFailingFsyncs(['k1'])
-    faults.all = true
-    expect((await post(sandbox, 'k1', 'failed')).status).toBe(503)
-    const wal = join(dir, 'sandbox.db-wal')
-    const before = statSync(wal).size
+    const { faults, sandbox, walGrowth } = await withFsyncsFailing(['k1'])
     // 2.5 s of a client retrying: two or three tries of the disk.
     const until = Date.now() + 2500
     while (Date.now() < until) {
@@ -307,7 +313,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     // Before: each second's probe wrote a row as large as twice the failed write, and deleted it (about 45 KB/s).
-    expect(statSync(wal).size - before).toBe(0)
+    expect(walGrowth()).toBe(0)
     faults.all = false
     await vi.waitFor(async () => expect((await post(sandbox, 'k1', 'after')).status).toBe(201), { timeout: 5000, interval: 200 })
     expect(rejections).toEqual([])
@@ -315,11 +321,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
 
   it('writes nothing into the log for health checks while its fsync fails, and says degraded (attack12 W2)', async () => {
     const rejections = unhandledRejections()
-    const { dir, faults, sandbox } = await withFailingFsyncs(['k1'])
-    faults.all = true
-    expect((await post(sandbox, 'k1', 'failed')).status).toBe(503)
-    const wal = join(dir, 'sandbox.db-wal')
-    const before = statSync(wal).size
+    const { faults, sandbox, walGrowth } = await withFsyncsFailing(['k1'])
     // A health flood: no key needed, past the connection cap.
     const answers = await Promise.all(Array.from({ length: 200 }, async () => {
       const response = await sandbox.fetch('/__sandbox/health')
@@ -328,7 +330,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     }))
     expect(new Set(answers)).toEqual(new Set([503]))
     // Before: each check wrote a row twice as large as the failed write (about 45 KB), fsynced (failing) and deleted.
-    expect(statSync(wal).size - before).toBe(0)
+    expect(walGrowth()).toBe(0)
     faults.all = false
     await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 200 })
     expect(rejections).toEqual([])
