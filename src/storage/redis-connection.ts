@@ -507,6 +507,8 @@ export class RedisLink {
   readonly #tagClocks = new Map<string, { offset: number; at: number; server: string | undefined }>()
   /** The reading of Redis's clock in flight, shared. */
   #clockReading: Promise<void> | undefined
+  /** The next reading replaces the one kept, tighter or not ({@link readClockAgain}). */
+  #replaceClock = false
   /** On a cluster, each master's clock as last read (its offset, as in {@link #tagClocks}), for {@link #noteMasterClock}. */
   readonly #masterClocks = new Map<string, number>()
   /** Whether the operator was told the masters' clocks differ (said again once they agree). */
@@ -698,15 +700,29 @@ export class RedisLink {
     return this.cluster && kept !== undefined && kept.server !== this.#connection.serverOf(key)
   }
 
-  /** Reads Redis's clock (every master's): keeps the reading unless the one kept is tighter and recent. */
-  #readClock(): Promise<void> {
+  /**
+   * Reads the clock of `key`'s master again (on one Redis, its clock), the new reading replacing
+   * the one kept, and returns Redis's time now by it, as {@link redisNow} does.
+   * @note A reading kept across a step back of the clock was kept for being "tighter" (later): the
+   * writes it timed were sent later than Redis's time and refused as late until it aged out.
+   */
+  async readClockAgain(key: string): Promise<number> {
+    if (this.cluster) this.#tagClocks.delete(/\{[^}]*\}/.exec(key)?.[0] ?? key)
+    else await this.#readClock(true)
+    return this.redisNow(undefined, key)
+  }
+
+  /** Reads Redis's clock (every master's): keeps the reading unless the one kept is tighter and recent, or with `replace`. */
+  #readClock(replace = false): Promise<void> {
+    if (replace) this.#replaceClock = true
     this.#clockReading ??= (async () => {
       this.#clockReadAt = monotonicNow()
       const replies = await this.#each(['TIME'], this.#timeLeft())
       const came = monotonicNow()
       // Each master read its clock before its answer came: its time then was that, or more.
       const offset = Math.min(...replies.map((reply) => Number((reply as string[])[0]) * 1000 + Math.floor(Number((reply as string[])[1]) / 1000))) - came
-      if (this.#clock === undefined || offset > this.#clock.offset || came - this.#clock.at >= CLOCK_KEEP_MS) this.#clock = { offset, at: came }
+      if (this.#clock === undefined || this.#replaceClock || offset > this.#clock.offset || came - this.#clock.at >= CLOCK_KEEP_MS) this.#clock = { offset, at: came }
+      this.#replaceClock = false
     })().finally(() => {
       this.#clockReading = undefined
     })

@@ -122,7 +122,9 @@ redis.call('PEXPIRE', ${opt}, keep)`
  * record trimmed, by its cap, an entry sent at or after that time (`!trimmed`; for a write whose
  * send time is later than Redis's time now, sent before its clock went back, `!ahead`: the newest
  * such entry trimmed). With
- * `answered`, also when its request has been answered by now: its id's deadline has come. Each
+ * `answered`, also when its request has been answered by now: its id's deadline has come, or when
+ * it was sent later than Redis's time now (timed by another clock: a master its tenant left, or
+ * this one before it stepped back; the replica times it anew and sends it again, once). Each
  * stays true from then on. An id without a time (an older version's) is never late, one without
  * a deadline never answered.
  * @note Redis's own clock (`TIME`), as the record's; an estimated send time or deadline at or
@@ -150,7 +152,8 @@ if sent then
     late = ahead ~= nil and ahead >= sent
   end${answered ? `
   local due = tonumber(string.match(ARGV[${op}], '^%d+:(%d+):') or '')
-  if due ~= nil and ms >= due then late = true end` : ''}
+  if due ~= nil and ms >= due then late = true end
+  if sent > ms then late = true end` : ''}
 end`
 
 /**
@@ -233,13 +236,24 @@ export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: st
       return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
-      // Once, when its times came from the master its tenant left (attack13 T4): late, so never applied; sent again, timed anew.
-      if (error instanceof RedisScriptRefusal && error.message === 'LATE' && attempt === 0 && link.clockMoved(scriptKeys[0]!)) continue
+      if (error instanceof RedisScriptRefusal && error.message === 'LATE' && attempt === 0 && (await timedByAnotherClock(link, scriptKeys[0]!, op))) continue
       if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
       if (!(error instanceof RedisOutcomeUnknown)) throw error
       return settleOutcome(link, keys, op, error, what, until)
     }
   }
+}
+
+/**
+ * Whether write `op`, refused as late, was timed by another clock than its master's now: the
+ * master its tenant left (a reshard, a failover: attack13 T3, T4), or this one before its clock
+ * stepped back (attack9 R4). Such a write was never applied; it is sent again once, timed anew.
+ * Reads the master's clock again (a round trip) unless the slot is known to have moved.
+ */
+export async function timedByAnotherClock(link: RedisLink, key: string, op: string): Promise<boolean> {
+  if (link.clockMoved(key)) return true
+  const sent = Number(/^(\d+):/.exec(op)?.[1] ?? Number.NaN)
+  return Number.isFinite(sent) && sent > (await link.readClockAgain(key))
 }
 
 /**

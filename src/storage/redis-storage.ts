@@ -42,7 +42,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
-import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -818,8 +818,8 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'KEPT') throw storeKept()
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         if (error.message === 'LATE') {
-          // Once, when its times came from the master its tenant left (attack13 T4): late, so never applied; sent again, timed anew.
-          if (moved || !this.link.clockMoved(keys.meta)) throw lateWrite(`create ${op} of tenant ${id}`, op)
+          // Once, when timed by another clock (attack13 T3, T4; attack9 R4): late, so never applied; sent again, timed anew.
+          if (moved || !(await timedByAnotherClock(this.link, keys.meta, op))) throw lateWrite(`create ${op} of tenant ${id}`, op)
           moved = true
           ;({ op, until } = await newOperation(this.link, keys.meta))
           continue

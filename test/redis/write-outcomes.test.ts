@@ -11,7 +11,7 @@ import { createSandboxApp, tenantId } from '../../src/server.js'
 import { monotonicNow } from '../../src/core/clock.js'
 import { redisDelayLimit, withRedisDeadline } from '../../src/storage/redis-connection.js'
 import { connectRedis, redisScript } from '../../src/storage/redis-connection.js'
-import { operationId, OUTCOME_RECORD_TOTAL, settleOutcome } from '../../src/storage/redis-outcomes.js'
+import { operationId, OUTCOME_RECORD_TOTAL, replayOutcome, settleOutcome } from '../../src/storage/redis-outcomes.js'
 import { openRedisStorage, type RedisStorage } from '../../src/storage/redis-storage.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/storage/storage.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
@@ -423,8 +423,11 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     for (const tenant of tenants) expect(await storage.create(tenant, { name: 'created' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'created' })
   })
 
-  it.runIf(clockShim() !== undefined)('answers a tenant’s creates 201 right after its slot moves to a master 35 s ahead, and tells the operator the masters’ clocks differ (attack13 T4)', async () => {
-    const skewed: Record<string, string> = { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_VARIABLE]: '35000' }
+  it.runIf(clockShim() !== undefined).each([
+    ['ahead', '35000', 'attack13 T4'],
+    ['behind', '-35000', 'attack13 T3'],
+  ])('answers a tenant’s creates 201 right after its slot moves to a master 35 s %s, and tells the operator the masters’ clocks differ (offset %s, %s)', async (_where, offset) => {
+    const skewed: Record<string, string> = { LD_PRELOAD: clockShim()!, [CLOCK_OFFSET_VARIABLE]: offset }
     const cluster = await startRedisCluster({ envOf: (node) => (node === 2 ? skewed : {}) })
     const warnings: string[] = []
     const storage = await openRedisStorage({ url: cluster.url, seed: NO_SEED, warn: (line) => warnings.push(line) })
@@ -443,6 +446,21 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     const outcomes: string[] = []
     for (let i = 0; i < 20; i++) outcomes.push(await storage.create(tenant, { name: `after ${i}` }, Number.POSITIVE_INFINITY).then(() => 'created', (error: unknown) => (error as Error).message))
     expect(outcomes).toEqual(Array(20).fill('created'))
+  })
+
+  it.runIf(clockShim() !== undefined)('refuses a write sent before Redis’s clock stepped back and delivered after it, yet takes the creates sent after the step at once (attack9 R4)', async () => {
+    const { storage, step } = await steppedRedis()
+    expect(await storage.create(tenantId('partner'), { name: 'before the step' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'before the step' })
+    const sent = await storage.link.redisNow()
+    const held = operationId(sent, sent + 30_000)
+    step(-60_000)
+    // A recorded write's first lines, as every write script has them: this one arrives after the step.
+    const late = redisScript(`${replayOutcome('KEYS[1]', 1, 2)}\nreturn 'applied'`)
+    const keys = storage.keys(tenantId('partner'))
+    // Before: applied (its deadline 30 s after its send time, 90 s ahead of Redis's clock now), after its answer.
+    await expect(storage.link.script(late, [keys.outcomes], [held, keys.outcomeMs])).rejects.toMatchObject({ message: 'LATE' })
+    // A create timed by the reading kept from before the step is refused late, timed anew and sent again: 201.
+    expect(await storage.create(tenantId('partner'), { name: 'after the step' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after the step' })
   })
 
   it.runIf(clockShim() !== undefined)('takes writes again within seconds when Redis’s clock steps back 10 minutes just after a flood filled the shared outcome record (attack9 R1)', async () => {
