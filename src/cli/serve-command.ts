@@ -54,7 +54,7 @@ export function serveOptions(cli: Argv) {
     .option('store-budget', { ...sizeOption('store-budget', DEFAULT_STORE_BUDGET_BYTES), describe: 'With --data-dir or --redis-url: data all tenants may store together, a size (1GiB; 0: no limit); beyond, 503 over_capacity' })
     .option('scenario-allow', { type: 'array', string: true, coerce: list, describe: 'Scenario tenants may switch to (repeat); default: any the sandbox knows' })
     .option('max-connections', { ...integerOption('max-connections', 1, 1_000_000), default: DEFAULT_MAX_CONNECTIONS, describe: 'Open connections served; beyond, 503 except health checks' })
-    .option('headers-timeout', { ...integerOption('headers-timeout', 1, 3_600_000), default: DEFAULT_HEADERS_TIMEOUT_MS, describe: 'Milliseconds a client has to send its headers (408 after)' })
+    .option('headers-timeout', { ...integerOption('headers-timeout', 1, 3_600_000), describe: `Milliseconds a client has to send its headers (408 after) [default: ${DEFAULT_HEADERS_TIMEOUT_MS}, or --request-timeout when shorter]` })
     .option('request-timeout', { ...integerOption('request-timeout', 1, 3_600_000), default: DEFAULT_REQUEST_TIMEOUT_MS, describe: 'Milliseconds a client has to send its whole request; also the longest Prefer: delay' })
     .option('public-url', { type: 'string', describe: 'URL clients reach the sandbox at, listed first in /__sandbox/openapi.json (default: the address the client connected to)' })
     .option('proxy', {
@@ -70,7 +70,7 @@ export function serveOptions(cli: Argv) {
       if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
       if (argv['api-key'] !== undefined && argv['api-key'].length === 0) throw new UsageError('--api-key must not be empty: give a key without spaces (--api-key k1)')
-      if (argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
+      if (argv['headers-timeout'] !== undefined && argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
       if (argv.watch && argv['scenarios-dir'] === undefined && !looksLikePath(argv.scenario)) {
         throw new UsageError(`--watch has nothing to watch: scenario "${argv.scenario}" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir`)

@@ -155,7 +155,7 @@ export interface SandboxAppOptions {
   scenarioAllow?: readonly string[]
   /** Open connections served by {@link SandboxApp.createServer}; past it, 503 except health checks. @default 1000 */
   maxConnections?: number
-  /** Time a client has to send its headers, in ms (then 408). Also what {@link SandboxApp.createServer} sets. @default 10000 */
+  /** Time a client has to send its headers, in ms (then 408). Also what {@link SandboxApp.createServer} sets. @default 10000, or requestTimeoutMs when that is shorter */
   headersTimeoutMs?: number
   /** Time a client has to send its whole request, in ms (then 408); `Prefer: delay` and latency are capped at it. @default 30000 */
   requestTimeoutMs?: number
@@ -264,7 +264,7 @@ const Options = z
     storeBudgetBytes: z.int().min(0).default(DEFAULT_STORE_BUDGET_BYTES),
     scenarioAllow: z.array(z.string().min(1)).optional(),
     maxConnections: z.int().min(1).default(DEFAULT_MAX_CONNECTIONS),
-    headersTimeoutMs: z.int().min(1).default(DEFAULT_HEADERS_TIMEOUT_MS),
+    headersTimeoutMs: z.int().min(1).optional(),
     requestTimeoutMs: z.int().min(1).default(DEFAULT_REQUEST_TIMEOUT_MS),
     publicUrl: PublicUrl.optional(),
     trustProxy: z.boolean().default(false),
@@ -275,7 +275,7 @@ const Options = z
     onReload: z.function().optional(),
   })
   .strict()
-  .refine((options) => options.headersTimeoutMs <= options.requestTimeoutMs, {
+  .refine((options) => options.headersTimeoutMs === undefined || options.headersTimeoutMs <= options.requestTimeoutMs, {
     error: 'headersTimeoutMs must not be greater than requestTimeoutMs',
   })
   .superRefine((options, context) => {
@@ -352,7 +352,8 @@ export function sandboxLimits(settings: SandboxSettings): SandboxLimits {
     maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
     scenarioAllow: settings.scenarioAllow ?? 'any',
     maxConnections: settings.maxConnections,
-    headersTimeoutMs: settings.headersTimeoutMs,
+    // @note Not past the request timeout unless asked: `serve --request-timeout 2000` alone was refused for a default the user never set (new-user trial).
+    headersTimeoutMs: settings.headersTimeoutMs ?? Math.min(DEFAULT_HEADERS_TIMEOUT_MS, settings.requestTimeoutMs),
     requestTimeoutMs: settings.requestTimeoutMs,
   }
 }

@@ -24,6 +24,14 @@ import { NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLi
  */
 export const OUTCOME_RECORD_MS = 120_000
 /**
+ * How long a record of write outcomes with no write at all lives (its keys' TTL, ms): its entries
+ * go by their age and the cap meanwhile.
+ * @note It was {@link OUTCOME_RECORD_MS}: a clock jumping forward past it and back expired the whole
+ * record at once, unmarked, a `void` still awaited with it (attack15 U1). An hour: a tenant that
+ * stops writing on a Redis Cluster holds its own record (up to about 200 KB) that long.
+ */
+export const OUTCOME_RECORD_IDLE_MS = 60 * 60 * 1000
+/**
  * The most write outcomes one tenant keeps on record on a Redis Cluster, where each tenant has a
  * record of its own (the oldest go first): the number of tenants bounds them all there.
  */
@@ -62,7 +70,10 @@ export interface OutcomeKeys {
  * are `!seq` in `ops`, counted up): entries sent `keep` ms ago or more (by the time in their id)
  * go, and past the cap the oldest ones, but a `void` whose operation's deadline has not come by
  * Redis's time now (it may still arrive, and must then refuse). `!trimmed` in `ops` is the newest
- * send time of an entry that went by the cap, at most now. Needs `now` ({@link NOW}).
+ * send time of an entry that went, `!ahead` of one sent later than now. Needs `now` ({@link NOW}).
+ * @note Entries that went by their age were not marked: a clock stepped forward past `keep` and
+ * back dropped a `void` still awaited, and its write, held on the network, was applied after its
+ * answer said it never would be (attack15 U1).
  * @note Scored by Redis's time, the record's order broke when that time went back (a clock
  * stepped, a tenant moved to a master whose clock is behind): every new entry sorted below the
  * old ones, so each write trimmed its own entry (and a settle its own `void`, at once: a create
@@ -96,8 +107,8 @@ end
 for _, id in ipairs(redis.call('ZRANGE', ${opt}, 0, 15)) do
   local sent = tonumber(string.match(id, '^(%d+):') or '')
   if sent ~= nil and now - sent >= keep then
-    table.insert(gone, id)
-    over = over - 1
+    -- Marked too: late by its age now, but not once the clock goes back (attack15 U1).
+    trim(id)
   elseif over > 0 then
     local due = tonumber(string.match(id, '^%d+:(%d+):') or '')
     if due ~= nil and due > now and redis.call('HGET', ${ops}, id) == 'void' then kept = kept or id else trim(id) end
@@ -112,8 +123,8 @@ if #gone > 0 then
   redis.call('HDEL', ${ops}, unpack(gone))
   redis.call('ZREM', ${opt}, unpack(gone))
 end
-redis.call('PEXPIRE', ${ops}, keep)
-redis.call('PEXPIRE', ${opt}, keep)`
+redis.call('PEXPIRE', ${ops}, math.max(keep, ${OUTCOME_RECORD_IDLE_MS}))
+redis.call('PEXPIRE', ${opt}, math.max(keep, ${OUTCOME_RECORD_IDLE_MS}))`
 
 /**
  * Lua: sets `late` when operation ARGV[`op`], sent at the Redis time its id carries

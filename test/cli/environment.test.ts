@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { runCliHere } from '../support/sandbox-cli.js'
+import { runCli, runCliHere } from '../support/sandbox-cli.js'
 import { auth, startSandbox } from '../support/sandbox-server.js'
 
 /** What a shell that runs `serve` exports: serve's options only, a boolean written as containers write it. */
@@ -199,6 +199,13 @@ describe('an option set by a PETSTORE_SANDBOX_* variable to a value its command 
   it('names the variable in verify, whose usage errors exit 2', async () => {
     const run = await runCliHere(['verify', 'http://127.0.0.1:9/v1', '--api-key', 'k'], { PETSTORE_SANDBOX_TIMEOUT: 'soon' })
     expect(expectOneLine(run, 2)).toBe('petstore-sandbox: PETSTORE_SANDBOX_TIMEOUT (--timeout) must be an integer from 1 to 600000, got "soon"\n')
+  })
+
+  it('takes a request timeout shorter than the default headers timeout on its own, the headers timeout then as short (new-user trial)', async () => {
+    const run = runCli(['serve', '--port', '0', '--request-timeout', '2000'])
+    await run.waitFor('is running')
+    // Before: refused, "--headers-timeout must not be greater than --request-timeout", for a default the user never set.
+    expect(run.stdout()).toContain('headers within 2000 ms, requests within 2000 ms')
   })
 
   it('names only the flag when a flag set the value, whatever the variable holds', async () => {

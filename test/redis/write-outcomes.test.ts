@@ -463,6 +463,22 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     expect(await storage.create(tenantId('partner'), { name: 'after the step' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after the step' })
   })
 
+  it.runIf(clockShim() !== undefined)('keeps refusing a write declared not applied when Redis’s clock jumps forward past the record’s time and back (attack15 U1)', async () => {
+    const { storage, flood, step } = await steppedRedis()
+    const keys = storage.keys(tenantId('partner'))
+    const sent = await storage.link.redisNow()
+    const held = operationId(sent, sent + 30_000)
+    await expect(settleOutcome(storage.link, keys, held, new StorageUnavailableError('no reply'), 'a create')).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
+    // A wrong jump forward, past the two minutes the record keeps an entry: the next write drops the void as old.
+    step(200_000)
+    await storage.link.readClockAgain(keys.outcomes)
+    await flood(0, 20)
+    step(0)
+    const late = redisScript(`${replayOutcome('KEYS[1]', 1, 2)}\nreturn 'applied'`)
+    // Before: applied, its void dropped unmarked, neither its age nor its deadline late by the clock put back.
+    await expect(storage.link.script(late, [keys.outcomes], [held, keys.outcomeMs])).rejects.toMatchObject({ message: 'LATE' })
+  })
+
   it.runIf(clockShim() !== undefined)('takes writes again within seconds when Redis’s clock steps back 10 minutes just after a flood filled the shared outcome record (attack9 R1)', async () => {
     const { redis, storage, flood, step } = await steppedRedis()
     // Other keys' journal clears past what the record keeps: it trims by its cap, and marks the newest trimmed.
