@@ -101,34 +101,44 @@ class ConnectionShares {
 
   /**
    * The connection to end for a new one when every place up to Node's hard limit (cap + reserve)
-   * is taken, or undefined when none may be: the first found of one that has sent no request for
-   * {@link SILENT_MS} since it connected (the oldest: a client that connects and sends nothing; a
-   * younger one may be a partner whose request is on its way), an idle one (no request in flight), one
-   * waiting out a delay, one whose request body is still arriving (of the key holding the most,
-   * the one arriving longest). Never a request running nor an answer being read.
+   * is taken, or undefined when none may be. The first found, in this order, of: one that has sent
+   * no request for {@link SILENT_MS} since it connected (the oldest: a client that connects and
+   * sends nothing); of a key that is none (no accepted key) or beyond its share, an idle one (no
+   * request in flight), one waiting out a delay, one whose request body is still arriving (of the
+   * key holding the most, the one arriving longest); then one that has sent nothing yet, however
+   * young (the oldest: a partner's whose request is on its way is the youngest); then of any key,
+   * an idle one, a delay, a body arriving. Never a request running nor an answer being read.
    * @note Node refused every new connection past the hard limit before reading it: cap + reserve
    * connections that sent nothing for the headers timeout, renewed, or (with `--any-key`) slow
    * bodies under as many keys, kept every partner and the health probe out (attack11 K3, C5).
+   * @note A partner's idle keep-alive connection came before a silent connection younger than a
+   * second: a flood reopening its connections within the second reset partners' connections and
+   * kept the health probe out (attack14 D1).
    */
   door(all: Iterable<Connection>): Connection | undefined {
     const now = monotonicNow()
-    let idle: Connection | undefined
-    let delayed: Connection | undefined
-    let receiving: Connection | undefined
+    const share = this.share()
+    // [idle, delayed, receiving], of keys none or beyond their share, then of any key.
+    const expendable: (Connection | undefined)[] = [undefined, undefined, undefined]
+    const any: (Connection | undefined)[] = [undefined, undefined, undefined]
+    let young: Connection | undefined
     for (const connection of all) {
       if (connection.socket.destroyed) continue
       if (connection.request === undefined) {
-        // Oldest first: once one is too young, all after it are.
+        // Oldest first: the first silent one found is the oldest.
         if (now - connection.openedAt >= SILENT_MS) return connection
+        young ??= connection
         continue
       }
-      if (idle === undefined && connection.inFlight === 0 && connection.cut === undefined) idle = connection
-      else if (delayed === undefined && connection.cut !== undefined) delayed = connection
-      else if (connection.inFlight > 0 && connection.request.complete === false && connection.cut === undefined) {
-        if (receiving === undefined || this.#weight(connection) > this.#weight(receiving) || (this.#weight(connection) === this.#weight(receiving) && connection.requestAt < receiving.requestAt)) receiving = connection
+      const kind = connection.cut !== undefined ? 1 : connection.inFlight === 0 ? 0 : connection.request.complete === false ? 2 : -1
+      if (kind === -1) continue
+      const over = connection.key === undefined || connection.key === '' || this.held(connection.key) > share
+      for (const found of over ? [expendable, any] : [any]) {
+        const held = found[kind]
+        if (held === undefined || (kind === 2 && (this.#weight(connection) > this.#weight(held) || (this.#weight(connection) === this.#weight(held) && connection.requestAt < held.requestAt)))) found[kind] = connection
       }
     }
-    return idle ?? delayed ?? receiving
+    return expendable.find((connection) => connection !== undefined) ?? young ?? any.find((connection) => connection !== undefined)
   }
 
   /** How many connections the key of `connection` holds. */

@@ -798,6 +798,47 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of crowd) socket.destroy()
   })
 
+  it('ends the oldest of connections that sent nothing, however young, before a partner’s idle keep-alive connection or the newcomer (attack14 D1)', async () => {
+    const { origin } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
+    /** Sends one request on `socket` and resolves its status once its whole answer (by Content-Length) came; 0 when the socket ends first, -1 after 5 s. */
+    const ask = (socket: Socket, head: string) =>
+      new Promise<number>((resolve) => {
+        setTimeout(() => resolve(-1), 5000).unref()
+        let text = ''
+        const onData = (chunk: Buffer) => {
+          text += chunk.toString('latin1')
+          const end = text.indexOf('\r\n\r\n')
+          const length = /content-length: (\d+)/i.exec(text)
+          if (end !== -1 && length !== null && text.length >= end + 4 + Number(length[1])) {
+            socket.off('data', onData)
+            resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0))
+          }
+        }
+        socket.on('data', onData)
+        socket.once('close', () => resolve(0))
+        socket.write(head)
+      })
+    const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
+    const kept = await openSocket(origin)
+    kept.on('error', () => undefined)
+    expect(await ask(kept, list)).toBe(200)
+    // Silent connections up to the hard limit, all younger than a second (a flood reopening them within it).
+    const silent: Socket[] = []
+    for (let i = 0; i < 4 + CONNECTION_RESERVE - 1; i++) {
+      const socket = await openSocket(origin)
+      socket.on('error', () => undefined)
+      silent.push(socket)
+    }
+    const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
+    expect(health.status).toBe(200)
+    const fresh = await exchange(origin, [list.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')], { end: false })
+    expect(fresh.status).toBe(200)
+    // Before: the partner's idle keep-alive connection was closed for the newcomers (its next request reset).
+    expect(await ask(kept, list)).toBe(200)
+    kept.destroy()
+    for (const socket of silent) socket.destroy()
+  })
+
   it('lets a partner in while cap + reserve keys (--any-key) each send a body slowly, resetting the body arriving longest (attack11 K3)', async () => {
     const { origin, fetch } = await startSandbox({ anyKey: true, maxConnections: 4, requestTimeoutMs: 8000, headersTimeoutMs: 3000 })
     const slow: Socket[] = []
