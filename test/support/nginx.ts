@@ -45,6 +45,9 @@ http {
   upstream sandbox {
 ${upstreams.map((upstream) => `    server 127.0.0.1:${upstream};`).join('\n')}
     keepalive 64;
+    # Below the replicas' own idle timeout (Node's 5 s), as docs/replicas.md says: else nginx may reuse
+    # a connection the replica is closing, and a POST on it is answered 502 (seen once in CI).
+    keepalive_timeout 4s;
   }
   server {
     listen 127.0.0.1:${port};
