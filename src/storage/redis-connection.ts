@@ -976,6 +976,10 @@ export class RedisLink {
     if (error instanceof RequestTimeUp) return error
     if (error instanceof StorageUnavailableError) return error
     const detail = `${this.#display(server)}: ${messageOf(error)}`
+    // @note A slot being moved (TRYAGAIN: a script's keys half on each master) is Redis answering,
+    // healthy: refused, the master not marked failing. Each one flapped the log failing/recovered
+    // and made its policy read again: 275 pairs of lines and 700 CONFIG GETs a second (attack15 L1).
+    if (error instanceof ErrorReplied && messageOf(error).startsWith('TRYAGAIN')) return new StorageUnavailableError(detail, { cause: error })
     const now = monotonicNow()
     // Whatever answers next may be another Redis, or this one restarted with another policy; on a
     // cluster, the client as a whole failing may have met any master.

@@ -217,6 +217,8 @@ export function operationId(sent: number, deadline?: number): string {
 /** A recorded write about to be sent: its operation id, and when ({@link monotonicNow}) it is answered at the latest, unsettled or not. */
 export interface RecordedOperation {
   readonly op: string
+  /** When ({@link monotonicNow}) its send time was estimated. */
+  readonly made: number
   /** Its settle asks until then, and its answer never comes before it: the moment its deadline stands for. */
   readonly until: number
 }
@@ -228,9 +230,10 @@ export interface RecordedOperation {
  * before the true one ({@link RedisLink.redisNow}: its reading's answer time and the clocks' drift).
  */
 export async function newOperation(link: RedisLink, key: string): Promise<RecordedOperation> {
-  const sent = await link.redisNow(undefined, key)
+  const made = monotonicNow()
+  const sent = await link.redisNow(made, key)
   const until = link.requestDeadline() ?? monotonicNow() + link.commandTimeoutMs * (1 + SETTLE_ROUNDS)
-  return { op: operationId(sent, await link.redisNow(until, key)), until }
+  return { op: operationId(sent, await link.redisNow(until, key)), until, made }
 }
 
 /**
@@ -242,12 +245,13 @@ export async function newOperation(link: RedisLink, key: string): Promise<Record
  */
 export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[]): Promise<unknown> {
   for (let attempt = 0; ; attempt++) {
-    const { op, until } = await newOperation(link, scriptKeys[0]!)
+    const operation = await newOperation(link, scriptKeys[0]!)
+    const { op, until } = operation
     try {
       return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
-      if (error instanceof RedisScriptRefusal && error.message === 'LATE' && attempt === 0 && (await timedByAnotherClock(link, scriptKeys[0]!, op))) continue
+      if (error instanceof RedisScriptRefusal && error.message === 'LATE' && attempt === 0 && (await timedByAnotherClock(link, scriptKeys[0]!, operation))) continue
       if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
       if (!(error instanceof RedisOutcomeUnknown)) throw error
       return settleOutcome(link, keys, op, error, what, until)
@@ -261,11 +265,18 @@ export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: st
  * stepped back (attack9 R4). Such a write was never applied; it is sent again once, timed anew.
  * Reads the master's clock again (a round trip) unless the slot is known to have moved.
  */
-export async function timedByAnotherClock(link: RedisLink, key: string, op: string): Promise<boolean> {
+export async function timedByAnotherClock(link: RedisLink, key: string, operation: RecordedOperation): Promise<boolean> {
   if (link.clockMoved(key)) return true
-  const sent = Number(/^(\d+):/.exec(op)?.[1] ?? Number.NaN)
-  return Number.isFinite(sent) && sent > (await link.readClockAgain(key))
+  const sent = Number(/^(\d+):/.exec(operation.op)?.[1] ?? Number.NaN)
+  if (!Number.isFinite(sent)) return false
+  const now = await link.readClockAgain(key)
+  // Where Redis's clock would be had it run as the reading that timed the write said: a clock that
+  // jumped (forward too: attack15 N1, a second or two of writes refused late) is not there.
+  return sent > now || Math.abs(now - (sent + monotonicNow() - operation.made)) > CLOCK_JUMP_MS
 }
+
+/** A clock found this far (ms) from where the reading that timed a write put it has jumped: {@link timedByAnotherClock}. */
+const CLOCK_JUMP_MS = 1000
 
 /**
  * Finds out what became of write `op`, sent and never answered, by `until` (its

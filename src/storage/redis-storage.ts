@@ -794,7 +794,8 @@ export class RedisStorage implements TenantStorage {
     const category = input.description === undefined ? { name: input.name } : { name: input.name, description: input.description }
     const rest = `,${JSON.stringify(category).slice(1)}`
     // The time it is sent at, at most: a resend after NOSEED carries the first one's (earlier: safe), and its deadline.
-    let { op, until } = await newOperation(this.link, keys.meta)
+    let operation = await newOperation(this.link, keys.meta)
+    let { op, until } = operation
     let moved = false
     for (let attempt = 0; ; attempt++) {
       try {
@@ -819,9 +820,10 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         if (error.message === 'LATE') {
           // Once, when timed by another clock (attack13 T3, T4; attack9 R4): late, so never applied; sent again, timed anew.
-          if (moved || !(await timedByAnotherClock(this.link, keys.meta, op))) throw lateWrite(`create ${op} of tenant ${id}`, op)
+          if (moved || !(await timedByAnotherClock(this.link, keys.meta, operation))) throw lateWrite(`create ${op} of tenant ${id}`, op)
           moved = true
-          ;({ op, until } = await newOperation(this.link, keys.meta))
+          operation = await newOperation(this.link, keys.meta)
+          ;({ op, until } = operation)
           continue
         }
         // NOSEED: the tenant's first write. Its seed goes in (unless another replica's just did).

@@ -479,6 +479,39 @@ describe.runIf(REQUIRE_REDIS)('time on Redis', () => {
     await expect(storage.link.script(late, [keys.outcomes], [held, keys.outcomeMs])).rejects.toMatchObject({ message: 'LATE' })
   })
 
+  it.runIf(clockShim() !== undefined)('answers a create 201 right after Redis’s clock jumps a minute forward, timing it anew (attack15 N1)', async () => {
+    const { storage, step } = await steppedRedis()
+    expect(await storage.create(tenantId('partner'), { name: 'before the jump' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'before the jump' })
+    step(60_000)
+    // Before: refused late (503) for a second or two, its deadline estimated by the reading kept from before the jump.
+    expect(await storage.create(tenantId('partner'), { name: 'after the jump' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after the jump' })
+  })
+
+  it('refuses a tenant’s writes while its slot is half moved (TRYAGAIN) without saying its master fails, and serves them once moved (attack15 L1)', async () => {
+    const cluster = await startRedisCluster()
+    const warnings: string[] = []
+    const storage = await openRedisStorage({ url: cluster.url, seed: NO_SEED, warn: (line) => warnings.push(line) })
+    onTestFinished(() => storage.close())
+    const tenant = 'moving'
+    expect(await storage.create(tenant, { name: 'before' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'before' })
+    const meta = storage.keys(tenant).meta
+    const from = await cluster.masterOf(meta)
+    const source = cluster.nodes.find((node) => node.port === from)!
+    const target = cluster.nodes.find((node) => node.port !== from)!
+    const slot = (await source.cli('CLUSTER', 'KEYSLOT', meta)).trim()
+    const [sourceId, targetId] = await Promise.all([source, target].map(async (node) => (await node.cli('CLUSTER', 'MYID')).trim()))
+    await target.cli('CLUSTER', 'SETSLOT', slot, 'IMPORTING', sourceId!)
+    await source.cli('CLUSTER', 'SETSLOT', slot, 'MIGRATING', targetId!)
+    // One of the tenant's keys moved, the others not: its scripts get TRYAGAIN.
+    await source.cli('MIGRATE', '127.0.0.1', String(target.port), '', '0', '5000', 'KEYS', meta)
+    const statuses = await Promise.all(Array.from({ length: 10 }, (_, i) => storage.create(tenant, { name: `during ${i}` }, Number.POSITIVE_INFINITY).then(() => 'created', (error: unknown) => (error as Error).message)))
+    expect(statuses.every((status) => status.includes('TRYAGAIN')), statuses.join('\n')).toBe(true)
+    // Before: each TRYAGAIN said the master failed, and the next answer that it recovered.
+    expect(warnings.filter((line) => line.startsWith('storage failing'))).toEqual([])
+    await cluster.moveSlot(meta, target.port)
+    expect(await storage.create(tenant, { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' })
+  })
+
   it.runIf(clockShim() !== undefined)('takes writes again within seconds when Redis’s clock steps back 10 minutes just after a flood filled the shared outcome record (attack9 R1)', async () => {
     const { redis, storage, flood, step } = await steppedRedis()
     // Other keys' journal clears past what the record keeps: it trims by its cap, and marks the newest trimmed.
