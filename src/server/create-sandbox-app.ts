@@ -164,6 +164,7 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
     createSandboxServer(listener, limits, `${ADMIN_BASE_PATH}/health`, {
       accepts: accepted === undefined ? undefined : (token) => accepted.has(token),
       pastCap: isPreflight,
+      warn,
       // With the CORS headers every answer has: a browser script can read the refusal (503, Retry-After).
       stamp: (req, res) => {
         context.stamp(req, res)

@@ -4,6 +4,7 @@
  * listens; this builds the server the CLI (or a test) binds.
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
+import { readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { answerClientErrors, stampPlainly, type RefusalHooks } from './client-errors.js'
 import { sendError } from '../node-bridge/http-errors.js'
@@ -237,12 +238,41 @@ export interface SandboxServerHooks extends RefusalHooks {
    * @default none
    */
   readonly pastCap?: ((req: IncomingMessage) => boolean) | undefined
+  /** Told once, at creation, when the process may open fewer files than cap + reserve connections need. @default none */
+  readonly warn?: ((message: string) => void) | undefined
+  /** The process's limit on open files (`ulimit -n`), for the hard limit. @default read from /proc/self/limits (Linux), else none */
+  readonly openFileLimit?: number | undefined
+}
+
+/** Descriptors kept for what is not a client connection (the listener, the store's files, logs, Redis). */
+const FILE_HEADROOM = 64
+
+/** The soft limit on open files of this process (`ulimit -n`), from /proc/self/limits; undefined where it cannot be read or is unlimited. */
+function readOpenFileLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
+    return line === null ? undefined : Number(line[1])
+  } catch {
+    return undefined
+  }
 }
 
 /** Builds (does not start) the HTTP server for `listener`; `healthPath` is answered even over the cap. */
 export function createSandboxServer(listener: RequestListener, limits: ServerLimits, healthPath: string, hooks: SandboxServerHooks = {}): Server {
   let open = 0
-  const shares = new ConnectionShares(limits.maxConnections)
+  // @note Within the files the process may open: under a low `ulimit -n` accept() failed (EMFILE)
+  // long before cap + reserve, so the door never opened and silent connections kept everyone out
+  // (attack14 D2).
+  const files = hooks.openFileLimit ?? readOpenFileLimit()
+  let cap = limits.maxConnections
+  let hardLimit = limits.maxConnections + CONNECTION_RESERVE
+  if (files !== undefined && files - FILE_HEADROOM < hardLimit) {
+    hardLimit = Math.max(2, files - FILE_HEADROOM)
+    // The cap below it, keeping a fifth as the reserve is kept above the cap.
+    cap = Math.min(cap, hardLimit - Math.max(1, Math.floor(hardLimit / 5)))
+    hooks.warn?.(`the process may open ${files} files (ulimit -n): it serves ${cap} connections (${hardLimit} open at most), not ${limits.maxConnections} + ${CONNECTION_RESERVE}; raise the limit (ulimit -n ${limits.maxConnections + CONNECTION_RESERVE + FILE_HEADROOM}) or lower --max-connections`)
+  }
+  const shares = new ConnectionShares(cap)
   const connections = new WeakMap<Socket, Connection>()
   const server = createServer(
     {
@@ -264,13 +294,13 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       // reserve) still bounds the connections.
       // @note A browser partner's preflights carry no key: refused with the anonymous crowd's
       // requests past the cap, its app's every fetch failed as a CORS error (attack12 K4).
-      if (open > limits.maxConnections && (req.url ?? '').split('?', 1)[0] !== healthPath && hooks.pastCap?.(req) !== true) {
+      if (open > cap && (req.url ?? '').split('?', 1)[0] !== healthPath && hooks.pastCap?.(req) !== true) {
         if (shares.held(key) > shares.share() && !shares.closeIdle(key, connection)) {
           if (connection !== undefined) shares.remove(connection)
           ;(hooks.stamp ?? stampPlainly)(req, res)
           res.setHeader('Retry-After', '1')
           res.setHeader('Connection', 'close')
-          sendError(res, 'over_capacity', { reason: `more than ${limits.maxConnections} connections are open`, retryAfter: 1 })
+          sendError(res, 'over_capacity', { reason: `more than ${cap} connections are open`, retryAfter: 1 })
           return
         }
         if (shares.held(key) <= shares.share()) shares.makeRoom(key)
@@ -301,10 +331,10 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   /** Every open connection, the oldest first. */
   const all = new Set<Connection>()
   server.on('connection', (socket: Socket) => {
-    // @note The hard limit (cap + reserve) keeps the process within its file descriptors however
-    // many sockets clients open: past it, a new connection takes the place of one that costs its
-    // client least (see ConnectionShares.door), or is closed at once when none may be ended.
-    if (all.size >= limits.maxConnections + CONNECTION_RESERVE) {
+    // @note The hard limit (cap + reserve, within the open-file limit) keeps the process within its
+    // file descriptors however many sockets clients open: past it, a new connection takes the place
+    // of one that costs its client least (see ConnectionShares.door), or is closed at once when none may be ended.
+    if (all.size >= hardLimit) {
       const ended = shares.door(all)
       if (ended === undefined) {
         socket.destroy()

@@ -4,10 +4,13 @@
  * others meanwhile. Timeouts are configured short so the tests are quick; each asserts the cut
  * happens near the configured time, not at Node's 30 s check interval.
  */
-import type { Socket } from 'node:net'
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { connect, type Socket } from 'node:net'
+import { fileURLToPath } from 'node:url'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import fc from 'fast-check'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/contract/limits.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/storage/tenant.js'
@@ -18,6 +21,8 @@ import { CONNECTION_RESERVE } from '../../src/server/http-server.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
+import { CLI_BINARY } from '../support/sandbox-cli.js'
+import { freePort } from '../support/redis-server.js'
 
 /** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
 failOnUnhandledRejections()
@@ -836,6 +841,32 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     // Before: the partner's idle keep-alive connection was closed for the newcomers (its next request reset).
     expect(await ask(kept, list)).toBe(200)
     kept.destroy()
+    for (const socket of silent) socket.destroy()
+  })
+
+  it.runIf(existsSync('/usr/bin/prlimit'))('keeps its door within a low open-file limit (ulimit -n 200), saying so at start, so that silent connections never keep health out (attack14 D2)', async () => {
+    const port = await freePort()
+    const child = spawn('/usr/bin/prlimit', ['--nofile=200:200', process.execPath, CLI_BINARY, 'serve', '--port', String(port), '--api-key', 'partner', '--quiet'], { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
+    onTestFinished(() => {
+      child.kill('SIGKILL')
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    await vi.waitFor(() => expect(stdout).toContain('is running'), { timeout: 30_000, interval: 100 })
+    expect(stderr).toContain('the process may open 200 files (ulimit -n)')
+    const origin = `http://127.0.0.1:${port}`
+    const silent: Socket[] = []
+    for (let i = 0; i < 300; i++) {
+      const socket = connect(port, '127.0.0.1')
+      socket.on('error', () => undefined)
+      silent.push(socket)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    // Before: accept() failed (EMFILE) from about 190 connections, long before the door at 1,256: every new connection closed.
+    const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
+    expect(health.status).toBe(200)
     for (const socket of silent) socket.destroy()
   })
 
