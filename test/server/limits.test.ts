@@ -308,6 +308,34 @@ describe('the memory budget across tenants', () => {
   })
 })
 
+describe('the heap’s figure and its garbage (attack14 M1)', () => {
+  it('collects garbage before refusing on the heap’s figure, so that answers let go keep nobody refused; live memory still refuses', () => {
+    let used = 95
+    let live = 95
+    let collections = 0
+    const budget = new MemoryBudget({
+      budgetBytes: 1e12,
+      heldBytes: () => 0,
+      heap: () => ({ used_heap_size: used, heap_size_limit: 100 }),
+      collect: () => {
+        collections++
+        used = live
+      },
+    })
+    // All garbage: one collection, and the work is let through. Before: refused for as long as nothing allocated.
+    live = 30
+    expect(budget.refusal('grow')).toBeUndefined()
+    expect(budget.refusal('read')).toBeUndefined()
+    expect(collections).toBe(1)
+    const full = new MemoryBudget({ budgetBytes: 1e12, heldBytes: () => 0, heap: () => ({ used_heap_size: 95, heap_size_limit: 100 }), collect: () => collections++ })
+    collections = 0
+    expect(full.refusal('grow')).toMatch(/memory limit/)
+    // Not collected again within COLLECT_INTERVAL_MS, however often it is asked.
+    for (let i = 0; i < 5; i++) expect(full.refusal('read')).toMatch(/memory limit/)
+    expect(collections).toBe(1)
+  })
+})
+
 describe('long reads, each tenant within its share (issue 20 G4)', () => {
   const KIB = 1024
   /** A budget of 1,000 KiB with tenants holding nothing; reads above SMALL_READ_BYTES are counted. */
