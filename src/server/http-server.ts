@@ -20,7 +20,8 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 export const DEFAULT_MAX_CONNECTIONS = 1000
 /**
  * Connections accepted past the cap, so that a health check can still get in and others learn
- * why they are refused; past cap + reserve, Node closes new connections at once.
+ * why they are refused; past cap + reserve, a new connection takes the place of one that costs its
+ * client least, or is closed at once (`ConnectionShares.door`).
  */
 export const CONNECTION_RESERVE = 256
 

@@ -216,6 +216,11 @@ export function keySlot(key: string): number {
   return crc & 16383
 }
 
+/** A key's hash tag (`{tenant}`: a tenant's keys share one), or the key when it has none: what {@link RedisLink}'s clock readings are kept by. */
+function hashTag(key: string): string {
+  return /\{[^}]*\}/.exec(key)?.[0] ?? key
+}
+
 /**
  * A client (standalone or cluster) still failing this long is replaced by a new one.
  * @note Seen in the cluster master-loss test under load: after a master came back, node-redis's
@@ -639,7 +644,7 @@ export class RedisLink {
    * (attack9 R5: 35 s off, a third of the tenants locked out).
    */
   async #tagClock(key: string): Promise<{ offset: number; at: number }> {
-    const tag = /\{[^}]*\}/.exec(key)?.[0] ?? key
+    const tag = hashTag(key)
     const kept = this.#tagClocks.get(tag)
     const master = this.#connection.serverOf(key)
     // @note Read again once the tag's slot has moved to another master (a reshard, a failover):
@@ -696,7 +701,7 @@ export class RedisLink {
    * late may be sent again with new ones (a late write is never applied).
    */
   clockMoved(key: string): boolean {
-    const kept = this.#tagClocks.get(/\{[^}]*\}/.exec(key)?.[0] ?? key)
+    const kept = this.#tagClocks.get(hashTag(key))
     return this.cluster && kept !== undefined && kept.server !== this.#connection.serverOf(key)
   }
 
@@ -707,7 +712,7 @@ export class RedisLink {
    * writes it timed were sent later than Redis's time and refused as late until it aged out.
    */
   async readClockAgain(key: string): Promise<number> {
-    if (this.cluster) this.#tagClocks.delete(/\{[^}]*\}/.exec(key)?.[0] ?? key)
+    if (this.cluster) this.#tagClocks.delete(hashTag(key))
     else await this.#readClock(true)
     return this.redisNow(undefined, key)
   }

@@ -251,8 +251,10 @@ export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: st
       return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
-      if (error instanceof RedisScriptRefusal && error.message === 'LATE' && attempt === 0 && (await timedByAnotherClock(link, scriptKeys[0]!, operation))) continue
-      if (error instanceof RedisScriptRefusal && error.message === 'LATE') throw lateWrite(what, op)
+      if (error instanceof RedisScriptRefusal && error.message === 'LATE') {
+        if (attempt === 0 && (await timedByAnotherClock(link, scriptKeys[0]!, operation))) continue
+        throw lateWrite(what, op)
+      }
       if (!(error instanceof RedisOutcomeUnknown)) throw error
       return settleOutcome(link, keys, op, error, what, until)
     }
