@@ -44,6 +44,7 @@ export function serveOptions(cli: Argv) {
     .option('durability', { choices: DURABILITIES, coerce: oneOf('durability', DURABILITIES), default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
+    .option('redis-allow-failover-loss', { type: 'boolean', default: false, describe: "With --redis-url: answer a write once its master has it, not waiting for a replica (a failover to a replica behind loses writes answered 201); without it, a master's replicas online confirm each write" })
     .option('workers', { ...workersOption(), default: 1, describe: 'Processes serving the port: a number, or auto for one per core (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { ...integerOption('tenant-ttl-days', 0, 36_500), default: DEFAULT_TENANT_TTL_DAYS, describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { ...integerOption('name-max-length', 1, 1_000_000), default: DEFAULT_NAME_MAX_LENGTH, describe: 'Longest category name accepted, in characters (400 beyond)' })
@@ -142,6 +143,7 @@ const SANDBOX_OPTION_FLAGS = {
   dataDir: 'data-dir',
   redisUrl: 'redis-url',
   redisAllowEviction: 'redis-allow-eviction',
+  redisAllowFailoverLoss: 'redis-allow-failover-loss',
   tenantTtlDays: 'tenant-ttl-days',
   durability: 'durability',
   nameMaxLength: 'name-max-length',

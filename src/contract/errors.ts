@@ -118,7 +118,7 @@ export const ERROR_TABLE = {
   write_outcome_unknown: {
     status: 503,
     message: 'The write may or may not have been applied: the storage did not confirm it in time; list the resource to check before retrying',
-    when: 'With `--redis-url`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request\'s time whether it was applied; with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); `Retry-After` says when to check',
+    when: 'With `--redis-url`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request\'s time whether it was applied, or its master has replicas and none confirmed it in time (applied on the master; a failover would lose it); with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); `Retry-After` says when to check',
   },
   tenant_capacity: {
     status: 503,

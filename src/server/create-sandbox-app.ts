@@ -237,6 +237,7 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
         journalBytes: settings.journalBytes,
         unreachableAtStart: settings.redisUnreachableAtStart,
         allowEviction: settings.redisAllowEviction,
+        allowFailoverLoss: settings.redisAllowFailoverLoss,
         storedBytesBudget: storeBudget,
       })
     : settings.dataDir === undefined

@@ -108,6 +108,15 @@ export interface SandboxAppOptions {
    */
   redisAllowEviction?: boolean
   /**
+   * With {@link redisUrl}: answer a write (create, switch, reset, journal clear, planned answer) once its Redis master has it, without
+   * waiting for one of the master's replicas to confirm it. A failover to a replica that lagged then
+   * loses writes answered as applied and hands their ids out again. Without it, where a master has
+   * replicas online, such a write is answered once one of them has it, and `503
+   * write_outcome_unknown` when none does within the request's time.
+   * @default false
+   */
+  redisAllowFailoverLoss?: boolean
+  /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
    * flood of keys leaves behind.
@@ -253,6 +262,7 @@ const Options = z
     redisPrefix: z.string().optional(),
     redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
     redisAllowEviction: z.boolean().default(false),
+    redisAllowFailoverLoss: z.boolean().default(false),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -312,6 +322,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisPrefix: 'a key prefix (petstore-sandbox)',
   redisUnreachableAtStart: `'refuse' or 'serve'`,
   redisAllowEviction: 'true or false',
+  redisAllowFailoverLoss: 'true or false',
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',

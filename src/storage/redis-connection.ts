@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto'
 import type * as Redis from 'redis'
 import type { RedisClientOptions } from 'redis'
 import { monotonicNow } from '../core/clock.js'
-import { StorageUnavailableError } from './storage.js'
+import { StorageUnavailableError, WriteOutcomeUnknownError } from './storage.js'
 import { PetstoreError } from '../core/petstore-error.js'
 
 /** @default 2000 ms: a command not answered by then fails (the request answers 503), never hangs. */
@@ -96,6 +96,18 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
  * the background as often, so a policy changed on a running Redis is refused within about as long.
  */
 export const EVICTION_RECHECK_MS = 1000
+
+/**
+ * How often (ms) a master's replicas are counted again (`INFO replication`, in the background) while
+ * its tenants write: a replica attached or gone is waited for, or no longer, within about this long.
+ */
+const REPLICAS_READ_MS = 1000
+/**
+ * The longest (ms) one `WAIT` blocks the connection it is sent on: a replica that does not confirm
+ * holds the master's other commands on this connection at most this long at a time (they go
+ * between one `WAIT` and the next); a write is waited for by as many as its request's time allows.
+ */
+const REPLICA_WAIT_SLICE_MS = 250
 
 /** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
 const CLOCK_READ_MS = 1000
@@ -261,6 +273,15 @@ export interface RedisLinkOptions {
    * @default false
    */
   readonly allowEviction?: boolean | undefined
+  /**
+   * Answer a write once its master has it, without waiting for one of its replicas to confirm it:
+   * a failover to a replica that lagged then loses writes answered as applied (and hands their ids
+   * out again). Without it, where a master has replicas online, a create, switch or reset is
+   * answered once one of them has it (`WAIT 1`), and `503 write_outcome_unknown` when none
+   * confirms within the request's time (see {@link RedisLink.script}).
+   * @default false
+   */
+  readonly allowFailoverLoss?: boolean | undefined
 }
 
 /**
@@ -363,6 +384,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     renewOn: target.mode === 'cluster' ? 'any' : 'unanswered',
     commandTimeoutMs: timeout,
     allowEviction: options.allowEviction,
+    allowFailoverLoss: options.allowFailoverLoss,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -480,6 +502,70 @@ interface Server {
   evicting: string | undefined
   /** It answers again after failing, and its policy has not been read since (the log says which it is). */
   recoveredUnchecked: boolean
+  /** How many replicas it had online when last counted (see {@link RedisLink.script}'s `confirm`), undefined before. */
+  replicas: number | undefined
+  /** When its replicas were last counted (monotonic ms). */
+  replicasReadAt: number
+  /** The count in flight. */
+  replicasReading: Promise<void> | undefined
+  /** Why writes to it are answered unknown: no replica confirmed one in time (said once; health is degraded until one does). */
+  behind: string | undefined
+}
+
+/**
+ * The writes waiting for a replica of one master to confirm them on one connection: one `WAIT 1`
+ * at a time covers every write whose reply came before it was sent (Redis counts a client's writes
+ * up to its last one), so a burst of writes costs one round trip to the replica, not one each.
+ * @note WAIT counts the writes sent on its own connection: it must follow the write on the
+ * connection the write went on (a fresh connection's WAIT would confirm at once, wrongly).
+ */
+class ReplicaConfirmation {
+  readonly #wait: (ms: number) => Promise<number>
+  #inFlight = false
+  #waiting: { readonly until: number; readonly resolve: (confirmed: boolean) => void }[] = []
+
+  constructor(wait: (ms: number) => Promise<number>) {
+    this.#wait = wait
+  }
+
+  /** Whether a replica confirms the writes sent so far on this connection by `until` (monotonic ms). */
+  confirm(until: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      this.#waiting.push({ until, resolve })
+      this.#next()
+    })
+  }
+
+  #next(): void {
+    if (this.#inFlight || this.#waiting.length === 0) return
+    const now = monotonicNow()
+    const group = this.#waiting.filter((waiter) => waiter.until > now)
+    for (const waiter of this.#waiting) if (waiter.until <= now) waiter.resolve(false)
+    this.#waiting = []
+    if (group.length === 0) return
+    // WAIT 0 would block for good: at least 1 ms.
+    const ms = Math.max(1, Math.min(REPLICA_WAIT_SLICE_MS, Math.ceil(Math.max(...group.map((waiter) => waiter.until)) - now)))
+    this.#inFlight = true
+    this.#wait(ms).then(
+      (acknowledged) => {
+        this.#inFlight = false
+        const now = monotonicNow()
+        for (const waiter of group) {
+          if (acknowledged >= 1) waiter.resolve(true)
+          else if (waiter.until <= now) waiter.resolve(false)
+          // Not yet: the next WAIT covers it too (it counts every write sent before it).
+          else this.#waiting.push(waiter)
+        }
+        this.#next()
+      },
+      () => {
+        // Not an answer (the connection failed, an error reply such as a master turned replica): not confirmed.
+        this.#inFlight = false
+        for (const waiter of group) waiter.resolve(false)
+        this.#next()
+      },
+    )
+  }
 }
 
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
@@ -492,6 +578,9 @@ export class RedisLink {
   readonly #renewOn: 'any' | 'unanswered'
   readonly #commandTimeoutMs: number
   readonly #allowEviction: boolean
+  readonly #allowFailoverLoss: boolean
+  /** The writes waiting for a replica's confirmation, by connection and master (see {@link ReplicaConfirmation}). */
+  readonly #confirmations = new WeakMap<Connection, Map<string, ReplicaConfirmation>>()
   #connection: Connection
   /** A fresh client connecting, adopted once connected (see {@link #renew}). */
   #renewing: Connection | undefined
@@ -523,10 +612,11 @@ export class RedisLink {
     target: RedisTarget,
     open: () => Connection,
     warn: (message: string) => void,
-    options: { renewAfterMs?: number | undefined; renewOn?: 'any' | 'unanswered' | undefined; commandTimeoutMs?: number | undefined; allowEviction?: boolean | undefined } = {},
+    options: { renewAfterMs?: number | undefined; renewOn?: 'any' | 'unanswered' | undefined; commandTimeoutMs?: number | undefined; allowEviction?: boolean | undefined; allowFailoverLoss?: boolean | undefined } = {},
   ) {
     this.target = target
     this.#allowEviction = options.allowEviction ?? false
+    this.#allowFailoverLoss = options.allowFailoverLoss ?? false
     this.#open = open
     this.#warn = warn
     this.#renewAfterMs = options.renewAfterMs
@@ -570,9 +660,14 @@ export class RedisLink {
 
   /**
    * Runs a Lua script on `keys` (all of one tenant: one slot). An error the script raised on
-   * purpose comes back as a {@link RedisScriptRefusal} carrying its message.
+   * purpose comes back as a {@link RedisScriptRefusal} carrying its message. With `confirm` (a write
+   * answered as applied), where its master has replicas online, resolves once one of them has it,
+   * and throws a {@link WriteOutcomeUnknownError} when none confirms within the request's time
+   * (applied on the master; a failover now would lose it), unless `allowFailoverLoss`.
+   * @note Redis copies writes to replicas after answering them: a failover to a replica 1.5 s
+   * behind lost 507 creates answered 201 and handed their ids out again (attack15 F1).
    */
-  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean } = {}): Promise<Reply> {
     const server = this.#serverFor(keys[0])
     try {
       await this.#policyRead(server)
@@ -589,14 +684,16 @@ export class RedisLink {
       throw new StorageUnavailableError(`${this.#display(server)}: ${evicting}`)
     }
     const tail = [String(keys.length), ...keys, ...args.map(String)]
+    // The replica's confirmation is asked on the connection the write went on (see ReplicaConfirmation).
+    const connection = this.#connection
     let reply: Reply
     try {
       try {
-        reply = await this.#connection.send(keys[0], ['EVALSHA', script.sha, ...tail], this.#timeLeft())
+        reply = await connection.send(keys[0], ['EVALSHA', script.sha, ...tail], this.#timeLeft())
       } catch (error) {
         if (!messageOf(error).startsWith('NOSCRIPT')) throw error
         // Redis does not know the script yet (first use, or after a restart): send its text once.
-        reply = await this.#connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
+        reply = await connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
       }
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
@@ -608,7 +705,74 @@ export class RedisLink {
       throw new RedisOutcomeUnknown(failure.message, { cause: error })
     }
     this.recovered(server)
+    if (options.confirm) await this.#confirmed(connection, server, keys[0]!)
     return reply
+  }
+
+  /**
+   * Whether writes to `key`'s master must wait for a replica: it has replicas online (counted
+   * again in the background at most every {@link REPLICAS_READ_MS}; the first count is waited for).
+   */
+  async waitsForReplica(key: string): Promise<boolean> {
+    if (this.#allowFailoverLoss) return false
+    const server = this.#serverFor(key)
+    // A command whose master is not known went through the cluster client as a whole: no master to count.
+    if (this.cluster && server.address === '') return false
+    if (server.replicas === undefined) await this.#countReplicas(server).catch(() => undefined)
+    else if (monotonicNow() - server.replicasReadAt >= REPLICAS_READ_MS) this.#countReplicas(server).catch(() => undefined)
+    return (server.replicas ?? 0) > 0
+  }
+
+  /** Counts a server's replicas online (`INFO replication`: a replica still syncing confirms nothing yet). */
+  #countReplicas(server: Server): Promise<void> {
+    server.replicasReading ??= (async () => {
+      try {
+        const info = String(await this.#connection.sendTo(server.address, ['INFO', 'replication'], this.#commandTimeoutMs))
+        server.replicas = info.match(/^slave\d+:.*\bstate=online\b/gm)?.length ?? 0
+        server.replicasReadAt = monotonicNow()
+        if (server.replicas === 0 && server.behind !== undefined) {
+          server.behind = undefined
+          this.#warn(`storage replicas: ${this.#display(server)} has no replica online now; writes are answered once it has them`)
+        }
+      } finally {
+        server.replicasReading = undefined
+      }
+    })()
+    return server.replicasReading
+  }
+
+  /**
+   * Waits until a replica of `server` has the writes sent on `connection` so far, or throws a
+   * {@link WriteOutcomeUnknownError} when none has by the request's deadline.
+   */
+  async #confirmed(connection: Connection, server: Server, key: string): Promise<void> {
+    if (!(await this.waitsForReplica(key))) return
+    // Given up on early enough that the request's journal entry (a command, perhaps behind another WAIT) still has time.
+    const now = monotonicNow()
+    const deadline = this.requestDeadline()
+    const until = deadline === undefined ? now + this.#commandTimeoutMs : deadline - Math.min(2 * REPLICA_WAIT_SLICE_MS, (deadline - now) / 2)
+    if (await this.#confirmation(connection, server).confirm(until)) {
+      if (server.behind !== undefined) this.#warn(`storage replicas: ${this.#display(server)}: a replica confirms writes again`)
+      server.behind = undefined
+      return
+    }
+    const detail = `${this.#display(server)}: no replica confirmed the write within the request's time (a replica behind or stopped)`
+    if (server.behind === undefined) this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
+    server.behind = detail
+    throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`)
+  }
+
+  /** The confirmations waiting on `connection` for `server`, made on first use. */
+  #confirmation(connection: Connection, server: Server): ReplicaConfirmation {
+    let byServer = this.#confirmations.get(connection)
+    if (byServer === undefined) this.#confirmations.set(connection, (byServer = new Map()))
+    let confirmation = byServer.get(server.address)
+    if (confirmation === undefined) {
+      // To the master's own connection (sendTo), whichever slots it serves now.
+      confirmation = new ReplicaConfirmation(async (ms) => Number(await connection.sendTo(server.address, ['WAIT', '1', String(ms)], ms + this.#commandTimeoutMs)))
+      byServer.set(server.address, confirmation)
+    }
+    return confirmation
   }
 
   /**
@@ -776,6 +940,15 @@ export class RedisLink {
       const server = this.#server(address)
       if (server.evicting !== undefined) return { ok: false, detail: `${this.#display(server)}: ${server.evicting}` }
     }
+    // A master whose replicas confirmed no write lately: asked again (its writes so far on this connection).
+    for (const address of this.#connection.servers()) {
+      const server = this.#server(address)
+      if (server.behind === undefined) continue
+      if (await this.#confirmation(this.#connection, server).confirm(monotonicNow() + REPLICA_WAIT_SLICE_MS)) {
+        this.#warn(`storage replicas: ${this.#display(server)}: a replica confirms writes again`)
+        server.behind = undefined
+      } else return { ok: false, detail: server.behind }
+    }
     return { ok: true }
   }
 
@@ -878,7 +1051,21 @@ export class RedisLink {
   #server(address: string): Server {
     let server = this.#servers.get(address)
     if (server === undefined) {
-      server = { address, failing: undefined, failingSince: 0, unansweredSince: undefined, checkDue: true, checking: undefined, checkedAt: Number.NEGATIVE_INFINITY, evicting: undefined, recoveredUnchecked: false }
+      server = {
+        address,
+        failing: undefined,
+        failingSince: 0,
+        unansweredSince: undefined,
+        checkDue: true,
+        checking: undefined,
+        checkedAt: Number.NEGATIVE_INFINITY,
+        evicting: undefined,
+        recoveredUnchecked: false,
+        replicas: undefined,
+        replicasReadAt: Number.NEGATIVE_INFINITY,
+        replicasReading: undefined,
+        behind: undefined,
+      }
       this.#servers.set(address, server)
     }
     return server

@@ -248,7 +248,7 @@ export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: st
     const operation = await newOperation(link, scriptKeys[0]!)
     const { op, until } = operation
     try {
-      return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries))
+      return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries), { confirm: true })
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
       if (error instanceof RedisScriptRefusal && error.message === 'LATE') {
@@ -305,6 +305,10 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
     }
     if (reply === 'void') throw new StorageUnavailableError(`${failure.message} (${what} was not applied)`, { cause: failure })
     if (reply === 'unknown') break
+    // @note Applied on the master, its reply lost: whether a replica has it cannot be asked (Redis's
+    // WAIT counts the writes of its own connection, and this one may be another), so where the
+    // master has replicas the answer says unknown rather than applied (attack15 F1).
+    if (await link.waitsForReplica(keys.outcomes)) throw new WriteOutcomeUnknownError(`${failure.message}; ${what} was applied on the master, and whether a replica has it is unknown`, { cause: failure })
     return reply
   }
   // @note Not before its deadline's moment (the last ms of a request's time): it may land until then.

@@ -75,6 +75,8 @@ export interface RedisStorageOptions {
   readonly unreachableAtStart?: 'refuse' | 'serve' | undefined
   /** Accept a Redis whose `maxmemory-policy` may evict keys (see `RedisLinkOptions.allowEviction`). @default false */
   readonly allowEviction?: boolean | undefined
+  /** Answer writes before a replica confirms them (see `RedisLinkOptions.allowFailoverLoss`). @default false */
+  readonly allowFailoverLoss?: boolean | undefined
   /**
    * What all tenants' data together may hold in Redis, in bytes (categories and saved state, as
    * written: each category's JSON, by the rule every durable store uses, `stored-bytes.ts`),
@@ -481,7 +483,7 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
     options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, for at least ${OUTCOME_RECORD_MS / 1000} s`)
   }
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, unreachableAtStart: options.unreachableAtStart })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, unreachableAtStart: options.unreachableAtStart })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 
@@ -802,7 +804,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries])
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries], { confirm: true })
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`, until)

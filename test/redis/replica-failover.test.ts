@@ -1,0 +1,84 @@
+/**
+ * Issue 20 on Redis with replicas (attack15 F1): Redis copies a write to its replicas after
+ * answering it, so a failover to a replica that lagged lost creates answered 201 and handed their
+ * ids out again. A write is answered as applied once a replica has it; against a real master and
+ * replica, the replica stopped, the master killed and the replica promoted.
+ */
+import { describe, expect, it } from 'vitest'
+import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
+import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** A master and a replica of it, the replica in sync. */
+async function masterAndReplica(): Promise<{ master: RedisServer; replica: RedisServer }> {
+  const master = await startRedis()
+  const replica = await startRedis()
+  await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+  for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+    if (attempt > 100) throw new Error('the replica did not come online')
+    await sleep(50)
+  }
+  return { master, replica }
+}
+
+/** Creates categories named `prefix0`, `prefix1` … one after another for `ms`; what each was answered. */
+async function createFor(sandbox: RunningSandbox, prefix: string, ms: number): Promise<{ name: string; status: number; id?: number; code?: string }[]> {
+  const answers: { name: string; status: number; id?: number; code?: string }[] = []
+  const end = Date.now() + ms
+  for (let index = 0; Date.now() < end; index++) {
+    const name = `${prefix}${index}`
+    const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name }) })
+    const body = (await jsonOf(response)) as { id?: number; code?: string }
+    answers.push({ name, status: response.status, id: body.id, code: body.code })
+  }
+  return answers
+}
+
+/** The partner's categories as the promoted replica holds them (a sandbox started on it). */
+async function promotedList(replica: RedisServer): Promise<{ id: number; name: string }[]> {
+  await replica.cli('REPLICAOF', 'NO', 'ONE')
+  const promoted = await startSandbox({ redisUrl: replica.url, anyKey: true })
+  const response = await promoted.fetch('/v1/categories', { headers: auth('partner') })
+  expect(response.status).toBe(200)
+  return (await jsonOf(response)) as { id: number; name: string }[]
+}
+
+describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)', () => {
+  it('loses no create answered 201: those its replica did not confirm are answered 503 write_outcome_unknown, and their ids are not handed out again', async () => {
+    const { master, replica } = await masterAndReplica()
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    const before = await createFor(sandbox, 'before', 300)
+    replica.signal('SIGSTOP')
+    const during = await createFor(sandbox, 'during', 2500)
+    await master.stop('SIGKILL')
+    replica.signal('SIGCONT')
+    const listed = await promotedList(replica)
+
+    expect(before.length).toBeGreaterThan(0)
+    expect(before.every((answer) => answer.status === 201)).toBe(true)
+    // Every create answered 201 is on the promoted replica, with the id it was answered.
+    const byName = new Map(listed.map((category) => [category.name, category.id]))
+    const answered = [...before, ...during].filter((each) => each.status === 201)
+    expect(answered.filter((answer) => byName.get(answer.name) !== answer.id).map((answer) => answer.name)).toEqual([])
+    // While the replica is stopped nothing is confirmed: no 201, each said unknown.
+    expect(during.length).toBeGreaterThan(0)
+    expect(during.map((answer) => `${answer.status} ${answer.code}`)).toEqual(during.map(() => '503 write_outcome_unknown'))
+    // The promoted replica serves on: its next create gets an id no 201 was answered with.
+    const next = await startSandbox({ redisUrl: replica.url, anyKey: true })
+    const response = await next.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'after' }) })
+    expect(response.status).toBe(201)
+    const { id } = (await jsonOf(response)) as { id: number }
+    expect(before.map((answer) => answer.id)).not.toContain(id)
+  })
+
+  it('answers 201 while the replica lags with --redis-allow-failover-loss (the loss the operator accepted)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, redisAllowFailoverLoss: true })
+    replica.signal('SIGSTOP')
+    const during = await createFor(sandbox, 'during', 500)
+    replica.signal('SIGCONT')
+    expect(during.length).toBeGreaterThan(0)
+    expect(during.every((answer) => answer.status === 201)).toBe(true)
+  })
+})
