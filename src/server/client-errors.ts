@@ -33,6 +33,18 @@ export interface RefusalHooks {
   readonly stamp?: ((req: IncomingMessage, res: ServerResponse) => void) | undefined
   /** Logs a request refused before Node could read it (a malformed request, headers too large, a timeout). */
   readonly logUnread?: ((requestId: string, status: number) => void) | undefined
+  /**
+   * The CORS headers of a refusal of a request Node could not parse, by the `Origin` found in the
+   * bytes it read (undefined when none was), so that a browser script can read the 400 or 431.
+   * @default none
+   */
+  readonly corsOf?: ((origin: string | undefined) => readonly (readonly [name: string, value: string])[]) | undefined
+}
+
+/** The `Origin` header's value in the raw bytes of a request Node could not parse, if they hold one. */
+function originIn(raw: unknown): string | undefined {
+  if (!Buffer.isBuffer(raw)) return undefined
+  return /\r\norigin:[ \t]*([^\r\n]*?)[ \t]*\r\n/i.exec(raw.toString('latin1'))?.[1]
 }
 
 /** The headers every answer carries (`X-Request-Id`, `X-Content-Type-Options`), for a server without a request log. */
@@ -58,7 +70,7 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
     if (refusing.has(socket)) return
     refusing.add(socket)
     socket.pause()
-    refuseAfterAnswers(socket, ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }, error.code)
+    refuseAfterAnswers(socket, ANSWERS[error.code ?? ''] ?? { code: 'bad_request', params: { reason: describe(error) } }, error.code, originIn((error as { rawPacket?: unknown }).rawPacket))
   })
   // @note Node hands a CONNECT to `connect` listeners, not to the request listener, and with none
   // destroys the connection: the answers still owed on it were lost (a create pipelined before a
@@ -82,13 +94,14 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
     socket: Duplex & { _httpMessage?: ServerResponse | null },
     answer: { readonly code: ErrorCode; readonly params: ErrorParams },
     errorCode?: string,
+    origin?: string,
   ): void => {
     // @note Each answer ahead is waited for until it closes: Node hands the socket to the next
     // one when an answer finishes, and `writableFinished` is true as soon as it was flushed, even
     // before that (waiting on it, two pipelined answers ahead of a create dropped the create's).
     const inFlight = socket._httpMessage
     if (inFlight && inFlight.req.complete && !inFlight.destroyed && !inFlight.closed) {
-      inFlight.once('close', () => refuseAfterAnswers(socket, answer, errorCode))
+      inFlight.once('close', () => refuseAfterAnswers(socket, answer, errorCode, origin))
       return
     }
     // @note As Node's default: a response already under way cannot be replaced by another one.
@@ -118,6 +131,8 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
         `Content-Length: ${Buffer.byteLength(text)}`,
         `X-Request-Id: ${requestId}`,
         'X-Content-Type-Options: nosniff',
+        // @note Without them a browser script saw a network error, not the 431 or 400 (attack14 C1).
+        ...(hooks.corsOf?.(origin) ?? []).map(([name, value]) => `${name}: ${value}`),
         'Connection: close',
         '',
         text,

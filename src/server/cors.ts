@@ -30,14 +30,30 @@ export function isPreflight(req: IncomingMessage): boolean {
 export function corsHeaders(origins: CorsOrigins): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
     const origin = req.headers.origin
-    const allowed = origin !== undefined && (origins === '*' || origins.includes(origin))
-    if (allowed) {
-      res.setHeader('Access-Control-Allow-Origin', origins === '*' ? '*' : origin)
-      res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS)
-    }
-    if (origins !== '*') res.setHeader('Vary', 'Origin')
-    return allowed
+    for (const [name, value] of corsHeadersFor(origins, origin)) res.setHeader(name, value)
+    return allows(origins, origin)
   }
+}
+
+function allows(origins: CorsOrigins, origin: string | undefined): origin is string {
+  return origin !== undefined && (origins === '*' || origins.includes(origin))
+}
+
+/**
+ * The CORS headers of an answer to a request from `origin` (undefined: none sent, or not known):
+ * what {@link corsHeaders} sets, as pairs, for answers written without a response object (a
+ * request Node could not parse).
+ * @example corsHeadersFor('*', 'https://app.example')[0] // ['Access-Control-Allow-Origin', '*']
+ */
+export function corsHeadersFor(origins: CorsOrigins, origin: string | undefined): [name: string, value: string][] {
+  const headers: [string, string][] = allows(origins, origin)
+    ? [
+        ['Access-Control-Allow-Origin', origins === '*' ? '*' : origin],
+        ['Access-Control-Expose-Headers', EXPOSED_HEADERS],
+      ]
+    : []
+  if (origins !== '*') headers.push(['Vary', 'Origin'])
+  return headers
 }
 
 /**

@@ -23,7 +23,7 @@ import { adminRoutes } from './admin-routes.js'
 import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from '../storage/redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { Conversations, waitingBudgetFor } from './conversation.js'
-import { cors, corsHeaders, isPreflight } from './cors.js'
+import { cors, corsHeaders, corsHeadersFor, isPreflight } from './cors.js'
 import { loadExpress } from './load-express.js'
 import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from '../storage/redis-storage.js'
@@ -172,6 +172,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
         context.logOnClose(req, res)
       },
       logUnread: (requestId, status) => context.logUnread(requestId, status),
+      // Any origin allowed: the refusal allows it whether or not the bytes read hold the request's.
+      corsOf: (origin) => corsHeadersFor(settings.corsOrigins, origin ?? (settings.corsOrigins === '*' ? '*' : undefined)),
     })
   return {
     listener,

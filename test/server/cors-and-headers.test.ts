@@ -1,6 +1,7 @@
 /** CORS for browser partners, and what every response carries: X-Request-Id, nosniff, a log line. */
 import { describe, expect, it } from 'vitest'
 import { tenantId } from '../../src/server.js'
+import { exchange } from '../support/raw-http.js'
 import { auth, startSandbox } from '../support/sandbox-server.js'
 
 const ORIGIN = 'https://partner.example'
@@ -53,6 +54,24 @@ describe('CORS', () => {
     expect(refused.headers.get('access-control-allow-origin')).toBeNull()
     const actual = await fetch('/v1/categories', { headers: { ...auth(), origin: 'https://evil.example' } })
     expect(actual.headers.get('access-control-allow-origin')).toBeNull()
+  })
+
+  it('lets a browser read the 400 and 431 of requests Node cannot parse, for an allowed origin only (attack14 C1)', async () => {
+    const { origin } = await startSandbox({ corsOrigins: [ORIGIN] })
+    const head = (from: string, extra: string) => `GET /v1/categories HTTP/1.1\r\nHost: x\r\nOrigin: ${from}\r\nAuthorization: Bearer k\r\n${extra}\r\n`
+    const headerOf = (text: string, name: string) => new RegExp(`\\r\\n${name}: ([^\\r]*)`, 'i').exec(text)?.[1]
+    // Content-Length with Transfer-Encoding: Node's 400 before any route.
+    const malformed = await exchange(origin, [head(ORIGIN, 'Content-Length: 1\r\nTransfer-Encoding: chunked\r\n')])
+    expect(malformed.status).toBe(400)
+    expect(headerOf(malformed.text, 'access-control-allow-origin')).toBe(ORIGIN)
+    expect(headerOf(malformed.text, 'access-control-expose-headers')).toContain('X-Request-Id')
+    const tooLarge = await exchange(origin, [head(ORIGIN, `X-Big: ${'a'.repeat(20_000)}\r\n`)])
+    expect(tooLarge.status).toBe(431)
+    expect(headerOf(tooLarge.text, 'access-control-allow-origin')).toBe(ORIGIN)
+    const other = await exchange(origin, [head('https://evil.example', 'Content-Length: 1\r\nTransfer-Encoding: chunked\r\n')])
+    expect(other.status).toBe(400)
+    expect(headerOf(other.text, 'access-control-allow-origin')).toBeUndefined()
+    expect(headerOf(other.text, 'vary')).toBe('Origin')
   })
 
   it('answers a plain OPTIONS (not a preflight) with the API’s 405', async () => {
