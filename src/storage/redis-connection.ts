@@ -705,7 +705,8 @@ export class RedisLink {
       throw new RedisOutcomeUnknown(failure.message, { cause: error })
     }
     this.recovered(server)
-    if (options.confirm) await this.#confirmed(connection, server, keys[0]!)
+    // @note The master asked after the reply: a write redirected (MOVED) went to its slot's new master.
+    if (options.confirm) await this.#confirmed(connection, this.#serverFor(keys[0]), keys[0]!)
     return reply
   }
 
