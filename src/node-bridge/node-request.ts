@@ -139,10 +139,15 @@ const draining = new WeakMap<IncomingMessage, (() => void)[]>()
 
 /**
  * Whether the connection of a request answered before its body was read in full must close:
- * yes, unless its rest is being read and dropped (then the client can read the answer).
+ * yes, unless its rest is being read and dropped (then the client can read the answer), or it
+ * has no body (no `Transfer-Encoding`, no `Content-Length` above 0).
+ * @note A request without a body answered in its own headers' tick (the admin API's 401 and 405)
+ * is not `complete` yet: its answer said `Connection: close`, the API's did not (new-user trial P2).
  */
 export function mustCloseAfter(req: IncomingMessage): boolean {
-  return !req.complete && !draining.has(req)
+  if (req.complete || draining.has(req)) return false
+  const length = req.headers['content-length']
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) !== 0)
 }
 
 /**

@@ -1,7 +1,7 @@
 /** CORS for browser partners, and what every response carries: X-Request-Id, nosniff, a log line. */
 import { describe, expect, it } from 'vitest'
-import { tenantId } from '../../src/server.js'
-import { exchange } from '../support/raw-http.js'
+import { DEV_API_KEY, tenantId } from '../../src/server.js'
+import { exchange, responsesOf } from '../support/raw-http.js'
 import { auth, startSandbox } from '../support/sandbox-server.js'
 
 const ORIGIN = 'https://partner.example'
@@ -125,5 +125,20 @@ describe('response headers and logs', () => {
       tenant: tenantId('sandbox-dev-key'),
     })
     expect(logs[1]).toMatchObject({ path: '/nope', status: 404, tenant: null })
+  })
+})
+
+describe('keep-alive', () => {
+  it('keeps the connection after an admin 401 and 405 as after the API’s 401: the next request on it is answered (new-user trial P2)', async () => {
+    const { origin } = await startSandbox()
+    const get = (path: string, extra = '') => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`
+    const answer = await exchange(origin, [
+      get('/__sandbox/state'),
+      `DELETE /__sandbox/state HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${DEV_API_KEY}\r\n\r\n`,
+      get('/v1/categories'),
+      get('/__sandbox/health'),
+    ])
+    expect(responsesOf(answer.text).map((response) => response.status)).toEqual([401, 405, 401, 200])
+    expect(answer.text).not.toMatch(/\r\nconnection: close\r\n/i)
   })
 })
