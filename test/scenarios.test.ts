@@ -59,13 +59,13 @@ describe('loading scenarios', () => {
     expect(error.message).toContain(field)
   })
 
-  it('refuses a fixture with a bad record, naming the fixture file and the record', async () => {
+  it('refuses a fixture with a bad record, naming the fixture file, the scenario that uses it and the record (new-user trial P9)', async () => {
     const dir = await scratch({
       'shop.json': { ...minimal, seed: { categories: { fixture: 'c.json' } } },
       'c.json': [{ name: 'ok' }, { name: 7 }],
     })
     const error = await failure(loadScenario(join(dir, 'shop.json')))
-    expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')}: [1].name: name must be a non-empty string`)
+    expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')} (seed.categories.fixture of ${join(dir, 'shop.json')}): [1].name: name must be a non-empty string`)
   })
 
   it('refuses a fixture category whose name holds an unpaired surrogate, which a store would alter (issue 20 F08)', async () => {
@@ -74,7 +74,7 @@ describe('loading scenarios', () => {
       'c.json': [{ name: 'ok' }, { name: 'a\ud800b' }],
     })
     const error = await failure(loadScenario(join(dir, 'shop.json')))
-    expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')}: [1].name: name must be well-formed Unicode text (it holds an unpaired UTF-16 surrogate)`)
+    expect(error.message).toBe(`Invalid fixture ${join(dir, 'c.json')} (seed.categories.fixture of ${join(dir, 'shop.json')}): [1].name: name must be well-formed Unicode text (it holds an unpaired UTF-16 surrogate)`)
   })
 
   it('refuses a missing fixture, saying which scenario names it', async () => {

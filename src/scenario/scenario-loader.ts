@@ -206,7 +206,7 @@ async function readSeed(
     reading?.(path)
     const read = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
     if (!read.success) {
-      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path}: ${describeIssues(read.error)}`)
+      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path} (seed.${field}.fixture of ${origin}): ${describeIssues(read.error)}`)
     }
     return read.data
   }
