@@ -40,3 +40,22 @@ if (result.workers !== undefined) {
   process.once('SIGINT', stop)
   process.once('SIGTERM', stop)
 }
+if (server !== undefined || result.workers !== undefined) stopWithNpm()
+
+/**
+ * Under `npm start` (an npm script), stops as on SIGTERM once npm has exited: npm passes a
+ * signal to the shell it runs the script in, which exits without passing it on, and the server
+ * was left running on its port, its parent gone (new-user trial P6: `npm start & … kill $!`).
+ * Seen by the parent process changing (the orphan is adopted), checked every second.
+ */
+function stopWithNpm(): void {
+  if (process.env['npm_lifecycle_event'] === undefined) return
+  const parent = process.ppid
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return
+    clearInterval(timer)
+    process.stderr.write('petstore-sandbox: the npm script that started it has ended: stopping\n')
+    process.kill(process.pid, 'SIGTERM')
+  }, 1000)
+  timer.unref()
+}

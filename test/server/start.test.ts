@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
@@ -35,4 +35,37 @@ describe('start: express loads on first use', () => {
     const [, app] = await probe('app')
     expect(app).toEqual({ step: 'app', express: false, appIsFunction: true, after: true })
   }, 30_000)
+})
+
+describe('npm start', () => {
+  it('stops once npm has ended, as a script does with `npm start & … kill $!`, instead of keeping its port (new-user trial P6)', async () => {
+    const { spawn } = await import('node:child_process')
+    const { freePort } = await import('../support/redis-server.js')
+    const port = await freePort()
+    // Its own process group, so that whatever it leaves running is stopped after the test.
+    const npm = spawn('npm', ['start', '--', '--port', String(port)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    onTestFinished(() => {
+      try {
+        process.kill(-npm.pid!, 'SIGKILL')
+      } catch {
+        // Every process of the group has exited.
+      }
+    })
+    let out = ''
+    npm.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+    npm.stderr.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+    const answers = () => fetch(`http://127.0.0.1:${port}/__sandbox/health`).then((response) => response.status, () => 0)
+    for (let attempt = 0; (await answers()) !== 200; attempt++) {
+      if (attempt > 200) throw new Error(`npm start did not answer:\n${out}`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    npm.kill('SIGTERM')
+    let status = 200
+    for (let attempt = 0; attempt < 100 && status !== 0; attempt++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      status = await answers()
+    }
+    expect(status).toBe(0)
+    expect(out).toContain('the npm script that started it has ended: stopping')
+  }, 40_000)
 })
