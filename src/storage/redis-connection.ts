@@ -521,11 +521,14 @@ interface Server {
  */
 class ReplicaConfirmation {
   readonly #wait: (ms: number) => Promise<number>
+  readonly #hasReplicas: () => Promise<boolean>
   #inFlight = false
   #waiting: { readonly until: number; readonly resolve: (confirmed: boolean) => void }[] = []
 
-  constructor(wait: (ms: number) => Promise<number>) {
+  /** `hasReplicas`: whether the master has replicas online now, asked when a WAIT ends unconfirmed. */
+  constructor(wait: (ms: number) => Promise<number>, hasReplicas: () => Promise<boolean>) {
     this.#wait = wait
+    this.#hasReplicas = hasReplicas
   }
 
   /** Whether a replica confirms the writes sent so far on this connection by `until` (monotonic ms). */
@@ -546,25 +549,29 @@ class ReplicaConfirmation {
     // WAIT 0 would block for good: at least 1 ms.
     const ms = Math.max(1, Math.min(REPLICA_WAIT_SLICE_MS, Math.ceil(Math.max(...group.map((waiter) => waiter.until)) - now)))
     this.#inFlight = true
-    this.#wait(ms).then(
-      (acknowledged) => {
-        this.#inFlight = false
-        const now = monotonicNow()
-        for (const waiter of group) {
-          if (acknowledged >= 1) waiter.resolve(true)
-          else if (waiter.until <= now) waiter.resolve(false)
-          // Not yet: the next WAIT covers it too (it counts every write sent before it).
-          else this.#waiting.push(waiter)
-        }
-        this.#next()
-      },
-      () => {
-        // Not an answer (the connection failed, an error reply such as a master turned replica): not confirmed.
-        this.#inFlight = false
-        for (const waiter of group) waiter.resolve(false)
-        this.#next()
-      },
-    )
+    void this.#settle(group, ms)
+  }
+
+  /** Sends one WAIT for `group` and resolves (or requeues) its writes by what it says. */
+  async #settle(group: readonly { readonly until: number; readonly resolve: (confirmed: boolean) => void }[], ms: number): Promise<void> {
+    let replicated: boolean | undefined
+    try {
+      // @note None confirmed: the master may have no replica any more (a failover made it a new
+      // master, a replica removed), and a WAIT with none online blocks for its whole time.
+      // Counted again: with none, there is nothing to wait for (as for a master never replicated).
+      replicated = (await this.#wait(ms)) >= 1 || !(await this.#hasReplicas().catch(() => true))
+    } catch {
+      // Not an answer (the connection failed, an error reply such as a master turned replica): not confirmed.
+    }
+    this.#inFlight = false
+    const now = monotonicNow()
+    for (const waiter of group) {
+      if (replicated === true) waiter.resolve(true)
+      else if (replicated === undefined || waiter.until <= now) waiter.resolve(false)
+      // Not yet: the next WAIT covers it too (it counts every write sent before it).
+      else this.#waiting.push(waiter)
+    }
+    this.#next()
   }
 }
 
@@ -770,7 +777,13 @@ export class RedisLink {
     let confirmation = byServer.get(server.address)
     if (confirmation === undefined) {
       // To the master's own connection (sendTo), whichever slots it serves now.
-      confirmation = new ReplicaConfirmation(async (ms) => Number(await connection.sendTo(server.address, ['WAIT', '1', String(ms)], ms + this.#commandTimeoutMs)))
+      confirmation = new ReplicaConfirmation(
+        async (ms) => Number(await connection.sendTo(server.address, ['WAIT', '1', String(ms)], ms + this.#commandTimeoutMs)),
+        async () => {
+          await this.#countReplicas(server)
+          return (server.replicas ?? 0) > 0
+        },
+      )
       byServer.set(server.address, confirmation)
     }
     return confirmation

@@ -72,6 +72,17 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(before.map((answer) => answer.id)).not.toContain(id)
   })
 
+  it("answers 201 when the replica is gone, though it was counted within the second: nothing is left to wait for", async () => {
+    const { master, replica } = await masterAndReplica()
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 20_000 })
+    expect((await createFor(sandbox, 'before', 100)).every((answer) => answer.status === 201)).toBe(true)
+    await replica.stop('SIGKILL')
+    // Within the second the replicas were last counted: the sandbox still counts one, and a WAIT
+    // with no replica online would hold the create its whole time, then answer it unknown.
+    const [after] = await createFor(sandbox, 'after', 1)
+    expect(after).toMatchObject({ status: 201 })
+  })
+
   it('answers 201 while the replica lags with --redis-allow-failover-loss (the loss the operator accepted)', async () => {
     const { master, replica } = await masterAndReplica()
     const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, redisAllowFailoverLoss: true })
