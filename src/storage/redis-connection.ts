@@ -718,16 +718,17 @@ export class RedisLink {
   }
 
   /**
-   * Whether writes to `key`'s master must wait for a replica: it has replicas online (counted
-   * again in the background at most every {@link REPLICAS_READ_MS}; the first count is waited for).
+   * Whether writes to `key`'s master must wait for a replica: it has replicas online, counted
+   * again when the count is {@link REPLICAS_READ_MS} old (that write waits for the count: one a
+   * second per master pays one more round trip).
+   * @note A replica attached since the last count is not waited for until the next one.
    */
   async waitsForReplica(key: string): Promise<boolean> {
     if (this.#allowFailoverLoss) return false
     const server = this.#serverFor(key)
     // A command whose master is not known went through the cluster client as a whole: no master to count.
     if (this.cluster && server.address === '') return false
-    if (server.replicas === undefined) await this.#countReplicas(server).catch(() => undefined)
-    else if (monotonicNow() - server.replicasReadAt >= REPLICAS_READ_MS) this.#countReplicas(server).catch(() => undefined)
+    if (server.replicas === undefined || monotonicNow() - server.replicasReadAt >= REPLICAS_READ_MS) await this.#countReplicas(server).catch(() => undefined)
     return (server.replicas ?? 0) > 0
   }
 

@@ -8,7 +8,7 @@
  * run), a client that leaves before its answer, bursts of concurrent requests, store stalls
  * (SIGSTOP of redis-server; of the sandbox process for the memory and SQLite stores, whose
  * database lock is exclusive), restarts (SIGTERM) and `kill -9` of the sandbox, and `kill -9` of
- * redis-server (AOF, `appendfsync always`). Durable stores run with `--max-tenants` below the
+ * redis-server (AOF, `appendfsync always`), and a failover of Redis to a replica that lagged (attack15 F1). Durable stores run with `--max-tenants` below the
  * run's tenants, so tenants are evicted and reloaded throughout. Every answer is checked against a
  * sequential model (test/support/sandbox-model.ts).
  *
@@ -18,7 +18,7 @@
  * PETSTORE_MODEL_REPLAY_PATH=… npx vitest run test/server/model-based.test.ts -t <store>`).
  * `PETSTORE_MODEL_KNOWN_OPEN` (comma-separated, empty for none) overrides {@link KNOWN_OPEN}.
  */
-import { rmSync, writeFileSync } from 'node:fs'
+import { cpSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { describe, it } from 'vitest'
@@ -27,6 +27,7 @@ import { tenantId } from '../../src/server.js'
 import { PIPELINE_LIMIT } from '../../src/server/conversation.js'
 import { FAILSYNC_FLAG_VARIABLE, failingFsyncShim } from '../support/failing-fsync.js'
 import { converse, sendAndLeave, type Conversation, type HttpAnswer, type HttpRequest } from '../support/http-conversation.js'
+import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { startRedis, type RedisServer } from '../support/redis-server.js'
 import { runCli, type CliRun } from '../support/sandbox-cli.js'
 import { Clock, TenantModel, type PlannedOperation } from '../support/sandbox-model.js'
@@ -34,7 +35,7 @@ import { dataDir, STORES, type StoreKind } from '../support/stores.js'
 import { FULL_TESTS, size } from '../support/test-scale.js'
 
 /** Every kind of command the suite generates. */
-const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'past-limit', 'leave', 'stall', 'restart', 'kill-9', 'store-crash', 'fsync-fail'] as const
+const KINDS = ['create', 'list', 'reset', 'switch', 'plan', 'burst', 'pipelined-order', 'half-close', 'slow-reader', 'past-limit', 'leave', 'stall', 'restart', 'kill-9', 'store-crash', 'failover', 'fsync-fail'] as const
 type Kind = (typeof KINDS)[number]
 
 /** Known open bugs the suite finds, each a command kind left out of the generated sequences or a leniency. */
@@ -762,6 +763,56 @@ class StoreCrash extends Command {
 }
 
 /**
+ * Redis only: a failover to a replica that lagged (attack15 F1). The sandbox's Redis gets a
+ * replica (AOF), in sync and counted by the sandbox, whose replication path then stalls while
+ * `inFlight` is sent; `lagMs` later the master is killed (-9) and the replica promoted in its place: its data
+ * served on the master's address, as a managed Redis's endpoint moves to the promoted replica.
+ * Every write answered as applied must be there (before the fix, creates answered 201 were not,
+ * and their ids were handed out again).
+ */
+class Failover extends Command {
+  readonly kind = 'failover'
+  constructor(
+    readonly inFlight: readonly Op[],
+    readonly lagMs: number,
+  ) {
+    super()
+  }
+  async execute(world: World): Promise<void> {
+    world.trace.push(`${this}`)
+    const master = world.sandbox.redis!
+    const replica = await startRedis({ aof: true })
+    // Through a proxy whose path can stall: a replica stopped still reads what its kernel took in.
+    const path = await startFlakyProxy(master.port)
+    await replica.cli('REPLICAOF', '127.0.0.1', String(path.port))
+    for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the replica did not come online')
+      await sleep(50)
+    }
+    // The sandbox counts a master's replicas again once its count is a second old, before the write that finds it so.
+    await sleep(1100)
+    path.stall()
+    const prepared = this.inFlight.map((op) => prepare(world, op))
+    const sentAt = world.clock.tick()
+    const pending = Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
+    await sleep(this.lagMs)
+    await master.stop('SIGKILL')
+    await replica.cli('REPLICAOF', 'NO', 'ONE')
+    await replica.stop('SIGTERM')
+    rmSync(join(master.dir, 'appendonlydir'), { recursive: true, force: true })
+    cpSync(join(replica.dir, 'appendonlydir'), join(master.dir, 'appendonlydir'), { recursive: true })
+    await master.start()
+    const answers = await pending
+    world.trace.push(`  answers: ${answers.map(({ conversation }) => (conversation.answers[0] ? shown(conversation.answers[0]) : 'none')).join(' ')}`)
+    judgeTogether(this.inFlight, prepared, (i) => [answers[i]!.conversation.answers[0], sentAt, answers[i]!.answeredAt], { refuse: true, together: true })
+    await untilServing(world)
+  }
+  toString(): string {
+    return `failover(the replica's path stalled, its master killed -9 after ${this.lagMs} ms and the replica promoted, in flight: ${this.inFlight.map(showOp).join(', ')})`
+  }
+}
+
+/**
  * SQLite only (where gcc builds the LD_PRELOAD shim): every fsync of the server fails (EIO, as on a
  * disk whose writeback fails) from before the first of `ops` until `failMs` later, while they are
  * sent one after another (attack6 S1, S2). A write answered 503 `storage_unavailable` must not be
@@ -845,6 +896,7 @@ function commandArbs(store: StoreKind['name']): fc.Arbitrary<Command>[] {
     arbs.push(['fsync-fail', fc.tuple(fc.integer({ min: 0, max: 300 }), fc.array(opArb, { minLength: 1, maxLength: 6 })).map(([ms, ops]) => new FsyncFail(ms, ops)), 1])
   }
   if (store === 'redis') arbs.push(['store-crash', fc.tuple(fc.array(validCreateArb, { minLength: 1, maxLength: 8 }), fc.integer({ min: 0, max: 20 })).map(([ops, ms]) => new StoreCrash(ops, ms)), 1])
+  if (store === 'redis') arbs.push(['failover', fc.tuple(fc.oneof(fc.array(validCreateArb, { minLength: 1, maxLength: 8 }), fc.oneof(resetArb, switchArb).map((op) => [op])), fc.integer({ min: 0, max: 600 })).map(([ops, ms]) => new Failover(ops, ms)), 1])
   return arbs.filter(([kind]) => generated(kind)).flatMap(([, arb, weight]) => Array.from({ length: weight }, () => arb))
 }
 
