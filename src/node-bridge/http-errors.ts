@@ -1,5 +1,6 @@
 /** Error answers of the server's own routes, always the Error body of the error table. */
 import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { apiError, type ErrorCode, type ErrorParams } from '../contract/errors.js'
 import { wwwAuthenticate } from '../core/auth.js'
 import type { Tenant } from '../storage/tenant.js'
@@ -162,8 +163,22 @@ function answerProgress(res: ServerResponse): { of: AnswerProgress; wrote: (byte
   }
   // @note Reset, not closed: a closed socket's kernel goes on sending what it holds (megabytes on
   // loopback) to a client that does not read, which learns of the cut only once it has read it all.
-  const cut = () => void (res.socket === null ? res.destroy() : res.socket.resetAndDestroy())
+  const cut = () => void (res.socket === null ? res.destroy() : resetConnection(res.socket))
   return { of: { taken, cut }, wrote: (bytes) => void (written += bytes) }
+}
+
+/**
+ * Ends a connection with a reset (TCP RST), or plainly where it cannot be reset (a Unix socket,
+ * a pipe): Node's `resetAndDestroy` throws on any handle but TCP.
+ * @note A server listening on a Unix socket exited at the first connection the cap ended
+ * (attack16 U1: `ERR_INVALID_HANDLE_TYPE`, uncaught).
+ */
+export function resetConnection(socket: Socket): void {
+  try {
+    socket.resetAndDestroy()
+  } catch {
+    socket.destroy()
+  }
 }
 
 /**

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server, 
 import { readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { answerClientErrors, stampPlainly, type RefusalHooks } from './client-errors.js'
-import { sendError } from '../node-bridge/http-errors.js'
+import { resetConnection, sendError } from '../node-bridge/http-errors.js'
 import { WAITING } from '../node-bridge/node-request.js'
 import { readBearer } from '../core/auth.js'
 import { monotonicNow } from '../core/clock.js'
@@ -220,7 +220,7 @@ class ConnectionShares {
     if (cut) cut(`another key needs a connection, and this key holds more than its share (${this.share()}) of ${this.maxConnections}`)
     else if (connection.inFlight === 0) connection.socket.destroy()
     // @note Reset: closed plainly, the kernel would go on sending megabytes to a client that reads nothing.
-    else connection.socket.resetAndDestroy()
+    else resetConnection(connection.socket)
     return true
   }
 }

@@ -5,7 +5,9 @@
  * happens near the configured time, not at Node's 30 s check interval.
  */
 import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { connect, type Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { Ajv2020 } from 'ajv/dist/2020.js'
@@ -1121,3 +1123,35 @@ async function sendOverLimitClosing(origin: string, afterPiece: (piece: number) 
   }
   return { errors, ...(await answer) }
 }
+
+describe('a server on a Unix socket (attack16 U1)', () => {
+  it('ends a connection beyond its key’s share without exiting: a Unix socket cannot be reset, so it is closed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-unix-'))
+    const path = join(dir, 'sandbox.sock')
+    const sandbox = await createSandboxApp({ anyKey: true, maxConnections: 2, demoDir: false })
+    const server = sandbox.createServer()
+    await new Promise<void>((resolve) => server.listen(path, resolve))
+    onTestFinished(async () => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+      await sandbox.close()
+      rmSync(dir, { recursive: true, force: true })
+    })
+    // Key A: three uploads under way (beyond its share of 2); then key B's list, past the cap.
+    const slow = Array.from({ length: 3 }, () => {
+      const socket = connect(path, () => socket.write('POST /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer A\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"na'))
+      socket.on('error', () => undefined)
+      return socket
+    })
+    onTestFinished(() => slow.forEach((socket) => socket.destroy()))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const listed = await new Promise<string>((resolve, reject) => {
+      const socket = connect(path, () => socket.write('GET /v1/categories HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer B\r\nConnection: close\r\n\r\n'))
+      let text = ''
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')))
+      socket.on('close', () => resolve(text))
+      socket.on('error', reject)
+    })
+    expect(listed).toMatch(/^HTTP\/1\.1 200 /)
+  })
+})
