@@ -105,6 +105,7 @@ describe('petstore.answers (planned answers, in-process)', () => {
     { name: 'a code the operation never answers', plan: { operation: 'listCategories', code: 'gone' }, message: 'code "gone" is not an error code listCategories answers; use one of invalid_api_key, missing_api_key, internal_error, service_unavailable, storage_unavailable, write_outcome_unknown, tenant_capacity, over_capacity' },
     { name: 'a status given as a string (a trial user sent "401")', plan: { operation: 'listCategories', status: '401' }, message: 'status must be an HTTP status as a number (401, not "401"); listCategories answers 200, 401, 500, 503' },
     { name: 'no answer at all', plan: { operation: 'listCategories' }, message: 'a planned answer needs status, code, network or delayMs (what should the answer be?)' },
+    { name: 'an operation nested 300,000 deep (attack16 J1: a RangeError, 500 over HTTP)', plan: { operation: JSON.parse(`${'['.repeat(300_000)}${']'.repeat(300_000)}`) as unknown }, message: 'operation must be an operation name (listCategories, createCategory, getPetById, listOrders), got an array nested too deeply to show' },
   ])('refuses $name with invalid_option naming what is allowed', async ({ plan, message }) => {
     const petstore = await harness.use()
     let thrown: unknown

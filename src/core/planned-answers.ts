@@ -56,7 +56,21 @@ const OPERATION_IDS: readonly string[] = OPERATION_CONTRACTS.map((contract) => c
 
 export type PlanJudgement = { readonly ok: true; readonly value: PendingAnswer } | { readonly ok: false; readonly reason: string }
 
-const show = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' ? JSON.stringify(value)?.slice(0, 60) ?? 'undefined' : String(value))
+/**
+ * A refused value as a message quotes it: a string whole (up to 200 characters), an object or
+ * array by its first 60 characters of JSON.
+ * @note A field nested 300,000 deep overflowed JSON.stringify's stack: 500 where the refusal is a
+ * 400 (attack16 J1).
+ */
+const show = (value: unknown): string => {
+  if (typeof value === 'string') return value.length > 200 ? `${JSON.stringify(value.slice(0, 200))}…` : JSON.stringify(value)
+  if (typeof value !== 'object') return String(value)
+  try {
+    return JSON.stringify(value)?.slice(0, 60) ?? 'undefined'
+  } catch {
+    return Array.isArray(value) ? 'an array nested too deeply to show' : 'an object nested too deeply to show'
+  }
+}
 
 /**
  * Judges a plan as given (from a test or a request body): every field known, the operation one
