@@ -70,6 +70,8 @@ const SILENT_MS = 1000
  */
 class ConnectionShares {
   readonly #byKey = new Map<string, Set<Connection>>()
+  /** Since when each key has held connections without a break ({@link monotonicNow} ms): a key's age, for the door. */
+  readonly #since = new Map<string, number>()
 
   constructor(readonly maxConnections: number) {}
 
@@ -79,7 +81,10 @@ class ConnectionShares {
     this.remove(connection)
     connection.key = key
     let set = this.#byKey.get(key)
-    if (set === undefined) this.#byKey.set(key, (set = new Set()))
+    if (set === undefined) {
+      this.#byKey.set(key, (set = new Set()))
+      this.#since.set(key, monotonicNow())
+    }
     set.add(connection)
   }
 
@@ -87,7 +92,10 @@ class ConnectionShares {
     if (connection.key === undefined) return
     const set = this.#byKey.get(connection.key)
     set?.delete(connection)
-    if (set?.size === 0) this.#byKey.delete(connection.key)
+    if (set?.size === 0) {
+      this.#byKey.delete(connection.key)
+      this.#since.delete(connection.key)
+    }
     connection.key = undefined
   }
 
@@ -107,19 +115,29 @@ class ConnectionShares {
    * no request for {@link SILENT_MS} since it connected (the oldest: a client that connects and
    * sends nothing); of a key that is none (no accepted key) or beyond its share, an idle one (no
    * request in flight), one waiting out a delay, one whose request body is still arriving (of the
-   * key holding the most, the one arriving longest); then one that has sent nothing yet, however
+   * key holding the most, the one arriving longest); with more keys than the cap (every key at its
+   * share of 1), an idle one of the youngest key; then one that has sent nothing yet, however
    * young (the oldest: a partner's whose request is on its way is the youngest); then of any key,
-   * an idle one, a delay, a body arriving. Never a request running nor an answer being read.
+   * an idle one (of the youngest key), a delay, a body arriving. Never a request running nor an
+   * answer being read.
    * @note Node refused every new connection past the hard limit before reading it: cap + reserve
    * connections that sent nothing for the headers timeout, renewed, or (with `--any-key`) slow
    * bodies under as many keys, kept every partner and the health probe out (attack11 K3, C5).
    * @note A partner's idle keep-alive connection came before a silent connection younger than a
    * second: a flood reopening its connections within the second reset partners' connections and
    * kept the health probe out (attack14 D1).
+   * @note With `--any-key`, a crowd of invented tokens, each one request then idle, made every key
+   * one at its share: the young silent connection went first (a partner's fresh connection, the
+   * health probe), then the oldest idle one (a partner's keep-alive connection) (attack16 K1). A
+   * key's age is how long it has held connections: a crowd that reopens its connections is young.
    */
   door(all: Iterable<Connection>): Connection | undefined {
     const now = monotonicNow()
     const share = this.share()
+    const crowded = this.#byKey.size > this.maxConnections
+    /** The idle connection of the youngest key (of two of one key, the one idle since the latest request). */
+    let youngestIdle: Connection | undefined
+    let youngestSince = Number.NEGATIVE_INFINITY
     // [idle, delayed, receiving], of keys none or beyond their share, then of any key.
     const expendable: (Connection | undefined)[] = [undefined, undefined, undefined]
     const any: (Connection | undefined)[] = [undefined, undefined, undefined]
@@ -135,12 +153,19 @@ class ConnectionShares {
       const kind = connection.cut !== undefined ? 1 : connection.inFlight === 0 ? 0 : connection.request.complete === false ? 2 : -1
       if (kind === -1) continue
       const over = connection.key === undefined || connection.key === '' || this.held(connection.key) > share
+      if (kind === 0 && connection.key !== undefined) {
+        const since = this.#since.get(connection.key) ?? Number.NEGATIVE_INFINITY
+        if (since > youngestSince || (since === youngestSince && youngestIdle !== undefined && connection.requestAt > youngestIdle.requestAt)) {
+          youngestIdle = connection
+          youngestSince = since
+        }
+      }
       for (const found of over ? [expendable, any] : [any]) {
         const held = found[kind]
         if (held === undefined || (kind === 2 && (this.#weight(connection) > this.#weight(held) || (this.#weight(connection) === this.#weight(held) && connection.requestAt < held.requestAt)))) found[kind] = connection
       }
     }
-    return expendable.find((connection) => connection !== undefined) ?? young ?? any.find((connection) => connection !== undefined)
+    return expendable.find((connection) => connection !== undefined) ?? (crowded ? youngestIdle : undefined) ?? young ?? youngestIdle ?? any.find((connection) => connection !== undefined)
   }
 
   /** How many connections the key of `connection` holds. */
@@ -169,7 +194,8 @@ class ConnectionShares {
     const share = this.share()
     const crowded = this.#byKey.size > this.maxConnections
     const candidates = [...this.#byKey].filter(([other, set]) => other !== key && (set.size > share || (crowded && set.size >= share)))
-    candidates.sort(([, a], [, b]) => b.size - a.size)
+    // The largest first; of keys as large, the youngest (a crowd of invented tokens is younger than a partner: attack16 K1).
+    candidates.sort(([aKey, a], [bKey, b]) => b.size - a.size || (this.#since.get(bKey) ?? 0) - (this.#since.get(aKey) ?? 0))
     // The first found of each kind, the largest key's first: the kind that costs its client least goes first, whichever key holds it.
     let idle: Connection | undefined
     let delayed: Connection | undefined
@@ -200,6 +226,26 @@ class ConnectionShares {
    * its own (or of a key past its share too) that waits for nothing. False when there is none.
    */
   closeIdle(key: string, except: Connection | undefined): boolean {
+    // @note In a crowd (more keys than the cap, every key at its share of 1), a key that has held
+    // connections longer keeps its own idle one, and a younger key's goes instead: a partner's
+    // second connection closed its own keep-alive one among a crowd of invented tokens (attack16 K1).
+    if (this.#byKey.size > this.maxConnections) {
+      const since = this.#since.get(key) ?? Number.POSITIVE_INFINITY
+      let youngest: Connection | undefined
+      let youngestSince = since
+      for (const [other, set] of this.#byKey) {
+        const otherSince = this.#since.get(other) ?? Number.NEGATIVE_INFINITY
+        if (other === key || otherSince <= youngestSince) continue
+        for (const connection of set) {
+          if (connection !== except && connection.inFlight === 0 && connection.cut === undefined) {
+            youngest = connection
+            youngestSince = otherSince
+            break
+          }
+        }
+      }
+      if (youngest !== undefined) return this.#end(youngest)
+    }
     const share = this.share()
     let most: Set<Connection> | undefined
     for (const [other, set] of this.#byKey) {

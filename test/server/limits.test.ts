@@ -874,6 +874,48 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of silent) socket.destroy()
   })
 
+  it('lets a partner’s new connection and the health probe in, and keeps its keep-alive connection, while a crowd of invented tokens (--any-key) each send one request and idle (attack16 K1)', async () => {
+    const { origin } = await startSandbox({ anyKey: true, maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
+    const ask = (socket: Socket, head: string) =>
+      new Promise<number>((resolve) => {
+        setTimeout(() => resolve(-1), 5000).unref()
+        let text = ''
+        const onData = (chunk: Buffer) => {
+          text += chunk.toString('latin1')
+          const end = text.indexOf('\r\n\r\n')
+          const length = /content-length: (\d+)/i.exec(text)
+          if (end !== -1 && length !== null && text.length >= end + 4 + Number(length[1])) {
+            socket.off('data', onData)
+            resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0))
+          }
+        }
+        socket.on('data', onData)
+        socket.once('close', () => resolve(0))
+        socket.write(head)
+      })
+    const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
+    const kept = await openSocket(origin)
+    kept.on('error', () => undefined)
+    expect(await ask(kept, list)).toBe(200)
+    // Up to the hard limit: each its own token, one answered request, then idle.
+    const crowd: Socket[] = []
+    for (let i = 0; i < 4 + CONNECTION_RESERVE - 1; i++) {
+      const socket = await openSocket(origin)
+      socket.on('error', () => undefined)
+      crowd.push(socket)
+      await ask(socket, `GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer invented-${i}\r\n\r\n`)
+    }
+    // Before: the newcomer, silent for the instant before its request was read, was the one ended.
+    const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
+    expect(health.status).toBe(200)
+    const fresh = await exchange(origin, [list.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')], { end: false })
+    expect(fresh.status).toBe(200)
+    // And the partner's keep-alive connection, the oldest idle one, was not ended for them.
+    expect(await ask(kept, list)).toBe(200)
+    kept.destroy()
+    for (const socket of crowd) socket.destroy()
+  })
+
   it.runIf(existsSync('/usr/bin/prlimit'))('keeps its door within a low open-file limit (ulimit -n 200), saying so at start, so that silent connections never keep health out (attack14 D2)', async () => {
     const port = await freePort()
     const child = spawn('/usr/bin/prlimit', ['--nofile=200:200', process.execPath, CLI_BINARY, 'serve', '--port', String(port), '--api-key', 'partner', '--quiet'], { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
