@@ -182,8 +182,12 @@ export class Pipeline {
       }
       // @note The body is read even when the tenant is refused, so the answer never races a
       // client still sending (which it would see as a reset connection, not our Error body).
+      // @note Without a tenant (and no journal for requests without one) it is read and dropped,
+      // never held: 1,000 keyless 1 MiB bodies arriving slowly held 1.1 GB until the request
+      // timeout, outside every budget (attack16 B1).
       if (operation.body !== undefined) {
-        const raw = await request.readBody(this.#options.maxBodyBytes)
+        const kept = tenant !== undefined || (refused === undefined && this.#options.tenants.anonymousJournal !== undefined)
+        const raw = await request.readBody(kept ? this.#options.maxBodyBytes : 0)
         bodyText = raw.ok ? raw.text : ''
         // @note A client gone before its body ended gets no answer, and is journaled so (status 0, as the log has it).
         if (!raw.ok && tenant) outcome = raw.gone ? { kind: 'network' } : failure(raw.code, raw.params)

@@ -1197,3 +1197,19 @@ describe('a server on a Unix socket (attack16 U1)', () => {
     expect(listed).toMatch(/^HTTP\/1\.1 200 /)
   })
 })
+
+describe('request bodies without a key (attack16 B1)', () => {
+  it('drops a keyless body as it arrives and answers 401 once it stops, rather than holding it to the request timeout', async () => {
+    const { origin, fetch } = await startSandbox({ apiKeys: ['partner'], requestTimeoutMs: 20_000 })
+    const socket = await openSocket(origin)
+    const answer = collect(socket, 10_000)
+    // 1 MiB declared, all but its last byte sent: held whole (and then 408 at 20 s) before.
+    socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${1024 * 1024}\r\n\r\n`)
+    socket.write(Buffer.alloc(1024 * 1024 - 1, 0x20))
+    const { status, text } = await answer
+    expect(status).toBe(401)
+    expect(text).toContain('"code":"missing_api_key"')
+    // A partner is served as ever.
+    expect((await fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
+  })
+})
