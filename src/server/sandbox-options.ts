@@ -111,7 +111,7 @@ export interface SandboxAppOptions {
    * With {@link redisUrl}: answer a write (create, switch, reset, journal clear, planned answer) once its Redis master has it, without
    * waiting for one of the master's replicas to confirm it. A failover to a replica that lagged then
    * loses writes answered as applied and hands their ids out again. Without it, where a master has
-   * replicas online, such a write is answered once one of them has it, and `503
+   * replicas online, such a write is answered once every one of them has it, and `503
    * write_outcome_unknown` when none does within the request's time.
    * @default false
    */

@@ -14,6 +14,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 async function masterAndReplica(): Promise<{ master: RedisServer; replica: RedisServer }> {
   const master = await startRedis()
   const replica = await startRedis()
+  // A full sync starts at once (Redis 7 waits 5 s by default for more replicas to share it).
+  await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
   await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
   for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
     if (attempt > 100) throw new Error('the replica did not come online')
@@ -72,15 +74,43 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(before.map((answer) => answer.id)).not.toContain(id)
   })
 
-  it("answers 201 when the replica is gone, though it was counted within the second: nothing is left to wait for", async () => {
+  it('answers write_outcome_unknown at once when the replica is gone (it may still be promoted), not at the request timeout, and 201 again once one is back (attack18 F1, F3)', async () => {
     const { master, replica } = await masterAndReplica()
-    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 20_000 })
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 20_000, warn: (line) => lines.push(line) })
     expect((await createFor(sandbox, 'before', 100)).every((answer) => answer.status === 201)).toBe(true)
+    // The master no longer lists it (as once a replica is cut off past repl-timeout): a failover may still promote it.
     await replica.stop('SIGKILL')
-    // Within the second the replicas were last counted: the sandbox still counts one, and a WAIT
-    // with no replica online would hold the create its whole time, then answer it unknown.
-    const [after] = await createFor(sandbox, 'after', 1)
-    expect(after).toMatchObject({ status: 201 })
+    const [gone] = await createFor(sandbox, 'gone', 1)
+    expect(gone).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
+    // Said as such, not found at the request's deadline (a WAIT with no replica online blocks its whole time).
+    expect(lines.some((line) => line.includes('no replica online'))).toBe(true)
+    expect(lines.some((line) => line.includes('request out of time'))).toBe(false)
+    await replica.start()
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    let answer: { status: number } | undefined
+    for (let attempt = 0; answer?.status !== 201 && attempt < 100; attempt++) {
+      await sleep(100)
+      ;[answer] = await createFor(sandbox, `back${attempt}`, 1)
+    }
+    expect(answer).toMatchObject({ status: 201 })
+  })
+
+  it('waits for every replica online, not one: a replica that may never be promoted does not confirm for the one that will be (attack18 F6)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const second = await startRedis()
+    await second.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the second replica did not come online')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect((await createFor(sandbox, 'both', 100)).every((answer) => answer.status === 201)).toBe(true)
+    // The one that could be promoted stops; the other (say, cluster-replica-no-failover) goes on confirming.
+    replica.signal('SIGSTOP')
+    const [stopped] = await createFor(sandbox, 'stopped', 1)
+    replica.signal('SIGCONT')
+    expect(stopped).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
   })
 
   it('answers 201 while the replica lags with --redis-allow-failover-loss (the loss the operator accepted)', async () => {

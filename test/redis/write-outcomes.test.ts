@@ -1185,3 +1185,36 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     expect(((await jsonOf(journal)) as unknown[]).length).toBe(4)
   })
 })
+
+describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17 C1)', () => {
+  it('says degraded on health while Redis is full under noeviction, logs it once, and says ok again once a write would pass', async () => {
+    const redis = await startRedis()
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty', warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))![1])
+    await redis.cli('CONFIG', 'SET', 'maxmemory', String(used - 100_000))
+    const refused = await Promise.all(Array.from({ length: 5 }, (_, i) => create(sandbox, `refused${i}`)))
+    for (const response of refused) expectErrorBody(await jsonOf(response), 503, 'storage_unavailable')
+    // Reads are served all the same.
+    expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(200)
+    const health = await sandbox.fetch('/__sandbox/health')
+    expect(health.status).toBe(503)
+    expect(await health.json()).toMatchObject({ status: 'degraded', storage: { kind: 'redis', ok: false } })
+    expect(lines.filter((line) => line.includes('storage refusing'))).toHaveLength(1)
+    expect(lines.filter((line) => line.includes('storage failing') || line.includes('storage recovered'))).toEqual([])
+    await redis.cli('CONFIG', 'SET', 'maxmemory', '0')
+    const again = await sandbox.fetch('/__sandbox/health')
+    expect(again.status).toBe(200)
+    expect(lines.filter((line) => line.includes('storage accepting'))).toHaveLength(1)
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'after'])
+  })
+
+  it('is refused at start when it is a read-only replica, naming why', async () => {
+    const master = await startRedis()
+    const replica = await startRedis()
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(/refuses writes \(.*READONLY.*\)\. Point --redis-url at the master/)
+  })
+})
