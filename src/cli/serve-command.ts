@@ -121,7 +121,11 @@ function storeBudgetText(bytes: number): string {
 
 /** Where tenants live, for the start banner (a Redis URL without its password). */
 function dataLine(argv: ServeArgs): string {
-  if (argv['redis-url'] !== undefined) return `Redis ${parseRedisUrl(argv['redis-url']).display} (shared by every replica on it, ${storeBudgetText(argv['store-budget'])})`
+  if (argv['redis-url'] !== undefined) {
+    const target = parseRedisUrl(argv['redis-url'])
+    // @note A Cluster's scripts see one slot: the budget is not enforced there, as the warning above the banner says (attack17 D1).
+    return `Redis ${target.display} (shared by every replica on it, ${target.mode === 'cluster' ? 'no limit on tenant data enforced on a Cluster' : storeBudgetText(argv['store-budget'])})`
+  }
   if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, ${storeBudgetText(argv['store-budget'])})`
   return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
 }
