@@ -4,7 +4,7 @@
  * listens; this builds the server the CLI (or a test) binds.
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
 import { answerClientErrors, stampPlainly, type RefusalHooks } from './client-errors.js'
 import { resetConnection, sendError } from '../node-bridge/http-errors.js'
@@ -291,8 +291,23 @@ export interface SandboxServerHooks extends RefusalHooks {
   readonly openFileLimit?: number | undefined
 }
 
-/** Descriptors kept for what is not a client connection (the listener, the store's files, logs, Redis). */
+/** Descriptors kept for what is not a client connection (the listener, the store's files, logs, Redis), at most. */
 const FILE_HEADROOM = 64
+/** Descriptors kept beyond those open when the server is built (files the store opens later, a Redis reconnecting). */
+const FILE_MARGIN = 16
+
+/**
+ * How many descriptors to keep for what is not a client connection: those open now (the store's
+ * files among them) and {@link FILE_MARGIN}, at most {@link FILE_HEADROOM}.
+ * @note A fixed 64 served one connection at `ulimit -n 64`, where 26 were open (attack16 L1).
+ */
+function fileHeadroom(): number {
+  try {
+    return Math.min(FILE_HEADROOM, readdirSync('/proc/self/fd').length + FILE_MARGIN)
+  } catch {
+    return FILE_HEADROOM
+  }
+}
 
 /** The soft limit on open files of this process (`ulimit -n`), from /proc/self/limits; undefined where it cannot be read or is unlimited. */
 function readOpenFileLimit(): number | undefined {
@@ -313,8 +328,9 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   const files = hooks.openFileLimit ?? readOpenFileLimit()
   let cap = limits.maxConnections
   let hardLimit = limits.maxConnections + CONNECTION_RESERVE
-  if (files !== undefined && files - FILE_HEADROOM < hardLimit) {
-    hardLimit = Math.max(2, files - FILE_HEADROOM)
+  const headroom = files !== undefined && files - FILE_HEADROOM < hardLimit ? fileHeadroom() : FILE_HEADROOM
+  if (files !== undefined && files - headroom < hardLimit) {
+    hardLimit = Math.max(2, files - headroom)
     // The cap below it, keeping a fifth as the reserve is kept above the cap.
     cap = Math.min(cap, hardLimit - Math.max(1, Math.floor(hardLimit / 5)))
     hooks.warn?.(`the process may open ${files} files (ulimit -n): it serves ${cap} connections (${hardLimit} open at most), not ${limits.maxConnections} + ${CONNECTION_RESERVE}; raise the limit (ulimit -n ${limits.maxConnections + CONNECTION_RESERVE + FILE_HEADROOM}) or lower --max-connections`)

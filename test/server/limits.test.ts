@@ -942,6 +942,31 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of silent) socket.destroy()
   })
 
+  it.runIf(existsSync('/usr/bin/prlimit'))('serves more than one connection under ulimit -n 64, keeping for other files what is open at start and a margin, not a fixed 64 (attack16 L1)', async () => {
+    const port = await freePort()
+    const child = spawn('/usr/bin/prlimit', ['--nofile=64:64', process.execPath, CLI_BINARY, 'serve', '--port', String(port), '--api-key', 'partner', '--quiet'], { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
+    onTestFinished(() => {
+      child.kill('SIGKILL')
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    await vi.waitFor(() => expect(stdout).toContain('is running'), { timeout: 30_000, interval: 100 })
+    // Before: "it serves 1 connections (2 open at most)".
+    const served = Number(/it serves (\d+) connections/.exec(stderr)?.[1])
+    expect(served).toBeGreaterThanOrEqual(10)
+    // As many connections as it serves, each answered, none refused.
+    const origin = `http://127.0.0.1:${port}`
+    const sockets = await Promise.all(Array.from({ length: served }, () => openSocket(origin)))
+    const answers = await Promise.all(sockets.map((socket) => {
+      const answer = collect(socket, 5000)
+      socket.write('GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nConnection: close\r\n\r\n')
+      return answer
+    }))
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 200))
+  })
+
   it('lets a partner in while cap + reserve keys (--any-key) each send a body slowly, resetting the body arriving longest (attack11 K3)', async () => {
     const { origin, fetch } = await startSandbox({ anyKey: true, maxConnections: 4, requestTimeoutMs: 8000, headersTimeoutMs: 3000 })
     const slow: Socket[] = []
