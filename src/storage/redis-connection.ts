@@ -427,6 +427,14 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.`)
   }
+  // @note Replicas that cannot be counted cannot be waited for: the confirmation was off silently (attack18 F5).
+  if (!options.allowFailoverLoss) {
+    const uncounted = await connected.replicasUncounted().catch(() => undefined)
+    if (uncounted !== undefined) {
+      await connected.close().catch(() => undefined)
+      throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: its replicas cannot be counted (${uncounted}), so writes cannot wait for them. Allow INFO for the sandbox's Redis user, or accept that a failover may lose writes with --redis-allow-failover-loss.`)
+    }
+  }
   // @note A read-only replica or a user without write rights was "running", every write refused (attack17 C1).
   if (target.mode === 'standalone') {
     const refusal = await connected.script(WRITE_PROBE, ['petstore-sandbox:write-probe'], []).then(
@@ -827,12 +835,24 @@ export class RedisLink {
     return 'none'
   }
 
+  /** @internal Why the replicas of some server cannot be counted (`INFO` refused), or undefined: asked of every server at start. */
+  async replicasUncounted(): Promise<string | undefined> {
+    for (const address of this.#connection.servers()) {
+      try {
+        await this.#connection.sendTo(address, ['INFO', 'replication'], this.#commandTimeoutMs)
+      } catch (error) {
+        if (error instanceof ErrorReplied) return messageOf(error)
+      }
+    }
+    return undefined
+  }
+
   /**
    * Counts a server's replicas online (`INFO replication`: a replica still syncing confirms
    * nothing yet) and notes every replica listed.
    * @note Where INFO is not allowed (an ACL user without `@dangerous`), the confirmation was off
-   * silently (attack18 F5): said once, and every write is answered as if replicas were online
-   * (`WAIT`), so that writes are answered unknown rather than 201 when none confirms.
+   * silently (attack18 F5): such a Redis is refused at start (unless `allowFailoverLoss`), and one
+   * reconfigured since is said once.
    */
   #countReplicas(server: Server): Promise<void> {
     server.replicasReading ??= (async () => {
@@ -842,8 +862,9 @@ export class RedisLink {
           info = String(await this.#connection.sendTo(server.address, ['INFO', 'replication'], this.#commandTimeoutMs))
         } catch (error) {
           if (!(error instanceof ErrorReplied)) throw error
-          if (server.replicas === undefined) this.#warn(`storage replicas: ${this.#display(server)} does not let its replicas be counted (${messageOf(error)}): writes are answered once a replica confirms them (WAIT), unknown when none does; allow INFO, or start with --redis-allow-failover-loss`)
-          server.replicas = 1
+          // Refused at start (connectRedis): only a Redis reconfigured since gets here.
+          if (server.replicas !== 0) this.#warn(`storage replicas: ${this.#display(server)} no longer lets its replicas be counted (${messageOf(error)}): writes are answered without waiting for a replica until it does; allow INFO for the sandbox's user`)
+          server.replicas = 0
           server.replicasReadAt = monotonicNow()
           return
         }

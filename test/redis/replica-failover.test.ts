@@ -5,6 +5,7 @@
  * replica, the replica stopped, the master killed and the replica promoted.
  */
 import { describe, expect, it } from 'vitest'
+import { createSandboxApp } from '../../src/server.js'
 import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -121,5 +122,17 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     replica.signal('SIGCONT')
     expect(during.length).toBeGreaterThan(0)
     expect(during.every((answer) => answer.status === 201)).toBe(true)
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('a Redis whose replicas cannot be counted (attack18 F5)', () => {
+  it('is refused at start when its user may not run INFO, naming why and the flag that accepts the loss', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'limited', 'on', '>secret', '~*', '&*', '+@all', '-@dangerous')
+    const url = `redis://limited:secret@127.0.0.1:${redis.port}`
+    // Its eviction policy cannot be read either: accepted with the flag, as a managed Redis's user needs.
+    await expect(createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true })).rejects.toThrow(/its replicas cannot be counted \(.*NOPERM.*\).*--redis-allow-failover-loss/)
+    const accepted = await createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true, redisAllowFailoverLoss: true })
+    await accepted.close()
   })
 })
