@@ -296,6 +296,12 @@ export interface RedisLinkOptions {
    * @default false
    */
   readonly allowFailoverLoss?: boolean | undefined
+  /**
+   * The key of the write that changes nothing (`SET … XX`, see WRITE_PROBE) with which the start
+   * and health ask a Redis whether it takes writes: a key the sandbox's Redis user may write.
+   * @default 'petstore-sandbox:write-probe'
+   */
+  readonly probeKey?: string | undefined
 }
 
 /**
@@ -399,6 +405,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     commandTimeoutMs: timeout,
     allowEviction: options.allowEviction,
     allowFailoverLoss: options.allowFailoverLoss,
+    probeKey: options.probeKey,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -437,7 +444,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   }
   // @note A read-only replica or a user without write rights was "running", every write refused (attack17 C1).
   if (target.mode === 'standalone') {
-    const refusal = await connected.script(WRITE_PROBE, ['petstore-sandbox:write-probe'], []).then(
+    const refusal = await connected.script(WRITE_PROBE, [connected.probeKey], []).then(
       () => undefined,
       (error: unknown) => messageOf(error),
     )
@@ -643,6 +650,8 @@ type ReplicaState = 'online' | 'expected' | 'none'
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
 export class RedisLink {
   readonly target: RedisTarget
+  /** The key health and the start probe writes on (see {@link RedisLinkOptions.probeKey}). */
+  readonly probeKey: string
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
   readonly #renewAfterMs: number | undefined
@@ -686,9 +695,17 @@ export class RedisLink {
     target: RedisTarget,
     open: () => Connection,
     warn: (message: string) => void,
-    options: { renewAfterMs?: number | undefined; renewOn?: 'any' | 'unanswered' | undefined; commandTimeoutMs?: number | undefined; allowEviction?: boolean | undefined; allowFailoverLoss?: boolean | undefined } = {},
+    options: {
+      renewAfterMs?: number | undefined
+      renewOn?: 'any' | 'unanswered' | undefined
+      commandTimeoutMs?: number | undefined
+      allowEviction?: boolean | undefined
+      allowFailoverLoss?: boolean | undefined
+      probeKey?: string | undefined
+    } = {},
   ) {
     this.target = target
+    this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.#allowEviction = options.allowEviction ?? false
     this.#allowFailoverLoss = options.allowFailoverLoss ?? false
     this.#open = open
@@ -870,7 +887,14 @@ export class RedisLink {
         }
         const now = monotonicNow()
         for (const [, address] of info.matchAll(/^slave\d+:ip=([^,]*,port=\d+)/gm)) server.replicasSeen.set(address!.replace(',port=', ':'), now)
-        server.replicas = info.match(/^slave\d+:.*\bstate=online\b/gm)?.length ?? 0
+        const online = info.match(/^slave\d+:.*\bstate=online\b/gm)?.length ?? 0
+        // @note A process started after a replica dropped off never saw it, and answered 201 where
+        // the others answered unknown (trial5 P2). Redis keeps its replication backlog for an hour
+        // (`repl-backlog-ttl`) after its last replica left: on a first count with none online, a
+        // live backlog counts as a replica seen just now, unless the server was promoted from a
+        // replica (`second_repl_offset` set: it kept its backlog, and no replica of it may be behind).
+        if (server.replicas === undefined && online === 0 && /^repl_backlog_active:1\b/m.test(info) && /^second_repl_offset:-1\b/m.test(info)) server.replicasSeen.set('a replica listed before this process started', now)
+        server.replicas = online
         server.replicasReadAt = now
       } finally {
         server.replicasReading = undefined
@@ -1114,12 +1138,22 @@ export class RedisLink {
       const server = this.#server(address)
       if (server.evicting !== undefined) return { ok: false, detail: `${this.#display(server)}: ${server.evicting}` }
     }
+    // @note The one Redis is asked whether it takes writes on every health check: a Redis demoted to
+    // a read-only replica, or full, answered health 200 until some request tried a write (trial5 P4).
+    if (!this.cluster && this.#server('').refusing === undefined) {
+      try {
+        await this.script(WRITE_PROBE, [this.probeKey], [])
+      } catch (error) {
+        if (this.#server('').refusing !== undefined) return { ok: false, detail: this.#server('').refusing!.detail }
+        return { ok: false, detail: (error as Error).message }
+      }
+    }
     // A server that refused writes: asked with a write that changes nothing.
     for (const server of [...this.#servers.values()]) {
       const refusing = server.refusing
       if (refusing === undefined) continue
       try {
-        await this.script(WRITE_PROBE, [`${refusing.key.slice(0, refusing.key.indexOf('}') + 1) || refusing.key}:write-probe`], [])
+        await this.script(WRITE_PROBE, [this.cluster ? `${refusing.key.slice(0, refusing.key.indexOf('}') + 1) || refusing.key}:write-probe` : this.probeKey], [])
       } catch {
         if (server.refusing !== undefined) return { ok: false, detail: server.refusing.detail }
         continue

@@ -243,12 +243,20 @@ export async function newOperation(link: RedisLink, key: string): Promise<Record
  * @throws StorageUnavailableError when it was not applied (and now never will be);
  * WriteOutcomeUnknownError when Redis could not tell in time; a RedisScriptRefusal of its own.
  */
-export async function recordedWrite(link: RedisLink, keys: OutcomeKeys, what: string, script: RedisScript, scriptKeys: readonly string[], args: (op: string, keepMs: number, entries: number) => readonly (string | number)[]): Promise<unknown> {
+export async function recordedWrite(
+  link: RedisLink,
+  keys: OutcomeKeys,
+  what: string,
+  script: RedisScript,
+  scriptKeys: readonly string[],
+  args: (op: string, keepMs: number, entries: number) => readonly (string | number)[],
+  { confirm = true }: { readonly confirm?: boolean } = {},
+): Promise<unknown> {
   for (let attempt = 0; ; attempt++) {
     const operation = await newOperation(link, scriptKeys[0]!)
     const { op, until } = operation
     try {
-      return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries), { confirm: true })
+      return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries), { confirm })
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
       if (error instanceof RedisScriptRefusal && error.message === 'LATE') {

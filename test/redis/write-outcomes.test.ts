@@ -1211,6 +1211,21 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect(await names(sandbox)).toEqual(['before', 'after'])
   })
 
+  it('says degraded on health once Redis is demoted to a read-only replica, before any write tries it (trial5 P4)', async () => {
+    const redis = await startRedis()
+    const other = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty' })
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    // Before: 200 "ok" until some request wrote.
+    const health = await sandbox.fetch('/__sandbox/health')
+    expect(health.status).toBe(503)
+    expect(await health.json()).toMatchObject({ status: 'degraded', storage: { kind: 'redis', ok: false } })
+    await redis.cli('REPLICAOF', 'NO', 'ONE')
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    expect((await create(sandbox, 'writable again')).status).toBe(201)
+  })
+
   it('is refused at start when it is a read-only replica, naming why', async () => {
     const master = await startRedis()
     const replica = await startRedis()
