@@ -342,8 +342,17 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       connectionsCheckingInterval: checkingInterval(limits),
+      // @note Node's own refusal of a request without Host was a bare 400 with no body and no log
+      // line (trial5 P8): refused here, as the error table says.
+      requireHostHeader: false,
     },
     (req: IncomingMessage, res: ServerResponse) => {
+      if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
+        ;(hooks.stamp ?? stampPlainly)(req, res)
+        res.setHeader('Connection', 'close')
+        sendError(res, 'bad_request', { reason: 'an HTTP/1.1 request must carry a Host header' })
+        return
+      }
       const connection = connections.get(req.socket)
       const bearer = readBearer(req.headers.authorization ?? null)
       // @note Invented tokens are one key, not one each: a crowd of them, needing no key, shrank a
