@@ -76,6 +76,10 @@ export function serveOptions(cli: Argv) {
       if (argv.watch && argv['scenarios-dir'] === undefined && !looksLikePath(argv.scenario)) {
         throw new UsageError(`--watch has nothing to watch: scenario "${argv.scenario}" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir`)
       }
+      // @note `--memory-budget 1` (a unit forgotten) started, and refused every create (trial5 P9).
+      if (argv['memory-budget'] !== undefined && argv['memory-budget'] < 1024 * 1024) {
+        throw new UsageError(`--memory-budget ${argv['memory-budget']} is ${argv['memory-budget']} bytes, too little to hold a tenant: give a size with its unit, at least 1MiB (512MiB, 2GiB)`)
+      }
       if (argv.workers > 1 && argv['redis-url'] === undefined) {
         throw new UsageError(`--workers ${argv.workers} needs --redis-url: each process would otherwise hold tenants of its own (in memory), or contend for one SQLite directory (--data-dir), and a partner's data would depend on which process answered. Run redis-server and add --redis-url redis://127.0.0.1:6379`)
       }

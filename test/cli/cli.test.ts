@@ -131,6 +131,8 @@ describe('petstore-sandbox serve', () => {
 
   it.each([
     ['--memory-budget', '2TB', '--memory-budget must be a size in bytes'],
+    // Before: it started, and every create answered 503 over_capacity (trial5 P9).
+    ['--memory-budget', '1', '--memory-budget 1 is 1 bytes, too little to hold a tenant: give a size with its unit, at least 1MiB'],
     ['--max-connections', '0', '--max-connections must be an integer from 1'],
     ['--api-key', '', '--api-key must not be empty: give a key without spaces (--api-key k1)'],
   ])('refuses %s %s in one line', async (flag, value, message) => {
