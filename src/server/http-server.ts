@@ -135,9 +135,8 @@ class ConnectionShares {
     const now = monotonicNow()
     const share = this.share()
     const crowded = this.#byKey.size > this.maxConnections
-    /** The idle connection of the youngest key (of two of one key, the one idle since the latest request). */
+    /** The idle connection whose latest request came longest ago: a crowd's, not a partner's busy keep-alive one. */
     let youngestIdle: Connection | undefined
-    let youngestSince = Number.NEGATIVE_INFINITY
     // [idle, delayed, receiving], of keys none or beyond their share, then of any key.
     const expendable: (Connection | undefined)[] = [undefined, undefined, undefined]
     const any: (Connection | undefined)[] = [undefined, undefined, undefined]
@@ -153,13 +152,9 @@ class ConnectionShares {
       const kind = connection.cut !== undefined ? 1 : connection.inFlight === 0 ? 0 : connection.request.complete === false ? 2 : -1
       if (kind === -1) continue
       const over = connection.key === undefined || connection.key === '' || this.held(connection.key) > share
-      if (kind === 0 && connection.key !== undefined) {
-        const since = this.#since.get(connection.key) ?? Number.NEGATIVE_INFINITY
-        if (since > youngestSince || (since === youngestSince && youngestIdle !== undefined && connection.requestAt > youngestIdle.requestAt)) {
-          youngestIdle = connection
-          youngestSince = since
-        }
-      }
+      // @note By the time of its latest request, not its key's age: a crowd that keeps its tokens is
+      // older than a partner arriving after it, and took the partner's keep-alive connection (attack19 D1).
+      if (kind === 0 && connection.key !== undefined && (youngestIdle === undefined || connection.requestAt < youngestIdle.requestAt)) youngestIdle = connection
       for (const found of over ? [expendable, any] : [any]) {
         const held = found[kind]
         if (held === undefined || (kind === 2 && (this.#weight(connection) > this.#weight(held) || (this.#weight(connection) === this.#weight(held) && connection.requestAt < held.requestAt)))) found[kind] = connection
@@ -230,21 +225,14 @@ class ConnectionShares {
     // connections longer keeps its own idle one, and a younger key's goes instead: a partner's
     // second connection closed its own keep-alive one among a crowd of invented tokens (attack16 K1).
     if (this.#byKey.size > this.maxConnections) {
-      const since = this.#since.get(key) ?? Number.POSITIVE_INFINITY
-      let youngest: Connection | undefined
-      let youngestSince = since
-      for (const [other, set] of this.#byKey) {
-        const otherSince = this.#since.get(other) ?? Number.NEGATIVE_INFINITY
-        if (other === key || otherSince <= youngestSince) continue
+      // The idle connection whose latest request came longest ago, of any key (attack19 D1: by key age, a crowd older than the partner won).
+      let oldest: Connection | undefined
+      for (const set of this.#byKey.values()) {
         for (const connection of set) {
-          if (connection !== except && connection.inFlight === 0 && connection.cut === undefined) {
-            youngest = connection
-            youngestSince = otherSince
-            break
-          }
+          if (connection !== except && connection.inFlight === 0 && connection.cut === undefined && (oldest === undefined || connection.requestAt < oldest.requestAt)) oldest = connection
         }
       }
-      if (youngest !== undefined) return this.#end(youngest)
+      if (oldest !== undefined) return this.#end(oldest)
     }
     const share = this.share()
     let most: Set<Connection> | undefined

@@ -122,6 +122,8 @@ const REPLICA_EXPECTED_MS = 5 * 60_000
  * requests' time flapped health and the log with every other write (attack18 F4).
  */
 const BEHIND_HOLD_MS = 10_000
+/** How often (ms) a process writes the replicas it sees online to Redis, for processes started later. */
+const REPLICAS_SHARE_MS = 30_000
 
 /** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
 const CLOCK_READ_MS = 1000
@@ -302,6 +304,8 @@ export interface RedisLinkOptions {
    * @default 'petstore-sandbox:write-probe'
    */
   readonly probeKey?: string | undefined
+  /** Where the replicas seen online are kept for every process (see RedisLink). @default 'petstore-sandbox:replicas-seen' */
+  readonly replicasKey?: string | undefined
 }
 
 /**
@@ -406,6 +410,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     allowEviction: options.allowEviction,
     allowFailoverLoss: options.allowFailoverLoss,
     probeKey: options.probeKey,
+    replicasKey: options.replicasKey,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -444,6 +449,12 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   }
   // @note A read-only replica or a user without write rights was "running", every write refused (attack17 C1).
   if (target.mode === 'standalone') {
+    // @note A writable replica (`replica-read-only no`) took writes its master's next sync erased (attack19 W1).
+    const master = await connected.masterOf().catch(() => undefined)
+    if (master !== undefined) {
+      await connected.close().catch(() => undefined)
+      throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: it is a replica of ${master}, and what is written to it is lost at its next sync. Point --redis-url at the master.`)
+    }
     // Asked quietly: a start about to be refused said first that it would answer 503 (trial5 P10).
     const refusal = await connected.writesRefused()
     if (refusal !== undefined && /READONLY|NOPERM/.test(refusal)) {
@@ -544,6 +555,12 @@ interface Server {
   replicas: number | undefined
   /** Each replica it listed (`ip:port`, in any state), and when last listed (monotonic ms): see {@link REPLICA_EXPECTED_MS}. */
   readonly replicasSeen: Map<string, number>
+  /** The replicas online at the last count (`ip:port`). */
+  replicasOnline: ReadonlySet<string>
+  /** Its replication history's id (`master_replid`) at the last count: a new one (a promotion) forgets the replicas seen. */
+  replid: string | undefined
+  /** When this process last wrote the replicas online to Redis (see RedisLink's shareReplicasSeen). */
+  replicasSharedAt: number
   /** When its replicas were last counted (monotonic ms). */
   replicasReadAt: number
   /** The count in flight. */
@@ -551,7 +568,9 @@ interface Server {
   /** Why writes to it are answered unknown: no replica confirmed one in time (said once; health is degraded until one does), and a key of the tenant, for health's probe. */
   behind: { readonly detail: string; readonly key: string; readonly at: number } | undefined
   /** Why it refuses writes while answering (full under noeviction, a read-only replica, an ACL user without write rights), and a key of the tenant refused, for health's probe. */
-  refusing: { readonly detail: string; readonly key: string } | undefined
+  refusing: { readonly detail: string; readonly key: string; readonly since: number; readonly said: boolean } | undefined
+  /** When "storage refusing" was last said (monotonic ms): at most once in {@link BEHIND_HOLD_MS}. */
+  refusalSaidAt: number
 }
 
 /**
@@ -559,13 +578,22 @@ interface Server {
  * read-only replica (`READONLY`: a master demoted by a failover, or the wrong host), an ACL user
  * without the rights (`NOPERM`), a failed snapshot (`MISCONF`), too few replicas (`NOREPLICAS`).
  */
-const WRITE_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(OOM|READONLY|NOPERM|MISCONF|NOREPLICAS)\b/
+const WRITE_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:(?:OOM|READONLY|NOPERM|MISCONF|NOREPLICAS)\b|The user executing the script can't run this command)/
 
 /**
  * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master,
  * write rights on the key) that changes nothing: `SET … XX` on a key that is never made.
  */
 const WRITE_PROBE = redisScript(`return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`)
+
+/**
+ * Lua: the mark a confirmation round writes before its WAIT (see ReplicaConfirmation), allowed
+ * when Redis is full: a write that frees memory (a journal clear, a tenant delete) was applied and
+ * answered unknown, its mark refused OOM (attack19 R1).
+ */
+const REPLICATION_MARK = redisScript(`#!lua flags=allow-oom
+redis.call('SET', KEYS[1], '1', 'PX', '60000')
+return 1`)
 
 /**
  * The writes waiting for a replica of one master to confirm them: one round at a time, on a
@@ -650,6 +678,8 @@ export class RedisLink {
   readonly target: RedisTarget
   /** The key health and the start probe writes on (see {@link RedisLinkOptions.probeKey}). */
   readonly probeKey: string
+  /** See {@link RedisLinkOptions.replicasKey}. */
+  readonly replicasKey: string
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
   readonly #renewAfterMs: number | undefined
@@ -700,10 +730,12 @@ export class RedisLink {
       allowEviction?: boolean | undefined
       allowFailoverLoss?: boolean | undefined
       probeKey?: string | undefined
+      replicasKey?: string | undefined
     } = {},
   ) {
     this.target = target
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
+    this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas-seen'
     this.#allowEviction = options.allowEviction ?? false
     this.#allowFailoverLoss = options.allowFailoverLoss ?? false
     this.#open = open
@@ -757,15 +789,28 @@ export class RedisLink {
    */
   #refused(server: Server, key: string, error: unknown): StorageUnavailableError {
     const detail = `${this.#display(server)} refuses writes: ${messageOf(error)}`
-    if (server.refusing === undefined) this.#warn(`storage refusing: ${detail}; answering 503 storage_unavailable to writes ${server.address === '' ? '' : "of that master's tenants "}until it accepts them (health degraded)`)
-    server.refusing = { detail, key }
+    const now = monotonicNow()
+    // @note Said at most once in BEHIND_HOLD_MS: on a full Redis writes that free memory pass, and
+    // the log said refusing/accepting once a pair of requests (attack19 R2).
+    let said = server.refusing?.said ?? false
+    if (server.refusing === undefined && now - server.refusalSaidAt >= BEHIND_HOLD_MS) {
+      this.#warn(`storage refusing: ${detail}; answering 503 storage_unavailable to writes ${server.address === '' ? '' : "of that master's tenants "}until it accepts them (health degraded)`)
+      server.refusalSaidAt = now
+      said = true
+    }
+    server.refusing = { detail, key, since: server.refusing?.since ?? now, said }
+    // @note A master demoted to a replica behind an address that moved (DNS, a proxy keeping old
+    // connections): the connection stayed on it for good (attack19 R3). A new one goes where the address leads now.
+    if (!this.cluster && messageOf(error).includes('READONLY') && now - server.refusing.since >= (this.#renewAfterMs ?? RENEW_AFTER_FAILING_MS)) this.#renew(now, server)
     return new StorageUnavailableError(detail, { cause: error })
   }
 
   /** A write to `server` succeeded: it accepts writes again, if it refused them. */
   #accepted(server: Server): void {
-    if (server.refusing === undefined) return
+    const refusing = server.refusing
+    if (refusing === undefined) return
     server.refusing = undefined
+    if (!refusing.said) return
     this.#warn(`storage accepting: ${this.#display(server)} accepts writes again`)
   }
 
@@ -841,13 +886,16 @@ export class RedisLink {
   /** A server's replicas, counted again when the count is {@link REPLICAS_READ_MS} old. */
   async #replicaState(server: Server, fresh = false): Promise<ReplicaState> {
     if (fresh || server.replicas === undefined || monotonicNow() - server.replicasReadAt >= REPLICAS_READ_MS) await this.#countReplicas(server).catch(() => undefined)
-    if ((server.replicas ?? 0) > 0) return 'online'
     const now = monotonicNow()
+    // @note One expected and not online makes writes unknown even while others confirm: another
+    // online may be one never promoted (`cluster-replica-no-failover`: attack19 S2).
+    let missing = false
     for (const [replica, seen] of server.replicasSeen) {
-      if (now - seen < REPLICA_EXPECTED_MS) return 'expected'
-      server.replicasSeen.delete(replica)
+      if (now - seen >= REPLICA_EXPECTED_MS) server.replicasSeen.delete(replica)
+      else if (!server.replicasOnline.has(replica)) missing = true
     }
-    return 'none'
+    if (missing) return 'expected'
+    return (server.replicas ?? 0) > 0 ? 'online' : 'none'
   }
 
   /** @internal Why the one Redis refuses writes (its reply to {@link WRITE_PROBE}), or undefined; nothing noted or logged. */
@@ -864,6 +912,42 @@ export class RedisLink {
     } catch (error) {
       return error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error)) ? messageOf(error) : undefined
     }
+  }
+
+  /**
+   * Keeps the replicas online in `<prefix>replicas-seen` (a hash: `ip:port` → `<ms>:<replid>`, kept
+   * {@link REPLICA_EXPECTED_MS}), and on a process's first count takes those of the same history
+   * listed within that time as seen. Failures are ignored (a full Redis refuses the write).
+   */
+  async #shareReplicasSeen(server: Server, replid: string | undefined, online: ReadonlySet<string>, first: boolean): Promise<void> {
+    if (replid === undefined) return
+    const key = this.replicasKey
+    try {
+      if (first) {
+        const flat = (await this.#connection.sendTo('', ['HGETALL', key], this.#commandTimeoutMs))
+        const entries = Array.isArray(flat) ? (flat as unknown[]).map(String) : Object.entries(flat as Record<string, unknown>).flat().map(String)
+        for (let i = 0; i + 1 < entries.length; i += 2) {
+          const [at, history] = entries[i + 1]!.split(':')
+          const age = Date.now() - Number(at)
+          if (history === replid && age >= 0 && age < REPLICA_EXPECTED_MS && !online.has(entries[i]!)) server.replicasSeen.set(entries[i]!, monotonicNow() - age)
+        }
+      }
+      if (online.size > 0 && (first || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS)) {
+        server.replicasSharedAt = monotonicNow()
+        const fields = [...online].flatMap((replica) => [replica, `${Date.now()}:${replid}`])
+        await this.#connection.sendTo('', ['HSET', key, ...fields], this.#commandTimeoutMs)
+        await this.#connection.sendTo('', ['PEXPIRE', key, String(REPLICA_EXPECTED_MS)], this.#commandTimeoutMs)
+      }
+    } catch {
+      // Shared only as far as Redis allows.
+    }
+  }
+
+  /** @internal The master (`host:port`) the one Redis replicates, or undefined when it is a master. */
+  async masterOf(): Promise<string | undefined> {
+    const info = String(await this.#connection.sendTo('', ['INFO', 'replication'], this.#commandTimeoutMs))
+    if (!/^role:slave\b/m.test(info)) return undefined
+    return `${/^master_host:(\S+)/m.exec(info)?.[1] ?? '?'}:${/^master_port:(\d+)/m.exec(info)?.[1] ?? '?'}`
   }
 
   /** @internal Why the replicas of some server cannot be counted (`INFO` refused), or undefined: asked of every server at start. */
@@ -900,14 +984,26 @@ export class RedisLink {
           return
         }
         const now = monotonicNow()
-        for (const [, address] of info.matchAll(/^slave\d+:ip=([^,]*,port=\d+)/gm)) server.replicasSeen.set(address!.replace(',port=', ':'), now)
-        const online = info.match(/^slave\d+:.*\bstate=online\b/gm)?.length ?? 0
+        // @note A new replication history (this address now a promoted replica): the replicas seen
+        // were its old master's, itself among them (attack19 P1: 5 minutes of unknown writes).
+        const replid = /^master_replid:(\S+)/m.exec(info)?.[1]
+        if (replid !== undefined && server.replid !== undefined && replid !== server.replid) server.replicasSeen.clear()
+        server.replid = replid
+        // @note Only replicas online, and never one on port 0: `redis-cli --rdb` (a backup) and
+        // `--replica` sync as replicas, never acknowledge, and were expected for 5 minutes (attack19 L1).
+        const onlineNow = new Set<string>()
+        for (const [, ip, port, state] of info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+)/gm)) {
+          if (state !== 'online' || port === '0') continue
+          onlineNow.add(`${ip}:${port}`)
+          server.replicasSeen.set(`${ip}:${port}`, now)
+        }
+        server.replicasOnline = onlineNow
+        const online = onlineNow.size
         // @note A process started after a replica dropped off never saw it, and answered 201 where
-        // the others answered unknown (trial5 P2). Redis keeps its replication backlog for an hour
-        // (`repl-backlog-ttl`) after its last replica left: on a first count with none online, a
-        // live backlog counts as a replica seen just now, unless the server was promoted from a
-        // replica (`second_repl_offset` set: it kept its backlog, and no replica of it may be behind).
-        if (server.replicas === undefined && online === 0 && /^repl_backlog_active:1\b/m.test(info) && /^second_repl_offset:-1\b/m.test(info)) server.replicasSeen.set('a replica listed before this process started', now)
+        // the others answered unknown (trial5 P2): on the one Redis the replicas seen are kept in
+        // Redis too, by replication history, for every process (not on a Cluster: its masters
+        // would each need a key of their own slots).
+        if (!this.cluster) await this.#shareReplicasSeen(server, replid, onlineNow, server.replicas === undefined)
         server.replicas = online
         server.replicasReadAt = now
       } finally {
@@ -923,20 +1019,23 @@ export class RedisLink {
    * though one was lately.
    */
   async #confirmed(server: Server, key: string): Promise<void> {
-    if (!(await this.waitsForReplica(key))) return
+    if (this.#allowFailoverLoss || (this.cluster && server.address === '')) return
+    const state = await this.#replicaState(server)
+    if (state === 'none') return
     // Given up on early enough that the request's journal entry still has time.
     const now = monotonicNow()
     const deadline = this.requestDeadline()
     const until = deadline === undefined ? now + this.#commandTimeoutMs : deadline - Math.min(2 * REPLICA_WAIT_SLICE_MS, (deadline - now) / 2)
-    const online = server.replicas !== undefined && server.replicas > 0
-    if (online && (await this.#confirmation(server).confirm(until, key))) {
+    if (state === 'online' && (await this.#confirmation(server).confirm(until, key))) {
       if (server.behind !== undefined && monotonicNow() - server.behind.at >= BEHIND_HOLD_MS) {
         this.#warn(`storage replicas: ${this.#display(server)}: a replica confirms writes again`)
         server.behind = undefined
       }
       return
     }
-    const detail = `${this.#display(server)}: no replica confirmed the write ${(server.replicas ?? 0) > 0 ? "within the request's time (a replica behind or stopped)" : `(no replica online; one was listed within ${REPLICA_EXPECTED_MS / 60_000} min, and a failover to it would lose the write)`}`
+    // The state again (counted anew when a round ended unconfirmed): the reason said is the latest.
+    const latest = state === 'online' ? await this.#replicaState(server) : state
+    const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : `a replica listed within ${REPLICA_EXPECTED_MS / 60_000} min is not online now, and a failover to it would lose the write`}`
     if (server.behind === undefined) this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
     server.behind = { detail, key, at: monotonicNow() }
     throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`)
@@ -972,10 +1071,14 @@ export class RedisLink {
     const wanted = Math.max(1, server.replicas ?? 1)
     try {
       await bounded(waiter.ready, this.#commandTimeoutMs)
-      const [, acknowledged] = await Promise.all([
-        waiter.connection.sendTo(server.address, ['SET', `${tag}:replicated`, '1', 'PX', '60000'], this.#commandTimeoutMs),
-        waiter.connection.sendTo(server.address, ['WAIT', String(wanted), String(ms)], ms + this.#commandTimeoutMs),
-      ])
+      const mark = ['1', `${tag}:replicated`]
+      try {
+        await waiter.connection.sendTo(server.address, ['EVALSHA', REPLICATION_MARK.sha, ...mark], this.#commandTimeoutMs)
+      } catch (error) {
+        if (!messageOf(error).startsWith('NOSCRIPT')) throw error
+        await waiter.connection.sendTo(server.address, ['EVAL', REPLICATION_MARK.source, ...mark], this.#commandTimeoutMs)
+      }
+      const acknowledged = await waiter.connection.sendTo(server.address, ['WAIT', String(wanted), String(ms)], ms + this.#commandTimeoutMs)
       return Number(acknowledged) >= wanted
     } catch (error) {
       // A connection that failed is opened again for the next round; an error Redis replied is Redis's.
@@ -1300,10 +1403,14 @@ export class RedisLink {
         recoveredUnchecked: false,
         replicas: undefined,
         replicasSeen: new Map(),
+        replicasOnline: new Set(),
+        replid: undefined,
+        replicasSharedAt: Number.NEGATIVE_INFINITY,
         replicasReadAt: Number.NEGATIVE_INFINITY,
         replicasReading: undefined,
         behind: undefined,
         refusing: undefined,
+        refusalSaidAt: Number.NEGATIVE_INFINITY,
       }
       this.#servers.set(address, server)
     }

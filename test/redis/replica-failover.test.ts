@@ -4,7 +4,7 @@
  * ids out again. A write is answered as applied once a replica has it; against a real master and
  * replica, the replica stopped, the master killed and the replica promoted.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { createSandboxApp } from '../../src/server.js'
 import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
@@ -85,7 +85,7 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     const [gone] = await createFor(sandbox, 'gone', 1)
     expect(gone).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
     // Said as such, not found at the request's deadline (a WAIT with no replica online blocks its whole time).
-    expect(lines.some((line) => line.includes('no replica online'))).toBe(true)
+    expect(lines.some((line) => line.includes('is not online now, and a failover to it would lose the write'))).toBe(true)
     expect(lines.some((line) => line.includes('request out of time'))).toBe(false)
     await replica.start()
     await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
@@ -119,6 +119,9 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
 
   it('answers write_outcome_unknown in a sandbox started after the replica dropped off, as in those that saw it (trial5 P2)', async () => {
     const { master, replica } = await masterAndReplica()
+    // A sandbox that saw the replica online.
+    const earlier = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(earlier, 'seen', 1)).toMatchObject([{ status: 201 }])
     await replica.stop('SIGKILL')
     for (let attempt = 0; !/connected_slaves:0/.test(await master.cli('INFO', 'replication')); attempt++) {
       if (attempt > 100) throw new Error('the master still lists its replica')
@@ -128,6 +131,26 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     const [created] = await createFor(sandbox, 'late', 1)
     // Before: 201 at once, a write a failover to that replica would lose.
     expect(created).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
+  })
+
+  it('answers 201 while a backup (redis-cli --rdb) syncs from a Redis with no replica: a backup is never a replica to wait for (attack19 L1)', async () => {
+    const redis = await startRedis()
+    // The backup waits 5 s (Redis's repl-diskless-sync-delay) listed as a replica syncing.
+    const { spawn } = await import('node:child_process')
+    const backup = spawn('redis-cli', ['-p', String(redis.port), '--rdb', `${redis.dir}/backup.rdb`], { stdio: 'ignore' })
+    onTestFinished(() => {
+      backup.kill('SIGKILL')
+    })
+    for (let attempt = 0; !/slave0:/.test(await redis.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the backup did not start')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, requestTimeoutMs: 1500 })
+    // Before: the backup was a replica expected for 5 minutes, every write 503 write_outcome_unknown.
+    expect(await createFor(sandbox, 'during', 1)).toMatchObject([{ status: 201 }])
+    await new Promise((resolve) => backup.once('exit', resolve))
+    await sleep(1100)
+    expect(await createFor(sandbox, 'after', 1)).toMatchObject([{ status: 201 }])
   })
 
   it('gives a read its planned answer while the replica lags: taking a plan is not waited for (trial5 P7)', async () => {

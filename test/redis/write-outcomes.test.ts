@@ -1226,10 +1226,13 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect((await create(sandbox, 'writable again')).status).toBe(201)
   })
 
-  it('is refused at start when it is a read-only replica, naming why', async () => {
+  it('is refused at start when it is a replica, read-only or not, naming its master', async () => {
     const master = await startRedis()
     const replica = await startRedis()
     await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
-    await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(/refuses writes \(.*READONLY.*\)\. Point --redis-url at the master/)
+    await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}, and what is written to it is lost at its next sync. Point --redis-url at the master.`)
+    // A writable one too: what it took, its master's next sync erased (attack19 W1).
+    await replica.cli('CONFIG', 'SET', 'replica-read-only', 'no')
+    await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}`)
   })
 })

@@ -906,12 +906,14 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
       crowd.push(socket)
       await ask(socket, `GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer invented-${i}\r\n\r\n`)
     }
+    // The partner goes on using its keep-alive connection meanwhile.
+    expect(await ask(kept, list)).toBe(200)
     // Before: the newcomer, silent for the instant before its request was read, was the one ended.
     const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
     expect(health.status).toBe(200)
     const fresh = await exchange(origin, [list.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')], { end: false })
     expect(fresh.status).toBe(200)
-    // And the partner's keep-alive connection, the oldest idle one, was not ended for them.
+    // And the partner's keep-alive connection, the oldest, was not ended for them.
     expect(await ask(kept, list)).toBe(200)
     kept.destroy()
     for (const socket of crowd) socket.destroy()
