@@ -457,7 +457,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     }
     // Asked quietly: a start about to be refused said first that it would answer 503 (trial5 P10).
     const refusal = await connected.writesRefused()
-    if (refusal !== undefined && /READONLY|NOPERM/.test(refusal)) {
+    if (refusal !== undefined && /READONLY|NOPERM|can't run this command/.test(refusal)) {
       await connected.close().catch(() => undefined)
       throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: it refuses writes (${refusal.replace(/^.*?refuses writes: /, '')}). Point --redis-url at the master, as a user allowed to run scripts and write.`)
     }

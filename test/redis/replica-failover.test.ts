@@ -153,6 +153,40 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(await createFor(sandbox, 'after', 1)).toMatchObject([{ status: 201 }])
   })
 
+  it('answers write_outcome_unknown when one of two replicas drops off, though the other confirms: the one left may be one never promoted (attack19 S2)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const second = await startRedis()
+    await second.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the second replica did not come online')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    let both: { status: number }[] = []
+    for (let attempt = 0; both[0]?.status !== 201 && attempt < 20; attempt++) both = await createFor(sandbox, `both${attempt}-`, 1)
+    expect(both).toMatchObject([{ status: 201 }])
+    await replica.stop('SIGKILL')
+    for (let attempt = 0; !/connected_slaves:1/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master still lists both replicas')
+      await sleep(50)
+    }
+    await sleep(1100)
+    // Before: WAIT for the one online, which confirmed: 201.
+    expect(await createFor(sandbox, 'dropped', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+  })
+
+  it('answers a journal clear that frees memory on a full Redis 204, its confirmation allowed there (attack19 R1)', async () => {
+    const { master } = await masterAndReplica()
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'journaled', 1)).toMatchObject([{ status: 201 }])
+    const used = Number(/used_memory:(\d+)/.exec(await master.cli('INFO', 'memory'))![1])
+    await master.cli('CONFIG', 'SET', 'maxmemory', String(used - 100_000))
+    // Before: applied, and answered 503 write_outcome_unknown (the round's mark refused OOM).
+    const cleared = await sandbox.fetch('/__sandbox/requests', { method: 'DELETE', headers: auth('partner') })
+    await master.cli('CONFIG', 'SET', 'maxmemory', '0')
+    expect(cleared.status).toBe(204)
+  })
+
   it('gives a read its planned answer while the replica lags: taking a plan is not waited for (trial5 P7)', async () => {
     const { master, replica } = await masterAndReplica()
     const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })

@@ -1226,6 +1226,13 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect((await create(sandbox, 'writable again')).status).toBe(201)
   })
 
+  it('is refused at start when its user may not write, as Redis 7.0 words it inside a script (attack19 N1)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'reader', 'on', '>secret', '~*', '&*', '+@all', '-@write')
+    // Before: "running", every create 503 and health 200.
+    await expect(createSandboxApp({ redisUrl: `redis://reader:secret@127.0.0.1:${redis.port}`, demoDir: false })).rejects.toThrow(/it refuses writes \(.*can't run this command/)
+  })
+
   it('is refused at start when it is a replica, read-only or not, naming its master', async () => {
     const master = await startRedis()
     const replica = await startRedis()
