@@ -5,8 +5,8 @@
  * replica, the replica stopped, the master killed and the replica promoted.
  */
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { createSandboxApp } from '../../src/server.js'
-import { REQUIRE_REDIS, startRedis, type RedisServer } from '../support/redis-server.js'
+import { createSandboxApp, tenantId } from '../../src/server.js'
+import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -220,5 +220,41 @@ describe.runIf(REQUIRE_REDIS)('a Redis whose replicas cannot be counted (attack1
     await expect(createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true })).rejects.toThrow(/its replicas cannot be counted \(.*NOPERM.*\).*--redis-allow-failover-loss/)
     const accepted = await createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true, redisAllowFailoverLoss: true })
     await accepted.close()
+  })
+})
+
+describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S1)', () => {
+  it('answers write_outcome_unknown while a replica the cluster lists is gone, however long: the cluster may still promote it', async () => {
+    const cluster = await startRedisCluster()
+    const master = cluster.nodes[0]!
+    const masterPort = await cluster.masterOf(`petstore-sandbox:{${tenantId('partner')}}:meta`)
+    const owner = cluster.nodes.find((node) => node.port === masterPort)!
+    const replica = await startRedis({ cluster: true })
+    await replica.cli('CLUSTER', 'MEET', '127.0.0.1', String(master.port))
+    const ownerId = (await owner.cli('CLUSTER', 'MYID')).trim()
+    for (let attempt = 0; !(await replica.cli('CLUSTER', 'NODES')).includes(ownerId); attempt++) {
+      if (attempt > 100) throw new Error('the replica did not join the cluster')
+      await sleep(50)
+    }
+    await owner.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await replica.cli('CLUSTER', 'REPLICATE', ownerId)
+    for (let attempt = 0; !/slave0:.*state=online/.test(await owner.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the replica did not come online')
+      await sleep(50)
+    }
+    // The cluster knows it as the owner's replica (gossip).
+    for (let attempt = 0; !new RegExp(`:${replica.port}@\\d+ slave ${ownerId}`).test(await owner.cli('CLUSTER', 'NODES')); attempt++) {
+      if (attempt > 200) throw new Error('the cluster does not list the replica')
+      await sleep(50)
+    }
+    await replica.stop('SIGKILL')
+    for (let attempt = 0; !/connected_slaves:0/.test(await owner.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master still lists its replica')
+      await sleep(50)
+    }
+    // A sandbox that never saw the replica online (started after, or 5 minutes on): the cluster still lists it.
+    const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500 })
+    // Before: 201, a write a failover to that replica would lose.
+    expect(await createFor(sandbox, 'listed', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
   })
 })
