@@ -802,8 +802,8 @@ export class RedisLink {
     }
     server.refusing = { detail, key, since: server.refusing?.since ?? now, said }
     // @note A master demoted to a replica behind an address that moved (DNS, a proxy keeping old
-    // connections): the connection stayed on it for good (attack19 R3). A new one goes where the address leads now.
-    if (!this.cluster && messageOf(error).includes('READONLY') && now - server.refusing.since >= (this.#renewAfterMs ?? RENEW_AFTER_FAILING_MS)) this.#renew(now, server)
+    // connections): the connection stays on it (attack19 R3, open). Renewing the client on every
+    // refusal past 5 s opened 13,812 connections in 10 s (attack20 R5), and was taken out.
     return new StorageUnavailableError(detail, { cause: error })
   }
 
@@ -928,18 +928,22 @@ export class RedisLink {
     if (replid === undefined) return
     const key = this.replicasKey
     try {
+      // @note By Redis's clock, shared by every process: each process's own clock made a sandbox on a
+      // host 10 minutes off ignore a replica the others expected, and answer 201 (attack20 C1).
+      const redisTime = await this.redisNow()
       if (first) {
-        const flat = (await this.#connection.sendTo('', ['HGETALL', key], this.#commandTimeoutMs))
+        const flat = await this.#connection.sendTo('', ['HGETALL', key], this.#commandTimeoutMs)
         const entries = Array.isArray(flat) ? (flat as unknown[]).map(String) : Object.entries(flat as Record<string, unknown>).flat().map(String)
         for (let i = 0; i + 1 < entries.length; i += 2) {
           const [at, history] = entries[i + 1]!.split(':')
-          const age = Date.now() - Number(at)
-          if (history === replid && age >= 0 && age < REPLICA_EXPECTED_MS && !online.has(entries[i]!)) server.replicasSeen.set(entries[i]!, monotonicNow() - age)
+          // A stamp ahead of Redis's time now (a clock stepped back) counts as now.
+          const age = Math.max(0, redisTime - Number(at))
+          if (history === replid && age < REPLICA_EXPECTED_MS && !online.has(entries[i]!)) server.replicasSeen.set(entries[i]!, monotonicNow() - age)
         }
       }
       if (online.size > 0 && (first || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS)) {
         server.replicasSharedAt = monotonicNow()
-        const fields = [...online].flatMap((replica) => [replica, `${Date.now()}:${replid}`])
+        const fields = [...online].flatMap((replica) => [replica, `${redisTime}:${replid}`])
         await this.#connection.sendTo('', ['HSET', key, ...fields], this.#commandTimeoutMs)
         await this.#connection.sendTo('', ['PEXPIRE', key, String(REPLICA_EXPECTED_MS)], this.#commandTimeoutMs)
       }
