@@ -238,6 +238,9 @@ function judgeTogether(ops: readonly Op[], prepared: readonly Prepared[], answer
   const rank = (i: number): number => {
     if (ops[i]!.kind === 'list') return Number.MAX_SAFE_INTEGER
     const [answer] = answerOf(i)
+    // @note A create whose outcome is unknown may have taken an id before a 201's: judged first, so
+    // that the 201's id may count it (found when a failover's standby made creates unknown).
+    if (ops[i]!.kind === 'create' && (answer === undefined || (answer.status === 503 && saysUnknown(errorOf(answer).message)))) return -1
     if (ops[i]!.kind !== 'create' || answer?.status !== 201) return Number.MAX_SAFE_INTEGER - 1
     return (JSON.parse(answer.body) as Category).id
   }
