@@ -141,10 +141,20 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
 }
 
 async function newServer(options: RedisServerOptions): Promise<RedisServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'petstore-redis-'))
-  const server = new RedisServer(await freePort(), dir, options)
-  await server.start()
-  return server
+  // @note A port free when asked may be taken before redis-server binds it (by any process's
+  // outgoing connection), and a cluster node binds port + 10,000 too, never asked: a start that
+  // exits is tried again on another port (CI: "redis-server on port 35333 exited with 1").
+  for (let attempt = 0; ; attempt++) {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-redis-'))
+    const server = new RedisServer(await freePort(), dir, options)
+    try {
+      await server.start()
+      return server
+    } catch (error) {
+      removeDir(dir)
+      if (attempt >= 4 || !/exited with/.test((error as Error).message)) throw error
+    }
+  }
 }
 
 async function teardown(server: RedisServer): Promise<void> {
