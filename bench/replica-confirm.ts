@@ -10,11 +10,11 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { startCliChild } from './lib/cli-child.js'
+import { freePort } from './lib/exec-server.js'
 import { median } from './lib/figures.js'
 import { load, type Method } from './lib/load.js'
 import { READ_KEY, WRITE_KEY } from './servers/keys.js'
@@ -23,17 +23,6 @@ const run = promisify(execFile)
 const seconds = Number(process.argv[2] ?? 3)
 const rounds = Number(process.argv[3] ?? 3)
 const connections = Number(process.argv[4] ?? 20)
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
-  })
-}
 
 async function redis(port: number, dir: string, extra: readonly string[] = []): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' })

@@ -570,7 +570,7 @@ interface Server {
   /** Why writes to it are answered unknown: no replica confirmed one in time (said once; health is degraded until one does), and a key of the tenant, for health's probe. */
   behind: { readonly detail: string; readonly key: string; readonly at: number } | undefined
   /** Why it refuses writes while answering (full under noeviction, a read-only replica, an ACL user without write rights), and a key of the tenant refused, for health's probe. */
-  refusing: { readonly detail: string; readonly key: string; readonly since: number; readonly said: boolean } | undefined
+  refusing: { readonly detail: string; readonly key: string; readonly said: boolean } | undefined
   /** When "storage refusing" was last said (monotonic ms): at most once in {@link BEHIND_HOLD_MS}. */
   refusalSaidAt: number
 }
@@ -800,7 +800,7 @@ export class RedisLink {
       server.refusalSaidAt = now
       said = true
     }
-    server.refusing = { detail, key, since: server.refusing?.since ?? now, said }
+    server.refusing = { detail, key, said }
     // @note A master demoted to a replica behind an address that moved (DNS, a proxy keeping old
     // connections): the connection stays on it (attack19 R3, open). Renewing the client on every
     // refusal past 5 s opened 13,812 connections in 10 s (attack20 R5), and was taken out.

@@ -38,6 +38,24 @@ async function createFor(sandbox: RunningSandbox, prefix: string, ms: number): P
   return answers
 }
 
+/**
+ * Adds a second replica to `master`, and a sandbox on it whose create both replicas confirmed
+ * (under a loaded CI, the second replica's first acknowledgements may take a moment).
+ */
+async function secondReplicaConfirming(master: RedisServer): Promise<RunningSandbox> {
+  const second = await startRedis()
+  await second.cli('REPLICAOF', '127.0.0.1', String(master.port))
+  for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+    if (attempt > 100) throw new Error('the second replica did not come online')
+    await sleep(50)
+  }
+  const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+  let both: { status: number }[] = []
+  for (let attempt = 0; both[0]?.status !== 201 && attempt < 20; attempt++) both = await createFor(sandbox, `both${attempt}-`, 1)
+  expect(both).toMatchObject([{ status: 201 }])
+  return sandbox
+}
+
 /** The partner's categories as the promoted replica holds them (a sandbox started on it). */
 async function promotedList(replica: RedisServer): Promise<{ id: number; name: string }[]> {
   await replica.cli('REPLICAOF', 'NO', 'ONE')
@@ -99,17 +117,7 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
 
   it('waits for every replica online, not one: a replica that may never be promoted does not confirm for the one that will be (attack18 F6)', async () => {
     const { master, replica } = await masterAndReplica()
-    const second = await startRedis()
-    await second.cli('REPLICAOF', '127.0.0.1', String(master.port))
-    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
-      if (attempt > 100) throw new Error('the second replica did not come online')
-      await sleep(50)
-    }
-    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
-    // Both confirm (under a loaded CI, the second replica's first acknowledgements may take a moment).
-    let both: { status: number }[] = []
-    for (let attempt = 0; both[0]?.status !== 201 && attempt < 20; attempt++) both = await createFor(sandbox, `both${attempt}-`, 1)
-    expect(both).toMatchObject([{ status: 201 }])
+    const sandbox = await secondReplicaConfirming(master)
     // The one that could be promoted stops; the other (say, cluster-replica-no-failover) goes on confirming.
     replica.signal('SIGSTOP')
     const [stopped] = await createFor(sandbox, 'stopped', 1)
@@ -155,16 +163,7 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
 
   it('answers write_outcome_unknown when one of two replicas drops off, though the other confirms: the one left may be one never promoted (attack19 S2)', async () => {
     const { master, replica } = await masterAndReplica()
-    const second = await startRedis()
-    await second.cli('REPLICAOF', '127.0.0.1', String(master.port))
-    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
-      if (attempt > 100) throw new Error('the second replica did not come online')
-      await sleep(50)
-    }
-    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
-    let both: { status: number }[] = []
-    for (let attempt = 0; both[0]?.status !== 201 && attempt < 20; attempt++) both = await createFor(sandbox, `both${attempt}-`, 1)
-    expect(both).toMatchObject([{ status: 201 }])
+    const sandbox = await secondReplicaConfirming(master)
     await replica.stop('SIGKILL')
     for (let attempt = 0; !/connected_slaves:1/.test(await master.cli('INFO', 'replication')); attempt++) {
       if (attempt > 100) throw new Error('the master still lists both replicas')

@@ -32,6 +32,26 @@ failOnUnhandledRejections()
 const create = (fetch: (path: string, init?: RequestInit) => Promise<Response>, key: string, body: unknown) =>
   fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify(body) })
 
+/** Sends one request on `socket` and resolves its status once its whole answer (by Content-Length) came; 0 when the socket ends first, -1 after 5 s. */
+function ask(socket: Socket, head: string): Promise<number> {
+  return new Promise<number>((resolve) => {
+    setTimeout(() => resolve(-1), 5000).unref()
+    let text = ''
+    const onData = (chunk: Buffer) => {
+      text += chunk.toString('latin1')
+      const end = text.indexOf('\r\n\r\n')
+      const length = /content-length: (\d+)/i.exec(text)
+      if (end !== -1 && length !== null && text.length >= end + 4 + Number(length[1])) {
+        socket.off('data', onData)
+        resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0))
+      }
+    }
+    socket.on('data', onData)
+    socket.once('close', () => resolve(0))
+    socket.write(head)
+  })
+}
+
 describe('name, description and category limits', () => {
   it('refuses a 1 MiB category name with 400 and keeps the list answering 200', async () => {
     const { fetch } = await startSandbox({ apiKeys: ['k'] })
@@ -836,24 +856,6 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
 
   it('ends the oldest of connections that sent nothing, however young, before a partner’s idle keep-alive connection or the newcomer (attack14 D1)', async () => {
     const { origin } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
-    /** Sends one request on `socket` and resolves its status once its whole answer (by Content-Length) came; 0 when the socket ends first, -1 after 5 s. */
-    const ask = (socket: Socket, head: string) =>
-      new Promise<number>((resolve) => {
-        setTimeout(() => resolve(-1), 5000).unref()
-        let text = ''
-        const onData = (chunk: Buffer) => {
-          text += chunk.toString('latin1')
-          const end = text.indexOf('\r\n\r\n')
-          const length = /content-length: (\d+)/i.exec(text)
-          if (end !== -1 && length !== null && text.length >= end + 4 + Number(length[1])) {
-            socket.off('data', onData)
-            resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0))
-          }
-        }
-        socket.on('data', onData)
-        socket.once('close', () => resolve(0))
-        socket.write(head)
-      })
     const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
     const kept = await openSocket(origin)
     kept.on('error', () => undefined)
@@ -877,23 +879,6 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
 
   it('lets a partner’s new connection and the health probe in, and keeps its keep-alive connection, while a crowd of invented tokens (--any-key) each send one request and idle (attack16 K1)', async () => {
     const { origin } = await startSandbox({ anyKey: true, maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
-    const ask = (socket: Socket, head: string) =>
-      new Promise<number>((resolve) => {
-        setTimeout(() => resolve(-1), 5000).unref()
-        let text = ''
-        const onData = (chunk: Buffer) => {
-          text += chunk.toString('latin1')
-          const end = text.indexOf('\r\n\r\n')
-          const length = /content-length: (\d+)/i.exec(text)
-          if (end !== -1 && length !== null && text.length >= end + 4 + Number(length[1])) {
-            socket.off('data', onData)
-            resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0))
-          }
-        }
-        socket.on('data', onData)
-        socket.once('close', () => resolve(0))
-        socket.write(head)
-      })
     const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
     const kept = await openSocket(origin)
     kept.on('error', () => undefined)

@@ -769,14 +769,6 @@ class StoreCrash extends Command {
   }
 }
 
-/**
- * Redis only: a failover to a replica that lagged (attack15 F1). The sandbox's Redis gets a
- * replica (AOF), in sync and counted by the sandbox, whose replication path then stalls while
- * `inFlight` is sent; `lagMs` later the master is killed (-9) and the replica promoted in its place: its data
- * served on the master's address, as a managed Redis's endpoint moves to the promoted replica.
- * Every write answered as applied must be there (before the fix, creates answered 201 were not,
- * and their ids were handed out again).
- */
 /** The replica a {@link Failover} left attached to the promoted master (writes wait for it), stopped by the next one. */
 let standby: RedisServer | undefined
 
@@ -790,6 +782,14 @@ async function untilReplicaOnline(master: RedisServer): Promise<void> {
   }
 }
 
+/**
+ * Redis only: a failover to a replica that lagged (attack15 F1). The sandbox's Redis gets a
+ * replica (AOF), in sync and counted by the sandbox, whose replication path then stalls while
+ * `inFlight` is sent; `lagMs` later the master is killed (-9) and the replica promoted in its place: its data
+ * served on the master's address, as a managed Redis's endpoint moves to the promoted replica.
+ * Every write answered as applied must be there (before the fix, creates answered 201 were not,
+ * and their ids were handed out again).
+ */
 class Failover extends Command {
   readonly kind = 'failover'
   constructor(
