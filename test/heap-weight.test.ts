@@ -49,10 +49,17 @@ describe('the estimate against the heap V8 measures', () => {
   // an estimate far above it would shrink every journal for nothing ('100 distinct property
   // names' measures 1.95-2.0 times under load, with V8's own figure swinging up to twice).
   it('never estimates an adversarial JSON shape under what V8 holds for it, nor far above that (issue 20 F05)', async () => {
-    const figures = (await probe('shapes')) as { shape: string; measured: number; estimated: number }[]
+    type Figure = { shape: string; measured: number; estimated: number }
+    const figures = (await probe('shapes')) as Figure[]
     expect(figures.map((figure) => figure.shape)).toEqual(Object.keys(SHAPES))
-    const under = figures.filter((figure) => figure.estimated < figure.measured * 0.97)
-    const over = figures.filter((figure) => figure.estimated > figure.measured * 2.5)
+    const wrong = (figure: Figure) => figure.estimated < figure.measured * 0.97 || figure.estimated > figure.measured * 2.5
+    // @note A shape off is measured again, twice at most, each time in a new process, and counts
+    // only when every measurement is off: on a loaded machine (a fresh clone's CI with `npm ci`
+    // beside it) '100 distinct property names' once measured 5,288 bytes a copy, 13,464 idle.
+    let suspects = figures.filter(wrong)
+    for (let round = 0; round < 2 && suspects.length > 0; round++) suspects = ((await probe('shapes', ...suspects.map((figure) => figure.shape))) as Figure[]).filter(wrong)
+    const under = suspects.filter((figure) => figure.estimated < figure.measured * 0.97)
+    const over = suspects.filter((figure) => figure.estimated > figure.measured * 2.5)
     expect({ under, over }).toEqual({ under: [], over: [] })
   })
 

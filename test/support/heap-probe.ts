@@ -2,7 +2,7 @@
  * `node --expose-gc --import tsx test/support/heap-probe.ts <command>`: what V8's heap really
  * holds, measured after full collections, for test/heap-weight.test.ts. Its own process, so
  * that nothing else the test runner holds moves the figures.
- * - `shapes`: per adversarial JSON shape, the heap a parsed copy holds and what `heapWeight()`
+ * - `shapes [<shape> …]`: per adversarial JSON shape (or those named), the heap a parsed copy holds and what `heapWeight()`
  *   estimates for it, as JSON lines `{ shape, measured, estimated }`;
  * - `journal <budget> <entries>`: the heap a journal of that byte budget holds after that many
  *   requests whose bodies have one long distinct property name, each read (formatted) once, as
@@ -124,7 +124,8 @@ async function measureList(storage: SqliteStorage, count: number, shape: string,
 
 const [command, ...args] = process.argv.slice(2)
 if (command === 'shapes') {
-  for (const [shape, make] of Object.entries(SHAPES)) process.stdout.write(`${JSON.stringify({ shape, ...measureShape(make) })}\n`)
+  // With names: those shapes only (measured again, in a process of their own).
+  for (const [shape, make] of Object.entries(SHAPES)) if (args.length === 0 || args.includes(shape)) process.stdout.write(`${JSON.stringify({ shape, ...measureShape(make) })}\n`)
 } else if (command === 'journal') {
   process.stdout.write(`${JSON.stringify(measureJournal(Number(args[0]), Number(args[1])))}\n`)
 } else if (command === 'list') {
