@@ -44,7 +44,8 @@ export function serveOptions(cli: Argv) {
     .option('durability', { choices: DURABILITIES, coerce: oneOf('durability', DURABILITIES), default: 'power-loss' as const, describe: 'With --data-dir: answer a write once fsynced (power-loss) or once committed to the OS (process-crash)' })
     .option('redis-url', { type: 'string', describe: 'Keep every tenant in Redis, shared by any number of replicas: redis://[:password@]host:port, rediss:// (TLS), redis-cluster://host:port,host:port (needs redis)' })
     .option('redis-allow-eviction', { type: 'boolean', default: false, describe: "With --redis-url: accept a Redis whose maxmemory-policy may evict keys (tenants' data silently lost when it is full); refused without it" })
-    .option('redis-allow-failover-loss', { type: 'boolean', default: false, describe: "With --redis-url: answer a write once its master has it, not waiting for its replicas (a failover to a replica behind loses writes answered 201). Without it, every replica online confirms each write first; a replica stopped or behind makes writes wait up to the request's time, then answer 503 write_outcome_unknown, and one no longer listed makes them 503 at once for 5 minutes" })
+    .option('redis-allow-failover-loss', { type: 'boolean', default: false, describe: "With --redis-url: answer a write once its master has it, not waiting for its replicas (a failover to a replica behind loses writes answered 201). Without it, every replica online confirms each write first; a replica stopped or behind makes writes wait up to the request's time, then answer 503 write_outcome_unknown, and fewer replicas online than expected (--redis-replicas) makes them 503 at once" })
+    .option('redis-replicas', { ...integerOption('redis-replicas', 0, 1000), describe: 'With --redis-url: replicas each Redis master has; a write is answered 201 once that many (and every replica online) have it, 503 write_outcome_unknown at once with fewer online. Default: the most seen online at once (on a Cluster, those CLUSTER NODES lists); set it after removing a replica for good' })
     .option('workers', { ...workersOption(), default: 1, describe: 'Processes serving the port: a number, or auto for one per core (node:cluster); more than 1 needs --redis-url, where every tenant lives' })
     .option('tenant-ttl-days', { ...integerOption('tenant-ttl-days', 0, 36_500), default: DEFAULT_TENANT_TTL_DAYS, describe: 'Forget a tenant not used (read or written) for this many days (0: never)' })
     .option('name-max-length', { ...integerOption('name-max-length', 1, 1_000_000), default: DEFAULT_NAME_MAX_LENGTH, describe: 'Longest category name accepted, in characters (400 beyond)' })
@@ -73,6 +74,8 @@ export function serveOptions(cli: Argv) {
       if (argv['api-key'] !== undefined && argv['api-key'].length === 0) throw new UsageError('--api-key must not be empty: give a key without spaces (--api-key k1)')
       if (argv['headers-timeout'] !== undefined && argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
+      if (argv['redis-replicas'] !== undefined && argv['redis-url'] === undefined) throw new UsageError('--redis-replicas needs --redis-url: it is the number of replicas of each Redis master')
+      if (argv['redis-replicas'] !== undefined && argv['redis-allow-failover-loss']) throw new UsageError('--redis-replicas and --redis-allow-failover-loss cannot be used together: the first waits for that many replicas, the second for none')
       if (argv.watch && argv['scenarios-dir'] === undefined && !looksLikePath(argv.scenario)) {
         throw new UsageError(`--watch has nothing to watch: scenario "${argv.scenario}" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir`)
       }
@@ -152,6 +155,7 @@ const SANDBOX_OPTION_FLAGS = {
   redisUrl: 'redis-url',
   redisAllowEviction: 'redis-allow-eviction',
   redisAllowFailoverLoss: 'redis-allow-failover-loss',
+  redisReplicas: 'redis-replicas',
   tenantTtlDays: 'tenant-ttl-days',
   durability: 'durability',
   nameMaxLength: 'name-max-length',

@@ -240,6 +240,7 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
         unreachableAtStart: settings.redisUnreachableAtStart,
         allowEviction: settings.redisAllowEviction,
         allowFailoverLoss: settings.redisAllowFailoverLoss,
+        replicas: settings.redisReplicas,
         storedBytesBudget: storeBudget,
       })
     : settings.dataDir === undefined

@@ -117,6 +117,14 @@ export interface SandboxAppOptions {
    */
   redisAllowFailoverLoss?: boolean
   /**
+   * With {@link redisUrl}: how many replicas each Redis master has. A write is answered once that
+   * many (and every replica online) have it; with fewer online, `503 write_outcome_unknown` at once
+   * (a failover to one missing would lose it). Default: the most seen online at once since the
+   * master's replication history began (kept in Redis for every process), on a Cluster the replicas
+   * `CLUSTER NODES` lists; set it after removing a replica for good.
+   */
+  redisReplicas?: number
+  /**
    * Forget a tenant that has not been used (read or written) for this many days (checked at
    * start and hourly; with Redis, the TTL of its keys); 0 keeps tenants forever. Bounds what a
    * flood of keys leaves behind.
@@ -263,6 +271,7 @@ const Options = z
     redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
     redisAllowEviction: z.boolean().default(false),
     redisAllowFailoverLoss: z.boolean().default(false),
+    redisReplicas: z.int().min(0).max(1000).optional(),
     tenantTtlDays: z.number().min(0).default(DEFAULT_TENANT_TTL_DAYS),
     durability: z.enum(['power-loss', 'process-crash']).default('power-loss'),
     warn: z.function().optional(),
@@ -297,6 +306,10 @@ const Options = z
     error: 'adminToken must differ from every API key',
   })
   .refine((options) => !(options.dataDir && options.redisUrl), { error: 'dataDir and redisUrl cannot be used together: choose one store' })
+  .refine((options) => options.redisReplicas === undefined || options.redisUrl !== undefined, { error: 'redisReplicas needs redisUrl: it is the number of replicas of each Redis master' })
+  .refine((options) => options.redisReplicas === undefined || !options.redisAllowFailoverLoss, {
+    error: 'redisReplicas and redisAllowFailoverLoss cannot be used together: the first waits for that many replicas, the second for none',
+  })
 
 /** What each sandbox option accepts, in words (see `optionJudge`). */
 const ACCEPTED: Readonly<Record<string, string>> = {
@@ -323,6 +336,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisUnreachableAtStart: `'refuse' or 'serve'`,
   redisAllowEviction: 'true or false',
   redisAllowFailoverLoss: 'true or false',
+  redisReplicas: 'a whole number of replicas of each Redis master, from 0 to 1000',
   tenantTtlDays: 'a number of days, 0 or more (0: never expire)',
   durability: `'power-loss' or 'process-crash'`,
   warn: 'a function called with each warning',

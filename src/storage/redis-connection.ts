@@ -109,20 +109,12 @@ const REPLICAS_READ_MS = 1000
  */
 const REPLICA_WAIT_SLICE_MS = 250
 /**
- * How long (ms) a replica no longer listed by its master (cut off past `repl-timeout`, restarting)
- * is still expected: Redis Cluster may promote a replica whose link has been down up to about ten
- * node timeouts (150 s by default), Sentinel up to ten `down-after` periods (300 s). Meanwhile a
- * write with no replica online is answered `write_outcome_unknown`: a failover to that replica
- * would lose it.
- */
-const REPLICA_EXPECTED_MS = 5 * 60_000
-/**
  * A master whose replicas did not confirm a write stays "behind" (health degraded) until one
  * confirms at least this long (ms) after the last write they did not: a replica at the edge of the
  * requests' time flapped health and the log with every other write (attack18 F4).
  */
 const BEHIND_HOLD_MS = 10_000
-/** How often (ms) a process writes the replicas it sees online to Redis, for processes started later. */
+/** How often (ms) a process reads again the replicas other processes expect (see RedisLink's sharedExpected). */
 const REPLICAS_SHARE_MS = 30_000
 
 /** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
@@ -304,7 +296,14 @@ export interface RedisLinkOptions {
    * @default 'petstore-sandbox:write-probe'
    */
   readonly probeKey?: string | undefined
-  /** Where the replicas seen online are kept for every process (see RedisLink). @default 'petstore-sandbox:replicas-seen' */
+  /**
+   * How many replicas every master has (the operator's word): a write is answered as applied once
+   * that many, and every replica online, have it; with fewer online, `503 write_outcome_unknown`
+   * at once. Without it, the most replicas seen online at once since the master's replication
+   * history began (kept in Redis for every process), on a Cluster those `CLUSTER NODES` lists.
+   */
+  readonly replicas?: number | undefined
+  /** Where the replicas expected are kept for every process (see RedisLink). @default 'petstore-sandbox:replicas' */
   readonly replicasKey?: string | undefined
 }
 
@@ -409,6 +408,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     commandTimeoutMs: timeout,
     allowEviction: options.allowEviction,
     allowFailoverLoss: options.allowFailoverLoss,
+    replicas: options.replicas,
     probeKey: options.probeKey,
     replicasKey: options.replicasKey,
   })
@@ -553,15 +553,14 @@ interface Server {
   recoveredUnchecked: boolean
   /** How many replicas it had online when last counted (see {@link RedisLink.script}'s `confirm`), undefined before. */
   replicas: number | undefined
-  /** Each replica it listed (`ip:port`, in any state), and when last listed (monotonic ms): see {@link REPLICA_EXPECTED_MS}. */
-  readonly replicasSeen: Map<string, number>
-  /** The replicas online at the last count (`ip:port`). */
-  replicasOnline: ReadonlySet<string>
-  /** On a Cluster, the replicas the cluster lists for this master that may be promoted (`ip:port`), however long gone. */
-  replicasConfigured: ReadonlySet<string>
-  /** Its replication history's id (`master_replid`) at the last count: a new one (a promotion) forgets the replicas seen. */
+  /**
+   * How many replicas it is expected to have (see {@link RedisLinkOptions.replicas}): declared, or
+   * the most seen online at once in its replication history (on a Cluster, those the cluster lists).
+   */
+  replicasExpected: number
+  /** Its replication history's id (`master_replid`) at the last count: a new one (a promotion) starts the count expected anew. */
   replid: string | undefined
-  /** When this process last wrote the replicas online to Redis (see RedisLink's shareReplicasSeen). */
+  /** When this process last read the count other processes expect (see RedisLink's sharedExpected). */
   replicasSharedAt: number
   /** When its replicas were last counted (monotonic ms). */
   replicasReadAt: number
@@ -672,8 +671,21 @@ class ReplicaConfirmation {
   }
 }
 
-/** A master's replicas: some online; none online but one listed lately ({@link REPLICA_EXPECTED_MS}); none. */
+/** A master's replicas: as many online as expected, at least one; fewer online than expected; none, and none expected. */
 type ReplicaState = 'online' | 'expected' | 'none'
+
+/**
+ * Lua: the most replicas of a replication history (ARGV[1], its `master_replid`) seen online at
+ * once by any process, raised to ARGV[2] (this process's count now); allowed when Redis is full.
+ */
+const REPLICAS_EXPECTED = redisScript(`#!lua flags=allow-oom
+local most = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local now = tonumber(ARGV[2])
+if now > most then
+  redis.call('HSET', KEYS[1], ARGV[1], now)
+  most = now
+end
+return most`)
 
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
 export class RedisLink {
@@ -690,6 +702,8 @@ export class RedisLink {
   readonly #commandTimeoutMs: number
   readonly #allowEviction: boolean
   readonly #allowFailoverLoss: boolean
+  /** See {@link RedisLinkOptions.replicas}. */
+  readonly #replicasDeclared: number | undefined
   /** The writes waiting for a replica's confirmation, by master (see {@link ReplicaConfirmation}). */
   readonly #confirmations = new Map<string, ReplicaConfirmation>()
   /** The client the confirmations' rounds go on (never adopted: its failures are its own), opened on first need. */
@@ -731,15 +745,17 @@ export class RedisLink {
       commandTimeoutMs?: number | undefined
       allowEviction?: boolean | undefined
       allowFailoverLoss?: boolean | undefined
+      replicas?: number | undefined
       probeKey?: string | undefined
       replicasKey?: string | undefined
     } = {},
   ) {
     this.target = target
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
-    this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas-seen'
+    this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
     this.#allowFailoverLoss = options.allowFailoverLoss ?? false
+    this.#replicasDeclared = options.replicas
     this.#open = open
     this.#warn = warn
     this.#renewAfterMs = options.renewAfterMs
@@ -871,10 +887,10 @@ export class RedisLink {
   }
 
   /**
-   * Whether writes to `key`'s master are answered as applied only once a replica confirms them:
-   * it has replicas online, or had one lately ({@link REPLICA_EXPECTED_MS}). Counted again when
-   * the count is {@link REPLICAS_READ_MS} old (that write waits for the count: one a second per
-   * master pays one more round trip).
+   * Whether writes to `key`'s master are answered as applied only once its replicas confirm them:
+   * it has replicas online, or is expected to have some ({@link RedisLinkOptions.replicas}). Counted
+   * again when the count is {@link REPLICAS_READ_MS} old (that write waits for the count: one a
+   * second per master pays one more round trip).
    * @note A replica attached since the last count is not waited for until the next one.
    */
   async waitsForReplica(key: string): Promise<boolean> {
@@ -885,22 +901,26 @@ export class RedisLink {
     return (await this.#replicaState(server)) !== 'none'
   }
 
-  /** A server's replicas, counted again when the count is {@link REPLICAS_READ_MS} old. */
+  /**
+   * A server's replicas, counted again when the count is {@link REPLICAS_READ_MS} old: fewer online
+   * than expected is `expected` (a write is unknown at once: a failover to one missing would lose it).
+   * @note Replicas are counted, not named: a replica announced under another address than its
+   * master sees (`cluster-announce-ip`, NAT) was never online (attack20 K2), one replaced at another
+   * address was missing for 5 minutes (attack20 A1), and one gone longer than 5 minutes was
+   * forgotten, then promoted (attack20 S3: 4 of 4 creates answered 201 lost).
+   */
   async #replicaState(server: Server, fresh = false): Promise<ReplicaState> {
     if (fresh || server.replicas === undefined || monotonicNow() - server.replicasReadAt >= REPLICAS_READ_MS) await this.#countReplicas(server).catch(() => undefined)
-    const now = monotonicNow()
+    const online = server.replicas ?? 0
     // @note One expected and not online makes writes unknown even while others confirm: another
     // online may be one never promoted (`cluster-replica-no-failover`: attack19 S2).
-    let missing = false
-    for (const [replica, seen] of server.replicasSeen) {
-      if (now - seen >= REPLICA_EXPECTED_MS) server.replicasSeen.delete(replica)
-      else if (!server.replicasOnline.has(replica)) missing = true
-    }
-    // @note On a Cluster, a replica the cluster still lists may be promoted however long it has been
-    // gone: one frozen past 5 minutes was promoted when its master died (attack19 S1: 19,994 lost).
-    for (const replica of server.replicasConfigured) if (!server.replicasOnline.has(replica)) missing = true
-    if (missing) return 'expected'
-    return (server.replicas ?? 0) > 0 ? 'online' : 'none'
+    if (online < this.#expected(server)) return 'expected'
+    return online > 0 ? 'online' : 'none'
+  }
+
+  /** How many replicas `server` is expected to have: declared, or as last counted. */
+  #expected(server: Server): number {
+    return this.#replicasDeclared ?? server.replicasExpected
   }
 
   /** @internal Why the one Redis refuses writes (its reply to {@link WRITE_PROBE}), or undefined; nothing noted or logged. */
@@ -920,59 +940,47 @@ export class RedisLink {
   }
 
   /**
-   * Keeps the replicas online in `<prefix>replicas-seen` (a hash: `ip:port` → `<ms>:<replid>`, kept
-   * {@link REPLICA_EXPECTED_MS}), and on a process's first count takes those of the same history
-   * listed within that time as seen. Failures are ignored (a full Redis refuses the write).
+   * The most replicas of the replication history `replid` seen online at once by any process on
+   * this Redis, `online` (this process's count now) included: kept in `<prefix>replicas` (a hash,
+   * `master_replid` → count), read on a process's first count, when it sees more online than it
+   * expected, and every {@link REPLICAS_SHARE_MS}. `known` when Redis cannot be asked (full, failing).
    */
-  async #shareReplicasSeen(server: Server, replid: string | undefined, online: ReadonlySet<string>, first: boolean): Promise<void> {
-    if (replid === undefined) return
-    const key = this.replicasKey
+  async #sharedExpected(replid: string, online: number, known: number): Promise<number> {
     try {
-      // @note By Redis's clock, shared by every process: each process's own clock made a sandbox on a
-      // host 10 minutes off ignore a replica the others expected, and answer 201 (attack20 C1).
-      const redisTime = await this.redisNow()
-      if (first) {
-        const flat = await this.#connection.sendTo('', ['HGETALL', key], this.#commandTimeoutMs)
-        const entries = Array.isArray(flat) ? (flat as unknown[]).map(String) : Object.entries(flat as Record<string, unknown>).flat().map(String)
-        for (let i = 0; i + 1 < entries.length; i += 2) {
-          const [at, history] = entries[i + 1]!.split(':')
-          // A stamp ahead of Redis's time now (a clock stepped back) counts as now.
-          const age = Math.max(0, redisTime - Number(at))
-          if (history === replid && age < REPLICA_EXPECTED_MS && !online.has(entries[i]!)) server.replicasSeen.set(entries[i]!, monotonicNow() - age)
-        }
+      const tail = ['1', this.replicasKey, replid, String(online)]
+      let reply: Reply
+      try {
+        reply = await this.#connection.sendTo('', ['EVALSHA', REPLICAS_EXPECTED.sha, ...tail], this.#commandTimeoutMs)
+      } catch (error) {
+        if (!messageOf(error).startsWith('NOSCRIPT')) throw error
+        reply = await this.#connection.sendTo('', ['EVAL', REPLICAS_EXPECTED.source, ...tail], this.#commandTimeoutMs)
       }
-      if (online.size > 0 && (first || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS)) {
-        server.replicasSharedAt = monotonicNow()
-        const fields = [...online].flatMap((replica) => [replica, `${redisTime}:${replid}`])
-        await this.#connection.sendTo('', ['HSET', key, ...fields], this.#commandTimeoutMs)
-        await this.#connection.sendTo('', ['PEXPIRE', key, String(REPLICA_EXPECTED_MS)], this.#commandTimeoutMs)
-      }
+      return Math.max(known, Number(reply) || 0)
     } catch {
-      // Shared only as far as Redis allows.
+      return known
     }
   }
 
   /**
-   * The replicas `CLUSTER NODES` lists for the master at `address` (as that master sees the
-   * cluster) that may be promoted: not flagged `nofailover`, `noaddr` or `handshake`. Empty when it
-   * cannot be read.
+   * How many replicas `CLUSTER NODES` lists for the master at `address` (as that master sees the
+   * cluster), in any state and whether or not they may be promoted (every one is waited for), or
+   * undefined when it cannot be read. A node still in its handshake is not one yet.
    */
-  async #clusterReplicas(address: string): Promise<ReadonlySet<string>> {
+  async #clusterReplicas(address: string): Promise<number | undefined> {
     let text: string
     try {
       text = String(await this.#connection.sendTo(address, ['CLUSTER', 'NODES'], this.#commandTimeoutMs))
     } catch {
-      return new Set()
+      return undefined
     }
     const lines = text.trim().split('\n').map((line) => line.split(' '))
     const myself = lines.find((fields) => (fields[2] ?? '').split(',').includes('myself'))?.[0]
-    const replicas = new Set<string>()
-    for (const [, endpoint, flags = '', master] of lines) {
+    if (myself === undefined) return undefined
+    let replicas = 0
+    for (const [, , flags = '', master] of lines) {
       const flagList = flags.split(',')
-      if (master !== myself || !(flagList.includes('slave') || flagList.includes('replica'))) continue
-      if (flagList.some((flag) => flag === 'nofailover' || flag === 'noaddr' || flag === 'handshake')) continue
-      const hostPort = endpoint?.split('@')[0]
-      if (hostPort !== undefined) replicas.add(hostPort)
+      if (master !== myself || !(flagList.includes('slave') || flagList.includes('replica')) || flagList.includes('handshake')) continue
+      replicas++
     }
     return replicas
   }
@@ -1018,27 +1026,30 @@ export class RedisLink {
           return
         }
         const now = monotonicNow()
-        // @note A new replication history (this address now a promoted replica): the replicas seen
-        // were its old master's, itself among them (attack19 P1: 5 minutes of unknown writes).
-        const replid = /^master_replid:(\S+)/m.exec(info)?.[1]
-        if (replid !== undefined && server.replid !== undefined && replid !== server.replid) server.replicasSeen.clear()
-        server.replid = replid
         // @note Only replicas online, and never one on port 0: `redis-cli --rdb` (a backup) and
         // `--replica` sync as replicas, never acknowledge, and were expected for 5 minutes (attack19 L1).
-        const onlineNow = new Set<string>()
-        for (const [, ip, port, state] of info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+)/gm)) {
-          if (state !== 'online' || port === '0') continue
-          onlineNow.add(`${ip}:${port}`)
-          server.replicasSeen.set(`${ip}:${port}`, now)
+        let online = 0
+        for (const [, port, state] of info.matchAll(/^slave\d+:ip=[^,]*,port=(\d+),state=(\w+)/gm)) if (state === 'online' && port !== '0') online++
+        // @note A new replication history (this address now a promoted replica): the replicas
+        // expected were its old master's, itself among them (attack19 P1: 5 minutes of unknown writes).
+        const replid = /^master_replid:(\S+)/m.exec(info)?.[1]
+        const first = server.replicas === undefined || replid !== server.replid
+        if (first) server.replicasExpected = 0
+        server.replid = replid
+        if (this.cluster) {
+          // @note On a Cluster, the replicas it lists, however long gone: one frozen past 5 minutes
+          // was promoted when its master died (attack19 S1: 19,994 lost). Its configuration is
+          // shared by every process already.
+          server.replicasExpected = Math.max(online, (await this.#clusterReplicas(server.address)) ?? server.replicasExpected)
+        } else if (replid === undefined) {
+          server.replicasExpected = Math.max(server.replicasExpected, online)
+        } else if (first || online > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
+          // @note A process started after a replica dropped off never saw it, and answered 201
+          // where the others answered unknown (trial5 P2): the most seen is kept in Redis, by
+          // replication history, for every process (a count: no clock of any process in it, attack20 C1).
+          server.replicasSharedAt = monotonicNow()
+          server.replicasExpected = await this.#sharedExpected(replid, online, Math.max(server.replicasExpected, online))
         }
-        server.replicasOnline = onlineNow
-        if (this.cluster) server.replicasConfigured = await this.#clusterReplicas(server.address)
-        const online = onlineNow.size
-        // @note A process started after a replica dropped off never saw it, and answered 201 where
-        // the others answered unknown (trial5 P2): on the one Redis the replicas seen are kept in
-        // Redis too, by replication history, for every process (not on a Cluster: its masters
-        // would each need a key of their own slots).
-        if (!this.cluster) await this.#shareReplicasSeen(server, replid, onlineNow, server.replicas === undefined)
         server.replicas = online
         server.replicasReadAt = now
       } finally {
@@ -1070,7 +1081,8 @@ export class RedisLink {
     }
     // The state again (counted anew when a round ended unconfirmed): the reason said is the latest.
     const latest = state === 'online' ? await this.#replicaState(server) : state
-    const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : `a replica listed within ${REPLICA_EXPECTED_MS / 60_000} min is not online now, and a failover to it would lose the write`}`
+    const expected = this.#expected(server)
+    const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : `${server.replicas ?? 0} of the ${expected} replicas expected ${server.replicas === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas ${server.replicas ?? 0})`}`
     if (server.behind === undefined) this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
     server.behind = { detail, key, at: monotonicNow() }
     throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`)
@@ -1437,9 +1449,7 @@ export class RedisLink {
         evicting: undefined,
         recoveredUnchecked: false,
         replicas: undefined,
-        replicasSeen: new Map(),
-        replicasOnline: new Set(),
-        replicasConfigured: new Set(),
+        replicasExpected: 0,
         replid: undefined,
         replicasSharedAt: Number.NEGATIVE_INFINITY,
         replicasReadAt: Number.NEGATIVE_INFINITY,

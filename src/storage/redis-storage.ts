@@ -77,6 +77,8 @@ export interface RedisStorageOptions {
   readonly allowEviction?: boolean | undefined
   /** Answer writes before a replica confirms them (see `RedisLinkOptions.allowFailoverLoss`). @default false */
   readonly allowFailoverLoss?: boolean | undefined
+  /** How many replicas each master has (see `RedisLinkOptions.replicas`). @default the most seen online */
+  readonly replicas?: number | undefined
   /**
    * What all tenants' data together may hold in Redis, in bytes (categories and saved state, as
    * written: each category's JSON, by the rule every durable store uses, `stored-bytes.ts`),
@@ -483,7 +485,7 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
     options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, and its record (about 570 bytes for one write) an hour after its last write`)
   }
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas-seen` })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas` })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 

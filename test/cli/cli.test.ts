@@ -188,6 +188,8 @@ describe('petstore-sandbox serve', () => {
     { name: 'tenants without a data directory', args: ['tenants', 'list'], message: 'Missing required argument: data-dir' },
     { name: 'an unknown scenario', args: ['serve', '--scenario', 'nope'], message: 'Cannot use --scenario "nope": no such scenario' },
     { name: 'a scenarios directory that does not exist', args: ['serve', '--scenarios-dir', '/tmp/petstore-sandbox-no-such-dir'], message: 'Invalid --scenarios-dir: expected the path of a directory' },
+    { name: 'a bad replica count', args: ['serve', '--redis-replicas', '-1'], message: '--redis-replicas must be an integer from 0 to 1000, got "-1"' },
+    { name: '--redis-replicas without --redis-url', args: ['serve', '--redis-replicas', '1'], message: '--redis-replicas needs --redis-url' },
     { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
     { name: 'no command', args: [], message: 'Name a command' },
   ])('exits 1 with one line and no stack trace for $name', async ({ args, message, env }: { args: string[]; message: string; env?: Record<string, string> }) => {

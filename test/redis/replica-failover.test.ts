@@ -4,9 +4,9 @@
  * ids out again. A write is answered as applied once a replica has it; against a real master and
  * replica, the replica stopped, the master killed and the replica promoted.
  */
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
-import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
+import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -65,6 +65,37 @@ async function promotedList(replica: RedisServer): Promise<{ id: number; name: s
   return (await jsonOf(response)) as { id: number; name: string }[]
 }
 
+/**
+ * A cluster and a replica joined to the master of the partner's slot, online and listed by the
+ * cluster; `announce` is set on the replica before it joins.
+ */
+async function clusterWithReplica(announce: readonly string[] = []): Promise<{ cluster: RedisCluster; owner: RedisServer; replica: RedisServer }> {
+  const cluster = await startRedisCluster()
+  const master = cluster.nodes[0]!
+  const masterPort = await cluster.masterOf(`petstore-sandbox:{${tenantId('partner')}}:meta`)
+  const owner = cluster.nodes.find((node) => node.port === masterPort)!
+  const replica = await startRedis({ cluster: true })
+  if (announce.length > 0) await replica.cli('CONFIG', 'SET', ...announce)
+  await replica.cli('CLUSTER', 'MEET', '127.0.0.1', String(master.port))
+  const ownerId = (await owner.cli('CLUSTER', 'MYID')).trim()
+  for (let attempt = 0; !(await replica.cli('CLUSTER', 'NODES')).includes(ownerId); attempt++) {
+    if (attempt > 100) throw new Error('the replica did not join the cluster')
+    await sleep(50)
+  }
+  await owner.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+  await replica.cli('CLUSTER', 'REPLICATE', ownerId)
+  for (let attempt = 0; !/slave0:.*state=online/.test(await owner.cli('INFO', 'replication')); attempt++) {
+    if (attempt > 200) throw new Error('the replica did not come online')
+    await sleep(50)
+  }
+  // The cluster knows it as the owner's replica (gossip).
+  for (let attempt = 0; !new RegExp(`:${replica.port}@\\d+ slave ${ownerId}`).test(await owner.cli('CLUSTER', 'NODES')); attempt++) {
+    if (attempt > 200) throw new Error('the cluster does not list the replica')
+    await sleep(50)
+  }
+  return { cluster, owner, replica }
+}
+
 describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)', () => {
   it('loses no create answered 201: those its replica did not confirm are answered 503 write_outcome_unknown, and their ids are not handed out again', async () => {
     const { master, replica } = await masterAndReplica()
@@ -102,8 +133,9 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     await replica.stop('SIGKILL')
     const [gone] = await createFor(sandbox, 'gone', 1)
     expect(gone).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
-    // Said as such, not found at the request's deadline (a WAIT with no replica online blocks its whole time).
-    expect(lines.some((line) => line.includes('is not online now, and a failover to it would lose the write'))).toBe(true)
+    // Said as such, with the flag for a replica removed for good, not found at the request's
+    // deadline (a WAIT with no replica online blocks its whole time).
+    expect(lines.some((line) => line.includes('0 of the 1 replicas expected are online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas 0)'))).toBe(true)
     expect(lines.some((line) => line.includes('request out of time'))).toBe(false)
     await replica.start()
     await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
@@ -208,6 +240,68 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(during.length).toBeGreaterThan(0)
     expect(during.every((answer) => answer.status === 201)).toBe(true)
   })
+
+  it('answers 201 again once a replica replaced at another address is online (a new pod: attack20 A1)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'first', 1)).toMatchObject([{ status: 201 }])
+    await replica.stop('SIGKILL')
+    const replacement = await startRedis()
+    await replacement.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !new RegExp(`slave0:ip=[^,]*,port=${replacement.port},state=online`).test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the replacement did not come online')
+      await sleep(50)
+    }
+    await sleep(1100)
+    // Before: the old address expected for 5 minutes, every write 503 though the replacement had it.
+    expect(await createFor(sandbox, 'replaced', 1)).toMatchObject([{ status: 201 }])
+  })
+
+  it('answers write_outcome_unknown while a replica is gone, however long: Sentinel may still promote it (attack20 S3)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'first', 1)).toMatchObject([{ status: 201 }])
+    await replica.stop('SIGKILL')
+    for (let attempt = 0; !/connected_slaves:0/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master still lists its replica')
+      await sleep(50)
+    }
+    expect(await createFor(sandbox, 'gone', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    // Six minutes on, by the sandbox's monotonic clock.
+    const now = performance.now.bind(performance)
+    vi.spyOn(performance, 'now').mockImplementation(() => now() + 6 * 60_000)
+    onTestFinished(() => {
+      vi.restoreAllMocks()
+    })
+    await sleep(1100)
+    // Before: forgotten after 5 minutes, 201 for a write its promotion would lose.
+    expect(await createFor(sandbox, 'later', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    // A sandbox whose clock is 10 minutes ahead, started now, expects it too (attack20 C1).
+    const wall = Date.now.bind(Date)
+    vi.spyOn(Date, 'now').mockImplementation(() => wall() + 10 * 60_000)
+    const skewed = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(skewed, 'skewed', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+  })
+
+  it('answers 201 with --redis-replicas 1 once one of two replicas is removed for good, and 503 at once with --redis-replicas 2', async () => {
+    const { master, replica } = await masterAndReplica()
+    await secondReplicaConfirming(master)
+    await replica.stop('SIGKILL')
+    for (let attempt = 0; !/connected_slaves:1/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master still lists both replicas')
+      await sleep(50)
+    }
+    // Expected by every sandbox since: the most seen online.
+    const later = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(later, 'expected', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    const one = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, redisReplicas: 1 })
+    expect(await createFor(one, 'one', 1)).toMatchObject([{ status: 201 }])
+    const two = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 20_000, redisReplicas: 2 })
+    const started = performance.now()
+    expect(await createFor(two, 'two', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    // At once, not at the request's deadline.
+    expect(performance.now() - started).toBeLessThan(5000)
+  })
 })
 
 describe.runIf(REQUIRE_REDIS)('a Redis whose replicas cannot be counted (attack18 F5)', () => {
@@ -222,30 +316,9 @@ describe.runIf(REQUIRE_REDIS)('a Redis whose replicas cannot be counted (attack1
   })
 })
 
-describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S1)', () => {
+describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S1, attack20 K2)', () => {
   it('answers write_outcome_unknown while a replica the cluster lists is gone, however long: the cluster may still promote it', async () => {
-    const cluster = await startRedisCluster()
-    const master = cluster.nodes[0]!
-    const masterPort = await cluster.masterOf(`petstore-sandbox:{${tenantId('partner')}}:meta`)
-    const owner = cluster.nodes.find((node) => node.port === masterPort)!
-    const replica = await startRedis({ cluster: true })
-    await replica.cli('CLUSTER', 'MEET', '127.0.0.1', String(master.port))
-    const ownerId = (await owner.cli('CLUSTER', 'MYID')).trim()
-    for (let attempt = 0; !(await replica.cli('CLUSTER', 'NODES')).includes(ownerId); attempt++) {
-      if (attempt > 100) throw new Error('the replica did not join the cluster')
-      await sleep(50)
-    }
-    await owner.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
-    await replica.cli('CLUSTER', 'REPLICATE', ownerId)
-    for (let attempt = 0; !/slave0:.*state=online/.test(await owner.cli('INFO', 'replication')); attempt++) {
-      if (attempt > 200) throw new Error('the replica did not come online')
-      await sleep(50)
-    }
-    // The cluster knows it as the owner's replica (gossip).
-    for (let attempt = 0; !new RegExp(`:${replica.port}@\\d+ slave ${ownerId}`).test(await owner.cli('CLUSTER', 'NODES')); attempt++) {
-      if (attempt > 200) throw new Error('the cluster does not list the replica')
-      await sleep(50)
-    }
+    const { cluster, owner, replica } = await clusterWithReplica()
     await replica.stop('SIGKILL')
     for (let attempt = 0; !/connected_slaves:0/.test(await owner.cli('INFO', 'replication')); attempt++) {
       if (attempt > 100) throw new Error('the master still lists its replica')
@@ -256,4 +329,12 @@ describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S
     // Before: 201, a write a failover to that replica would lose.
     expect(await createFor(sandbox, 'listed', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
   })
+  it('answers 201 through a Cluster replica announced under another address than its master sees (NAT, replica-announce-ip: attack20 K2)', async () => {
+    // INFO lists the replica at 127.0.0.3, CLUSTER NODES at 127.0.0.1: the same replica.
+    const { cluster } = await clusterWithReplica(['replica-announce-ip', '127.0.0.3'])
+    const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500 })
+    // Before: never online under the address the cluster lists, every write 503 for good.
+    expect(await createFor(sandbox, 'announced', 1)).toMatchObject([{ status: 201 }])
+  })
+
 })

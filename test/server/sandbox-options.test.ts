@@ -25,6 +25,9 @@ describe('createSandboxApp() options', () => {
     ['a fractional maxTenants', { maxTenants: 1.5 }, 'Invalid sandbox option maxTenants: expected a whole number of tenants, 1 or more, received 1.5'],
     ['a negative latency', { latency: -5 }, 'Invalid sandbox option latency: expected whole milliseconds from 0 to 60000 (50) or a range ({ min: 20, max: 200 }), received -5'],
     ['apiKeys with anyKey', { apiKeys: ['k1'], anyKey: true }, 'Invalid sandbox options: apiKeys and anyKey cannot be used together'],
+    ['redisReplicas without redisUrl', { redisReplicas: 1 }, 'Invalid sandbox options: redisReplicas needs redisUrl: it is the number of replicas of each Redis master'],
+    ['redisReplicas with redisAllowFailoverLoss', { redisUrl: 'redis://127.0.0.1:1', redisReplicas: 1, redisAllowFailoverLoss: true }, 'Invalid sandbox options: redisReplicas and redisAllowFailoverLoss cannot be used together: the first waits for that many replicas, the second for none'],
+    ['a negative redisReplicas', { redisUrl: 'redis://127.0.0.1:1', redisReplicas: -1 }, 'Invalid sandbox option redisReplicas: expected a whole number of replicas of each Redis master, from 0 to 1000, received -1'],
     ['headers timeout over the request timeout', { headersTimeoutMs: 5000, requestTimeoutMs: 1000 }, 'Invalid sandbox options: headersTimeoutMs must not be greater than requestTimeoutMs'],
   ])('refuses %s, naming the option, what came and what is accepted', async (_name, options, message) => {
     expect((await refusal(options)).message).toBe(message)
