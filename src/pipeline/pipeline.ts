@@ -165,6 +165,7 @@ export class Pipeline {
     let bodyText = ''
     let outcome: Outcome | undefined
     let headers: Record<string, string> | undefined
+    let releaseBody: (() => void) | undefined
     try {
       // @note Only what may be pending is awaited: every await of a plain value costs a turn of
       // the microtask queue and an allocation, on every request.
@@ -187,7 +188,17 @@ export class Pipeline {
       // timeout, outside every budget (attack16 B1).
       if (operation.body !== undefined) {
         const kept = tenant !== undefined || (refused === undefined && this.#options.tenants.anonymousJournal !== undefined)
-        const raw = await request.readBody(kept ? this.#options.maxBodyBytes : 0)
+        let limit = kept ? this.#options.maxBodyBytes : 0
+        if (tenant !== undefined) {
+          try {
+            releaseBody = this.#reserveBody(request, tenant)
+          } catch (error) {
+            // Refused before it is read: read and dropped as it arrives, then answered 503.
+            refused = { error }
+            limit = 0
+          }
+        }
+        const raw = await request.readBody(limit)
         bodyText = raw.ok ? raw.text : ''
         // @note A client gone before its body ended gets no answer, and is journaled so (status 0, as the log has it).
         if (!raw.ok && tenant) outcome = raw.gone ? { kind: 'network' } : failure(raw.code, raw.params)
@@ -214,7 +225,39 @@ export class Pipeline {
       outcome = failed.outcome
       headers = { ...headers, ...failed.headers }
     }
-    return this.#answered({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers })
+    return this.#released(releaseBody, () => this.#answered({ request, operation: operation.id, outcome, started, arrived, tenant, bodyText, headers }))
+  }
+
+  /**
+   * Reserves the room a request body of `tenant` takes while it is held, until answered (twice
+   * its bytes, by its Content-Length, else the largest body allowed: the bytes, then their text)
+   * against the runtime's memory budget, as a list read is (see {@link PipelineOptions.reserve});
+   * throws its `OverCapacityError` when there is no room. Returns what lets it go, if anything.
+   * @note Bodies with an accepted key (any token under `--any-key`) were held whole until
+   * answered, outside every budget: the connection cap times 1 MiB (attack16 B1).
+   */
+  #reserveBody(request: ApiRequest, tenant: Tenant): (() => void) | undefined {
+    const reserve = this.#options.reserve
+    if (reserve === undefined) return undefined
+    const header = request.headers.get('content-length')
+    const declared = header === null ? Number.NaN : Number(header)
+    const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, this.#options.maxBodyBytes) : this.#options.maxBodyBytes
+    return reserve(2 * bytes, tenant)
+  }
+
+  /** `answer()`, with `release` (a body's reservation) called once it is made, or has failed. */
+  #released(release: (() => void) | undefined, answer: () => ApiAnswer | Promise<ApiAnswer>): ApiAnswer | Promise<ApiAnswer> {
+    if (release === undefined) return answer()
+    let made: ApiAnswer | Promise<ApiAnswer>
+    try {
+      made = answer()
+    } catch (error) {
+      release()
+      throw error
+    }
+    if (made instanceof Promise) return made.finally(release)
+    release()
+    return made
   }
 
   /** The answer made and journaled, its tenant left once it is ready (or at once should making it throw). */

@@ -1212,6 +1212,32 @@ describe('a server on a Unix socket (attack16 U1)', () => {
 })
 
 describe('request bodies without a key (attack16 B1)', () => {
+  it('counts bodies with an accepted key against the memory budget: past it, 503 over_capacity and the body dropped, and a partner creates as ever (attack16 B1)', async () => {
+    const { origin, fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
+    const length = 1024 * 1024
+    const answers: Promise<{ status: number | undefined; text: string }>[] = []
+    const sockets: import('node:net').Socket[] = []
+    for (let index = 0; index < 10; index++) {
+      const socket = await openSocket(origin)
+      sockets.push(socket)
+      answers.push(collect(socket, 8000))
+      // 1 MiB declared under a key of its own, all but its last byte sent: held whole, all ten, before.
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd-${index}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
+      socket.write(Buffer.alloc(length - 1, 0x20))
+    }
+    // A partner's create (a small body, never counted) is served meanwhile.
+    expect((await fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
+    // The bodies held end; each is answered as its whole body says (`   …}` is not JSON: 400).
+    for (const socket of sockets) if (!socket.destroyed) socket.write('}')
+    const settled = await Promise.all(answers)
+    const refused = settled.filter((answer) => answer.status === 503)
+    expect(refused.length).toBeGreaterThan(0)
+    for (const answer of refused) expect(answer.text).toContain('"code":"over_capacity"')
+    // Those let in were held within twice the budget (2 MiB reserved each): at most four.
+    expect(settled.filter((answer) => answer.status === 400)).toHaveLength(10 - refused.length)
+    expect(10 - refused.length).toBeLessThanOrEqual(4)
+  })
+
   it('drops a keyless body as it arrives and answers 401 once it stops, rather than holding it to the request timeout', async () => {
     const { origin, fetch } = await startSandbox({ apiKeys: ['partner'], requestTimeoutMs: 20_000 })
     const socket = await openSocket(origin)
