@@ -1216,7 +1216,7 @@ describe('request bodies without a key (attack16 B1)', () => {
     const { origin, fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
     const length = 1024 * 1024
     const answers: Promise<{ status: number | undefined; text: string }>[] = []
-    const sockets: import('node:net').Socket[] = []
+    const sockets: Socket[] = []
     for (let index = 0; index < 10; index++) {
       const socket = await openSocket(origin)
       sockets.push(socket)
