@@ -23,7 +23,7 @@ import { CONNECTION_RESERVE } from '../../src/server/http-server.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
-import { CLI_BINARY } from '../support/sandbox-cli.js'
+import { CLI_BINARY, runCli } from '../support/sandbox-cli.js'
 import { freePort } from '../support/redis-server.js'
 
 /** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
@@ -1236,6 +1236,37 @@ describe('request bodies without a key (attack16 B1)', () => {
     // Those let in were held within twice the budget (2 MiB reserved each): at most four.
     expect(settled.filter((answer) => answer.status === 400)).toHaveLength(10 - refused.length)
     expect(10 - refused.length).toBeLessThanOrEqual(4)
+  })
+
+  it('serves a partner between large bodies that end together, not after all of them (attack16 P1)', async () => {
+    // A process of its own: the bodies are parsed on its one thread, not on the test's.
+    const server = runCli(['serve', '--port', '0', '--any-key', '--quiet'])
+    await server.waitFor('is running')
+    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(server.stdout())![1]!
+    // 1 MiB of many properties: parsing one takes milliseconds.
+    let body = '{"name":"large"'
+    for (let index = 0; body.length < 1024 * 1024 - 32; index++) body += `,"p${index}":${index}`
+    const bytes = Buffer.from(`${body}}`)
+    const flood = 40
+    const sockets: Socket[] = []
+    const answered: Promise<number>[] = []
+    for (let index = 0; index < flood; index++) {
+      const socket = await openSocket(origin)
+      sockets.push(socket)
+      answered.push(collect(socket, 30_000).then(() => performance.now()))
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd-${index}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`)
+      socket.write(bytes.subarray(0, -1))
+    }
+    // Every body but its last byte is in; then their last bytes together, and the partner's list right after.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    for (const socket of sockets) socket.write(bytes.subarray(-1))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    const list = await fetch(`${origin}/v1/categories`, { headers: auth('partner') })
+    const partnerAt = performance.now()
+    expect(list.status).toBe(200)
+    const floodAt = await Promise.all(answered)
+    // Before: after 38-40 of the 40 (each body handled as it ended, all in one turn of the event loop).
+    expect(floodAt.filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
   it('drops a keyless body as it arrives and answers 401 once it stops, rather than holding it to the request timeout', async () => {
