@@ -444,7 +444,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     const uncounted = await connected.replicasUncounted().catch(() => undefined)
     if (uncounted !== undefined) {
       await connected.close().catch(() => undefined)
-      throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: its replicas cannot be counted (${uncounted}), so writes cannot wait for them. Allow INFO for the sandbox's Redis user, or accept that a failover may lose writes with --redis-allow-failover-loss.`)
+      throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: its replicas cannot be counted or waited for (${uncounted}), so writes cannot wait for them. Allow INFO and WAIT for the sandbox's Redis user, or accept that a failover may lose writes with --redis-allow-failover-loss.`)
     }
   }
   // @note A read-only replica or a user without write rights was "running", every write refused (attack17 C1).
@@ -558,6 +558,8 @@ interface Server {
    * the most seen online at once in its replication history (on a Cluster, those the cluster lists).
    */
   replicasExpected: number
+  /** On a Cluster, whether `CLUSTER NODES` says one of its replicas is failing (`fail`, `fail?`): missing, whatever else is online. */
+  replicaFailing: boolean
   /** Its replication history's id (`master_replid`) at the last count: a new one (a promotion) starts the count expected anew. */
   replid: string | undefined
   /** When this process last read the count other processes expect (see RedisLink's sharedExpected). */
@@ -675,16 +677,41 @@ class ReplicaConfirmation {
 type ReplicaState = 'online' | 'expected' | 'none'
 
 /**
+ * The replicas `INFO replication` lists that count: online, and not on port 0 (`redis-cli --rdb`
+ * and `--replica` sync as replicas and never acknowledge: attack19 L1), each `ip:port` once (a
+ * replica reconnected while its old link is still open is listed twice until the master drops
+ * that link: attack21 F6), with the replication offset it acknowledged.
+ */
+function countedReplicas(info: string): { readonly address: string; readonly offset: number }[] {
+  const replicas = new Map<string, number>()
+  for (const [, ip, port, state, offset] of info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+),offset=(\d+)/gm)) {
+    if (state !== 'online' || port === '0') continue
+    const address = `${ip}:${port}`
+    // Of a replica listed twice, its latest link (the one acknowledging).
+    replicas.set(address, Math.max(replicas.get(address) ?? 0, Number(offset)))
+  }
+  return [...replicas].map(([address, offset]) => ({ address, offset }))
+}
+
+/**
  * Lua: the most replicas of a replication history (ARGV[1], its `master_replid`) seen online at
- * once by any process, raised to ARGV[2] (this process's count now); allowed when Redis is full.
+ * once by any process, raised to ARGV[2] (what this process expects); allowed when Redis is full.
+ * The hash KEYS[1] holds history → count, and `last` → the count of the history last written.
+ * A history met for the first time starts from the one before it: one fewer than the history it
+ * was a replica in (ARGV[3], its `master_replid2`: a promotion, the promoted replica no longer one
+ * of them), or, after none (a master restarted: a new history with its data), the last one's.
+ * @note A new history started at 0: a replica promoted while its sibling still followed the dead
+ * master, or a master restarted from its AOF while its replica resynced, answered 201 with no
+ * copy anywhere (attack21 F3, F4).
  */
 const REPLICAS_EXPECTED = redisScript(`#!lua flags=allow-oom
-local most = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
-local now = tonumber(ARGV[2])
-if now > most then
-  redis.call('HSET', KEYS[1], ARGV[1], now)
-  most = now
+local most = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')
+if most < 0 then
+  local before = ARGV[3] ~= '' and tonumber(redis.call('HGET', KEYS[1], ARGV[3]) or '-1') or -1
+  if before >= 0 then most = math.max(before - 1, 0) else most = tonumber(redis.call('HGET', KEYS[1], 'last') or '0') end
 end
+most = math.max(most, tonumber(ARGV[2]))
+redis.call('HSET', KEYS[1], ARGV[1], most, 'last', most)
 return most`)
 
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
@@ -914,7 +941,7 @@ export class RedisLink {
     const online = server.replicas ?? 0
     // @note One expected and not online makes writes unknown even while others confirm: another
     // online may be one never promoted (`cluster-replica-no-failover`: attack19 S2).
-    if (online < this.#expected(server)) return 'expected'
+    if (online < this.#expected(server) || server.replicaFailing) return 'expected'
     return online > 0 ? 'online' : 'none'
   }
 
@@ -941,13 +968,16 @@ export class RedisLink {
 
   /**
    * The most replicas of the replication history `replid` seen online at once by any process on
-   * this Redis, `online` (this process's count now) included: kept in `<prefix>replicas` (a hash,
-   * `master_replid` → count), read on a process's first count, when it sees more online than it
-   * expected, and every {@link REPLICAS_SHARE_MS}. `known` when Redis cannot be asked (full, failing).
+   * this Redis, `known` (this process's expectation, its count now included) among them: kept in
+   * `<prefix>replicas` (see REPLICAS_EXPECTED), read on a process's first count, when it sees more
+   * online than it expected, and every {@link REPLICAS_SHARE_MS}; `known` when Redis cannot be asked
+   * (full, failing). `previous`: the history before it (`master_replid2`), for a new one.
+   * @note The count passed was what this process saw online, not what it expected: a hash deleted
+   * came back lower than the replicas missing (attack21 F5).
    */
-  async #sharedExpected(replid: string, online: number, known: number): Promise<number> {
+  async #sharedExpected(replid: string, previous: string | undefined, known: number): Promise<number> {
     try {
-      const tail = ['1', this.replicasKey, replid, String(online)]
+      const tail = ['1', this.replicasKey, replid, String(known), previous ?? '']
       let reply: Reply
       try {
         reply = await this.#connection.sendTo('', ['EVALSHA', REPLICAS_EXPECTED.sha, ...tail], this.#commandTimeoutMs)
@@ -963,10 +993,11 @@ export class RedisLink {
 
   /**
    * How many replicas `CLUSTER NODES` lists for the master at `address` (as that master sees the
-   * cluster), in any state and whether or not they may be promoted (every one is waited for), or
-   * undefined when it cannot be read. A node still in its handshake is not one yet.
+   * cluster), in any state and whether or not they may be promoted (every one is waited for), and
+   * whether one is failing (`fail`, `fail?`), or undefined when it cannot be read. A node still in
+   * its handshake is not one yet.
    */
-  async #clusterReplicas(address: string): Promise<number | undefined> {
+  async #clusterReplicas(address: string): Promise<{ readonly count: number; readonly failing: boolean } | undefined> {
     let text: string
     try {
       text = String(await this.#connection.sendTo(address, ['CLUSTER', 'NODES'], this.#commandTimeoutMs))
@@ -976,13 +1007,15 @@ export class RedisLink {
     const lines = text.trim().split('\n').map((line) => line.split(' '))
     const myself = lines.find((fields) => (fields[2] ?? '').split(',').includes('myself'))?.[0]
     if (myself === undefined) return undefined
-    let replicas = 0
+    let count = 0
+    let failing = false
     for (const [, , flags = '', master] of lines) {
       const flagList = flags.split(',')
       if (master !== myself || !(flagList.includes('slave') || flagList.includes('replica')) || flagList.includes('handshake')) continue
-      replicas++
+      count++
+      if (flagList.includes('fail') || flagList.includes('fail?')) failing = true
     }
-    return replicas
+    return { count, failing }
   }
 
   /** @internal The master (`host:port`) the one Redis replicates, or undefined when it is a master. */
@@ -992,13 +1025,20 @@ export class RedisLink {
     return `${/^master_host:(\S+)/m.exec(info)?.[1] ?? '?'}:${/^master_port:(\d+)/m.exec(info)?.[1] ?? '?'}`
   }
 
-  /** @internal Why the replicas of some server cannot be counted (`INFO` refused), or undefined: asked of every server at start. */
+  /**
+   * @internal Why the replicas of some server cannot be counted or waited for (`INFO` or `WAIT`
+   * refused), or undefined: asked of every server at start.
+   * @note A user that may not run WAIT was accepted, then every write answered unknown for good,
+   * the log blaming a replica (attack21 F7).
+   */
   async replicasUncounted(): Promise<string | undefined> {
     for (const address of this.#connection.servers()) {
-      try {
-        await this.#connection.sendTo(address, ['INFO', 'replication'], this.#commandTimeoutMs)
-      } catch (error) {
-        if (error instanceof ErrorReplied) return messageOf(error)
+      for (const command of [['INFO', 'replication'], ['WAIT', '0', '1']]) {
+        try {
+          await this.#connection.sendTo(address, command, this.#commandTimeoutMs)
+        } catch (error) {
+          if (error instanceof ErrorReplied) return messageOf(error)
+        }
       }
     }
     return undefined
@@ -1028,27 +1068,30 @@ export class RedisLink {
         const now = monotonicNow()
         // @note Only replicas online, and never one on port 0: `redis-cli --rdb` (a backup) and
         // `--replica` sync as replicas, never acknowledge, and were expected for 5 minutes (attack19 L1).
-        let online = 0
-        for (const [, port, state] of info.matchAll(/^slave\d+:ip=[^,]*,port=(\d+),state=(\w+)/gm)) if (state === 'online' && port !== '0') online++
+        const online = countedReplicas(info).length
         // @note A new replication history (this address now a promoted replica): the replicas
         // expected were its old master's, itself among them (attack19 P1: 5 minutes of unknown writes).
         const replid = /^master_replid:(\S+)/m.exec(info)?.[1]
+        const previous = /^master_replid2:(\S+)/m.exec(info)?.[1]
         const first = server.replicas === undefined || replid !== server.replid
         if (first) server.replicasExpected = 0
         server.replid = replid
         if (this.cluster) {
           // @note On a Cluster, the replicas it lists, however long gone: one frozen past 5 minutes
           // was promoted when its master died (attack19 S1: 19,994 lost). Its configuration is
-          // shared by every process already.
-          server.replicasExpected = Math.max(online, (await this.#clusterReplicas(server.address)) ?? server.replicasExpected)
+          // shared by every process already. One it says is failing is missing, whatever else is
+          // online: a replica of the master outside the cluster stood in for it (attack21 C1).
+          const listed = await this.#clusterReplicas(server.address)
+          server.replicasExpected = listed === undefined ? Math.max(server.replicasExpected, online) : Math.max(online, listed.count)
+          server.replicaFailing = listed?.failing ?? server.replicaFailing
         } else if (replid === undefined) {
           server.replicasExpected = Math.max(server.replicasExpected, online)
         } else if (first || online > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
           // @note A process started after a replica dropped off never saw it, and answered 201
           // where the others answered unknown (trial5 P2): the most seen is kept in Redis, by
-          // replication history, for every process (a count: no clock of any process in it, attack20 C1).
+          // replication history, for every process (a count: no clock in it, attack20 C1).
           server.replicasSharedAt = monotonicNow()
-          server.replicasExpected = await this.#sharedExpected(replid, online, Math.max(server.replicasExpected, online))
+          server.replicasExpected = await this.#sharedExpected(replid, previous, Math.max(server.replicasExpected, online))
         }
         server.replicas = online
         server.replicasReadAt = now
@@ -1082,7 +1125,12 @@ export class RedisLink {
     // The state again (counted anew when a round ended unconfirmed): the reason said is the latest.
     const latest = state === 'online' ? await this.#replicaState(server) : state
     const expected = this.#expected(server)
-    const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : `${server.replicas ?? 0} of the ${expected} replicas expected ${server.replicas === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas ${server.replicas ?? 0})`}`
+    const online = server.replicas ?? 0
+    const missing =
+      online < expected
+        ? `${online} of the ${expected} replicas expected ${online === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas ${online})`
+        : 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
+    const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : missing}`
     if (server.behind === undefined) this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
     server.behind = { detail, key, at: monotonicNow() }
     throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`)
@@ -1103,7 +1151,12 @@ export class RedisLink {
 
   /**
    * One round of a confirmation on the waiter's connection to `server` (see ReplicaConfirmation):
-   * a mark (a key of `key`'s slot, kept a minute) and `WAIT <replicas online> ms`, written together.
+   * a mark (a key of `key`'s slot, kept a minute) and the master's replication offset then, `WAIT
+   * <replicas online> ms`, and the replicas' offsets after it. Confirmed when every replica counted
+   * (online, not on port 0) has the mark's offset, and they are at least as many as expected.
+   * @note WAIT counts every replica's acknowledgement: one the count leaves out (a replica on a Unix
+   * socket only, listed on port 0) or does not expect (one attached since the last count) stood in
+   * for a counted replica that was behind (attack21 F2: 10 creates answered 201, lost).
    */
   async #round(server: Server, ms: number, key: string): Promise<boolean> {
     if (this.#waiter === undefined) {
@@ -1115,18 +1168,23 @@ export class RedisLink {
     // @note Every replica online, not one: a replica that may never be promoted
     // (`cluster-replica-no-failover`, `replica-priority 0`) confirmed writes its master's promoted
     // replica, 4 s behind, did not have (attack18 F6: 7,820 creates answered 201 lost).
-    const wanted = Math.max(1, server.replicas ?? 1)
+    const wanted = Math.max(1, server.replicas ?? 1, this.#expected(server))
+    const send = (command: string[], timeout = this.#commandTimeoutMs) => waiter.connection.sendTo(server.address, command, timeout)
     try {
       await bounded(waiter.ready, this.#commandTimeoutMs)
       const mark = ['1', `${tag}:replicated`]
-      try {
-        await waiter.connection.sendTo(server.address, ['EVALSHA', REPLICATION_MARK.sha, ...mark], this.#commandTimeoutMs)
-      } catch (error) {
-        if (!messageOf(error).startsWith('NOSCRIPT')) throw error
-        await waiter.connection.sendTo(server.address, ['EVAL', REPLICATION_MARK.source, ...mark], this.#commandTimeoutMs)
+      // The mark and INFO go together: INFO's offset is the mark's, or later (more to wait for, never less).
+      let [marked, before] = await Promise.allSettled([send(['EVALSHA', REPLICATION_MARK.sha, ...mark]), send(['INFO', 'replication'])])
+      if (marked.status === 'rejected' && messageOf(marked.reason).startsWith('NOSCRIPT')) {
+        ;[marked, before] = await Promise.allSettled([send(['EVAL', REPLICATION_MARK.source, ...mark]), send(['INFO', 'replication'])])
       }
-      const acknowledged = await waiter.connection.sendTo(server.address, ['WAIT', String(wanted), String(ms)], ms + this.#commandTimeoutMs)
-      return Number(acknowledged) >= wanted
+      if (marked.status === 'rejected') throw marked.reason
+      if (before.status === 'rejected') throw before.reason
+      const offset = Number(/^master_repl_offset:(\d+)/m.exec(String(before.value))?.[1] ?? Number.NaN)
+      const [acknowledged, after] = await Promise.all([send(['WAIT', String(wanted), String(ms)], ms + this.#commandTimeoutMs), send(['INFO', 'replication'], ms + this.#commandTimeoutMs)])
+      if (Number(acknowledged) < wanted || !Number.isFinite(offset)) return false
+      const counted = countedReplicas(String(after))
+      return counted.length >= Math.max(1, this.#expected(server)) && counted.every((replica) => replica.offset >= offset)
     } catch (error) {
       // A connection that failed is opened again for the next round; an error Redis replied is Redis's.
       if (!(error instanceof ErrorReplied) && this.#waiter === waiter) {
@@ -1450,6 +1508,7 @@ export class RedisLink {
         recoveredUnchecked: false,
         replicas: undefined,
         replicasExpected: 0,
+        replicaFailing: false,
         replid: undefined,
         replicasSharedAt: Number.NEGATIVE_INFINITY,
         replicasReadAt: Number.NEGATIVE_INFINITY,

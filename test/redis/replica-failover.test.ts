@@ -304,13 +304,151 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
   })
 })
 
+describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () => {
+  it('answers write_outcome_unknown while a counted replica is stopped, though a replica on a Unix socket only (port 0) acknowledges (attack21 F2)', async () => {
+    const { master, replica } = await masterAndReplica()
+    // A real replica on a Unix socket only: INFO lists it on port 0, never counted, but it acknowledges.
+    const { spawn } = await import('node:child_process')
+    const socket = `${replica.dir}/unix-replica.sock`
+    const unix = spawn('redis-server', ['--port', '0', '--unixsocket', socket, '--save', '', '--appendonly', 'no', '--dir', replica.dir, '--dbfilename', 'unix.rdb', '--replicaof', '127.0.0.1', String(master.port)], { stdio: 'ignore' })
+    onTestFinished(() => {
+      unix.kill('SIGKILL')
+    })
+    for (let attempt = 0; !/port=0,state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the Unix-socket replica did not come online')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'both', 1)).toMatchObject([{ status: 201 }])
+    replica.signal('SIGSTOP')
+    onTestFinished(() => replica.signal('SIGCONT'))
+    // Before: WAIT 1 answered by the Unix-socket replica, 201 for writes the stopped one (promotable) lacks.
+    expect(await createFor(sandbox, 'stopped', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+  })
+
+  it('answers write_outcome_unknown on a promoted replica until its sibling follows it, and 201 once it does (attack21 F3)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const sibling = await startRedis()
+    await sibling.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the sibling did not come online')
+      await sleep(50)
+    }
+    const before = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    let first: { status: number }[] = []
+    for (let attempt = 0; first[0]?.status !== 201 && attempt < 20; attempt++) first = await createFor(before, `first${attempt}-`, 1)
+    expect(first).toMatchObject([{ status: 201 }])
+    await master.stop('SIGKILL')
+    await replica.cli('REPLICAOF', 'NO', 'ONE')
+    const promoted = await startSandbox({ redisUrl: replica.url, anyKey: true, requestTimeoutMs: 1500 })
+    // Before: 201 with no copy anywhere (the sibling still follows the dead master).
+    expect(await createFor(promoted, 'alone', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    await sibling.cli('REPLICAOF', '127.0.0.1', String(replica.port))
+    let answer: { status: number } | undefined
+    for (let attempt = 0; answer?.status !== 201 && attempt < 100; attempt++) {
+      await sleep(100)
+      ;[answer] = await createFor(promoted, `followed${attempt}-`, 1)
+    }
+    expect(answer).toMatchObject({ status: 201 })
+  })
+
+  it('answers write_outcome_unknown after its master restarts from its AOF while the replica cannot resync (attack21 F4)', async () => {
+    const master = await startRedis({ aof: true })
+    const replica = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the replica did not come online')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'first', 1)).toMatchObject([{ status: 201 }])
+    replica.signal('SIGSTOP')
+    onTestFinished(() => replica.signal('SIGCONT'))
+    await master.stop('SIGKILL')
+    await master.start()
+    // A new replication history, its data kept; before: 201 at once, no replica holding it.
+    let answer: { status: number; code?: string } | undefined
+    for (let attempt = 0; (answer === undefined || answer.code === 'storage_unavailable') && attempt < 50; attempt++) {
+      await sleep(100)
+      ;[answer] = await createFor(sandbox, `restarted${attempt}-`, 1)
+    }
+    expect(answer).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
+  })
+
+  it('keeps expecting a missing replica when the shared count is deleted, for a sandbox started after (attack21 F5)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const earlier = await secondReplicaConfirming(master)
+    await replica.stop('SIGKILL')
+    for (let attempt = 0; !/connected_slaves:1/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master still lists both replicas')
+      await sleep(50)
+    }
+    await sleep(1100)
+    expect(await createFor(earlier, 'missing', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    await master.cli('DEL', 'petstore-sandbox:replicas')
+    // Thirty seconds on (when a sandbox shares its count again), by the sandbox's monotonic clock.
+    const now = performance.now.bind(performance)
+    vi.spyOn(performance, 'now').mockImplementation(() => now() + 31_000)
+    onTestFinished(() => {
+      vi.restoreAllMocks()
+    })
+    await sleep(1100)
+    expect(await createFor(earlier, 'shared', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    // Before: the earlier sandbox wrote back the one it saw online, and a later one answered 201.
+    const later = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(later, 'later', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+  })
+
+  it('counts a replica once while its master lists it twice (it reconnected while its old link was still open), and answers 201 once the old link is gone (attack21 F6)', async () => {
+    const master = await startRedis()
+    const replica = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await master.cli('CONFIG', 'SET', 'repl-timeout', '3')
+    const { startFlakyProxy } = await import('../support/flaky-proxy.js')
+    const path = await startFlakyProxy(master.port)
+    await replica.cli('REPLICAOF', '127.0.0.1', String(path.port))
+    for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the replica did not come online')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'first', 1)).toMatchObject([{ status: 201 }])
+    // The old link half-open (its acknowledgements and its close held on the way), the replica attached again directly.
+    path.hold('REPLCONF')
+    await sleep(1100)
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master did not list the replica twice')
+      await sleep(50)
+    }
+    await sleep(1100)
+    await createFor(sandbox, 'twice', 1)
+    for (let attempt = 0; !/connected_slaves:1/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the master did not drop the old link')
+      await sleep(50)
+    }
+    await sleep(1100)
+    // Before: "the most seen at once" was 2 for good, every write 503 though its one replica confirms.
+    expect(await createFor(sandbox, 'once', 1)).toMatchObject([{ status: 201 }])
+  })
+
+  it('is refused at start when its user may not run WAIT, naming why (attack21 F7)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'nowait', 'on', '>secret', '~*', '&*', '+@all', '-wait')
+    const url = `redis://nowait:secret@127.0.0.1:${redis.port}`
+    // Before: accepted, then every write 503 write_outcome_unknown for good, the log blaming a replica.
+    await expect(createSandboxApp({ redisUrl: url, demoDir: false })).rejects.toThrow(/its replicas cannot be counted or waited for \(.*NOPERM.*wait.*\)/i)
+  })
+})
+
 describe.runIf(REQUIRE_REDIS)('a Redis whose replicas cannot be counted (attack18 F5)', () => {
   it('is refused at start when its user may not run INFO, naming why and the flag that accepts the loss', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'limited', 'on', '>secret', '~*', '&*', '+@all', '-@dangerous')
     const url = `redis://limited:secret@127.0.0.1:${redis.port}`
     // Its eviction policy cannot be read either: accepted with the flag, as a managed Redis's user needs.
-    await expect(createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true })).rejects.toThrow(/its replicas cannot be counted \(.*NOPERM.*\).*--redis-allow-failover-loss/)
+    await expect(createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true })).rejects.toThrow(/its replicas cannot be counted or waited for \(.*NOPERM.*\).*--redis-allow-failover-loss/)
     const accepted = await createSandboxApp({ redisUrl: url, demoDir: false, redisAllowEviction: true, redisAllowFailoverLoss: true })
     await accepted.close()
   })
@@ -337,4 +475,25 @@ describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S
     expect(await createFor(sandbox, 'announced', 1)).toMatchObject([{ status: 201 }])
   })
 
+  it('answers write_outcome_unknown while the cluster says its replica is failing, though a replica outside the cluster confirms (attack21 C1)', async () => {
+    const { cluster, owner, replica } = await clusterWithReplica()
+    // A plain Redis replicating the master (an analytics or backup replica), not a cluster node.
+    const outsider = await startRedis()
+    await outsider.cli('REPLICAOF', '127.0.0.1', String(owner.port))
+    for (let attempt = 0; !/slave1:.*state=online/.test(await owner.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the outsider did not come online')
+      await sleep(50)
+    }
+    await owner.cli('CONFIG', 'SET', 'repl-timeout', '3')
+    replica.signal('SIGSTOP')
+    onTestFinished(() => replica.signal('SIGCONT'))
+    // The master drops the stopped replica's link; the cluster marks it failing.
+    for (let attempt = 0; !/connected_slaves:1/.test(await owner.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the master still lists the stopped replica')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500 })
+    // Before: WAIT 1 answered by the outsider, 201 for writes the cluster's own replica lacks.
+    expect(await createFor(sandbox, 'outsider', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+  })
 })
