@@ -21,6 +21,8 @@ import { loadExpress } from './load-express.js'
 import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
 import { readJsonObject } from '../node-bridge/read-json-body.js'
+import { readNodeBody } from '../node-bridge/node-request.js'
+import type { JsonObjectBody } from '../pipeline/request-body.js'
 import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
 import type { WatchStatus } from './scenario-watcher.js'
 import { DISPLAY_ID_LENGTH, tenantId, type TenantRegistry } from './tenant-registry.js'
@@ -149,6 +151,33 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   }
 
   /** A route acting on one tenant. */
+  /**
+   * Reads `req`'s body as a JSON object, the room it takes reserved for `payer` until its answer is
+   * out, as the API's bodies are (twice its Content-Length, else twice the largest allowed): past
+   * the memory budget it is read and dropped, and the budget's `OverCapacityError` thrown (503).
+   * @note Bodies of `PUT /__sandbox/scenario`, `POST /__sandbox/reset` and `POST /__sandbox/answers`
+   * were held whole, outside every budget: 600 keyed 1 MiB bodies took a sandbox capped at 1.4 GB
+   * of address space down (attack21 B1).
+   */
+  async function readBody(req: Request, res: Response, payer: Tenant | undefined): Promise<JsonObjectBody> {
+    const reserve = options.reserve
+    if (reserve !== undefined) {
+      const header = req.headers['content-length']
+      const declared = header === undefined ? Number.NaN : Number(header)
+      const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, options.maxBodyBytes) : options.maxBodyBytes
+      let release: () => void
+      try {
+        release = reserve(2 * bytes, payer)
+      } catch (error) {
+        await readNodeBody(req, 0)
+        throw error
+      }
+      if (res.closed) release()
+      else res.once('close', release)
+    }
+    return readJsonObject(req, options.maxBodyBytes)
+  }
+
   const onTenant =
     (handle: (target: { id: string; tenant: Tenant; payer: Tenant | undefined }, req: Request, res: Response) => Promise<void> | void): Handler =>
     async (req, res) => {
@@ -237,8 +266,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   }
 
   route('/scenario', {
-    put: onTenant(async ({ tenant }, req, res) => {
-      const body = await readJsonObject(req, options.maxBodyBytes)
+    put: onTenant(async ({ tenant, payer }, req, res) => {
+      const body = await readBody(req, res, payer)
       if (!body.ok) return sendError(res, body.code, body.params)
       if (!Object.hasOwn(body.value, 'name')) return sendError(res, 'missing_field', { field: 'name' })
       const parsed = ScenarioSwitch.safeParse(body.value)
@@ -252,11 +281,11 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   })
 
   route('/reset', {
-    post: onTenant(async ({ tenant }, req, res) => {
+    post: onTenant(async ({ tenant, payer }, req, res) => {
       // @note No body (as before): the scenario in use, reseeded. A body may name another, or the initial one.
       let scenario = tenant.scenario
       if (hasBody(req)) {
-        const body = await readJsonObject(req, options.maxBodyBytes)
+        const body = await readBody(req, res, payer)
         if (!body.ok) return sendError(res, body.code, body.params)
         const parsed = ResetBody.safeParse(body.value)
         // Each message names its field.
@@ -280,8 +309,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     get: onTenant(async ({ tenant }, _req, res) => {
       res.json(await tenant.answers.pending())
     }),
-    post: onTenant(async ({ tenant }, req, res) => {
-      const body = await readJsonObject(req, options.maxBodyBytes)
+    post: onTenant(async ({ tenant, payer }, req, res) => {
+      const body = await readBody(req, res, payer)
       if (!body.ok) return sendError(res, body.code, body.params)
       const judged = judgeAnswerPlan(body.value, options.maxDelayMs)
       if (!judged.ok) return sendError(res, 'invalid_field', { reason: judged.reason })

@@ -682,16 +682,28 @@ type ReplicaState = 'online' | 'expected' | 'none'
  * replica reconnected while its old link is still open is listed twice until the master drops
  * that link: attack21 F6), with the replication offset it acknowledged.
  */
-function countedReplicas(info: string): { readonly address: string; readonly offset: number }[] {
-  const replicas = new Map<string, number>()
-  for (const [, ip, port, state, offset] of info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+),offset=(\d+)/gm)) {
+function countedReplicas(info: string): { readonly address: string; readonly offset: number; readonly lag: number }[] {
+  const replicas = new Map<string, { readonly address: string; readonly offset: number; readonly lag: number }>()
+  for (const [, ip, port, state, offset, lag] of info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+),offset=(\d+),lag=(\d+)/gm)) {
     if (state !== 'online' || port === '0') continue
     const address = `${ip}:${port}`
+    const replica = { address, offset: Number(offset), lag: Number(lag) }
     // Of a replica listed twice, its latest link (the one acknowledging).
-    replicas.set(address, Math.max(replicas.get(address) ?? 0, Number(offset)))
+    const known = replicas.get(address)
+    if (known === undefined || replica.offset > known.offset) replicas.set(address, replica)
   }
-  return [...replicas].map(([address, offset]) => ({ address, offset }))
+  return [...replicas.values()]
 }
+
+/**
+ * A replica that acknowledged within this many seconds (`lag` in `INFO replication`; replicas
+ * acknowledge every second) raises the count of replicas expected; one silent longer is still
+ * waited for while listed, but never raises it.
+ * @note A link left half-open (a replica rebooted, or replaced at another address, while its old
+ * link lived on until `repl-timeout`) was counted beside the new one: two expected for good, every
+ * write 503 though the one replica confirmed (attack21 F6, F8).
+ */
+const FRESH_LAG_SECONDS = 2
 
 /**
  * Lua: the most replicas of a replication history (ARGV[1], its `master_replid`) seen online at
@@ -1068,7 +1080,9 @@ export class RedisLink {
         const now = monotonicNow()
         // @note Only replicas online, and never one on port 0: `redis-cli --rdb` (a backup) and
         // `--replica` sync as replicas, never acknowledge, and were expected for 5 minutes (attack19 L1).
-        const online = countedReplicas(info).length
+        const counted = countedReplicas(info)
+        const online = counted.length
+        const fresh = counted.filter((replica) => replica.lag <= FRESH_LAG_SECONDS).length
         // @note A new replication history (this address now a promoted replica): the replicas
         // expected were its old master's, itself among them (attack19 P1: 5 minutes of unknown writes).
         const replid = /^master_replid:(\S+)/m.exec(info)?.[1]
@@ -1082,16 +1096,16 @@ export class RedisLink {
           // shared by every process already. One it says is failing is missing, whatever else is
           // online: a replica of the master outside the cluster stood in for it (attack21 C1).
           const listed = await this.#clusterReplicas(server.address)
-          server.replicasExpected = listed === undefined ? Math.max(server.replicasExpected, online) : Math.max(online, listed.count)
+          server.replicasExpected = listed === undefined ? Math.max(server.replicasExpected, fresh) : Math.max(fresh, listed.count)
           server.replicaFailing = listed?.failing ?? server.replicaFailing
         } else if (replid === undefined) {
-          server.replicasExpected = Math.max(server.replicasExpected, online)
-        } else if (first || online > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
+          server.replicasExpected = Math.max(server.replicasExpected, fresh)
+        } else if (first || fresh > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
           // @note A process started after a replica dropped off never saw it, and answered 201
           // where the others answered unknown (trial5 P2): the most seen is kept in Redis, by
           // replication history, for every process (a count: no clock in it, attack20 C1).
           server.replicasSharedAt = monotonicNow()
-          server.replicasExpected = await this.#sharedExpected(replid, previous, Math.max(server.replicasExpected, online))
+          server.replicasExpected = await this.#sharedExpected(replid, previous, Math.max(server.replicasExpected, fresh))
         }
         server.replicas = online
         server.replicasReadAt = now

@@ -433,6 +433,41 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     expect(await createFor(sandbox, 'once', 1)).toMatchObject([{ status: 201 }])
   })
 
+  it('answers 201 again once a replica replaced at another address is the one online, though the old link lingered beside it (attack21 F8)', async () => {
+    const master = await startRedis()
+    const replica = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await master.cli('CONFIG', 'SET', 'repl-timeout', '3')
+    const { startFlakyProxy } = await import('../support/flaky-proxy.js')
+    const path = await startFlakyProxy(master.port)
+    await replica.cli('REPLICAOF', '127.0.0.1', String(path.port))
+    for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the replica did not come online')
+      await sleep(50)
+    }
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await createFor(sandbox, 'first', 1)).toMatchObject([{ status: 201 }])
+    // Its host gone without a word (its link half-open), a replacement at another address.
+    path.hold('REPLCONF')
+    await sleep(1100)
+    await replica.stop('SIGKILL')
+    const replacement = await startRedis()
+    await replacement.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the master did not list both links')
+      await sleep(50)
+    }
+    await sleep(1100)
+    await createFor(sandbox, 'both', 1)
+    for (let attempt = 0; !/connected_slaves:1/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the master did not drop the old link')
+      await sleep(50)
+    }
+    await sleep(1100)
+    // Before: two expected for good (the lingering link and the replacement), every write 503.
+    expect(await createFor(sandbox, 'replaced', 1)).toMatchObject([{ status: 201 }])
+  })
+
   it('is refused at start when its user may not run WAIT, naming why (attack21 F7)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'nowait', 'on', '>secret', '~*', '&*', '+@all', '-wait')

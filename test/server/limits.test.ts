@@ -1238,6 +1238,60 @@ describe('request bodies without a key (attack16 B1)', () => {
     expect(10 - refused.length).toBeLessThanOrEqual(4)
   })
 
+  it.each(['PUT /__sandbox/scenario', 'POST /__sandbox/reset', 'POST /__sandbox/answers'])('counts the bodies of %s against the memory budget as the API does: past it, 503 over_capacity and the body dropped (attack21 B1)', async (route) => {
+    const [method, path] = route.split(' ') as [string, string]
+    const { origin, fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
+    const length = 1024 * 1024
+    const answers: Promise<{ status: number | undefined; text: string }>[] = []
+    const sockets: Socket[] = []
+    for (let index = 0; index < 10; index++) {
+      const socket = await openSocket(origin)
+      sockets.push(socket)
+      answers.push(collect(socket, 8000))
+      // Held whole, all ten, before.
+      socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd-${index}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
+      socket.write(Buffer.alloc(length - 1, 0x20))
+    }
+    expect((await fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
+    for (const socket of sockets) if (!socket.destroyed) socket.write('}')
+    const settled = await Promise.all(answers)
+    const refused = settled.filter((answer) => answer.status === 503)
+    expect(refused.length).toBeGreaterThan(0)
+    for (const answer of refused) expect(answer.text).toContain('"code":"over_capacity"')
+    expect(10 - refused.length).toBeLessThanOrEqual(4)
+  })
+
+  it('counts the bodies it passes on in proxy mode, with a key or without, against the memory budget: past it, 503 over_capacity (attack21 B2)', async () => {
+    const { createServer } = await import('node:http')
+    // The real service: it answers every request 401 once it has its body.
+    const real = createServer((req, res) => {
+      req.resume()
+      req.on('end', () => res.writeHead(401, { 'content-type': 'application/json' }).end('{"code":"missing_api_key","message":"no key"}'))
+    })
+    await new Promise<void>((resolve) => real.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => new Promise<void>((resolve) => real.close(() => resolve())))
+    const base = `http://127.0.0.1:${(real.address() as { port: number }).port}/v1`
+    const { origin } = await startSandbox({ proxy: base, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
+    const length = 1024 * 1024
+    const answers: Promise<{ status: number | undefined; text: string }>[] = []
+    const sockets: Socket[] = []
+    for (let index = 0; index < 10; index++) {
+      const socket = await openSocket(origin)
+      sockets.push(socket)
+      answers.push(collect(socket, 8000))
+      // No key: passed on all the same (the service judges keys); held whole, all ten, before.
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
+      socket.write(Buffer.alloc(length - 1, 0x20))
+    }
+    for (const socket of sockets) if (!socket.destroyed) socket.write('}')
+    const settled = await Promise.all(answers)
+    const refused = settled.filter((answer) => answer.status === 503)
+    expect(refused.length).toBeGreaterThan(0)
+    for (const answer of refused) expect(answer.text).toContain('"code":"over_capacity"')
+    expect(settled.filter((answer) => answer.status === 401)).toHaveLength(10 - refused.length)
+    expect(10 - refused.length).toBeLessThanOrEqual(4)
+  })
+
   it('serves a partner between large bodies that end together, not after all of them (attack16 P1)', async () => {
     // A process of its own: the bodies are parsed on its one thread, not on the test's.
     const server = runCli(['serve', '--port', '0', '--any-key', '--quiet'])
