@@ -37,7 +37,8 @@ async function redis(port: number, dir: string, extra: readonly string[] = []): 
 const dir = mkdtempSync(join(tmpdir(), 'bench-replica-confirm-'))
 const masterPort = await freePort()
 const replicaPort = await freePort()
-const children = [await redis(masterPort, dir), await redis(replicaPort, dir, ['--replicaof', '127.0.0.1', String(masterPort)])]
+// Each its own file: a replica writes the copy it syncs to `dir/<dbfilename>`, which the master's shares by default.
+const children = [await redis(masterPort, dir, ['--dbfilename', 'master.rdb']), await redis(replicaPort, dir, ['--dbfilename', 'replica.rdb', '--replicaof', '127.0.0.1', String(masterPort)])]
 try {
   while (!/slave0:.*state=online/.test((await run('redis-cli', ['-p', String(masterPort), 'INFO', 'replication'])).stdout)) await new Promise((resolve) => setTimeout(resolve, 100))
   const url = `redis://127.0.0.1:${masterPort}`
