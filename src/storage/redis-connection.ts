@@ -723,7 +723,8 @@ if most < 0 then
   if before >= 0 then most = math.max(before - 1, 0) else most = tonumber(redis.call('HGET', KEYS[1], 'last') or '0') end
 end
 most = math.max(most, tonumber(ARGV[2]))
-redis.call('HSET', KEYS[1], ARGV[1], most, 'last', most)
+-- Never made for a Redis that never had a replica; kept exact once it is.
+if most > 0 or redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], ARGV[1], most, 'last', most) end
 return most`)
 
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
@@ -1049,7 +1050,8 @@ export class RedisLink {
         try {
           await this.#connection.sendTo(address, command, this.#commandTimeoutMs)
         } catch (error) {
-          if (error instanceof ErrorReplied) return messageOf(error)
+          // A replica refuses WAIT too ("cannot be used with replica instances"): refused as one, below.
+          if (error instanceof ErrorReplied && (command[0] === 'INFO' || /NOPERM/.test(messageOf(error)))) return messageOf(error)
         }
       }
     }

@@ -447,10 +447,14 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     }
     const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
     expect(await createFor(sandbox, 'first', 1)).toMatchObject([{ status: 201 }])
-    // Its host gone without a word (its link half-open), a replacement at another address.
+    // Its host gone without a word (its link half-open), a replacement at another address a few seconds on.
     path.hold('REPLCONF')
     await sleep(1100)
     await replica.stop('SIGKILL')
+    for (let attempt = 0; !/slave0:.*lag=([3-9]|\d\d)/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 100) throw new Error('the old link kept acknowledging')
+      await sleep(50)
+    }
     const replacement = await startRedis()
     await replacement.cli('REPLICAOF', '127.0.0.1', String(master.port))
     for (let attempt = 0; !/slave1:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
