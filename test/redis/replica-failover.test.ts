@@ -437,7 +437,7 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     const master = await startRedis()
     const replica = await startRedis()
     await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
-    await master.cli('CONFIG', 'SET', 'repl-timeout', '3')
+    await master.cli('CONFIG', 'SET', 'repl-timeout', '8')
     const { startFlakyProxy } = await import('../support/flaky-proxy.js')
     const path = await startFlakyProxy(master.port)
     await replica.cli('REPLICAOF', '127.0.0.1', String(path.port))
