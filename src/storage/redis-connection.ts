@@ -382,8 +382,14 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       defaults: { ...common, ...credentials(target.urls[0]!) },
     })
     cluster.on('error', onError)
+    // @note node-redis asked for a slot no master serves (a cluster not yet created, every master of
+    // the slot down) throws a TypeError of its own, which was the operator's only clue (attack21 L1).
+    const noSlot = (error: unknown): never => {
+      if (error instanceof TypeError) throw new NotSent('the cluster serves no slot for this key now (CLUSTER INFO says cluster_state:fail: create the cluster, or bring a master of the slot back)', { cause: error })
+      return notSent(error)
+    }
     return {
-      send: (key, args, ms) => bounded(cluster.sendCommand(key, false, args, { timeout: ms }).catch(notSent), ms),
+      send: (key, args, ms) => bounded(Promise.resolve().then(() => cluster.sendCommand(key, false, args, { timeout: ms })).catch(noSlot), ms),
       sendTo: (server, args, ms) => {
         const master = cluster.masters.find((candidate) => candidate.address === server)
         if (master === undefined) return Promise.reject(new NotSent(`master ${server} serves no slot now`))

@@ -66,6 +66,18 @@ describe('Redis Cluster hash slots', () => {
 })
 
 describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
+  it('names a Redis Cluster that serves no slot as such at start, not as a TypeError (attack21 L1)', async () => {
+    // A cluster node, the cluster never created: no slot is served.
+    const node = await startRedis({ cluster: true })
+    const { createSandboxApp } = await import('../../src/server.js')
+    const refused = await createSandboxApp({ redisUrl: `redis-cluster://127.0.0.1:${node.port}`, demoDir: false }).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    )
+    expect(refused?.message).toMatch(/the cluster serves no slot for this key now \(CLUSTER INFO says cluster_state:fail/)
+    expect(refused?.message).not.toMatch(/Cannot read properties/)
+  })
+
   it('answers 503 storage_unavailable while Redis is down, never past the request timeout, says so on /__sandbox/health, and recovers when Redis returns', async () => {
     const rejections = unhandledRejections()
     const redis = await startRedis({ aof: true })
