@@ -1212,8 +1212,13 @@ describe('a server on a Unix socket (attack16 U1)', () => {
 })
 
 describe('request bodies without a key (attack16 B1)', () => {
-  it('counts bodies with an accepted key against the memory budget: past it, 503 over_capacity and the body dropped, and a partner creates as ever (attack16 B1)', async () => {
-    const { origin, fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
+  /**
+   * Ten requests of 1 MiB bodies, each head `head(index)`, all but each body's last byte sent (held
+   * whole, all ten, before the bodies were reserved), then `meanwhile()`, then the last bytes; what
+   * each was answered, once every one of them was refused (503 `over_capacity`) or let in (`admitted`),
+   * and at most four let in: twice a 4 MiB budget, 2 MiB reserved each.
+   */
+  async function tenBodies(origin: string, head: (index: number) => string, admitted: number, meanwhile: () => Promise<void> = async () => undefined): Promise<void> {
     const length = 1024 * 1024
     const answers: Promise<{ status: number | undefined; text: string }>[] = []
     const sockets: Socket[] = []
@@ -1221,44 +1226,31 @@ describe('request bodies without a key (attack16 B1)', () => {
       const socket = await openSocket(origin)
       sockets.push(socket)
       answers.push(collect(socket, 8000))
-      // 1 MiB declared under a key of its own, all but its last byte sent: held whole, all ten, before.
-      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd-${index}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
+      socket.write(`${head(index)}Host: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
       socket.write(Buffer.alloc(length - 1, 0x20))
     }
-    // A partner's create (a small body, never counted) is served meanwhile.
-    expect((await fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
-    // The bodies held end; each is answered as its whole body says (`   …}` is not JSON: 400).
+    await meanwhile()
     for (const socket of sockets) if (!socket.destroyed) socket.write('}')
     const settled = await Promise.all(answers)
     const refused = settled.filter((answer) => answer.status === 503)
     expect(refused.length).toBeGreaterThan(0)
     for (const answer of refused) expect(answer.text).toContain('"code":"over_capacity"')
-    // Those let in were held within twice the budget (2 MiB reserved each): at most four.
-    expect(settled.filter((answer) => answer.status === 400)).toHaveLength(10 - refused.length)
+    expect(settled.filter((answer) => answer.status === admitted)).toHaveLength(10 - refused.length)
     expect(10 - refused.length).toBeLessThanOrEqual(4)
+  }
+
+  it('counts bodies with an accepted key against the memory budget: past it, 503 over_capacity and the body dropped, and a partner creates as ever (attack16 B1)', async () => {
+    const { origin, fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
+    // Each under a key of its own; let in, `   …}` is not JSON: 400.
+    await tenBodies(origin, (index) => `POST /v1/categories HTTP/1.1\r\nAuthorization: Bearer crowd-${index}\r\n`, 400, async () => {
+      // A partner's create (a small body, never counted) is served meanwhile.
+      expect((await fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
+    })
   })
 
   it.each(['PUT /__sandbox/scenario', 'POST /__sandbox/reset', 'POST /__sandbox/answers'])('counts the bodies of %s against the memory budget as the API does: past it, 503 over_capacity and the body dropped (attack21 B1)', async (route) => {
-    const [method, path] = route.split(' ') as [string, string]
-    const { origin, fetch } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
-    const length = 1024 * 1024
-    const answers: Promise<{ status: number | undefined; text: string }>[] = []
-    const sockets: Socket[] = []
-    for (let index = 0; index < 10; index++) {
-      const socket = await openSocket(origin)
-      sockets.push(socket)
-      answers.push(collect(socket, 8000))
-      // Held whole, all ten, before.
-      socket.write(`${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd-${index}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
-      socket.write(Buffer.alloc(length - 1, 0x20))
-    }
-    expect((await fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
-    for (const socket of sockets) if (!socket.destroyed) socket.write('}')
-    const settled = await Promise.all(answers)
-    const refused = settled.filter((answer) => answer.status === 503)
-    expect(refused.length).toBeGreaterThan(0)
-    for (const answer of refused) expect(answer.text).toContain('"code":"over_capacity"')
-    expect(10 - refused.length).toBeLessThanOrEqual(4)
+    const { origin } = await startSandbox({ anyKey: true, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
+    await tenBodies(origin, (index) => `${route} HTTP/1.1\r\nAuthorization: Bearer crowd-${index}\r\n`, 400)
   })
 
   it('counts the bodies it passes on in proxy mode, with a key or without, against the memory budget: past it, 503 over_capacity (attack21 B2)', async () => {
@@ -1272,24 +1264,8 @@ describe('request bodies without a key (attack16 B1)', () => {
     onTestFinished(() => new Promise<void>((resolve) => real.close(() => resolve())))
     const base = `http://127.0.0.1:${(real.address() as { port: number }).port}/v1`
     const { origin } = await startSandbox({ proxy: base, memoryBudgetBytes: 4 * 1024 * 1024, requestTimeoutMs: 20_000 })
-    const length = 1024 * 1024
-    const answers: Promise<{ status: number | undefined; text: string }>[] = []
-    const sockets: Socket[] = []
-    for (let index = 0; index < 10; index++) {
-      const socket = await openSocket(origin)
-      sockets.push(socket)
-      answers.push(collect(socket, 8000))
-      // No key: passed on all the same (the service judges keys); held whole, all ten, before.
-      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n`)
-      socket.write(Buffer.alloc(length - 1, 0x20))
-    }
-    for (const socket of sockets) if (!socket.destroyed) socket.write('}')
-    const settled = await Promise.all(answers)
-    const refused = settled.filter((answer) => answer.status === 503)
-    expect(refused.length).toBeGreaterThan(0)
-    for (const answer of refused) expect(answer.text).toContain('"code":"over_capacity"')
-    expect(settled.filter((answer) => answer.status === 401)).toHaveLength(10 - refused.length)
-    expect(10 - refused.length).toBeLessThanOrEqual(4)
+    // No key: passed on all the same (the service judges keys).
+    await tenBodies(origin, () => 'POST /v1/categories HTTP/1.1\r\n', 401)
   })
 
   it('serves a partner between large bodies that end together, not after all of them (attack16 P1)', async () => {
