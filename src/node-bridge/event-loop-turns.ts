@@ -1,35 +1,57 @@
 /**
- * Turns of the event loop, one caller at a time: work that holds the one thread for long (a large
- * request body decoded, then parsed, weighed and stored in the microtasks that follow) waits for a
- * turn of its own, so that what arrives
- * meanwhile (a partner's small request) is read and answered between two such pieces of work,
- * not after all of them.
+ * Turns of the event loop for request bodies: at most {@link TURN_BYTES} of bodies are decoded
+ * (then parsed, weighed and stored in the microtasks that follow) in one turn; past that, each
+ * waits for a turn of its own, one at a time in the order they ended, so that what arrives
+ * meanwhile (a partner's small request) is read and answered between two of them, not after all.
  * @note 200 creates of 1 MiB bodies of many properties, their last bytes sent together, were each
  * handled as its body ended, one after another in the same turn: a partner's list sent after them
- * waited 8.8 s behind them all (attack16 P1: 20-30 s for 1,000).
+ * waited 8.8 s behind them all (attack16 P1: 20-30 s for 1,000). A body's own size was the rule
+ * then: 900 bodies just under it (64 KiB) kept a partner waiting 3.8 s (attack22 B1).
  */
 
-/** Bodies longer than this (bytes) are heavy work: decoding and parsing one of many properties takes milliseconds. */
-export const HEAVY_BODY_BYTES = 64 * 1024
+/** Bodies up to this many bytes are handled as they end, uncounted: parsing one takes microseconds. */
+export const SMALL_BODY_BYTES = 1024
 
-/** Gives turns of the event loop one at a time, in the order they were asked for. */
+/** How many bytes of bodies are handled in one turn of the event loop before the rest wait for turns of their own. */
+export const TURN_BYTES = 64 * 1024
+
+/** Gives turns of the event loop to bodies: inline within a turn's bytes, else one at a time, first come first served. */
 export class EventLoopTurns {
   readonly #waiting: (() => void)[] = []
   #scheduled = false
+  /** Bytes of bodies handled inline in this turn. */
+  #bytes = 0
+  #resetting = false
 
   /**
-   * Resolves in a turn of the event loop of its own (Node's check phase, after the poll phase read
-   * what arrived): one waiter a turn, first come first served.
+   * Undefined when a body of `bytes` may be handled now (small, or within this turn's bytes with
+   * nobody waiting); else resolves in a turn of its own (Node's check phase, after the poll phase
+   * read what arrived).
    */
-  readonly take = (): Promise<void> =>
-    new Promise((resolve) => {
+  admit(bytes: number): Promise<void> | undefined {
+    if (bytes <= SMALL_BODY_BYTES) return undefined
+    if (this.#waiting.length === 0 && this.#bytes + bytes <= TURN_BYTES) {
+      this.#bytes += bytes
+      if (!this.#resetting) {
+        this.#resetting = true
+        setImmediate(this.#reset)
+      }
+      return undefined
+    }
+    return new Promise((resolve) => {
       this.#waiting.push(resolve)
       this.#schedule()
     })
+  }
 
   /** How many wait for a turn. */
   get waiting(): number {
     return this.#waiting.length
+  }
+
+  readonly #reset = (): void => {
+    this.#bytes = 0
+    this.#resetting = false
   }
 
   #schedule(): void {
@@ -46,5 +68,5 @@ export class EventLoopTurns {
   }
 }
 
-/** The process's turns for heavy request bodies: one event loop, shared by every server in it. */
-export const heavyBodyTurns = new EventLoopTurns()
+/** The process's turns for request bodies: one event loop, shared by every server in it. */
+export const bodyTurns = new EventLoopTurns()

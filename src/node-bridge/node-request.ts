@@ -7,7 +7,7 @@ import { decodeUtf8, payloadTooLarge, type RawBody } from '../pipeline/request-b
 import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
 import { headerWeight } from '../core/journal.js'
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
-import { HEAVY_BODY_BYTES, heavyBodyTurns } from './event-loop-turns.js'
+import { bodyTurns } from './event-loop-turns.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
 export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
@@ -193,7 +193,8 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
       size += chunk.byteLength
     }
     if (size > limit) return Promise.resolve(payloadTooLarge(limit))
-    return size > HEAVY_BODY_BYTES ? heavyBodyTurns.take().then(() => decodeUtf8(chunks, size)) : Promise.resolve(decodeUtf8(chunks, size))
+    const turn = bodyTurns.admit(size)
+    return turn === undefined ? Promise.resolve(decodeUtf8(chunks, size)) : turn.then(() => decodeUtf8(chunks, size))
   }
   return new Promise((resolve) => {
     const chunks: Buffer[] = []
@@ -213,11 +214,12 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
       drainRest(req, size)
     }
     const onEnd = () => {
-      if (size <= HEAVY_BODY_BYTES) return finish(decodeUtf8(chunks, size))
-      // @note A large body is decoded (and then parsed and handled) in a turn of the event loop of
-      // its own: requests that arrived meanwhile are served between two of them (attack16 P1).
+      const turn = bodyTurns.admit(size)
+      if (turn === undefined) return finish(decodeUtf8(chunks, size))
+      // @note Past a turn's bytes, a body is decoded (and then parsed and handled) in a turn of the
+      // event loop of its own: requests that arrived meanwhile are served between (attack16 P1).
       req.off('data', onData).off('end', onEnd).off('error', onCut).off('close', onCut)
-      void heavyBodyTurns.take().then(() => finish(decodeUtf8(chunks, size)))
+      void turn.then(() => finish(decodeUtf8(chunks, size)))
     }
     const onCut = () => finish(CUT_OFF)
     bodyReads.set(req, finish)

@@ -394,11 +394,12 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     expect(await createFor(later, 'later', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
   })
 
-  it('counts a replica once while its master lists it twice (it reconnected while its old link was still open), and answers 201 once the old link is gone (attack21 F6)', async () => {
-    const { master, replica, path, sandbox } = await replicaThroughProxy(3)
-    // The old link half-open (its acknowledgements and its close held on the way), the replica attached again directly.
+  it('never expects a replica twice while its master lists it twice (it reconnected while its old link was still open), and answers 201 once the old link is gone (attack21 F6)', async () => {
+    const { master, replica, path, sandbox } = await replicaThroughProxy(8)
+    // The old link half-open (its acknowledgements and its close held on the way), the replica (a
+    // host rebooted) attached again directly a few seconds on.
     path.hold('REPLCONF')
-    await sleep(1100)
+    await untilInfo(master, /slave0:.*lag=([3-9]|\d\d)/, 'the old link kept acknowledging')
     await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
     await untilInfo(master, /slave1:.*state=online/, 'the master did not list the replica twice')
     // Before: "the most seen at once" was 2 for good, every write 503 though its one replica confirms.
@@ -418,6 +419,33 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await untilInfo(master, /slave1:.*state=online/, 'the master did not list both links')
     // Before: two expected for good (the lingering link and the replacement), every write 503.
     expect(await createdOnceTheOldLinkIsGone(master, sandbox)).toMatchObject({ status: 201 })
+  })
+
+  it('waits for two replicas its master lists at one address (behind one NAT gateway): one partitioned, writes are unknown (attack22 S1)', async () => {
+    const master = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    const { startFlakyProxy } = await import('../support/flaky-proxy.js')
+    const path = await startFlakyProxy(master.port)
+    const [near, far] = [await startRedis(), await startRedis()]
+    for (const [replica, port] of [[near, master.port], [far, path.port]] as const) {
+      await replica.cli('CONFIG', 'SET', 'replica-announce-ip', '10.9.9.9')
+      await replica.cli('CONFIG', 'SET', 'replica-announce-port', '6379')
+      await replica.cli('REPLICAOF', '127.0.0.1', String(port))
+    }
+    await untilInfo(master, /slave1:ip=10\.9\.9\.9,port=6379,state=online/, 'the two replicas did not come online')
+    // Both confirm: 201, with the count they are, declared too.
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    let both: { status: number }[] = []
+    for (let attempt = 0; both[0]?.status !== 201 && attempt < 20; attempt++) both = await createFor(sandbox, `both${attempt}-`, 1)
+    expect(both).toMatchObject([{ status: 201 }])
+    const declared = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, redisReplicas: 2 })
+    // Before: "1 of the 2 replicas expected is online", every write 503.
+    expect(await createFor(declared, 'declared', 1)).toMatchObject([{ status: 201 }])
+    // The far one partitioned (its link's bytes held on the way).
+    path.hold('REPLCONF')
+    await sleep(1100)
+    // Before: confirmed by the near one alone, 201 for writes the far one (promotable) lacks.
+    expect(await createFor(sandbox, 'partitioned', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
   })
 
   it('is refused at start when its user may not run WAIT, naming why (attack21 F7)', async () => {
