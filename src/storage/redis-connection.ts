@@ -615,24 +615,29 @@ return 1`)
  * replica 100 ms away, one tenant's slow writes took other tenants' reads from 2,000/s to 35/s).
  */
 class ReplicaConfirmation {
-  readonly #round: (ms: number, key: string) => Promise<boolean>
-  readonly #replicas: () => Promise<ReplicaState>
+  readonly #round: (ms: number, key: string) => Promise<RoundResult>
+  readonly #replicas: () => Promise<{ readonly state: ReplicaState; readonly replid: string | undefined }>
   #inFlight = false
-  #waiting: { readonly until: number; readonly key: string; readonly resolve: (confirmed: boolean) => void }[] = []
+  #waiting: Waiter[] = []
 
   /**
    * `round`: a mark and a WAIT of at most `ms`, on the master of `key`; resolves to whether every
-   * replica online acknowledged. `replicas`: the master's replicas now, asked when a round ends unconfirmed.
+   * replica counted acknowledged, and the replication history it ran in. `replicas`: the master's
+   * replicas and history now, asked when a round ends unconfirmed.
    */
-  constructor(round: (ms: number, key: string) => Promise<boolean>, replicas: () => Promise<ReplicaState>) {
+  constructor(round: (ms: number, key: string) => Promise<RoundResult>, replicas: () => Promise<{ readonly state: ReplicaState; readonly replid: string | undefined }>) {
     this.#round = round
     this.#replicas = replicas
   }
 
-  /** Whether a replica confirms the writes answered so far (to the tenant of `key`, among others) by `until` (monotonic ms). */
-  confirm(until: number, key: string): Promise<boolean> {
+  /**
+   * Whether the replicas confirm the writes answered so far (to the tenant of `key`, among others)
+   * by `until` (monotonic ms), `history` being the replication history they were written in (the
+   * master's `master_replid` before they were sent).
+   */
+  confirm(until: number, key: string, history: string | undefined): Promise<boolean> {
     return new Promise((resolve) => {
-      this.#waiting.push({ until, key, resolve })
+      this.#waiting.push({ until, key, history, resolve })
       this.#next()
     })
   }
@@ -651,32 +656,52 @@ class ReplicaConfirmation {
   }
 
   /** Runs one round for `group` and resolves (or requeues) its writes by what it says. */
-  async #settle(group: readonly { readonly until: number; readonly key: string; readonly resolve: (confirmed: boolean) => void }[], ms: number): Promise<void> {
-    /** true: confirmed (or nothing to wait for); false: not, and never will be in time; undefined: not yet. */
-    let outcome: boolean | undefined
+  async #settle(group: readonly Waiter[], ms: number): Promise<void> {
+    /** Per waiter: true, confirmed (or nothing to wait for); false, not, and never will be in time; undefined, not yet. */
+    let outcome: (waiter: Waiter) => boolean | undefined
     try {
-      if (await this.#round(ms, group[0]!.key)) outcome = true
+      const round = await this.#round(ms, group[0]!.key)
+      // @note A write is confirmed only in the history it was written in: after a failover behind
+      // the same address, a round on the promoted master (no replicas) confirmed writes its old
+      // master took and lost (the model-based suite's failover command, seed 20261126).
+      const same = (waiter: Waiter) => waiter.history !== undefined && waiter.history === round.replid
+      if (round.confirmed) outcome = (waiter) => same(waiter)
       else {
         // @note None confirmed: the master may have no replica online any more. Counted again:
         // none ever (or long gone), nothing to wait for; one expected but not online, it cannot
         // confirm (a WAIT with none online blocks its whole time: writes held to the request timeout).
-        const replicas = await this.#replicas().catch((): ReplicaState => 'online')
-        outcome = replicas === 'none' ? true : replicas === 'expected' ? false : undefined
+        const now = await this.#replicas().catch(() => ({ state: 'online' as const, replid: round.replid }))
+        outcome = (waiter) => (waiter.history === undefined || waiter.history !== now.replid || waiter.history !== round.replid ? false : now.state === 'none' ? true : now.state === 'expected' ? false : undefined)
       }
     } catch {
       // Not an answer (the connection failed, an error reply such as a master turned replica): not confirmed.
-      outcome = false
+      outcome = () => false
     }
     this.#inFlight = false
     const now = monotonicNow()
     for (const waiter of group) {
-      if (outcome !== undefined) waiter.resolve(outcome)
+      const confirmed = outcome(waiter)
+      if (confirmed !== undefined) waiter.resolve(confirmed)
       else if (waiter.until <= now) waiter.resolve(false)
       // Not yet: the next round covers it too.
       else this.#waiting.push(waiter)
     }
     this.#next()
   }
+}
+
+/** A write waiting for its confirmation (see ReplicaConfirmation.confirm). */
+interface Waiter {
+  readonly until: number
+  readonly key: string
+  readonly history: string | undefined
+  readonly resolve: (confirmed: boolean) => void
+}
+
+/** What one round of a confirmation found: every replica counted has the mark, and the master's replication history then. */
+interface RoundResult {
+  readonly confirmed: boolean
+  readonly replid: string | undefined
 }
 
 /** A master's replicas: as many online as expected, at least one; fewer online than expected; none, and none expected. */
@@ -900,6 +925,12 @@ export class RedisLink {
       throw new StorageUnavailableError(`${this.#display(server)}: ${evicting}`)
     }
     const tail = [String(keys.length), ...keys, ...args.map(String)]
+    // The replication history the write goes into, known before it is sent (see #confirmed).
+    const confirming = options.confirm === true && !this.#allowFailoverLoss
+    // Counted before the write when the count is a second old (as it would be after it): a
+    // history read long before would be taken for a failover under the write.
+    if (confirming) await this.#replicaState(server).catch(() => undefined)
+    const history = server.replid
     const connection = this.#connection
     let reply: Reply
     try {
@@ -924,7 +955,12 @@ export class RedisLink {
     this.recovered(server)
     if (options.confirm) this.#accepted(server)
     // @note The master asked after the reply: a write redirected (MOVED) went to its slot's new master.
-    if (options.confirm) await this.#confirmed(this.#serverFor(keys[0]), keys[0]!)
+    if (confirming) {
+      const master = this.#serverFor(keys[0])
+      // A write redirected (MOVED) went to another master: its history is that one's.
+      if (master !== server && master.replicas === undefined) await this.#replicaState(master).catch(() => undefined)
+      await this.#confirmed(master, keys[0]!, master === server ? history : master.replid)
+    }
     return reply
   }
 
@@ -1125,15 +1161,22 @@ export class RedisLink {
    * {@link WriteOutcomeUnknownError} when none has by the request's deadline, or none is online
    * though one was lately.
    */
-  async #confirmed(server: Server, key: string): Promise<void> {
+  async #confirmed(server: Server, key: string, history: string | undefined): Promise<void> {
     if (this.#allowFailoverLoss || (this.cluster && server.address === '')) return
     const state = await this.#replicaState(server)
+    // @note The master changed under the write (a replica promoted behind the same address): it
+    // may have gone to the old one, which no replica of the new one has.
+    if (history !== server.replid) {
+      const detail = `${this.#display(server)}: its replication history changed while the write was under way (a failover), so the write may have gone to the master it replaced`
+      this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to it`)
+      throw new WriteOutcomeUnknownError(`${detail}; the write may be lost`)
+    }
     if (state === 'none') return
     // Given up on early enough that the request's journal entry still has time.
     const now = monotonicNow()
     const deadline = this.requestDeadline()
     const until = deadline === undefined ? now + this.#commandTimeoutMs : deadline - Math.min(2 * REPLICA_WAIT_SLICE_MS, (deadline - now) / 2)
-    if (state === 'online' && (await this.#confirmation(server).confirm(until, key))) {
+    if (state === 'online' && (await this.#confirmation(server).confirm(until, key, history))) {
       if (server.behind !== undefined && monotonicNow() - server.behind.at >= BEHIND_HOLD_MS) {
         this.#warn(`storage replicas: ${this.#display(server)}: a replica confirms writes again`)
         server.behind = undefined
@@ -1160,7 +1203,7 @@ export class RedisLink {
     if (confirmation === undefined) {
       confirmation = new ReplicaConfirmation(
         (ms, key) => this.#round(server, ms, key),
-        () => this.#replicaState(server, true),
+        async () => ({ state: await this.#replicaState(server, true), replid: server.replid }),
       )
       this.#confirmations.set(server.address, confirmation)
     }
@@ -1176,7 +1219,7 @@ export class RedisLink {
    * socket only, listed on port 0) or does not expect (one attached since the last count) stood in
    * for a counted replica that was behind (attack21 F2: 10 creates answered 201, lost).
    */
-  async #round(server: Server, ms: number, key: string): Promise<boolean> {
+  async #round(server: Server, ms: number, key: string): Promise<RoundResult> {
     if (this.#waiter === undefined) {
       const connection = this.#open()
       this.#waiter = { connection, ready: connection.connecting }
@@ -1199,10 +1242,13 @@ export class RedisLink {
       if (marked.status === 'rejected') throw marked.reason
       if (before.status === 'rejected') throw before.reason
       const offset = Number(/^master_repl_offset:(\d+)/m.exec(String(before.value))?.[1] ?? Number.NaN)
+      const replid = /^master_replid:(\S+)/m.exec(String(before.value))?.[1]
       const [acknowledged, after] = await Promise.all([send(['WAIT', String(wanted), String(ms)], ms + this.#commandTimeoutMs), send(['INFO', 'replication'], ms + this.#commandTimeoutMs)])
-      if (Number(acknowledged) < wanted || !Number.isFinite(offset)) return false
+      // The same history after the WAIT too: a failover between the two INFOs confirms nothing.
+      const same = replid !== undefined && replid === /^master_replid:(\S+)/m.exec(String(after))?.[1]
+      if (Number(acknowledged) < wanted || !Number.isFinite(offset) || !same) return { confirmed: false, replid: same ? replid : undefined }
       const counted = countedReplicas(String(after))
-      return counted.length >= Math.max(1, this.#expected(server)) && counted.every((replica) => replica.offset >= offset)
+      return { confirmed: counted.length >= Math.max(1, this.#expected(server)) && counted.every((replica) => replica.offset >= offset), replid }
     } catch (error) {
       // A connection that failed is opened again for the next round; an error Redis replied is Redis's.
       if (!(error instanceof ErrorReplied) && this.#waiter === waiter) {
@@ -1407,7 +1453,7 @@ export class RedisLink {
       if (behind === undefined) continue
       const state = await this.#replicaState(server, true)
       const held = monotonicNow() - behind.at < BEHIND_HOLD_MS
-      if (state === 'none' || (!held && state === 'online' && (await this.#confirmation(server).confirm(monotonicNow() + REPLICA_WAIT_SLICE_MS, behind.key)))) {
+      if (state === 'none' || (!held && state === 'online' && (await this.#confirmation(server).confirm(monotonicNow() + REPLICA_WAIT_SLICE_MS, behind.key, server.replid)))) {
         this.#warn(`storage replicas: ${this.#display(server)}: ${state === 'none' ? 'no replica to wait for any more' : 'a replica confirms writes again'}`)
         server.behind = undefined
       } else return { ok: false, detail: behind.detail }
@@ -1647,7 +1693,16 @@ export class RedisLink {
     // Whatever answers next may be another Redis, or this one restarted with another policy; on a
     // cluster, the client as a whole failing may have met any master.
     server.checkDue = true
-    if (this.cluster && server.address === '') for (const other of this.#servers.values()) other.checkDue = true
+    // @note Its replicas and replication history are read again before the next write: a Redis
+    // restarted (or a replica promoted) behind the address has another history, and a write
+    // recorded under the old one was never confirmed in the new (the model-based suite, seed 3).
+    server.replicasReadAt = Number.NEGATIVE_INFINITY
+    if (this.cluster && server.address === '') {
+      for (const other of this.#servers.values()) {
+        other.checkDue = true
+        other.replicasReadAt = Number.NEGATIVE_INFINITY
+      }
+    }
     if (server.failing === undefined) {
       this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable ${server.address === '' ? 'until it recovers' : "to that master's tenants until it recovers"}`)
       server.failingSince = now
