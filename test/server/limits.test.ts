@@ -1269,9 +1269,9 @@ describe('request bodies without a key (attack16 B1)', () => {
   })
 
   it.each([
-    { flood: 40, bytes: 1024 * 1024, finding: 'attack16 P1' },
+    { flood: 16, bytes: 1024 * 1024, finding: 'attack16 P1' },
     // Just under the size that once took a turn of its own.
-    { flood: 300, bytes: 65_000, finding: 'attack22 B1' },
+    { flood: 200, bytes: 65_000, finding: 'attack22 B1' },
   ])('serves a partner between $flood bodies of $bytes bytes that end together, not after all of them ($finding)', async ({ flood, bytes: size }) => {
     // A process of its own: the bodies are parsed on its one thread, not on the test's.
     const server = runCli(['serve', '--port', '0', '--any-key', '--quiet'])
