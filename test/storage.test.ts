@@ -93,8 +93,10 @@ describe.each(STORES)('$name storage', (kind) => {
     const storage = await kind.open(SEED)
     await storage.open('old').createCategory({ name: 'x' })
     await storage.open('read').createCategory({ name: 'x' })
-    const cut = Date.now() + 1
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    // The cut lies 150 ms after 'old' was written and 150 ms before 'fresh' was: a loaded machine
+    // may take that long between this test reading the clock and expire() reading the store's.
+    const cut = Date.now() + 150
+    await new Promise((resolve) => setTimeout(resolve, 300))
     await storage.open('fresh').createCategory({ name: 'y' })
     await storage.touch('read')
     await storage.touch('never-wrote')
