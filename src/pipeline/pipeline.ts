@@ -19,6 +19,7 @@ import { DEFAULT_MAX_DELAY_MS, readPrefer } from './prefer.js'
 import { route } from './router.js'
 import { exchangeViolations } from '../contract/conformance.js'
 import { UpstreamError, VIOLATIONS_HEADER, violationsHeader, type ProxyTarget } from './proxy.js'
+import { bodyReservation } from './request-body.js'
 
 /** Finds the tenant an API key belongs to. */
 export interface TenantResolver {
@@ -239,10 +240,7 @@ export class Pipeline {
   #reserveBody(request: ApiRequest, tenant: Tenant | undefined): (() => void) | undefined {
     const reserve = this.#options.reserve
     if (reserve === undefined) return undefined
-    const header = request.headers.get('content-length')
-    const declared = header === null ? Number.NaN : Number(header)
-    const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, this.#options.maxBodyBytes) : this.#options.maxBodyBytes
-    return reserve(2 * bytes, tenant)
+    return reserve(bodyReservation(request.headers.get('content-length'), this.#options.maxBodyBytes), tenant)
   }
 
   /** `answer()`, with `release` (a body's reservation) called once it is made, or has failed. */

@@ -19,6 +19,16 @@ export type RawBody =
       readonly gone?: true
     }
 
+/**
+ * The room a body of `contentLength` (the header's value, if any) takes while it is read, judged
+ * and answered: twice its bytes (its text, up to two bytes a character, and its chunks), the
+ * declared length capped at `limit`, else `limit` itself.
+ */
+export function bodyReservation(contentLength: string | null | undefined, limit: number): number {
+  const declared = contentLength === null || contentLength === undefined ? Number.NaN : Number(contentLength)
+  return 2 * (Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, limit) : limit)
+}
+
 /** The answer to a body over `limit` bytes. */
 export function payloadTooLarge(limit: number): RawBody {
   return { ok: false, code: 'payload_too_large', params: { limit } }

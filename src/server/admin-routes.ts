@@ -11,7 +11,7 @@ import type { JournalEntry, JournalFilter } from '../core/journal.js'
 import { judgeJournalFilter, type FilterJudgement } from '../core/journal-filter.js'
 import type { Work } from '../core/capacity.js'
 import type { CategoryLimits } from '../contract/limits.js'
-import { AnswerLimitError, judgeAnswerPlan, PlanBookFullError } from '../core/planned-answers.js'
+import { AnswerLimitError, judgeAnswerPlan, PlanBookFullError, type PendingAnswer } from '../core/planned-answers.js'
 import type { Tenant } from '../storage/tenant.js'
 import type { Scenario } from '../contract/scenario-format.js'
 import { PetstoreError } from '../core/petstore-error.js'
@@ -22,7 +22,8 @@ import { PACKAGE } from './package-info.js'
 import { PLAIN_HOST } from '../node-bridge/node-request.js'
 import { readJsonObject } from '../node-bridge/read-json-body.js'
 import { readNodeBody } from '../node-bridge/node-request.js'
-import type { JsonObjectBody } from '../pipeline/request-body.js'
+import { bodyReservation } from '../pipeline/request-body.js'
+import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
 import type { WatchStatus } from './scenario-watcher.js'
 import { DISPLAY_ID_LENGTH, tenantId, type TenantRegistry } from './tenant-registry.js'
@@ -86,6 +87,11 @@ const ResetBody = z.strictObject(
   },
   { error: (issue) => (issue.code === 'unrecognized_keys' ? `${issue.keys.map((key) => JSON.stringify(key)).join(', ')} is not a field of the reset body; fields: scenario, initial` : undefined) },
 )
+
+type ResetBody = z.infer<typeof ResetBody>
+
+/** A request body judged: what its route keeps of it, or the Error to answer. */
+type Judged<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams }
 
 /** Whether a request carries a body (a length above 0, or a chunked one). */
 function hasBody(req: Request): boolean {
@@ -159,15 +165,12 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
    * were held whole, outside every budget: 600 keyed 1 MiB bodies took a sandbox capped at 1.4 GB
    * of address space down (attack21 B1).
    */
-  async function readBody(req: Request, res: Response, payer: Tenant | undefined): Promise<JsonObjectBody> {
+  async function readBody<T>(req: Request, res: Response, payer: Tenant | undefined, judge: (value: Record<string, unknown>) => Judged<T>): Promise<Judged<T>> {
     const reserve = options.reserve
     if (reserve !== undefined) {
-      const header = req.headers['content-length']
-      const declared = header === undefined ? Number.NaN : Number(header)
-      const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, options.maxBodyBytes) : options.maxBodyBytes
       let release: () => void
       try {
-        release = reserve(2 * bytes, payer)
+        release = reserve(bodyReservation(req.headers['content-length'], options.maxBodyBytes), payer)
       } catch (error) {
         await readNodeBody(req, 0)
         throw error
@@ -175,7 +178,11 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (res.closed) release()
       else res.once('close', release)
     }
-    return readJsonObject(req, options.maxBodyBytes)
+    // @note Judged here, so that only what `judge` keeps outlives this call: a caller's local
+    // holding the parsed body stayed reachable across its awaits (a scenario switch waiting on a
+    // Redis replica), 1 MiB bodies of `[{},{},...]` each ~22 MB of heap (attack22 B2).
+    const body = await readJsonObject(req, options.maxBodyBytes)
+    return body.ok ? judge(body.value) : body
   }
 
   const onTenant =
@@ -267,12 +274,14 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/scenario', {
     put: onTenant(async ({ tenant, payer }, req, res) => {
-      const body = await readBody(req, res, payer)
+      const body = await readBody(req, res, payer, (value): Judged<string> => {
+        if (!Object.hasOwn(value, 'name')) return { ok: false, code: 'missing_field', params: { field: 'name' } }
+        const parsed = ScenarioSwitch.safeParse(value)
+        if (!parsed.success) return { ok: false, code: 'invalid_field', params: { reason: parsed.error.issues[0]?.message ?? 'name must be a non-empty string' } }
+        return { ok: true, value: parsed.data.name }
+      })
       if (!body.ok) return sendError(res, body.code, body.params)
-      if (!Object.hasOwn(body.value, 'name')) return sendError(res, 'missing_field', { field: 'name' })
-      const parsed = ScenarioSwitch.safeParse(body.value)
-      if (!parsed.success) return sendError(res, 'invalid_field', { reason: parsed.error.issues[0]?.message ?? 'name must be a non-empty string' })
-      const scenario = await switchable(parsed.data.name, 'PUT /__sandbox/scenario', res)
+      const scenario = await switchable(body.value, 'PUT /__sandbox/scenario', res)
       if (!scenario) return
       options.admit('grow')
       await tenant.useScenario(scenario)
@@ -285,12 +294,14 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // @note No body (as before): the scenario in use, reseeded. A body may name another, or the initial one.
       let scenario = tenant.scenario
       if (hasBody(req)) {
-        const body = await readBody(req, res, payer)
+        const body = await readBody(req, res, payer, (value): Judged<ResetBody> => {
+          const parsed = ResetBody.safeParse(value)
+          // Each message names its field.
+          if (!parsed.success) return { ok: false, code: 'invalid_field', params: { reason: parsed.error.issues.map((issue) => issue.message).join('; ') } }
+          return { ok: true, value: parsed.data }
+        })
         if (!body.ok) return sendError(res, body.code, body.params)
-        const parsed = ResetBody.safeParse(body.value)
-        // Each message names its field.
-        if (!parsed.success) return sendError(res, 'invalid_field', { reason: parsed.error.issues.map((issue) => issue.message).join('; ') })
-        const { scenario: name, initial } = parsed.data
+        const { scenario: name, initial } = body.value
         if (name !== undefined && initial === true) return sendError(res, 'invalid_field', { reason: 'give scenario or initial, not both' })
         if (initial === true) scenario = tenants.scenario
         if (name !== undefined) {
@@ -310,10 +321,11 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       res.json(await tenant.answers.pending())
     }),
     post: onTenant(async ({ tenant, payer }, req, res) => {
-      const body = await readBody(req, res, payer)
-      if (!body.ok) return sendError(res, body.code, body.params)
-      const judged = judgeAnswerPlan(body.value, options.maxDelayMs)
-      if (!judged.ok) return sendError(res, 'invalid_field', { reason: judged.reason })
+      const judged = await readBody(req, res, payer, (value): Judged<PendingAnswer> => {
+        const plan = judgeAnswerPlan(value, options.maxDelayMs)
+        return plan.ok ? plan : { ok: false, code: 'invalid_field', params: { reason: plan.reason } }
+      })
+      if (!judged.ok) return sendError(res, judged.code, judged.params)
       // New state, refused over the memory budget as other growth; plans themselves are bounded by the plan book, not counted in it.
       options.admit('grow')
       try {
