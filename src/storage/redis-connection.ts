@@ -570,6 +570,10 @@ interface Server {
   replid: string | undefined
   /** When this process last read the count other processes expect (see RedisLink's sharedExpected). */
   replicasSharedAt: number
+  /** More fresh links than expected, not yet for long enough (see {@link raisedExpectation}). */
+  replicasPending: PendingReplicas | undefined
+  /** The count that tells whether the pending links still hold, due once they have for {@link FRESH_HOLD_MS}. */
+  replicasRecount: ReturnType<typeof setTimeout> | undefined
   /** When its replicas were last counted (monotonic ms). */
   replicasReadAt: number
   /** The count in flight. */
@@ -731,6 +735,42 @@ function countedReplicas(info: string): { readonly offset: number; readonly lag:
  * write 503 though the one replica confirmed (attack21 F6, F8).
  */
 const FRESH_LAG_SECONDS = 2
+
+/**
+ * How long (ms) more links than expected must be fresh, at every count, before they raise the
+ * count expected above one: longer than a link stays fresh once it is silent
+ * ({@link FRESH_LAG_SECONDS}; `lag` is in whole seconds), so a link left half-open never does.
+ * @note A replica that reconnected (another source address: a NAT or load balancer that failed
+ * over) within 2 s of its old link's last acknowledgement was counted twice, fresh both: two
+ * expected for good, every write 503 though the one replica confirmed (attack22 S7).
+ */
+export const FRESH_HOLD_MS = (FRESH_LAG_SECONDS + 1) * 1000
+
+/** A count of fresh replica links above the count expected, and since when (monotonic ms) every count has seen at least as many. */
+export interface PendingReplicas {
+  readonly count: number
+  readonly since: number
+}
+
+/**
+ * The count expected once `fresh` links are counted at `now`, `expected` before, and what is left
+ * pending: one link fresh raises it to one at once (a replica there is); more than expected raise
+ * it only once as many have been fresh at every count for {@link FRESH_HOLD_MS}.
+ * @note The cost: a second replica that drops off within 3 s of coming online is not yet waited
+ * for (docs/replicas.md).
+ */
+export function raisedExpectation(
+  expected: number,
+  fresh: number,
+  pending: PendingReplicas | undefined,
+  now: number,
+): { readonly expected: number; readonly pending: PendingReplicas | undefined } {
+  const base = Math.max(expected, Math.min(fresh, 1))
+  if (fresh <= base) return { expected: base, pending: undefined }
+  const held = pending !== undefined && pending.count > base ? { count: Math.min(pending.count, fresh), since: pending.since } : { count: fresh, since: now }
+  if (now - held.since < FRESH_HOLD_MS) return { expected: base, pending: held }
+  return { expected: held.count, pending: fresh > held.count ? { count: fresh, since: now } : undefined }
+}
 
 /**
  * Lua: the most replicas of a replication history (ARGV[1], its `master_replid`) seen online at
@@ -1128,8 +1168,14 @@ export class RedisLink {
         const replid = /^master_replid:(\S+)/m.exec(info)?.[1]
         const previous = /^master_replid2:(\S+)/m.exec(info)?.[1]
         const first = server.replicas === undefined || replid !== server.replid
-        if (first) server.replicasExpected = 0
+        if (first) {
+          server.replicasExpected = 0
+          server.replicasPending = undefined
+        }
         server.replid = replid
+        const raised = raisedExpectation(server.replicasExpected, fresh, server.replicasPending, now)
+        server.replicasPending = raised.pending
+        if (raised.pending !== undefined) this.#recountAt(server, raised.pending.since + FRESH_HOLD_MS)
         if (this.cluster) {
           // @note On a Cluster, the replicas it lists, however long gone: one frozen past 5 minutes
           // was promoted when its master died (attack19 S1: 19,994 lost). Its configuration is
@@ -1139,13 +1185,13 @@ export class RedisLink {
           server.replicasExpected = listed === undefined ? Math.max(server.replicasExpected, fresh) : Math.max(fresh, listed.count)
           server.replicaFailing = listed?.failing ?? server.replicaFailing
         } else if (replid === undefined) {
-          server.replicasExpected = Math.max(server.replicasExpected, fresh)
-        } else if (first || fresh > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
+          server.replicasExpected = raised.expected
+        } else if (first || raised.expected > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
           // @note A process started after a replica dropped off never saw it, and answered 201
           // where the others answered unknown (trial5 P2): the most seen is kept in Redis, by
           // replication history, for every process (a count: no clock in it, attack20 C1).
           server.replicasSharedAt = monotonicNow()
-          server.replicasExpected = await this.#sharedExpected(replid, previous, Math.max(server.replicasExpected, fresh))
+          server.replicasExpected = await this.#sharedExpected(replid, previous, raised.expected)
         }
         server.replicas = online
         server.replicasReadAt = now
@@ -1154,6 +1200,19 @@ export class RedisLink {
       }
     })()
     return server.replicasReading
+  }
+
+  /**
+   * Counts `server`'s replicas again at `at` (monotonic ms), outside any request, whether or not
+   * its tenants write then: links pending are raised, or let go, on time.
+   */
+  #recountAt(server: Server, at: number): void {
+    if (server.replicasRecount !== undefined || this.#closed) return
+    server.replicasRecount = setTimeout(() => {
+      server.replicasRecount = undefined
+      if (!this.#closed) requestDeadline.exit(() => this.#countReplicas(server)).catch(() => undefined)
+    }, Math.max(0, at - monotonicNow()) + 50)
+    server.replicasRecount.unref()
   }
 
   /**
@@ -1575,6 +1634,8 @@ export class RedisLink {
         replicaFailing: false,
         replid: undefined,
         replicasSharedAt: Number.NEGATIVE_INFINITY,
+        replicasPending: undefined,
+        replicasRecount: undefined,
         replicasReadAt: Number.NEGATIVE_INFINITY,
         replicasReading: undefined,
         behind: undefined,
@@ -1654,6 +1715,7 @@ export class RedisLink {
 
   close(): Promise<void> {
     this.#closed = true
+    for (const server of this.#servers.values()) clearTimeout(server.replicasRecount)
     this.#renewing?.close()
     this.#renewing = undefined
     this.#waiter?.connection.close()

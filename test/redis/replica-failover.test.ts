@@ -6,6 +6,7 @@
  */
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
+import { FRESH_HOLD_MS } from '../../src/storage/redis-connection.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -48,7 +49,7 @@ async function created(sandbox: RunningSandbox, prefix: string): Promise<{ statu
 
 /**
  * Adds a second replica to `master`, and a sandbox on it whose create both replicas confirmed
- * (under a loaded CI, the second replica's first acknowledgements may take a moment).
+ * (under a loaded CI, the second replica's first acknowledgements may take a moment), expecting both.
  */
 async function secondReplicaConfirming(master: RedisServer): Promise<{ sandbox: RunningSandbox; second: RedisServer }> {
   const second = await startRedis()
@@ -56,6 +57,8 @@ async function secondReplicaConfirming(master: RedisServer): Promise<{ sandbox: 
   await untilInfo(master, /slave1:.*state=online/, 'the second replica did not come online')
   const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
   expect(await created(sandbox, 'both')).toMatchObject({ status: 201 })
+  // A second replica is expected once both links have been fresh for the hold (attack22 S7).
+  await sleep(FRESH_HOLD_MS + 500)
   return { sandbox, second }
 }
 
@@ -428,6 +431,21 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await untilInfo(master, /slave1:.*state=online/, 'the master did not list both links')
     // Before: two expected for good (the lingering link and the replacement), every write 503.
     expect(await createdOnceTheOldLinkIsGone(master, sandbox)).toMatchObject({ status: 201 })
+  })
+
+  it('never expects a replica twice that reconnected while its old link was fresh (a NAT that failed over), and answers 201 once the old link is gone (attack22 S7)', async () => {
+    const { master, replica, path, sandbox } = await replicaThroughProxy(8)
+    // The old path stalls (its next acknowledgement on is held), and within a second the replica
+    // is on a new one, its old link still fresh (acknowledged within 2 s) beside the new one.
+    path.hold('REPLCONF')
+    await sleep(1100)
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    await untilInfo(master, /slave1:.*state=online/, 'the master did not list the replica twice')
+    // Counted while both are fresh. Before: two expected for good, every write 503 once the old link was gone.
+    await createFor(sandbox, 'both', 1500)
+    await untilInfo(master, /connected_slaves:1/, 'the master did not drop the old link')
+    await sleep(1100)
+    expect(await createFor(sandbox, 'after', 1)).toMatchObject([{ status: 201 }])
   })
 
   it('waits for two replicas its master lists at one address (behind one NAT gateway): one partitioned, writes are unknown (attack22 S1)', async () => {
