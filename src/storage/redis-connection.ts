@@ -579,7 +579,7 @@ interface Server {
   /** The count in flight. */
   replicasReading: Promise<void> | undefined
   /** Why writes to it are answered unknown: no replica confirmed one in time (said once; health is degraded until one does), and a key of the tenant, for health's probe. */
-  behind: { readonly detail: string; readonly key: string; readonly at: number } | undefined
+  behind: { readonly detail: string; readonly key: string; readonly at: number; readonly said: string; readonly saidAt: number } | undefined
   /** Why it refuses writes while answering (full under noeviction, a read-only replica, an ACL user without write rights), and a key of the tenant refused, for health's probe. */
   refusing: { readonly detail: string; readonly key: string; readonly said: boolean } | undefined
   /** When "storage refusing" was last said (monotonic ms): at most once in {@link BEHIND_HOLD_MS}. */
@@ -1251,8 +1251,17 @@ export class RedisLink {
         ? `${online} of the ${expected} replicas expected ${online === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas ${online})`
         : 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
     const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : missing}`
-    if (server.behind === undefined) this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
-    server.behind = { detail, key, at: monotonicNow() }
+    // @note Said again when the reason changes (at most every BEHIND_HOLD_MS): only the first was,
+    // and a lock-out by the count ("1 of the 2 replicas expected …", with the flag that ends it)
+    // never reached the log of a sandbox that first saw a replica stop confirming (attack21 L2).
+    const at = monotonicNow()
+    let { said, saidAt } = server.behind ?? { said: '', saidAt: Number.NEGATIVE_INFINITY }
+    if (server.behind === undefined || (detail !== said && at - saidAt >= BEHIND_HOLD_MS)) {
+      this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
+      said = detail
+      saidAt = at
+    }
+    server.behind = { detail, key, at, said, saidAt }
     throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`)
   }
 

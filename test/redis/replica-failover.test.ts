@@ -473,6 +473,29 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     expect(await createFor(sandbox, 'partitioned', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
   })
 
+  it('says in its log when its writes are unknown for another reason than at first: the count, with the flag that ends it (attack21 L2)', async () => {
+    const { master, replica } = await masterAndReplica()
+    await master.cli('CONFIG', 'SET', 'repl-timeout', '3')
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, warn: (message) => warnings.push(message) })
+    expect(await created(sandbox, 'first')).toMatchObject({ status: 201 })
+    replica.signal('SIGSTOP')
+    onTestFinished(() => replica.signal('SIGCONT'))
+    expect(await createFor(sandbox, 'stopped', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    expect(warnings.join('\n')).toContain('no replica confirmed the write')
+    await untilInfo(master, /connected_slaves:0/, 'the master did not drop the stopped replica')
+    // Past the 10 s a reason is held, by the sandbox's monotonic clock.
+    const now = performance.now.bind(performance)
+    vi.spyOn(performance, 'now').mockImplementation(() => now() + 11_000)
+    onTestFinished(() => {
+      vi.restoreAllMocks()
+    })
+    expect(await createFor(sandbox, 'dropped', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    // Before: the first reason only, for as long as writes were refused.
+    expect(warnings.filter((warning) => warning.includes('0 of the 1 replicas expected are online'))).toHaveLength(1)
+    expect(warnings.join('\n')).toContain('start with --redis-replicas 0')
+  })
+
   it('is refused at start when its user may not run WAIT, naming why (attack21 F7)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'nowait', 'on', '>secret', '~*', '&*', '+@all', '-wait')
