@@ -64,7 +64,7 @@ export function fromNodeRequest(req: IncomingMessage, url: RequestUrl, id: strin
     url: url.href,
     path: url.pathname,
     headers: new NodeHeaders(req.headers),
-    readBody: (limit) => readNodeBody(req, limit),
+    readBody: (limit, owner) => readNodeBody(req, limit, owner),
     waiting: (req as IncomingMessage & { [WAITING]?: ApiRequest['waiting'] })[WAITING],
   }
 }
@@ -169,8 +169,9 @@ export function afterDrained(req: IncomingMessage, write: () => void): boolean {
  * reads and drops the rest, up to {@link DRAIN_MAX_BYTES}.
  * @note Closing the connection while the client still sends made it see `EPIPE` (7 of 30 `fetch`
  * POSTs of 5 MiB) instead of our 413.
+ * `owner` (a tenant): a body past a turn's bytes waits in turn with other owners' (see EventLoopTurns).
  */
-export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBody> {
+export function readNodeBody(req: IncomingMessage, limit: number, owner?: object): Promise<RawBody> {
   const declared = Number(req.headers['content-length'] ?? Number.NaN)
   if (declared > limit) {
     if (declared <= DRAIN_MAX_BYTES) drainRest(req)
@@ -193,7 +194,7 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
       size += chunk.byteLength
     }
     if (size > limit) return Promise.resolve(payloadTooLarge(limit))
-    const turn = bodyTurns.admit(size)
+    const turn = bodyTurns.admit(size, owner)
     return turn === undefined ? Promise.resolve(decodeUtf8(chunks, size)) : turn.then(() => decodeUtf8(chunks, size))
   }
   return new Promise((resolve) => {
@@ -214,7 +215,7 @@ export function readNodeBody(req: IncomingMessage, limit: number): Promise<RawBo
       drainRest(req, size)
     }
     const onEnd = () => {
-      const turn = bodyTurns.admit(size)
+      const turn = bodyTurns.admit(size, owner)
       if (turn === undefined) return finish(decodeUtf8(chunks, size))
       // @note Past a turn's bytes, a body is decoded (and then parsed and handled) in a turn of the
       // event loop of its own: requests that arrived meanwhile are served between (attack16 P1).

@@ -6,9 +6,9 @@ import type { IncomingMessage } from 'node:http'
 import { parseJsonObject, type JsonObjectBody } from '../pipeline/request-body.js'
 import { readNodeBody } from './node-request.js'
 
-/** Reads `req` as a JSON object of at most `limit` bytes. */
-export async function readJsonObject(req: IncomingMessage, limit: number): Promise<JsonObjectBody> {
-  const raw = await readNodeBody(req, limit)
+/** Reads `req` as a JSON object of at most `limit` bytes (`owner`: see readNodeBody). */
+export async function readJsonObject(req: IncomingMessage, limit: number, owner?: object): Promise<JsonObjectBody> {
+  const raw = await readNodeBody(req, limit, owner)
   if (!raw.ok) return { ok: false, code: raw.code, params: raw.params }
   return parseJsonObject(raw.text, req.headers['content-type'] ?? null)
 }

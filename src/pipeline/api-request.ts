@@ -23,8 +23,11 @@ export interface ApiRequest {
   /** The URL's path (no query), as a URL parser normalises it. */
   readonly path: string
   readonly headers: HeaderReader
-  /** Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them. */
-  readBody(limit: number): Promise<RawBody>
+  /**
+   * Reads the body as UTF-8 text, refusing more than `limit` bytes without buffering them; `owner`
+   * (its tenant) takes turns with other owners where large bodies wait for the event loop.
+   */
+  readBody(limit: number, owner?: object): Promise<RawBody>
   /**
    * Told when the request starts waiting out a delay (`Prefer: delay`, a scenario's latency, a
    * planned answer's `delayMs`), with `cut`: the runtime may call it to end the wait, and the request is

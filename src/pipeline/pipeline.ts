@@ -199,7 +199,7 @@ export class Pipeline {
             limit = 0
           }
         }
-        const raw = await request.readBody(limit)
+        const raw = await request.readBody(limit, tenant)
         bodyText = raw.ok ? raw.text : ''
         // @note A client gone before its body ended gets no answer, and is journaled so (status 0, as the log has it).
         if (!raw.ok && tenant) outcome = raw.gone ? { kind: 'network' } : failure(raw.code, raw.params)
@@ -303,7 +303,7 @@ export class Pipeline {
           refused ??= { error }
           limit = 0
         }
-        const raw = await request.readBody(limit)
+        const raw = await request.readBody(limit, tenant)
         bodyText = raw.ok ? raw.text : ''
         if (!raw.ok) outcome = raw.gone ? { kind: 'network' } : failure(raw.code, raw.params)
       }

@@ -181,7 +181,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     // @note Judged here, so that only what `judge` keeps outlives this call: a caller's local
     // holding the parsed body stayed reachable across its awaits (a scenario switch waiting on a
     // Redis replica), 1 MiB bodies of `[{},{},...]` each ~22 MB of heap (attack22 B2).
-    const body = await readJsonObject(req, options.maxBodyBytes)
+    const body = await readJsonObject(req, options.maxBodyBytes, payer)
     return body.ok ? judge(body.value) : body
   }
 

@@ -1302,6 +1302,35 @@ describe('request bodies without a key (attack16 B1)', () => {
     expect(floodAt.filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
+  it('serves a partner’s create of 2 KB between one key’s bodies of 1 MiB that end together, not after all of them (attack23 T1)', async () => {
+    const server = runCli(['serve', '--port', '0', '--api-key', 'crowd', '--api-key', 'partner', '--quiet'])
+    await server.waitFor('is running')
+    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(server.stdout())![1]!
+    let body = '{"name":"large"'
+    for (let index = 0; body.length < 1024 * 1024 - 32; index++) body += `,"p${index}":${index}`
+    const bytes = Buffer.from(`${body}}`)
+    const flood = 16
+    const sockets: Socket[] = []
+    const answered: Promise<number>[] = []
+    for (let index = 0; index < flood; index++) {
+      const socket = await openSocket(origin)
+      sockets.push(socket)
+      answered.push(collect(socket, 30_000).then(() => performance.now()))
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`)
+      socket.write(bytes.subarray(0, -1))
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    for (const socket of sockets) socket.write(bytes.subarray(-1))
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    // Over the 1 KiB a body is handled as it ends: it waits for a turn, as the crowd's do.
+    const create = await fetch(`${origin}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'partner', description: 'd'.repeat(2000) }) })
+    const partnerAt = performance.now()
+    expect(create.status).toBe(201)
+    const floodAt = await Promise.all(answered)
+    // Before: after all 16 (one queue, in the order the bodies ended).
+    expect(floodAt.filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
+  })
+
   it('drops a keyless body as it arrives and answers 401 once it stops, rather than holding it to the request timeout', async () => {
     const { origin, fetch } = await startSandbox({ apiKeys: ['partner'], requestTimeoutMs: 20_000 })
     const socket = await openSocket(origin)
