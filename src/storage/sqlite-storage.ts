@@ -27,7 +27,7 @@
  * not count (see docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
 import { lstatSync, mkdirSync, statSync } from 'node:fs'
-import { open, type FileHandle } from 'node:fs/promises'
+import { open, stat, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
@@ -417,6 +417,10 @@ export class SqliteStorage implements TenantStorage {
   #retrying: NodeJS.Timeout | undefined
   /** The largest write that failed since then, in bytes: a failure ends once one as large succeeds. */
   #failedBytes = 0
+  /** Why the files it has open are no longer those its data directory names (see {@link #checkNames}), or undefined. */
+  #unnamed: string | undefined
+  /** The timer looking at the files' names again (each second while unnamed; always without fsyncs). */
+  #naming: NodeJS.Timeout | undefined
   readonly #budget: number
   /** What the tenants store, counted against {@link #budget}. */
   #storedBytes: number
@@ -496,6 +500,8 @@ export class SqliteStorage implements TenantStorage {
     this.#storedBytes = this.#sql.totalBytes.get()?.n ?? 0
     this.#floor = tenantFloorBytes(this.#budget)
     if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
+    // Without fsyncs, nothing else looks at the files' names: a timer does, each second.
+    if (!this.#fsync) this.#checkNames().catch(() => undefined)
   }
 
   /**
@@ -686,6 +692,8 @@ export class SqliteStorage implements TenantStorage {
    * it said ok between every failing create, and the log flapped failing/recovered per probe.
    */
   async health(): Promise<StorageHealth> {
+    await this.#checkNames().catch(() => undefined)
+    if (this.#unnamed !== undefined) return { ok: false, detail: this.#unnamed }
     const stalled = this.#stalledFor()
     if (stalled >= FSYNC_STALL_MS) {
       return { ok: false, detail: `${this.path}: an fsync has been pending for ${Math.round(stalled / 1000)} s (a stalled disk?); writes wait for it, then are answered 503 storage_unavailable` }
@@ -732,6 +740,8 @@ export class SqliteStorage implements TenantStorage {
     this.#closing = true
     clearInterval(this.#retrying)
     this.#retrying = undefined
+    clearInterval(this.#naming)
+    this.#naming = undefined
     let held = false
     await this.#unheld(monotonicNow() + this.#settleWaitMs).catch(() => (held = true))
     this.#flush()
@@ -1267,6 +1277,8 @@ export class SqliteStorage implements TenantStorage {
     this.#wal
       .datasync()
       .finally(() => this.#fsyncsSince.delete(pending))
+      // Before any write it covers is answered: a write into files no longer named is lost at the next start.
+      .then(() => this.#checkNames())
       .then(
         () => {
           this.syncs++
@@ -1276,6 +1288,11 @@ export class SqliteStorage implements TenantStorage {
           this.#checkpointWhenLarge()
         },
         (error: unknown) => {
+          // Files no longer named: said, and looked at again each second, by #checkNames.
+          if (error instanceof StorageUnavailableError && this.#unnamed !== undefined) {
+            for (const waiter of waiters) waiter.reject(error)
+            return
+          }
           const failure = this.#failure(error)
           this.#walFailing = true
           for (const waiter of waiters) waiter.reject(failure)
@@ -1300,6 +1317,7 @@ export class SqliteStorage implements TenantStorage {
    * Health's probe (a row written, fsynced, deleted) grew the WAL 45 KB/s meanwhile (attack11 W1).
    */
   #refusedWhileFailing(): StorageUnavailableError | undefined {
+    if (this.#unnamed !== undefined) return new StorageUnavailableError(this.#unnamed)
     if (!this.#walFailing) return undefined
     this.#tryDisk()
     return new StorageUnavailableError(`${this.#refusal()}; writes are refused until a probe of the disk succeeds (one every ${FAILING_RETRY_MS} ms)`)
@@ -1332,6 +1350,47 @@ export class SqliteStorage implements TenantStorage {
       }, FAILING_RETRY_MS)
       this.#retrying.unref()
     }
+  }
+
+  /**
+   * Looks at whether the database and its WAL, as opened, are still the files the data directory
+   * names: once not (deleted, moved or replaced under the running server), every read and write is
+   * refused (503 `storage_unavailable`), health says why, and the names are looked at each second
+   * until they are back; without fsyncs (`--durability process-crash`) they are looked at each
+   * second throughout. Rejects with the refusal when they are not.
+   * @note Writes went on being answered 201 into files no one could open again, health ok, and a
+   * second server started on the directory (the lock is the deleted file's) and handed the same
+   * ids out: all lost at the next start (attack23 S1).
+   */
+  async #checkNames(): Promise<void> {
+    let unnamed: string | undefined
+    for (const [handle, name] of [[this.#file, this.path], [this.#wal, `${this.path}-wal`]] as const) {
+      const opened = await handle.stat()
+      const named = await stat(name).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return undefined
+        throw error
+      })
+      if (named === undefined || opened.nlink === 0) unnamed = `${name} was deleted or moved under the running server`
+      else if (named.ino !== opened.ino || named.dev !== opened.dev) unnamed = `${name} was replaced by another file under the running server`
+      if (unnamed !== undefined) break
+    }
+    if (unnamed !== undefined) {
+      unnamed = `${unnamed} (its data directory changed by hand?): reads and writes are refused while the files it opened are not the ones named there; move them back, or restart the server`
+      if (this.#unnamed === undefined) this.#warn(`storage failing: ${unnamed}; answering 503 storage_unavailable until it recovers`)
+    } else if (this.#unnamed !== undefined) this.#warn(`storage recovered: ${this.path} is the file it opened again`)
+    this.#unnamed = unnamed
+    if ((unnamed !== undefined || !this.#fsync) && this.#naming === undefined && !this.#closing) {
+      this.#naming = setInterval(() => {
+        if (this.#closing || (this.#unnamed === undefined && this.#fsync)) {
+          clearInterval(this.#naming)
+          this.#naming = undefined
+          return
+        }
+        this.#checkNames().catch(() => undefined)
+      }, FAILING_RETRY_MS)
+      this.#naming.unref()
+    }
+    if (unnamed !== undefined) throw new StorageUnavailableError(unnamed)
   }
 
   /** The connection's `total_changes()`: grows with every row a commit writes (and a rolled-back one, which only makes a checkpoint wait for one more fsync). */
@@ -1513,6 +1572,8 @@ export class SqliteStorage implements TenantStorage {
   #guard<T>(task: () => T, bytes: number): T {
     // Closed by the last checkpoint: writes it held fail, unwritten, without telling the operator storage failed.
     if (!this.#db.open) throw new StorageUnavailableError(`${this.path}: the storage is closed`)
+    // Reads too: another server may have started on the directory, and serve other data under these names.
+    if (this.#unnamed !== undefined) throw new StorageUnavailableError(this.#unnamed)
     try {
       return task()
     } catch (error) {
