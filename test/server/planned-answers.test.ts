@@ -106,7 +106,8 @@ describe.each(STORES)('planned answers over the admin API ($name store)', (kind)
     expectErrorBody(await jsonOf(refusals[0]!), 503, 'plan_book_full')
     expect(await jsonOf(await sandbox.fetch('/__sandbox/answers', { headers: auth('partner') }))).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 99 }])
     expect(await statusOf(sandbox, '/v1/store/orders', 'partner')).toBe(500)
-  })
+    // 10,000 plans over HTTP: 10-23 s alone, past 60 s beside a loaded full run.
+  }, 180_000)
 
   // Redis keeps its book in Redis: test/redis/planned-answers.test.ts has its own.
   it.runIf(kind.name !== 'redis')('answers 503 plan_book_full with Retry-After to a plan past the planner’s share of a full book, takes room from a holder for a planner below it, and keeps the partner’s plan', async () => {
