@@ -66,6 +66,28 @@ describe('Redis Cluster hash slots', () => {
 })
 
 describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
+  it('answers 503 to the tenant whose key holds the wrong type of value, says so once, keeps serving the others, and serves it again once its tenant is deleted (attack23 R2)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'broken'], adminToken: 'admin-token', warn: (message) => warnings.push(message) })
+    for (const key of ['partner', 'broken']) expect((await create(sandbox, `${key} first`, key)).status).toBe(201)
+    // Written by hand: its list of categories now a string.
+    await redis.cli('SET', `petstore-sandbox:{${tenantId('broken')}}:cats`, 'by hand')
+    for (let i = 0; i < 20; i++) {
+      const answer = await create(sandbox, `broken ${i}`, 'broken')
+      expect(answer.status).toBe(503)
+      expectErrorBody(await jsonOf(answer), 503, 'storage_unavailable')
+      expect((await create(sandbox, `partner ${i}`)).status).toBe(201)
+    }
+    // Before: "storage failing" and "storage recovered" for the whole Redis, a pair per request.
+    expect(warnings.filter((line) => /storage (failing|recovered)/.test(line))).toEqual([])
+    expect(warnings.filter((line) => line.includes('holds the wrong type of value'))).toHaveLength(1)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    const deleted = await sandbox.fetch(`/__sandbox/tenants/${tenantId('broken')}`, { method: 'DELETE', headers: { authorization: 'Bearer admin-token' } })
+    expect(deleted.status).toBe(204)
+    expect((await create(sandbox, 'broken again', 'broken')).status).toBe(201)
+  })
+
   it('names a Redis Cluster that serves no slot as such at start, not as a TypeError (attack21 L1)', async () => {
     // A cluster node, the cluster never created: no slot is served.
     const node = await startRedis({ cluster: true })
