@@ -75,6 +75,15 @@ export function serveOptions(cli: Argv) {
       if (argv['headers-timeout'] !== undefined && argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
       if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
       if (argv['redis-replicas'] !== undefined && argv['redis-url'] === undefined) throw new UsageError('--redis-replicas needs --redis-url: it is the number of replicas of each Redis master')
+      // @note Flags of a store given without it were accepted and did nothing (trial5 P9): a
+      // deployment that meant to use the store ran on memory without a word.
+      for (const flag of ['redis-allow-eviction', 'redis-allow-failover-loss'] as const) {
+        if (argv[flag] && argv['redis-url'] === undefined) throw new UsageError(`--${flag} needs --redis-url: it is about the Redis store, and this sandbox keeps its tenants ${argv['data-dir'] === undefined ? 'in memory' : 'in SQLite (--data-dir)'}`)
+      }
+      if (argv.durability !== 'power-loss' && argv['data-dir'] === undefined) throw new UsageError(`--durability ${argv.durability} needs --data-dir: it is when a SQLite write is answered, and this sandbox keeps its tenants ${argv['redis-url'] === undefined ? 'in memory' : 'in Redis'}`)
+      if (argv['store-budget'] !== DEFAULT_STORE_BUDGET_BYTES && argv['data-dir'] === undefined && argv['redis-url'] === undefined) {
+        throw new UsageError('--store-budget needs --data-dir or --redis-url: it bounds what a store keeps; in memory, --memory-budget bounds the tenants')
+      }
       if (argv['redis-replicas'] !== undefined && argv['redis-allow-failover-loss']) throw new UsageError('--redis-replicas and --redis-allow-failover-loss cannot be used together: the first waits for that many replicas, the second for none')
       if (argv.watch && argv['scenarios-dir'] === undefined && !looksLikePath(argv.scenario)) {
         throw new UsageError(`--watch has nothing to watch: scenario "${argv.scenario}" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir`)

@@ -190,6 +190,10 @@ describe('petstore-sandbox serve', () => {
     { name: 'a scenarios directory that does not exist', args: ['serve', '--scenarios-dir', '/tmp/petstore-sandbox-no-such-dir'], message: 'Invalid --scenarios-dir: expected the path of a directory' },
     { name: 'a bad replica count', args: ['serve', '--redis-replicas', '-1'], message: '--redis-replicas must be an integer from 0 to 1000, got "-1"' },
     { name: '--redis-replicas without --redis-url', args: ['serve', '--redis-replicas', '1'], message: '--redis-replicas needs --redis-url' },
+    { name: '--redis-allow-eviction without --redis-url', args: ['serve', '--redis-allow-eviction'], message: '--redis-allow-eviction needs --redis-url' },
+    { name: '--redis-allow-failover-loss without --redis-url', args: ['serve', '--data-dir', '/tmp/petstore-sandbox-unused', '--redis-allow-failover-loss'], message: '--redis-allow-failover-loss needs --redis-url' },
+    { name: '--durability process-crash without --data-dir', args: ['serve', '--durability', 'process-crash'], message: '--durability process-crash needs --data-dir' },
+    { name: '--store-budget without a store', args: ['serve', '--store-budget', '2GiB'], message: '--store-budget needs --data-dir or --redis-url' },
     { name: '--api-key with --any-key', args: ['serve', '--any-key', '--api-key', 'a'], message: 'cannot be used together' },
     { name: 'no command', args: [], message: 'Name a command' },
   ])('exits 1 with one line and no stack trace for $name', async ({ args, message, env }: { args: string[]; message: string; env?: Record<string, string> }) => {
