@@ -1268,16 +1268,16 @@ describe('request bodies without a key (attack16 B1)', () => {
     await tenBodies(origin, () => 'POST /v1/categories HTTP/1.1\r\n', 401)
   })
 
-  it.each([
-    { flood: 16, bytes: 1024 * 1024, finding: 'attack16 P1' },
-    // Just under the size that once took a turn of its own.
-    { flood: 200, bytes: 65_000, finding: 'attack22 B1' },
-  ])('serves a partner between $flood bodies of $bytes bytes that end together, not after all of them ($finding)', async ({ flood, bytes: size }) => {
-    // A process of its own: the bodies are parsed on its one thread, not on the test's.
-    const server = runCli(['serve', '--port', '0', '--any-key', '--quiet'])
+  /**
+   * A sandbox in a process of its own (the bodies are parsed on its one thread, not the test's),
+   * `flood` creates of `size` bytes of many properties (parsing one takes milliseconds) under
+   * `key(index)`, every body but its last byte sent, then their last bytes together; resolves
+   * with the sandbox's origin and when each create was answered.
+   */
+  async function bodiesEndingTogether(serveArgs: string[], flood: number, size: number, key: (index: number) => string) {
+    const server = runCli(['serve', '--port', '0', '--quiet', ...serveArgs])
     await server.waitFor('is running')
     const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(server.stdout())![1]!
-    // Many properties: parsing one takes milliseconds.
     let body = '{"name":"large"'
     for (let index = 0; body.length < size - 32; index++) body += `,"p${index}":${index}`
     const bytes = Buffer.from(`${body}}`)
@@ -1287,48 +1287,37 @@ describe('request bodies without a key (attack16 B1)', () => {
       const socket = await openSocket(origin)
       sockets.push(socket)
       answered.push(collect(socket, 30_000).then(() => performance.now()))
-      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd-${index}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`)
+      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key(index)}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`)
       socket.write(bytes.subarray(0, -1))
     }
-    // Every body but its last byte is in; then their last bytes together, and the partner's list right after.
     await new Promise((resolve) => setTimeout(resolve, 500))
     for (const socket of sockets) socket.write(bytes.subarray(-1))
     await new Promise((resolve) => setTimeout(resolve, 5))
+    return { origin, answered: Promise.all(answered) }
+  }
+
+  it.each([
+    { flood: 16, bytes: 1024 * 1024, finding: 'attack16 P1' },
+    // Just under the size that once took a turn of its own.
+    { flood: 200, bytes: 65_000, finding: 'attack22 B1' },
+  ])('serves a partner between $flood bodies of $bytes bytes that end together, not after all of them ($finding)', async ({ flood, bytes }) => {
+    const { origin, answered } = await bodiesEndingTogether(['--any-key'], flood, bytes, (index) => `crowd-${index}`)
     const list = await fetch(`${origin}/v1/categories`, { headers: auth('partner') })
     const partnerAt = performance.now()
     expect(list.status).toBe(200)
-    const floodAt = await Promise.all(answered)
     // Before: after 38-40 of the 40 (each body handled as it ended, all in one turn of the event loop).
-    expect(floodAt.filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
+    expect((await answered).filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
   it('serves a partner’s create of 2 KB between one key’s bodies of 1 MiB that end together, not after all of them (attack23 T1)', async () => {
-    const server = runCli(['serve', '--port', '0', '--api-key', 'crowd', '--api-key', 'partner', '--quiet'])
-    await server.waitFor('is running')
-    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(server.stdout())![1]!
-    let body = '{"name":"large"'
-    for (let index = 0; body.length < 1024 * 1024 - 32; index++) body += `,"p${index}":${index}`
-    const bytes = Buffer.from(`${body}}`)
     const flood = 16
-    const sockets: Socket[] = []
-    const answered: Promise<number>[] = []
-    for (let index = 0; index < flood; index++) {
-      const socket = await openSocket(origin)
-      sockets.push(socket)
-      answered.push(collect(socket, 30_000).then(() => performance.now()))
-      socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer crowd\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`)
-      socket.write(bytes.subarray(0, -1))
-    }
-    await new Promise((resolve) => setTimeout(resolve, 500))
-    for (const socket of sockets) socket.write(bytes.subarray(-1))
-    await new Promise((resolve) => setTimeout(resolve, 5))
+    const { origin, answered } = await bodiesEndingTogether(['--api-key', 'crowd', '--api-key', 'partner'], flood, 1024 * 1024, () => 'crowd')
     // Over the 1 KiB a body is handled as it ends: it waits for a turn, as the crowd's do.
     const create = await fetch(`${origin}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'partner', description: 'd'.repeat(2000) }) })
     const partnerAt = performance.now()
     expect(create.status).toBe(201)
-    const floodAt = await Promise.all(answered)
     // Before: after all 16 (one queue, in the order the bodies ended).
-    expect(floodAt.filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
+    expect((await answered).filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
   it('drops a keyless body as it arrives and answers 401 once it stops, rather than holding it to the request timeout', async () => {
