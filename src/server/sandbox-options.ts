@@ -307,6 +307,13 @@ const Options = z
   })
   .refine((options) => !(options.dataDir && options.redisUrl), { error: 'dataDir and redisUrl cannot be used together: choose one store' })
   .refine((options) => options.redisReplicas === undefined || options.redisUrl !== undefined, { error: 'redisReplicas needs redisUrl: it is the number of replicas of each Redis master' })
+  // @note A store's option without its store did nothing (trial5 P9): said, as the CLI says it.
+  .refine((options) => !options.redisAllowEviction || options.redisUrl !== undefined, { error: 'redisAllowEviction needs redisUrl: it is about the Redis store' })
+  .refine((options) => !options.redisAllowFailoverLoss || options.redisUrl !== undefined, { error: 'redisAllowFailoverLoss needs redisUrl: it is about the Redis store' })
+  .refine((options) => options.durability === 'power-loss' || options.dataDir !== undefined, { error: 'durability process-crash needs dataDir: it is when a SQLite write is answered' })
+  .refine((options) => options.storeBudgetBytes === DEFAULT_STORE_BUDGET_BYTES || options.dataDir !== undefined || options.redisUrl !== undefined, {
+    error: 'storeBudgetBytes needs dataDir or redisUrl: it bounds what a store keeps; in memory, memoryBudgetBytes bounds the tenants',
+  })
   .refine((options) => options.redisReplicas === undefined || !options.redisAllowFailoverLoss, {
     error: 'redisReplicas and redisAllowFailoverLoss cannot be used together: the first waits for that many replicas, the second for none',
   })
