@@ -500,8 +500,8 @@ export class SqliteStorage implements TenantStorage {
     this.#storedBytes = this.#sql.totalBytes.get()?.n ?? 0
     this.#floor = tenantFloorBytes(this.#budget)
     if (Number.isFinite(this.#budget)) this.#claimedBytes = this.#sql.claimedBytes.get(this.#floor)?.n ?? 0
-    // Without fsyncs, nothing else looks at the files' names: a timer does, each second.
-    if (!this.#fsync) this.#checkNames().catch(() => undefined)
+    // A timer looks at the files' names each second: reads (and, without fsyncs, writes) look at nothing else.
+    this.#checkNames().catch(() => undefined)
   }
 
   /**
@@ -1355,9 +1355,11 @@ export class SqliteStorage implements TenantStorage {
   /**
    * Looks at whether the database and its WAL, as opened, are still the files the data directory
    * names: once not (deleted, moved or replaced under the running server), every read and write is
-   * refused (503 `storage_unavailable`), health says why, and the names are looked at each second
-   * until they are back; without fsyncs (`--durability process-crash`) they are looked at each
-   * second throughout. Rejects with the refusal when they are not.
+   * refused (503 `storage_unavailable`), health says why, and it serves again once they are back.
+   * Looked at before a write is answered (with fsyncs), by health, and by a timer each second
+   * (reads, and writes without fsyncs, within a second). Rejects with the refusal when they are not.
+   * @note The timer only while unnamed: a moved database's reads were served (beside a second
+   * server on the directory) until a write or health looked (attack24 S2-1).
    * @note Writes went on being answered 201 into files no one could open again, health ok, and a
    * second server started on the directory (the lock is the deleted file's) and handed the same
    * ids out: all lost at the next start (attack23 S1).
@@ -1379,9 +1381,9 @@ export class SqliteStorage implements TenantStorage {
       if (this.#unnamed === undefined) this.#warn(`storage failing: ${unnamed}; answering 503 storage_unavailable until it recovers`)
     } else if (this.#unnamed !== undefined) this.#warn(`storage recovered: ${this.path} is the file it opened again`)
     this.#unnamed = unnamed
-    if ((unnamed !== undefined || !this.#fsync) && this.#naming === undefined && !this.#closing) {
+    if (this.#naming === undefined && !this.#closing) {
       this.#naming = setInterval(() => {
-        if (this.#closing || (this.#unnamed === undefined && this.#fsync)) {
+        if (this.#closing) {
           clearInterval(this.#naming)
           this.#naming = undefined
           return

@@ -68,6 +68,16 @@ describe('a data directory changed under the running server (attack23 S1)', () =
     expect(new Set(listed.map((category) => category.id)).size).toBe(listed.length)
   })
 
+  it('refuses reads within about a second though nothing is written and health is not asked (attack24 S2-1)', async () => {
+    const dir = dataDir()
+    const sandbox = await startSandbox({ apiKeys: ['partner'], scenario: 'empty', dataDir: dir })
+    expect((await post(sandbox, 'kept')).status).toBe(201)
+    renameSync(join(dir, DATABASE), join(dir, 'moved.db'))
+    renameSync(join(dir, `${DATABASE}-wal`), join(dir, 'moved.db-wal'))
+    // Before: 200 with the moved database's categories until a write or health looked.
+    await vi.waitFor(async () => expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(503), { timeout: 3000, interval: 100 })
+  })
+
   it('refuses within about a second without fsyncs (--durability process-crash)', async () => {
     const dir = join(dataDir(), 'data')
     mkdirSync(dir)
