@@ -994,6 +994,12 @@ export class RedisLink {
       // Refused, not run (Redis checks before running a write): never an unknown outcome.
       if (error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, keys[0]!, error)
       const failure = this.#failure(error, server)
+      // @note A script stopped by a key of the wrong type may have written before it (Redis rolls
+      // nothing back): a write's outcome is unknown, never "not applied". Answered 503
+      // storage_unavailable, each retry of a create added one more (attack24 R5-1).
+      if (options.confirm === true && error instanceof ErrorReplied && WRONG_TYPE.test(messageOf(error))) {
+        throw new WriteOutcomeUnknownError(`${failure.message}; the write may have been applied in part`)
+      }
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
       // outcome; only a script sent and never answered may have run unseen.
       if (error instanceof NotSent || error instanceof RequestTimeUp || error instanceof ErrorReplied) throw failure
@@ -1774,7 +1780,7 @@ export class RedisLink {
     if (error instanceof ErrorReplied && WRONG_TYPE.test(messageOf(error))) {
       if (now - this.#wrongTypeSaidAt >= WRONG_TYPE_SAID_MS) {
         this.#wrongTypeSaidAt = now
-        this.#warn(`storage: a tenant's key holds the wrong type of value (${detail}; written by hand, or by another program using the key prefix?): answering 503 storage_unavailable to that tenant's requests until its keys are deleted (DELETE /__sandbox/tenants/<id>); Redis itself is not failing`)
+        this.#warn(`storage: a key holds the wrong type of value (${detail}; written by hand, or by another program using the key prefix?): answering 503 to the requests that use it until it is deleted (a tenant's: DELETE /__sandbox/tenants/<id>; one every tenant shares: health names it); Redis itself is not failing`)
       }
       return new StorageUnavailableError(`${detail}: a key of this tenant holds the wrong type of value`, { cause: error })
     }

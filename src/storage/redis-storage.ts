@@ -27,6 +27,7 @@
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
  * next id and scenario at once. A write is answered once Redis has run it.
  */
+import { monotonicNow } from '../core/clock.js'
 import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import { DEFAULT_JOURNAL_BYTES, type TenantJournal } from '../core/journal.js'
@@ -503,6 +504,11 @@ export class RedisStorage implements TenantStorage {
   #seedJson: string[]
   /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data, `!claimed`, `!journals` → all journals' weight), with a budget. */
   readonly #usage: string | undefined
+  /** The last reading of the shared keys' types (see {@link #sharedKeyOfWrongType}). */
+  #typesRead: { readonly at: number; readonly wrong: Promise<string | undefined> } | undefined
+  /** What the operator was last told of the shared keys' types: the key found wrong, or undefined. */
+  #typesSaid: string | undefined
+  readonly #warn: (message: string) => void
   /** The journal weights (`Pjweights` sorted set: tenant id → its journal's weight; a member holds a slot), with a budget. */
   readonly #weights: string | undefined
   /** The floors (`Pfloors` sorted set: the tenants holding their floor, id → last write by Redis's time), with a budget. */
@@ -521,6 +527,7 @@ export class RedisStorage implements TenantStorage {
 
   constructor(link: RedisLink, options: RedisStorageOptions) {
     this.link = link
+    this.#warn = options.warn ?? (() => undefined)
     this.seed = options.seed
     this.ttlMs = Math.max(0, Math.round(options.ttlMs ?? 0))
     this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX
@@ -672,7 +679,48 @@ export class RedisStorage implements TenantStorage {
   }
 
   async health(): Promise<StorageHealth> {
-    return this.link.ping()
+    const health = await this.link.ping()
+    if (!health.ok) return health
+    const wrong = await this.#sharedKeyOfWrongType().catch(() => undefined)
+    return wrong === undefined ? health : { ok: false, detail: wrong }
+  }
+
+  /**
+   * The keys every tenant's writes share, with the type each holds (`none` while absent).
+   * @note One of the wrong type (written by hand, another program on the prefix) refused every
+   * tenant's creates, reads too for `usage`, while health said ok (attack24 R5-1).
+   */
+  #sharedKeys(): [key: string, type: string][] {
+    const keys: [string, string][] = [[this.#registry, 'zset']]
+    if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash'], [this.#outcomes.outcomeTimes, 'zset'])
+    if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'string'])
+    if (this.#usage !== undefined) keys.push([this.#usage, 'hash'])
+    for (const key of [this.#floors, this.#weights, this.#journalUses]) if (key !== undefined) keys.push([key, 'zset'])
+    return keys
+  }
+
+  /**
+   * Why a shared key holds the wrong type of value (see {@link #sharedKeys}), or undefined: read
+   * at most once a second (health checks come in floods), the keys asked together.
+   */
+  #sharedKeyOfWrongType(): Promise<string | undefined> {
+    if (this.#typesRead !== undefined && monotonicNow() - this.#typesRead.at < 1000) return this.#typesRead.wrong
+    const keys = this.#sharedKeys()
+    const wrong = Promise.all(keys.map(([key]) => this.link.call(key, ['TYPE', key]))).then((held) => {
+      const index = held.findIndex((type, i) => String(type) !== 'none' && String(type) !== keys[i]![1])
+      if (index === -1) {
+        if (this.#typesSaid !== undefined) this.#warn(`storage recovered: ${this.#typesSaid} holds the type of value the sandbox writes again`)
+        this.#typesSaid = undefined
+        return undefined
+      }
+      const [key, type] = keys[index]!
+      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type} (written by hand, or by another program using the key prefix ${this.prefix}?): every tenant's writes are refused until it is deleted`
+      if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
+      this.#typesSaid = key
+      return detail
+    })
+    this.#typesRead = { at: monotonicNow(), wrong }
+    return wrong
   }
 
   close(): Promise<void> {
