@@ -17,6 +17,20 @@ export const SMALL_BODY_BYTES = 1024
 export const TURN_BYTES = 64 * 1024
 
 /**
+ * A turn that held the event loop this long (ms, with what the loop read meanwhile) is followed by
+ * a pause as long, at most {@link MAX_PAUSE_MS}, before the next body's: heavy bodies take at most
+ * about half the loop's time, and a request waiting on its store (several round trips) is served
+ * in the pause rather than a turn apiece.
+ * @note One heavy body a turn, back to back: a partner's request on Redis, each of its round trips
+ * waiting a turn (~85 ms of parsing a 1 MiB body of many properties), took 2-3.5 s behind one key's
+ * flood, some past the 2 s command timeout: 503, Redis taken for failing (attack23 T2).
+ */
+export const HEAVY_TURN_MS = 10
+
+/** The longest pause (ms) after a heavy turn. */
+export const MAX_PAUSE_MS = 250
+
+/**
  * Gives turns of the event loop to bodies: inline within a turn's bytes, else one at a time, a turn
  * to each owner (a tenant) with bodies waiting in rotation, each owner's in the order they ended.
  * @note One queue for all made a partner's create of 2 KB wait behind every body of one key's
@@ -27,6 +41,8 @@ export class EventLoopTurns {
   readonly #waiting = new Map<unknown, (() => void)[]>()
   #count = 0
   #scheduled = false
+  /** When the last turn was given ({@link performance.now}), while bodies wait; undefined when none did. */
+  #lastTurnAt: number | undefined
   /** Bytes of bodies handled inline in this turn. */
   #bytes = 0
   #resetting = false
@@ -69,11 +85,19 @@ export class EventLoopTurns {
     if (this.#scheduled) return
     this.#scheduled = true
     // An immediate set from within the check phase runs in the next turn, after its poll phase.
-    setImmediate(this.#next)
+    setImmediate(this.#paced)
+  }
+
+  /** The next turn now, or after a pause as long as the last one held the loop (see {@link HEAVY_TURN_MS}). */
+  readonly #paced = (): void => {
+    const held = this.#lastTurnAt === undefined ? 0 : performance.now() - this.#lastTurnAt
+    if (held < HEAVY_TURN_MS) return this.#next()
+    setTimeout(this.#next, Math.min(held, MAX_PAUSE_MS))
   }
 
   readonly #next = (): void => {
     this.#scheduled = false
+    this.#lastTurnAt = performance.now()
     const next = this.#waiting.entries().next()
     if (next.done === true) return
     const [owner, queue] = next.value
@@ -83,6 +107,7 @@ export class EventLoopTurns {
     this.#count--
     turn()
     if (this.#count > 0) this.#schedule()
+    else this.#lastTurnAt = undefined
   }
 }
 
