@@ -421,8 +421,15 @@ const DELETE = redisScript(`
 if ARGV[4] ~= '' then
   ${replayOutcome('KEYS[9]', 4, 5).replaceAll('\n', '\n  ')}
 end
-local updated = redis.call('HGET', KEYS[1], 'updated')
-local used = redis.call('HGET', KEYS[1], 'used')
+-- A meta of another type (written by hand: attack24 R5-2) is a tenant to delete, not an error.
+local updated, used
+local metaType = redis.call('TYPE', KEYS[1])['ok']
+if metaType == 'hash' then
+  updated = redis.call('HGET', KEYS[1], 'updated')
+  used = redis.call('HGET', KEYS[1], 'used')
+elseif metaType ~= 'none' then
+  updated = '0'
+end
 ${NOW}
 if ARGV[1] ~= 'any' and updated and math.max(tonumber(updated), tonumber(used or 0)) >= now - tonumber(ARGV[1]) then return '0' end
 if KEYS[11] then
@@ -641,7 +648,15 @@ export class RedisStorage implements TenantStorage {
     const summaries = await Promise.all(
       entries.map(async ({ id, updatedAt }): Promise<TenantSummary | undefined> => {
         const keys = this.keys(id)
-        const reply = (await this.link.script(READ, [keys.meta, keys.categories], [])) as [string, number] | null
+        let reply: [string, number] | null
+        try {
+          reply = (await this.link.script(READ, [keys.meta, keys.categories], [])) as [string, number] | null
+        } catch (error) {
+          // @note One tenant's key of the wrong type (written by hand) took the list of every
+          // tenant down (attack24 R5-2): it is listed, its keys named as broken.
+          if (!(error instanceof StorageUnavailableError) || !/wrong type/.test(error.message)) throw error
+          return { id, scenario: '(its keys hold the wrong type of value: DELETE it)', categories: 0, updatedAt }
+        }
         if (reply === null) {
           // Its keys expired (TTL) or were deleted elsewhere: the registry forgets it too.
           await this.link.call(this.#registry, ['ZREM', this.#registry, id])

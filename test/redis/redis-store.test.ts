@@ -86,7 +86,7 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await create(sandbox, 'third')).status).toBe(201)
   })
 
-  it('answers 503 to the tenant whose key holds the wrong type of value, says so once, keeps serving the others, and serves it again once its tenant is deleted (attack23 R2)', async () => {
+  it('answers 503 to the tenant whose key holds the wrong type of value, says so once, keeps serving the others, and serves it again once its tenant is deleted, the admin list and delete working (attack23 R2, attack24 R5-2)', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'broken'], adminToken: 'admin-token', warn: (message) => warnings.push(message) })
@@ -107,6 +107,14 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     const deleted = await sandbox.fetch(`/__sandbox/tenants/${tenantId('broken')}`, { method: 'DELETE', headers: { authorization: 'Bearer admin-token' } })
     expect(deleted.status).toBe(204)
     expect((await create(sandbox, 'broken again', 'broken')).status).toBe(201)
+    // Its meta hash a string now: the admin's list of every tenant and the delete still work (attack24 R5-2: both 503).
+    await redis.cli('SET', `petstore-sandbox:{${tenantId('broken')}}:meta`, 'by hand')
+    const admin = { authorization: 'Bearer admin-token' }
+    const listed = await sandbox.fetch('/__sandbox/tenants', { headers: admin })
+    expect(listed.status).toBe(200)
+    expect(((await jsonOf(listed)) as { id: string }[]).map((tenant) => tenant.id).sort()).toEqual([tenantId('broken'), tenantId('partner')].sort())
+    expect((await sandbox.fetch(`/__sandbox/tenants/${tenantId('broken')}`, { method: 'DELETE', headers: admin })).status).toBe(204)
+    expect((await create(sandbox, 'broken once more', 'broken')).status).toBe(201)
   })
 
   it('names a Redis Cluster that serves no slot as such at start, not as a TypeError (attack21 L1)', async () => {
