@@ -102,7 +102,7 @@ if KEYS[6] then
         if weight and other ~= ARGV[7] then
           redis.call('ZREM', KEYS[7], other)
           redis.call('DEL', ${otherKey(9, 'other', 'journal')}, ${otherKey(9, 'other', 'jsizes')})
-          if redis.call('EXISTS', ${otherKey(9, 'other', 'jmeta')}) == 1 then redis.call('HSET', ${otherKey(9, 'other', 'jmeta')}, 'bytes', '0') end
+          if redis.call('EXISTS', ${otherKey(9, 'other', 'jmeta')}) == 1 then redis.pcall('HSET', ${otherKey(9, 'other', 'jmeta')}, 'bytes', '0') end
           redis.call('HINCRBY', KEYS[6], '!journals', string.format('%d', -tonumber(weight)))
           slots = slots - 1
         end
@@ -129,12 +129,14 @@ if others + bytes > room then
     if u == ARGV[7] then u, weight = top[3], top[4] end
     if not u then break end
     weight = tonumber(weight)
-    local oldest = redis.call('LPOP', ${otherKey(9, 'u', 'jsizes')})
+    -- Another tenant's keys of the wrong type (written by hand) are that tenant's: its weight is
+    -- let go whole, and this journal goes on (attack24 R5-3: every other tenant's journal stopped).
+    local oldest = redis.pcall('LPOP', ${otherKey(9, 'u', 'jsizes')})
     local gone = weight
-    if oldest then
-      redis.call('LPOP', ${otherKey(9, 'u', 'journal')})
-      gone = math.min(weight, tonumber(oldest))
-      if redis.call('EXISTS', ${otherKey(9, 'u', 'jmeta')}) == 1 then redis.call('HSET', ${otherKey(9, 'u', 'jmeta')}, 'bytes', string.format('%d', weight - gone)) end
+    if type(oldest) == 'string' then
+      redis.pcall('LPOP', ${otherKey(9, 'u', 'journal')})
+      gone = math.min(weight, tonumber(oldest) or weight)
+      if redis.call('EXISTS', ${otherKey(9, 'u', 'jmeta')}) == 1 then redis.pcall('HSET', ${otherKey(9, 'u', 'jmeta')}, 'bytes', string.format('%d', weight - gone)) end
     end
     redis.call('ZADD', KEYS[7], string.format('%d', weight - gone), u)
     others = others - gone

@@ -86,6 +86,20 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await create(sandbox, 'third')).status).toBe(201)
   })
 
+  it('keeps journaling a tenant when the journal it would trim holds the wrong type of value (attack24 R5-3)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 256 * 1024 })
+    const description = 'd'.repeat(1500)
+    const post = (key: string, name: string) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name, description }) })
+    // Bob's journal takes the journals' whole share of the budget, then one of its keys is written by hand.
+    for (let i = 0; i < 80; i++) expect((await post('bob', `b${i}`)).status).toBe(201)
+    await redis.cli('SET', `petstore-sandbox:{${tenantId('bob')}}:jsizes`, 'by hand')
+    for (let i = 0; i < 40; i++) expect((await post('alice', `a${i}`)).status).toBe(201)
+    const journal = (await jsonOf(await sandbox.fetch('/__sandbox/requests', { headers: auth('alice') }))) as unknown[]
+    // Before: none (her entries' script failed trimming bob's journal).
+    expect(journal.length).toBeGreaterThan(0)
+  })
+
   it('answers 503 to the tenant whose key holds the wrong type of value, says so once, keeps serving the others, and serves it again once its tenant is deleted, the admin list and delete working (attack23 R2, attack24 R5-2)', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
