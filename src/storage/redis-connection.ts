@@ -710,6 +710,11 @@ interface RoundResult {
 
 /** Redis's reply to a command on a key holding another type of value (also inside a script's error). */
 const WRONG_TYPE = /\bWRONGTYPE\b/
+/**
+ * An error a command raised inside a script as it ran (Redis 7 says where: `script: <sha>, on
+ * @user_script:<line>`), not a refusal before it ran: what the script wrote before it stays.
+ */
+const SCRIPT_RUNTIME_ERROR = /\bon @user_script:\d+/
 /** How often (ms) keys of the wrong type are said at most. */
 const WRONG_TYPE_SAID_MS = 60_000
 
@@ -1008,7 +1013,7 @@ export class RedisLink {
       // @note A script stopped by a key of the wrong type may have written before it (Redis rolls
       // nothing back): a write's outcome is unknown, never "not applied". Answered 503
       // storage_unavailable, each retry of a create added one more (attack24 R5-1).
-      if (options.confirm === true && error instanceof ErrorReplied && WRONG_TYPE.test(messageOf(error))) {
+      if (options.confirm === true && error instanceof ErrorReplied && (WRONG_TYPE.test(messageOf(error)) || SCRIPT_RUNTIME_ERROR.test(messageOf(error)))) {
         throw new WriteOutcomeUnknownError(`${failure.message}; the write may have been applied in part`)
       }
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
