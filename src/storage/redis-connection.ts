@@ -714,7 +714,7 @@ const WRONG_TYPE = /\bWRONGTYPE\b/
  * An error a command raised inside a script as it ran (Redis 7 says where: `script: <sha>, on
  * @user_script:<line>`), not a refusal before it ran: what the script wrote before it stays.
  */
-const SCRIPT_RUNTIME_ERROR = /\bon @user_script:\d+/
+const SCRIPT_RUNTIME_ERROR = /@user_script:\d+/
 /** How often (ms) keys of the wrong type are said at most. */
 const WRONG_TYPE_SAID_MS = 60_000
 
