@@ -419,6 +419,10 @@ export class SqliteStorage implements TenantStorage {
   #failedBytes = 0
   /** Why the files it has open are no longer those its data directory names (see {@link #checkNames}), or undefined. */
   #unnamed: string | undefined
+  /** Which of them is not: the database (or the directory), or the WAL alone (see {@link #salvage}). */
+  #unnamedFile: 'database' | 'wal' | undefined
+  /** While the WAL's commits are copied into the database though the WAL is unnamed: names not looked at. */
+  #salvaging = false
   /** The timer looking at the files' names again (each second while unnamed; always without fsyncs). */
   #naming: NodeJS.Timeout | undefined
   readonly #budget: number
@@ -756,8 +760,14 @@ export class SqliteStorage implements TenantStorage {
     // first, and closes the connection in that checkpoint; when that fails the connection is left
     // open (the lock goes with the process): the WAL stays, and the next start recovers every
     // acknowledged write from it.
-    const durable = !held && this.#db.open && (await this.#checkpoint(true))
-    if (this.#db.open && !durable) this.#warn(`storage: could not make ${this.path} durable at close; its WAL is kept, and the next start recovers from it`)
+    const durable = !held && this.#db.open && (this.#unnamedFile === 'wal' ? await this.#salvage() : await this.#checkpoint(true))
+    if (this.#db.open && !durable) {
+      this.#warn(
+        this.#unnamed === undefined
+          ? `storage: could not make ${this.path} durable at close; its WAL is kept, and the next start recovers from it`
+          : `storage: could not make ${this.path} durable at close, and the files it has open are not those its data directory names: what they hold since is not kept`,
+      )
+    }
     await this.#wal.close().catch(() => undefined)
     await this.#file.close().catch(() => undefined)
   }
@@ -1365,8 +1375,11 @@ export class SqliteStorage implements TenantStorage {
    * ids out: all lost at the next start (attack23 S1).
    */
   async #checkNames(): Promise<void> {
+    if (this.#salvaging) return
     let unnamed: string | undefined
-    for (const [handle, name] of [[this.#file, this.path], [this.#wal, `${this.path}-wal`]] as const) {
+    let file: 'database' | 'wal' | undefined
+    for (const [handle, name, which] of [[this.#file, this.path, 'database'], [this.#wal, `${this.path}-wal`, 'wal']] as const) {
+      file = which
       const opened = await handle.stat()
       const named = await stat(name).catch((error: NodeJS.ErrnoException) => {
         if (error.code === 'ENOENT' || error.code === 'ENOTDIR') return undefined
@@ -1376,11 +1389,14 @@ export class SqliteStorage implements TenantStorage {
       else if (named.ino !== opened.ino || named.dev !== opened.dev) unnamed = `${name} was replaced by another file under the running server`
       if (unnamed !== undefined) break
     }
+    const newly = unnamed !== undefined && this.#unnamed === undefined
     if (unnamed !== undefined) {
       unnamed = `${unnamed} (its data directory changed by hand?): reads and writes are refused while the files it opened are not the ones named there; move them back, or restart the server`
-      if (this.#unnamed === undefined) this.#warn(`storage failing: ${unnamed}; answering 503 storage_unavailable until it recovers`)
+      if (newly) this.#warn(`storage failing: ${unnamed}; answering 503 storage_unavailable until it recovers`)
     } else if (this.#unnamed !== undefined) this.#warn(`storage recovered: ${this.path} is the file it opened again`)
     this.#unnamed = unnamed
+    this.#unnamedFile = unnamed === undefined ? undefined : file
+    if (newly && file === 'wal') void this.#salvage()
     if (this.#naming === undefined && !this.#closing) {
       this.#naming = setInterval(() => {
         if (this.#closing) {
@@ -1393,6 +1409,31 @@ export class SqliteStorage implements TenantStorage {
       this.#naming.unref()
     }
     if (unnamed !== undefined) throw new StorageUnavailableError(unnamed)
+  }
+
+  /**
+   * While the database is still the file named but its WAL is not (deleted by a cleanup job), the
+   * WAL's commits, acknowledged writes among them, are copied into the database and made durable
+   * (on close, the connection closed as ever): the restart the log asks for keeps them. True once done.
+   * @note Refused and left at that, every write acknowledged since the last checkpoint was lost at
+   * the restart, the close saying "its WAL is kept" of a WAL no one could open (attack24 S2-2).
+   */
+  async #salvage(): Promise<boolean> {
+    if (this.#unnamedFile !== 'wal' || !this.#db.open || this.#salvaging) return false
+    this.#salvaging = true
+    try {
+      const copied = await this.#checkpoint(this.#closing)
+      if (!this.#closing) {
+        this.#warn(
+          copied
+            ? `storage: the commits of the deleted ${this.path}-wal, acknowledged writes among them, are copied into ${this.path}; restart the server to serve again`
+            : `storage: could not copy the commits of the deleted ${this.path}-wal into ${this.path}: stop the server only with a signal it can handle (SIGTERM), which tries again`,
+        )
+      }
+      return copied
+    } finally {
+      this.#salvaging = false
+    }
   }
 
   /** The connection's `total_changes()`: grows with every row a commit writes (and a rolled-back one, which only makes a checkpoint wait for one more fsync). */
@@ -1575,7 +1616,7 @@ export class SqliteStorage implements TenantStorage {
     // Closed by the last checkpoint: writes it held fail, unwritten, without telling the operator storage failed.
     if (!this.#db.open) throw new StorageUnavailableError(`${this.path}: the storage is closed`)
     // Reads too: another server may have started on the directory, and serve other data under these names.
-    if (this.#unnamed !== undefined) throw new StorageUnavailableError(this.#unnamed)
+    if (this.#unnamed !== undefined && !this.#salvaging) throw new StorageUnavailableError(this.#unnamed)
     try {
       return task()
     } catch (error) {

@@ -78,6 +78,21 @@ describe('a data directory changed under the running server (attack23 S1)', () =
     await vi.waitFor(async () => expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(503), { timeout: 3000, interval: 100 })
   })
 
+  it('keeps every create answered 201 across the restart it asks for when only its WAL was deleted (attack24 S2-2)', async () => {
+    const dir = dataDir()
+    const warnings: string[] = []
+    const first = await startSandbox({ apiKeys: ['partner'], scenario: 'empty', dataDir: dir, warn: (message) => warnings.push(message) })
+    for (const name of ['a', 'b', 'c']) expect((await post(first, name)).status).toBe(201)
+    rmSync(join(dir, `${DATABASE}-wal`))
+    await vi.waitFor(() => expect(warnings.join('\n')).toMatch(/are copied into/), { timeout: 3000, interval: 100 })
+    expect((await post(first, 'refused')).status).toBe(503)
+    await first.sandbox.close()
+    // Before: none of the three (the WAL that held them was gone with the process).
+    const second = await startSandbox({ apiKeys: ['partner'], scenario: 'empty', dataDir: dir })
+    const listed = (await jsonOf(await second.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(listed.map((category) => category.name)).toEqual(['a', 'b', 'c'])
+  })
+
   it('refuses within about a second without fsyncs (--durability process-crash)', async () => {
     const dir = join(dataDir(), 'data')
     mkdirSync(dir)
