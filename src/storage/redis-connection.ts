@@ -840,6 +840,8 @@ export class RedisLink {
   /** A fresh client connecting, adopted once connected (see {@link #renew}). */
   #renewing: Connection | undefined
   #closed = false
+  /** Why the replicas every process expects cannot be read (`<prefix>replicas` of the wrong type), or undefined. */
+  #countUnreadable: string | undefined
   /** When a key of the wrong type was last said (see {@link #failure}). */
   #wrongTypeSaidAt = Number.NEGATIVE_INFINITY
   /** Each server's state, by address (`''` first: the one Redis, or the cluster client as a whole). */
@@ -1061,7 +1063,7 @@ export class RedisLink {
     const online = server.replicas ?? 0
     // @note One expected and not online makes writes unknown even while others confirm: another
     // online may be one never promoted (`cluster-replica-no-failover`: attack19 S2).
-    if (online < this.#expected(server) || server.replicaFailing) return 'expected'
+    if (online < this.#expected(server) || server.replicaFailing || (this.#countUnreadable !== undefined && this.#replicasDeclared === undefined && !this.cluster)) return 'expected'
     return online > 0 ? 'online' : 'none'
   }
 
@@ -1105,8 +1107,16 @@ export class RedisLink {
         if (!messageOf(error).startsWith('NOSCRIPT')) throw error
         reply = await this.#connection.sendTo('', ['EVAL', REPLICAS_EXPECTED.source, ...tail], this.#commandTimeoutMs)
       }
+      this.#countUnreadable = undefined
       return Math.max(known, Number(reply) || 0)
-    } catch {
+    } catch (error) {
+      // @note Of the wrong type (written by hand), the count every process shares was passed over
+      // without a word, and a sandbox started after a replica left answered 201 without it
+      // (attack24 R5-4): writes are unknown until it can be read.
+      if (error instanceof ErrorReplied && WRONG_TYPE.test(messageOf(error))) {
+        if (this.#countUnreadable === undefined) this.#warn(`storage replicas: ${this.replicasKey} holds the wrong type of value (written by hand?): the replicas every sandbox expects cannot be read, and writes are answered 503 write_outcome_unknown until it is deleted`)
+        this.#countUnreadable = `${this.replicasKey} holds the wrong type of value, so the replicas expected cannot be read`
+      }
       return known
     }
   }
@@ -1279,7 +1289,9 @@ export class RedisLink {
     const missing =
       online < expected
         ? `${online} of the ${expected} replicas expected ${online === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas ${online})`
-        : 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
+        : server.replicaFailing
+          ? 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
+          : `${this.#countUnreadable ?? 'the replicas expected cannot be read'}, and a failover to one missing would lose the write`
     const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : missing}`
     // @note Said again when the reason changes (at most every BEHIND_HOLD_MS): only the first was,
     // and a lock-out by the count ("1 of the 2 replicas expected …", with the flag that ends it)

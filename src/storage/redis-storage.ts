@@ -706,7 +706,7 @@ export class RedisStorage implements TenantStorage {
    * tenant's creates, reads too for `usage`, while health said ok (attack24 R5-1).
    */
   #sharedKeys(): [key: string, type: string][] {
-    const keys: [string, string][] = [[this.#registry, 'zset']]
+    const keys: [string, string][] = [[this.#registry, 'zset'], [this.link.replicasKey, 'hash']]
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash'], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'string'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash'])

@@ -406,6 +406,19 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     expect(await createFor(later, 'later', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
   })
 
+  it('answers write_outcome_unknown in a sandbox started after a replica left while the shared count holds the wrong type of value (attack24 R5-4)', async () => {
+    const { master, replica } = await masterAndReplica()
+    await secondReplicaConfirming(master)
+    await master.cli('SET', 'petstore-sandbox:replicas', 'by hand')
+    await replica.stop('SIGKILL')
+    await untilInfo(master, /connected_slaves:1/, 'the master still lists both replicas')
+    const warnings: string[] = []
+    const later = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, warn: (message) => warnings.push(message) })
+    // Before: 201, confirmed by the one replica left (the count every sandbox shares passed over).
+    expect(await createFor(later, 'later', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    expect(warnings.join('\n')).toContain('petstore-sandbox:replicas holds the wrong type of value')
+  })
+
   it('never expects a replica twice while its master lists it twice (it reconnected while its old link was still open), and answers 201 once the old link is gone (attack21 F6)', async () => {
     const { master, replica, path, sandbox } = await replicaThroughProxy(8)
     // The old link half-open (its acknowledgements and its close held on the way), the replica (a
