@@ -25,6 +25,12 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 import { CLI_BINARY, runCli } from '../support/sandbox-cli.js'
 import { freePort } from '../support/redis-server.js'
+import { size } from '../support/test-scale.js'
+
+/** Fetch POSTs over the body limit, one after another: 10, 30 in the full run. */
+const OVER_LIMIT_POSTS = size('PETSTORE_TEST_OVER_LIMIT_POSTS', 10, 30)
+/** Bodies of 1 MiB ending together in the turns' tests: 8, 16 in the full run (each still fails on the code before its fix). */
+const TURN_BODIES = size('PETSTORE_TEST_TURN_BODIES', 8, 16)
 
 /** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
 failOnUnhandledRejections()
@@ -1067,11 +1073,11 @@ describe('bodies over the limit', () => {
   }
 
   it.each(['declared', 'streamed'] as const)(
-    'answers every one of 30 fetch POSTs of 5 MiB (%s) with the 413 Error body, never a network error',
+    `answers every one of ${OVER_LIMIT_POSTS} fetch POSTs of 5 MiB (%s) with the 413 Error body, never a network error`,
     async (kind) => {
       const { origin } = await startSandbox()
       const outcomes: string[] = []
-      for (let i = 0; i < 30; i++) {
+      for (let i = 0; i < OVER_LIMIT_POSTS; i++) {
         try {
           const init = { method: 'POST', headers: auth(undefined, true), ...bodies[kind]() } as RequestInit
           const response = await fetch(`${origin}/v1/categories`, init)
@@ -1080,7 +1086,7 @@ describe('bodies over the limit', () => {
           outcomes.push(String((error as Error).cause ?? error))
         }
       }
-      expect(outcomes).toEqual(Array.from({ length: 30 }, () => '413 payload_too_large'))
+      expect(outcomes).toEqual(Array.from({ length: OVER_LIMIT_POSTS }, () => '413 payload_too_large'))
     },
   )
 
@@ -1297,9 +1303,9 @@ describe('request bodies without a key (attack16 B1)', () => {
   }
 
   it.each([
-    { flood: 16, bytes: 1024 * 1024, finding: 'attack16 P1' },
+    { flood: TURN_BODIES, bytes: 1024 * 1024, finding: 'attack16 P1' },
     // Just under the size that once took a turn of its own.
-    { flood: 200, bytes: 65_000, finding: 'attack22 B1' },
+    { flood: TURN_BODIES * 12, bytes: 65_000, finding: 'attack22 B1' },
   ])('serves a partner between $flood bodies of $bytes bytes that end together, not after all of them ($finding)', async ({ flood, bytes }) => {
     const { origin, answered } = await bodiesEndingTogether(['--any-key'], flood, bytes, (index) => `crowd-${index}`)
     const list = await fetch(`${origin}/v1/categories`, { headers: auth('partner') })
@@ -1310,13 +1316,13 @@ describe('request bodies without a key (attack16 B1)', () => {
   })
 
   it('serves a partner’s create of 2 KB between one key’s bodies of 1 MiB that end together, not after all of them (attack23 T1)', async () => {
-    const flood = 16
+    const flood = TURN_BODIES
     const { origin, answered } = await bodiesEndingTogether(['--api-key', 'crowd', '--api-key', 'partner'], flood, 1024 * 1024, () => 'crowd')
     // Over the 1 KiB a body is handled as it ends: it waits for a turn, as the crowd's do.
     const create = await fetch(`${origin}/v1/categories`, { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'partner', description: 'd'.repeat(2000) }) })
     const partnerAt = performance.now()
     expect(create.status).toBe(201)
-    // Before: after all 16 (one queue, in the order the bodies ended).
+    // Before: after all of them (one queue, in the order the bodies ended).
     expect((await answered).filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
