@@ -423,7 +423,7 @@ export class SqliteStorage implements TenantStorage {
   #unnamedFile: 'database' | 'wal' | undefined
   /** While the WAL's commits are copied into the database though the WAL is unnamed: names not looked at. */
   #salvaging = false
-  /** The timer looking at the files' names again (each second while unnamed; always without fsyncs). */
+  /** The timer looking at the files' names again, each second. */
   #naming: NodeJS.Timeout | undefined
   readonly #budget: number
   /** What the tenants store, counted against {@link #budget}. */
@@ -1368,8 +1368,8 @@ export class SqliteStorage implements TenantStorage {
    * refused (503 `storage_unavailable`), health says why, and it serves again once they are back.
    * Looked at before a write is answered (with fsyncs), by health, and by a timer each second
    * (reads, and writes without fsyncs, within a second). Rejects with the refusal when they are not.
-   * @note The timer only while unnamed: a moved database's reads were served (beside a second
-   * server on the directory) until a write or health looked (attack24 S2-1).
+   * @note Looked at by the timer only while unnamed (or without fsyncs), a moved database's reads
+   * were served, beside a second server on the directory, until a write or health looked (attack24 S2-1).
    * @note Writes went on being answered 201 into files no one could open again, health ok, and a
    * second server started on the directory (the lock is the deleted file's) and handed the same
    * ids out: all lost at the next start (attack23 S1).
