@@ -1809,7 +1809,7 @@ export class RedisLink {
     if (error instanceof ErrorReplied && WRONG_TYPE.test(messageOf(error))) {
       if (now - this.#wrongTypeSaidAt >= WRONG_TYPE_SAID_MS) {
         this.#wrongTypeSaidAt = now
-        this.#warn(`storage: a key holds the wrong type of value (${detail}; written by hand, or by another program using the key prefix?): answering 503 to the requests that use it until it is deleted (a tenant's: DELETE /__sandbox/tenants/<id>; one every tenant shares: health names it); Redis itself is not failing`)
+        this.#warn(`storage: a key holds the wrong type of value (${detail}; written by hand, or by another program using the key prefix?): answering 503 to the requests that use it until it is deleted (a tenant's: DELETE /__sandbox/tenants/<id>; one every tenant shares: named in the log once health looks); Redis itself is not failing`)
       }
       return new StorageUnavailableError(`${detail}: a key of this tenant holds the wrong type of value`, { cause: error })
     }
