@@ -708,6 +708,9 @@ interface RoundResult {
   readonly replid: string | undefined
 }
 
+/** A command refused on a key holding another type of value than the sandbox writes there (written by hand): Redis is not failing. */
+export class WrongTypeError extends StorageUnavailableError {}
+
 /** Redis's reply to a command on a key holding another type of value (also inside a script's error). */
 const WRONG_TYPE = /\bWRONGTYPE\b/
 /**
@@ -1811,7 +1814,7 @@ export class RedisLink {
         this.#wrongTypeSaidAt = now
         this.#warn(`storage: a key holds the wrong type of value (${detail}; written by hand, or by another program using the key prefix?): answering 503 to the requests that use it until it is deleted (a tenant's: DELETE /__sandbox/tenants/<id>; one every tenant shares: named in the log once health looks); Redis itself is not failing`)
       }
-      return new StorageUnavailableError(`${detail}: a key of this tenant holds the wrong type of value`, { cause: error })
+      return new WrongTypeError(`${detail}: a key it uses holds the wrong type of value`, { cause: error })
     }
     // Whatever answers next may be another Redis, or this one restarted with another policy; on a
     // cluster, the client as a whole failing may have met any master.

@@ -42,7 +42,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from './storage.js'
-import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink } from './redis-connection.js'
+import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
@@ -654,7 +654,7 @@ export class RedisStorage implements TenantStorage {
         } catch (error) {
           // @note One tenant's key of the wrong type (written by hand) took the list of every
           // tenant down (attack24 R5-2): it is listed, its keys named as broken.
-          if (!(error instanceof StorageUnavailableError) || !/wrong type/.test(error.message)) throw error
+          if (!(error instanceof WrongTypeError)) throw error
           return { id, scenario: '(its keys hold the wrong type of value: DELETE it)', categories: 0, updatedAt }
         }
         if (reply === null) {

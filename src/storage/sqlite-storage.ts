@@ -1398,14 +1398,8 @@ export class SqliteStorage implements TenantStorage {
     this.#unnamedFile = unnamed === undefined ? undefined : file
     if (newly && file === 'wal') void this.#salvage()
     if (this.#naming === undefined && !this.#closing) {
-      this.#naming = setInterval(() => {
-        if (this.#closing) {
-          clearInterval(this.#naming)
-          this.#naming = undefined
-          return
-        }
-        this.#checkNames().catch(() => undefined)
-      }, FAILING_RETRY_MS)
+      // Cleared by close.
+      this.#naming = setInterval(() => void this.#checkNames().catch(() => undefined), FAILING_RETRY_MS)
       this.#naming.unref()
     }
     if (unnamed !== undefined) throw new StorageUnavailableError(unnamed)
