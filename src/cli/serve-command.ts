@@ -5,7 +5,7 @@ import type { Argv } from 'yargs'
 import { DEFAULT_DESCRIPTION_MAX_LENGTH, DEFAULT_JOURNAL_BYTES, DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../contract/limits.js'
 import { PetstoreError } from '../core/petstore-error.js'
 import { ADMIN_BASE_PATH, API_BASE_PATH, createSandboxApp } from '../server/create-sandbox-app.js'
-import { DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS, type SandboxAppOptions } from '../server/sandbox-options.js'
+import { brokenOptionRule, DEFAULT_STORE_BUDGET_BYTES, DEFAULT_TENANT_TTL_DAYS, type SandboxAppOptions } from '../server/sandbox-options.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS } from '../server/http-server.js'
 import { batchedLines } from '../server/log-writer.js'
 import { PACKAGE } from '../server/package-info.js'
@@ -69,22 +69,10 @@ export function serveOptions(cli: Argv) {
     .option('log', { type: 'string', default: 'pretty', coerce: logFormat, describe: 'Request log format: pretty or json' })
     .option('quiet', { type: 'boolean', default: false, describe: 'No request log' })
     .check((argv) => {
-      if (argv['any-key'] && argv['api-key'] !== undefined) throw new UsageError('--api-key and --any-key cannot be used together')
       if (argv['admin-token'] !== undefined && argv['admin-token'].trim() === '') throw new UsageError('--admin-token must not be empty')
       if (argv['api-key'] !== undefined && argv['api-key'].length === 0) throw new UsageError('--api-key must not be empty: give a key without spaces (--api-key k1)')
-      if (argv['headers-timeout'] !== undefined && argv['headers-timeout'] > argv['request-timeout']) throw new UsageError('--headers-timeout must not be greater than --request-timeout')
-      if (argv['redis-url'] !== undefined && argv['data-dir'] !== undefined) throw new UsageError('--redis-url and --data-dir cannot be used together: choose one store')
-      if (argv['redis-replicas'] !== undefined && argv['redis-url'] === undefined) throw new UsageError('--redis-replicas needs --redis-url: it is the number of replicas of each Redis master')
-      // @note Flags of a store given without it were accepted and did nothing (trial5 P9): a
-      // deployment that meant to use the store ran on memory without a word.
-      for (const flag of ['redis-allow-eviction', 'redis-allow-failover-loss'] as const) {
-        if (argv[flag] && argv['redis-url'] === undefined) throw new UsageError(`--${flag} needs --redis-url: it is about the Redis store, and this sandbox keeps its tenants ${argv['data-dir'] === undefined ? 'in memory' : 'in SQLite (--data-dir)'}`)
-      }
-      if (argv.durability !== 'power-loss' && argv['data-dir'] === undefined) throw new UsageError(`--durability ${argv.durability} needs --data-dir: it is when a SQLite write is answered, and this sandbox keeps its tenants ${argv['redis-url'] === undefined ? 'in memory' : 'in Redis'}`)
-      if (argv['store-budget'] !== DEFAULT_STORE_BUDGET_BYTES && argv['data-dir'] === undefined && argv['redis-url'] === undefined) {
-        throw new UsageError('--store-budget needs --data-dir or --redis-url: it bounds what a store keeps; in memory, --memory-budget bounds the tenants')
-      }
-      if (argv['redis-replicas'] !== undefined && argv['redis-allow-failover-loss']) throw new UsageError('--redis-replicas and --redis-allow-failover-loss cannot be used together: the first waits for that many replicas, the second for none')
+      const broken = brokenOptionRule(sandboxOptions(argv), flagName)
+      if (broken !== undefined) throw new UsageError(broken)
       if (argv.watch && argv['scenarios-dir'] === undefined && !looksLikePath(argv.scenario)) {
         throw new UsageError(`--watch has nothing to watch: scenario "${argv.scenario}" is built in. Give a scenario file (--scenario ./shop.json) or --scenarios-dir`)
       }
@@ -188,9 +176,14 @@ const SANDBOX_OPTION_FLAGS = {
 type SandboxOptionFlags = typeof SANDBOX_OPTION_FLAGS
 
 /** The options of {@link SANDBOX_OPTION_FLAGS}, from the flags. */
-function sandboxOptions(argv: ServeArgs): { [Option in keyof SandboxOptionFlags]: ServeArgs[SandboxOptionFlags[Option]] } {
+function sandboxOptions(argv: Pick<ServeArgs, SandboxOptionFlags[keyof SandboxOptionFlags]>): { [Option in keyof SandboxOptionFlags]: ServeArgs[SandboxOptionFlags[Option]] } {
   const options = Object.entries(SANDBOX_OPTION_FLAGS).map(([option, flag]) => [option, argv[flag]])
   return Object.fromEntries(options) as { [Option in keyof SandboxOptionFlags]: ServeArgs[SandboxOptionFlags[Option]] }
+}
+
+/** An option as `serve` names it: the flag that holds it (`--redis-url`). */
+function flagName(option: keyof SandboxAppOptions): string {
+  return Object.hasOwn(SANDBOX_OPTION_FLAGS, option) ? `--${SANDBOX_OPTION_FLAGS[option as keyof SandboxOptionFlags]}` : option
 }
 
 /**

@@ -294,29 +294,93 @@ const Options = z
     onReload: z.function().optional(),
   })
   .strict()
-  .refine((options) => options.headersTimeoutMs === undefined || options.headersTimeoutMs <= options.requestTimeoutMs, {
-    error: 'headersTimeoutMs must not be greater than requestTimeoutMs',
-  })
   .superRefine((options, context) => {
     const unsafe = unsafeListReason(options)
     if (unsafe !== undefined) context.addIssue({ code: 'custom', message: unsafe, path: ['maxCategories'] })
   })
-  .refine((options) => !(options.anyKey && options.apiKeys), { error: 'apiKeys and anyKey cannot be used together' })
   .refine((options) => !(options.adminToken && options.apiKeys?.includes(options.adminToken)), {
     error: 'adminToken must differ from every API key',
   })
-  .refine((options) => !(options.dataDir && options.redisUrl), { error: 'dataDir and redisUrl cannot be used together: choose one store' })
-  .refine((options) => options.redisReplicas === undefined || options.redisUrl !== undefined, { error: 'redisReplicas needs redisUrl: it is the number of replicas of each Redis master' })
-  // @note A store's option without its store did nothing (trial5 P9): said, as the CLI says it.
-  .refine((options) => !options.redisAllowEviction || options.redisUrl !== undefined, { error: 'redisAllowEviction needs redisUrl: it is about the Redis store' })
-  .refine((options) => !options.redisAllowFailoverLoss || options.redisUrl !== undefined, { error: 'redisAllowFailoverLoss needs redisUrl: it is about the Redis store' })
-  .refine((options) => options.durability === 'power-loss' || options.dataDir !== undefined, { error: 'durability process-crash needs dataDir: it is when a SQLite write is answered' })
-  .refine((options) => options.storeBudgetBytes === DEFAULT_STORE_BUDGET_BYTES || options.dataDir !== undefined || options.redisUrl !== undefined, {
-    error: 'storeBudgetBytes needs dataDir or redisUrl: it bounds what a store keeps; in memory, memoryBudgetBytes bounds the tenants',
+  .superRefine((options, context) => {
+    const broken = brokenOptionRule(options, (option) => option)
+    if (broken !== undefined) context.addIssue({ code: 'custom', message: broken })
   })
-  .refine((options) => options.redisReplicas === undefined || !options.redisAllowFailoverLoss, {
-    error: 'redisReplicas and redisAllowFailoverLoss cannot be used together: the first waits for that many replicas, the second for none',
-  })
+
+/** The options a rule between options reads, as the library takes them and as `serve`'s flags hold them. */
+type RuledOptions = Pick<
+  SandboxAppOptions,
+  'apiKeys' | 'anyKey' | 'dataDir' | 'redisUrl' | 'redisReplicas' | 'redisAllowEviction' | 'redisAllowFailoverLoss' | 'durability' | 'storeBudgetBytes' | 'headersTimeoutMs' | 'requestTimeoutMs'
+>
+type RuledOption = keyof RuledOptions
+/** How a rule names an option: `redisUrl` in the library, `--redis-url` in `serve`. */
+type OptionNamer = (option: keyof SandboxAppOptions) => string
+
+/**
+ * A rule between options: `option` (when `given`) needs one of `needs`, or cannot go with
+ * `excludes`, or must not be greater than `atMost`.
+ */
+interface OptionRule {
+  readonly option: RuledOption
+  readonly given: (options: RuledOptions) => boolean
+  /** How the option is named when given: `durability process-crash`, the option's name followed by its value. */
+  readonly value?: string
+  readonly needs?: readonly RuledOption[]
+  readonly excludes?: RuledOption
+  readonly atMost?: RuledOption
+  /** Why, in words that name options through `name`; `where` the store: `in memory`, `in Redis`, `in SQLite (dataDir)`. */
+  readonly why?: (name: OptionNamer, where: string) => string
+}
+
+const aboutRedis = (_name: OptionNamer, where: string) => `it is about the Redis store, and this sandbox keeps its tenants ${where}`
+
+/**
+ * The rules between the sandbox's options: the one list the library's judge and `serve`'s flag
+ * checks both say, each naming options its own way (`redisUrl`, `--redis-url`).
+ * @note A store's option without its store was accepted and did nothing (trial5 P9): a
+ * deployment that meant to use the store ran on memory without a word.
+ */
+const OPTION_RULES: readonly OptionRule[] = [
+  { option: 'apiKeys', given: (o) => o.apiKeys !== undefined, excludes: 'anyKey' },
+  { option: 'redisUrl', given: (o) => o.redisUrl !== undefined, excludes: 'dataDir', why: () => 'choose one store' },
+  { option: 'redisReplicas', given: (o) => o.redisReplicas !== undefined, needs: ['redisUrl'], why: () => 'it is the number of replicas of each Redis master' },
+  { option: 'redisAllowEviction', given: (o) => o.redisAllowEviction === true, needs: ['redisUrl'], why: aboutRedis },
+  { option: 'redisAllowFailoverLoss', given: (o) => o.redisAllowFailoverLoss === true, needs: ['redisUrl'], why: aboutRedis },
+  { option: 'durability', given: (o) => o.durability === 'process-crash', value: 'process-crash', needs: ['dataDir'], why: (_name, where) => `it is when a SQLite write is answered, and this sandbox keeps its tenants ${where}` },
+  {
+    option: 'storeBudgetBytes',
+    given: (o) => o.storeBudgetBytes !== undefined && o.storeBudgetBytes !== DEFAULT_STORE_BUDGET_BYTES,
+    needs: ['dataDir', 'redisUrl'],
+    why: (name) => `it bounds what a store keeps; in memory, ${name('memoryBudgetBytes')} bounds the tenants`,
+  },
+  {
+    option: 'redisReplicas',
+    given: (o) => o.redisReplicas !== undefined && o.redisAllowFailoverLoss === true,
+    excludes: 'redisAllowFailoverLoss',
+    why: () => 'the first waits for that many replicas, the second for none',
+  },
+  { option: 'headersTimeoutMs', given: (o) => o.headersTimeoutMs !== undefined && o.headersTimeoutMs > (o.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS), atMost: 'requestTimeoutMs' },
+]
+
+/**
+ * The first rule between options these break, in words that name each option through `name`
+ * (`redisAllowEviction needs redisUrl: it is about the Redis store`); undefined when none is.
+ */
+export function brokenOptionRule(options: RuledOptions, name: OptionNamer): string | undefined {
+  const where = options.redisUrl !== undefined ? 'in Redis' : options.dataDir !== undefined ? `in SQLite (${name('dataDir')})` : 'in memory'
+  for (const rule of OPTION_RULES) {
+    if (!rule.given(options)) continue
+    const subject = rule.value === undefined ? name(rule.option) : `${name(rule.option)} ${rule.value}`
+    const why = rule.why?.(name, where)
+    if (rule.needs !== undefined && rule.needs.every((other) => options[other] === undefined)) {
+      return `${subject} needs ${rule.needs.map(name).join(' or ')}${why === undefined ? '' : `: ${why}`}`
+    }
+    if (rule.excludes !== undefined && options[rule.excludes] !== undefined && options[rule.excludes] !== false) {
+      return `${subject} and ${name(rule.excludes)} cannot be used together${why === undefined ? '' : `: ${why}`}`
+    }
+    if (rule.atMost !== undefined) return `${subject} must not be greater than ${name(rule.atMost)}`
+  }
+  return undefined
+}
 
 /** What each sandbox option accepts, in words (see `optionJudge`). */
 const ACCEPTED: Readonly<Record<string, string>> = {
