@@ -66,6 +66,22 @@ describe('turns for large bodies', () => {
     expect(order).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3'])
   })
 
+  it('lets go of a body that waited its time without a turn, and gives the next owner its turn as before', async () => {
+    const turns = new EventLoopTurns()
+    const order: string[] = []
+    // a1 holds the loop 120 ms: a pause as long (at most MAX_PAUSE_MS) follows before b1's turn.
+    const a1 = turns.admit(100_000, 'a')!.then((given) => {
+      hold(120)
+      order.push(`a1 ${given}`)
+    })
+    const b1 = turns.admit(100_000, 'b', 60)!.then((given) => order.push(`b1 ${given}`))
+    const c1 = turns.admit(100_000, 'c', 10_000)!.then((given) => order.push(`c1 ${given}`))
+    await Promise.all([a1, b1, c1])
+    // Before: no wait was bounded (b1 true, after a1).
+    expect(order).toEqual(['a1 true', 'b1 false', 'c1 true'])
+    expect(turns.waiting).toBe(0)
+  })
+
   it('handles a small body at once, and a large one at once while the turn has room and nobody waits', () => {
     const turns = new EventLoopTurns()
     expect(turns.admit(1024, 'a')).toBeUndefined()

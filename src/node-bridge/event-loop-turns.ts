@@ -30,6 +30,13 @@ export const HEAVY_TURN_MS = 10
 /** The longest pause (ms) after a heavy turn. */
 export const MAX_PAUSE_MS = 250
 
+/** A body waiting for its turn: given it (true), or let go when its wait ran out (false). */
+interface Waiting {
+  readonly settle: (turn: boolean) => void
+  timer: NodeJS.Timeout | undefined
+  settled: boolean
+}
+
 /**
  * Gives turns of the event loop to bodies: inline within a turn's bytes, else one at a time, a turn
  * to each owner (a tenant) with bodies waiting in rotation, each owner's in the order they ended.
@@ -38,7 +45,7 @@ export const MAX_PAUSE_MS = 250
  */
 export class EventLoopTurns {
   /** The bodies waiting, by owner; the map's order is the rotation (an owner served moves to its end). */
-  readonly #waiting = new Map<unknown, (() => void)[]>()
+  readonly #waiting = new Map<unknown, Waiting[]>()
   #count = 0
   #scheduled = false
   /** When the last turn was given ({@link performance.now}), while bodies wait; undefined when none did. */
@@ -49,10 +56,11 @@ export class EventLoopTurns {
 
   /**
    * Undefined when a body of `bytes` may be handled now (small, or within this turn's bytes with
-   * nobody waiting); else resolves in a turn of its own (Node's check phase, after the poll phase
-   * read what arrived), taken in rotation with `owner`'s others.
+   * nobody waiting); else resolves true in a turn of its own (Node's check phase, after the poll
+   * phase read what arrived), taken in rotation with `owner`'s others, or false once it waited
+   * `waitMs` without one (then it has no turn: its request is refused, nothing of it handled).
    */
-  admit(bytes: number, owner: unknown = undefined): Promise<void> | undefined {
+  admit(bytes: number, owner: unknown = undefined, waitMs = Number.POSITIVE_INFINITY): Promise<boolean> | undefined {
     if (bytes <= SMALL_BODY_BYTES) return undefined
     if (this.#count === 0 && this.#bytes + bytes <= TURN_BYTES) {
       this.#bytes += bytes
@@ -63,9 +71,18 @@ export class EventLoopTurns {
       return undefined
     }
     return new Promise((resolve) => {
+      const waiting: Waiting = { settle: resolve, timer: undefined, settled: false }
+      if (Number.isFinite(waitMs)) {
+        // Let go where it is: its owner's queue drops it when its turn would come.
+        waiting.timer = setTimeout(() => {
+          waiting.settled = true
+          this.#count--
+          resolve(false)
+        }, Math.max(0, waitMs))
+      }
       const queue = this.#waiting.get(owner)
-      if (queue === undefined) this.#waiting.set(owner, [resolve])
-      else queue.push(resolve)
+      if (queue === undefined) this.#waiting.set(owner, [waiting])
+      else queue.push(waiting)
       this.#count++
       this.#schedule()
     })
@@ -98,16 +115,27 @@ export class EventLoopTurns {
   readonly #next = (): void => {
     this.#scheduled = false
     this.#lastTurnAt = performance.now()
-    const next = this.#waiting.entries().next()
-    if (next.done === true) return
-    const [owner, queue] = next.value
-    const turn = queue.shift()!
-    this.#waiting.delete(owner)
-    if (queue.length > 0) this.#waiting.set(owner, queue)
-    this.#count--
-    turn()
+    const turn = this.#take()
+    if (turn !== undefined) {
+      clearTimeout(turn.timer)
+      turn.settled = true
+      this.#count--
+      turn.settle(true)
+    }
     if (this.#count > 0) this.#schedule()
     else this.#lastTurnAt = undefined
+  }
+
+  /** The next body in rotation still waiting (those let go dropped on the way), its owner moved to the rotation's end. */
+  #take(): Waiting | undefined {
+    for (const [owner, queue] of this.#waiting) {
+      this.#waiting.delete(owner)
+      let turn = queue.shift()
+      while (turn?.settled === true) turn = queue.shift()
+      if (queue.length > 0) this.#waiting.set(owner, queue)
+      if (turn !== undefined) return turn
+    }
+    return undefined
   }
 }
 

@@ -7,6 +7,7 @@ import { decodeUtf8, payloadTooLarge, type RawBody } from '../pipeline/request-b
 import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
 import { headerWeight } from '../core/journal.js'
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
+import { OverCapacityError } from '../core/capacity.js'
 import { bodyTurns } from './event-loop-turns.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
@@ -165,6 +166,25 @@ export function afterDrained(req: IncomingMessage, write: () => void): boolean {
 }
 
 /**
+ * When each request's body must have had its turn ({@link performance.now}), set as the server
+ * starts on the request: past it, the body is let go without being handled (see {@link turnWaitFor}).
+ */
+export const turnDeadlines = new WeakMap<IncomingMessage, number>()
+
+/** Why a body let go for its wait is refused (503 over_capacity). */
+const TURN_WAIT_REASON = "other requests' bodies kept this one waiting for its turn past half its request timeout; nothing of it was handled"
+
+/** How long `req`'s body may wait for its turn (ms): until its deadline, or for good without one. */
+function turnWaitFor(req: IncomingMessage): number {
+  const deadline = turnDeadlines.get(req)
+  return deadline === undefined ? Number.POSITIVE_INFINITY : deadline - performance.now()
+}
+
+function waitedTooLong(): never {
+  throw new OverCapacityError(TURN_WAIT_REASON, 1)
+}
+
+/**
  * Reads the body as UTF-8 text, at most `limit` bytes. Over the limit it answers 413 at once and
  * reads and drops the rest, up to {@link DRAIN_MAX_BYTES}.
  * @note Closing the connection while the client still sends made it see `EPIPE` (7 of 30 `fetch`
@@ -194,10 +214,10 @@ export function readNodeBody(req: IncomingMessage, limit: number, owner?: object
       size += chunk.byteLength
     }
     if (size > limit) return Promise.resolve(payloadTooLarge(limit))
-    const turn = bodyTurns.admit(size, owner)
-    return turn === undefined ? Promise.resolve(decodeUtf8(chunks, size)) : turn.then(() => decodeUtf8(chunks, size))
+    const turn = bodyTurns.admit(size, owner, turnWaitFor(req))
+    return turn === undefined ? Promise.resolve(decodeUtf8(chunks, size)) : turn.then((given) => (given ? decodeUtf8(chunks, size) : waitedTooLong()))
   }
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let size = 0
     const finish = (result: RawBody) => {
@@ -215,12 +235,16 @@ export function readNodeBody(req: IncomingMessage, limit: number, owner?: object
       drainRest(req, size)
     }
     const onEnd = () => {
-      const turn = bodyTurns.admit(size, owner)
+      const turn = bodyTurns.admit(size, owner, turnWaitFor(req))
       if (turn === undefined) return finish(decodeUtf8(chunks, size))
       // @note Past a turn's bytes, a body is decoded (and then parsed and handled) in a turn of the
       // event loop of its own: requests that arrived meanwhile are served between (attack16 P1).
       req.off('data', onData).off('end', onEnd).off('error', onCut).off('close', onCut)
-      void turn.then(() => finish(decodeUtf8(chunks, size)))
+      void turn.then((given) => {
+        if (given) return finish(decodeUtf8(chunks, size))
+        bodyReads.delete(req)
+        reject(new OverCapacityError(TURN_WAIT_REASON, 1))
+      })
     }
     const onCut = () => finish(CUT_OFF)
     bodyReads.set(req, finish)

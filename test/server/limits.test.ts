@@ -18,7 +18,7 @@ import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/storage/tenant.js'
 import { MemoryBudget, RELIEF_INTERVAL_MS, STALL_MS } from '../../src/server/memory-budget.js'
 import { DRAIN_IDLE_MS } from '../../src/node-bridge/node-request.js'
-import { collect, exchange, openSocket } from '../support/raw-http.js'
+import { collect, exchange, openSocket, type RawAnswer } from '../support/raw-http.js'
 import { CONNECTION_RESERVE } from '../../src/server/http-server.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -1278,7 +1278,7 @@ describe('request bodies without a key (attack16 B1)', () => {
    * A sandbox in a process of its own (the bodies are parsed on its one thread, not the test's),
    * `flood` creates of `size` bytes of many properties (parsing one takes milliseconds) under
    * `key(index)`, every body but its last byte sent, then their last bytes together; resolves
-   * with the sandbox's origin and when each create was answered.
+   * with the sandbox's origin and each create's answer, with when it came.
    */
   async function bodiesEndingTogether(serveArgs: string[], flood: number, size: number, key: (index: number) => string) {
     const server = runCli(['serve', '--port', '0', '--quiet', ...serveArgs])
@@ -1288,11 +1288,11 @@ describe('request bodies without a key (attack16 B1)', () => {
     for (let index = 0; body.length < size - 32; index++) body += `,"p${index}":${index}`
     const bytes = Buffer.from(`${body}}`)
     const sockets: Socket[] = []
-    const answered: Promise<number>[] = []
+    const answered: Promise<RawAnswer & { at: number }>[] = []
     for (let index = 0; index < flood; index++) {
       const socket = await openSocket(origin)
       sockets.push(socket)
-      answered.push(collect(socket, 30_000).then(() => performance.now()))
+      answered.push(collect(socket, 30_000).then((answer) => ({ ...answer, at: performance.now() })))
       socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key(index)}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\n\r\n`)
       socket.write(bytes.subarray(0, -1))
     }
@@ -1312,7 +1312,7 @@ describe('request bodies without a key (attack16 B1)', () => {
     const partnerAt = performance.now()
     expect(list.status).toBe(200)
     // Before: after 38-40 of the 40 (each body handled as it ended, all in one turn of the event loop).
-    expect((await answered).filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
+    expect((await answered).filter(({ at }) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
   it('serves a partner’s create of 2 KB between one key’s bodies of 1 MiB that end together, not after all of them (attack23 T1)', async () => {
@@ -1323,7 +1323,27 @@ describe('request bodies without a key (attack16 B1)', () => {
     const partnerAt = performance.now()
     expect(create.status).toBe(201)
     // Before: after all of them (one queue, in the order the bodies ended).
-    expect((await answered).filter((at) => at < partnerAt).length).toBeLessThan(flood / 2)
+    expect((await answered).filter(({ at }) => at < partnerAt).length).toBeLessThan(flood / 2)
+  })
+
+  it('refuses a body that waited half its request timeout for a turn 503 over_capacity, storing nothing of it, and stores every create it answers 201 (attack23 T1)', async () => {
+    // 1 MiB bodies of many properties: each turn holds the loop for tens of ms, and a pause as long follows.
+    const flood = 3 * TURN_BODIES
+    const { origin, answered } = await bodiesEndingTogether(['--api-key', 'crowd', '--api-key', 'partner', '--request-timeout', '1000'], flood, 1024 * 1024, () => 'crowd')
+    const answers = await answered
+    const created = answers.filter((answer) => answer.status === 201)
+    const refused = answers.filter((answer) => answer.status === 503)
+    expect(created.length + refused.length).toBe(flood)
+    // Before: every one 201, the last ones seconds past the request timeout.
+    expect(refused.length).toBeGreaterThan(0)
+    for (const answer of refused) {
+      expect(answer.text).toMatch(/\r\nretry-after: 1\r\n/i)
+      expect(answer.text).toContain('"code":"over_capacity"')
+      expect(answer.text).toContain('waiting for its turn past half its request timeout; nothing of it was handled')
+    }
+    const seed = (await (await fetch(`${origin}/v1/categories`, { headers: auth('partner') })).json()) as unknown[]
+    const listed = (await (await fetch(`${origin}/v1/categories`, { headers: auth('crowd') })).json()) as { name: string }[]
+    expect(listed.length - seed.length).toBe(created.length)
   })
 
   it('drops a keyless body as it arrives and answers 401 once it stops, rather than holding it to the request timeout', async () => {
