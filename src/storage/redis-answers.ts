@@ -28,7 +28,7 @@ import {
 } from '../core/planned-answers.js'
 import type { OperationId } from '../contract/operations.js'
 import { NOW, redisScript, RedisScriptRefusal, type RedisLink } from './redis-connection.js'
-import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
+import { recordedWrite, recordOutcome, replayOutcome, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
 
 /** The plan book's keys (`Pplans`, `Pplanned`), and what a script needs to name other tenants' lists. */
 export interface PlanBookKeys {
@@ -63,6 +63,15 @@ export const leaveBook = (book: string, count: string, list: string, id: number)
   if gone > 0 then redis.call('DECRBY', ${count}, gone) end
 end`
 
+/** The keys a plan's, a clear's and a take's script write, of the types they hold (see {@link typesBeforeWriting}). */
+const PLAN_KEY_TYPES = typesBeforeWriting([
+  ['KEYS[1]', 'list'],
+  ['KEYS[2]', 'hash'],
+  ['KEYS[3]', 'zset'],
+  ['KEYS[4]', 'zset'],
+  ['KEYS[5]', 'string'],
+])
+
 /**
  * Adds a plan. KEYS: the list, then the tenant's outcome record (ops, opt), then the plan book
  * (`Pplans`, `Pplanned`; not on a Cluster). ARGV: the most plans the list may hold; ttl ms (0:
@@ -76,6 +85,7 @@ end`
  * whose reply was lost is settled, never added twice (`redis-outcomes.ts`).
  */
 const PLAN = redisScript(`
+${PLAN_KEY_TYPES}
 ${replayOutcome('KEYS[2]', 4, 5)}
 local held = redis.call('LLEN', KEYS[1])
 if held >= tonumber(ARGV[1]) then return redis.error_reply('FULL') end
@@ -121,6 +131,7 @@ return '1'
  * the outcome record keeps. Recorded as {@link PLAN}.
  */
 const CLEAR = redisScript(`
+${PLAN_KEY_TYPES}
 ${replayOutcome('KEYS[2]', 1, 2)}
 if KEYS[4] then
   ${leaveBook('KEYS[4]', 'KEYS[5]', 'KEYS[1]', 3).replaceAll('\n', '\n  ')}
@@ -142,6 +153,7 @@ return '1'
  * one that took nothing leaves no record (settled as not applied: nothing was taken).
  */
 const TAKE = redisScript(`
+${PLAN_KEY_TYPES}
 ${replayOutcome('KEYS[2]', 3, 4)}
 local plans = redis.call('LRANGE', KEYS[1], 0, -1)
 for i, plan in ipairs(plans) do

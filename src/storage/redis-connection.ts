@@ -714,6 +714,12 @@ export class WrongTypeError extends StorageUnavailableError {}
 /** Redis's reply to a command on a key holding another type of value (also inside a script's error). */
 const WRONG_TYPE = /\bWRONGTYPE\b/
 /**
+ * How a script's own refusal begins when a key it would write holds another type of value, before
+ * it wrote anything (`redis-outcomes.ts`, `typesBeforeWriting`): a key of the wrong type, and the
+ * write not applied, whether it is confirmed by replicas or not.
+ */
+export const NOTHING_WRITTEN = 'WRONGTYPE nothing written:'
+/**
  * An error a command raised inside a script as it ran (Redis 7 says where: `script: <sha>, on
  * @user_script:<line>`), not a refusal before it ran: what the script wrote before it stays.
  */
@@ -1018,7 +1024,7 @@ export class RedisLink {
       // @note A script stopped by a key of the wrong type may have written before it (Redis rolls
       // nothing back): a write's outcome is unknown, never "not applied". Answered 503
       // storage_unavailable, each retry of a create added one more (attack24 R5-1).
-      if (options.confirm === true && error instanceof ErrorReplied && (WRONG_TYPE.test(messageOf(error)) || SCRIPT_RUNTIME_ERROR.test(messageOf(error)))) {
+      if (options.confirm === true && error instanceof ErrorReplied && !messageOf(error).startsWith(NOTHING_WRITTEN) && (WRONG_TYPE.test(messageOf(error)) || SCRIPT_RUNTIME_ERROR.test(messageOf(error)))) {
         throw new WriteOutcomeUnknownError(`${failure.message}; the write may have been applied in part`)
       }
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an

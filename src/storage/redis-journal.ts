@@ -22,7 +22,7 @@ import {
 } from '../core/journal.js'
 import { monotonicNow } from '../core/clock.js'
 import { NOW, redisScript, type RedisLink } from './redis-connection.js'
-import { recordedWrite, recordOutcome, replayOutcome, type OutcomeKeys } from './redis-outcomes.js'
+import { recordedWrite, recordOutcome, replayOutcome, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
 import { FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, tenantFloorBytes } from './stored-bytes.js'
 
 /**
@@ -186,6 +186,13 @@ export const releaseJournal = (usage: string, weights: string, arg: number) => `
  * keys hold). Recorded, so that a clear whose reply was lost is settled (`redis-outcomes.ts`).
  */
 const CLEAR = redisScript(`
+${typesBeforeWriting([
+  ['KEYS[3]', 'hash'],
+  ['KEYS[4]', 'hash'],
+  ['KEYS[5]', 'zset'],
+  ['KEYS[6]', 'hash'],
+  ['KEYS[7]', 'zset'],
+])}
 ${replayOutcome('KEYS[4]', 2, 3)}
 redis.call('DEL', KEYS[1], KEYS[2])
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('HSET', KEYS[3], 'bytes', '0') end

@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto'
 import { monotonicNow } from '../core/clock.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from './storage.js'
-import { NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink, type RedisScript } from './redis-connection.js'
+import { NOTHING_WRITTEN, NOW, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink, type RedisScript } from './redis-connection.js'
 
 /**
  * How long a write's outcome stays on record under its operation id (`ops`, `opt`), at least:
@@ -62,6 +62,21 @@ export interface OutcomeKeys {
   /** How long the record keeps each entry (ms), at least: {@link OUTCOME_RECORD_MS}. */
   readonly outcomeMs: number
 }
+
+/**
+ * Lua: refuses the script before it writes anything when one of `keys` (Lua expressions, each a
+ * key or nil) holds another type of value than the one given with it (written by hand, or by
+ * another program using the prefix): `WRONGTYPE nothing written: <key> holds a <type>, not a
+ * <type>`, read as a key of the wrong type with nothing applied ({@link NOTHING_WRITTEN}).
+ * @note Redis rolls nothing back: a take of a planned answer stopped by the plan book's count of
+ * the wrong type had used the plan up, and was answered 503 storage_unavailable (attack26 F1).
+ */
+export const typesBeforeWriting = (keys: readonly (readonly [key: string, type: 'hash' | 'zset' | 'string' | 'list'])[]) => `for _, typed in ipairs({ ${keys.map(([key, type]) => `{ ${key}, '${type}' }`).join(', ')} }) do
+  if typed[1] then
+    local held = redis.call('TYPE', typed[1]).ok
+    if held ~= 'none' and held ~= typed[2] then return redis.error_reply('${NOTHING_WRITTEN} ' .. typed[1] .. ' holds a ' .. held .. ', not a ' .. typed[2]) end
+  end
+end`
 
 /**
  * Lua: records the outcome `value` (a result, or `void`: never to be applied) of operation

@@ -43,7 +43,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink, WrongTypeError } from './redis-connection.js'
-import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -186,6 +186,16 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
   if keeps then redis.call('ZADD', KEYS[${usage + 1}], string.format('%d', now), ARGV[${id}]) else redis.call('ZREM', KEYS[${usage + 1}], ARGV[${id}]) end
 end`
 
+/** The keys a create's and a state write's script write, of the types they hold (see {@link typesBeforeWriting}). */
+const TENANT_KEY_TYPES = typesBeforeWriting([
+  ['KEYS[1]', 'hash'],
+  ['KEYS[2]', 'list'],
+  ['KEYS[3]', 'hash'],
+  ['KEYS[4]', 'zset'],
+  ['KEYS[5]', 'hash'],
+  ['KEYS[6]', 'zset'],
+])
+
 /**
  * Writes a tenant's whole state. KEYS: meta, cats, ops, opt (its outcome record), then the usage
  * hash and the floors with a store budget. ARGV: the operation id (empty for `init`, which is not recorded: it
@@ -203,6 +213,7 @@ end`
  * settled as a create is.
  */
 const WRITE_STATE = redisScript(`
+${TENANT_KEY_TYPES}
 if ARGV[1] ~= '' then
   ${replayOutcome('KEYS[3]', 1, 2).replaceAll('\n', '\n  ')}
 end
@@ -244,6 +255,7 @@ return '1'
  * the operation id, so that a caller that got no answer can ask whether it was applied.
  */
 const CREATE = redisScript(`
+${TENANT_KEY_TYPES}
 ${replayOutcome('KEYS[3]', 2, 5)}
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSEED') end
 local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
