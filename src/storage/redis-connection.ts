@@ -1235,7 +1235,9 @@ export class RedisLink {
           server.replicaFailing = listed?.failing ?? server.replicaFailing
         } else if (replid === undefined) {
           server.replicasExpected = raised.expected
-        } else if (first || raised.expected > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS) {
+        } else if (first || raised.expected > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS || this.#countUnreadable !== undefined) {
+          // @note Unreadable, it is read at each count (once a second): its deletion took up to
+          // 30 s to be seen, every write unknown meanwhile (attack26 F2).
           // @note A process started after a replica dropped off never saw it, and answered 201
           // where the others answered unknown (trial5 P2): the most seen is kept in Redis, by
           // replication history, for every process (a count: no clock in it, attack20 C1).

@@ -91,6 +91,24 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['first', 'third'])
   })
 
+  it('takes writes again within seconds of the shared replica count held with the wrong type being deleted (attack26 F2)', async () => {
+    const redis = await startRedis()
+    await redis.cli('SET', 'petstore-sandbox:replicas', 'by hand')
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', requestTimeoutMs: 1500, warn: () => undefined })
+    const refused = await create(sandbox, 'refused')
+    expectErrorBody(await jsonOf(refused), 503, 'write_outcome_unknown')
+    await redis.cli('DEL', 'petstore-sandbox:replicas')
+    const deletedAt = performance.now()
+    let status = 0
+    while (status !== 201 && performance.now() - deletedAt < 10_000) {
+      status = (await create(sandbox, 'after')).status
+      if (status !== 201) await sleep(200)
+    }
+    // Before: 503 write_outcome_unknown for up to 30 s after the deletion.
+    expect(status).toBe(201)
+    expect(performance.now() - deletedAt).toBeLessThan(5000)
+  })
+
   it.each(['petstore-sandbox:planned', 'petstore-sandbox:opt'])('keeps a planned answer for the request after one refused while %s holds the wrong type (attack26 F1)', async (key) => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
