@@ -213,8 +213,8 @@ interface Connection {
   readonly connecting: Promise<void>
   /** Makes the client the link's current one (its errors are reported from then on). */
   adopt(): void
-  /** Stops taking commands: those in flight are answered (or given up on after `ms`), then the client is closed. */
-  retire(ms: number): void
+  /** Stops taking commands: those in flight are answered (or given up on after `ms`), then the client is closed; settles then. */
+  retire(ms: number): Promise<void>
   close(): void
 }
 
@@ -372,7 +372,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
         adopt: () => (current = true),
         retire: (ms) => {
           current = false
-          retire(client, ms)
+          return retire(client, ms)
         },
         close: () => client.destroy(),
       }
@@ -401,7 +401,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       adopt: () => (current = true),
       retire: (ms) => {
         current = false
-        retire(cluster, ms)
+        return retire(cluster, ms)
       },
       close: () => cluster.destroy(),
     }
@@ -472,20 +472,29 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   return connected
 }
 
-/** Closes a client once the commands it has in flight are answered, or after `ms` whatever they wait for. */
-function retire(client: { close(): Promise<void>; destroy(): void }, ms: number): void {
-  const timer = setTimeout(() => {
-    try {
-      client.destroy()
-    } catch {
-      // Closed already.
-    }
-  }, ms)
-  timer.unref()
-  client.close().then(
-    () => clearTimeout(timer),
-    () => undefined,
-  )
+/** Closes a client once the commands it has in flight are answered, or after `ms` whatever they wait for; settles once closed. */
+function retire(client: { close(): Promise<void>; destroy(): void }, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      try {
+        client.destroy()
+      } catch {
+        // Closed already.
+      }
+      resolve()
+    }, ms)
+    timer.unref()
+    client.close().then(
+      () => {
+        clearTimeout(timer)
+        resolve()
+      },
+      () => {
+        clearTimeout(timer)
+        resolve()
+      },
+    )
+  })
 }
 
 /**
@@ -738,11 +747,16 @@ type ReplicaState = 'online' | 'expected' | 'none'
  * confirmed for both while the other was partitioned, 10 creates 201 lost).
  */
 function countedReplicas(info: string): { readonly offset: number; readonly lag: number }[] {
-  const replicas: { readonly offset: number; readonly lag: number }[] = []
-  for (const [, port, state, offset, lag] of info.matchAll(/^slave\d+:ip=[^,]*,port=(\d+),state=(\w+),offset=(\d+),lag=(\d+)/gm)) {
-    if (state === 'online' && port !== '0') replicas.push({ offset: Number(offset), lag: Number(lag) })
-  }
-  return replicas
+  return listedLinks(info).filter((link) => link.counted)
+}
+
+/** Every replica link `INFO replication` lists, in its order (the order they attached in), and whether it counts (see {@link countedReplicas}). */
+function listedLinks(info: string): { readonly offset: number; readonly lag: number; readonly counted: boolean }[] {
+  return [...info.matchAll(/^slave\d+:ip=[^,]*,port=(\d+),state=(\w+),offset=(\d+)(?:,lag=(\d+))?/gm)].map(([, port, state, offset, lag]) => ({
+    offset: Number(offset),
+    lag: Number(lag ?? Number.POSITIVE_INFINITY),
+    counted: state === 'online' && port !== '0' && lag !== undefined,
+  }))
 }
 
 /**
@@ -753,7 +767,7 @@ function countedReplicas(info: string): { readonly offset: number; readonly lag:
  * link lived on until `repl-timeout`) was counted beside the new one: two expected for good, every
  * write 503 though the one replica confirmed (attack21 F6, F8).
  */
-const FRESH_LAG_SECONDS = 2
+export const FRESH_LAG_SECONDS = 2
 
 /**
  * How long (ms) more links than expected must be listed, at every count, before they raise the
@@ -773,7 +787,8 @@ export interface PendingReplicas {
 }
 
 /**
- * The count expected once a count at `now` sees `fresh` links (acknowledged within
+ * Where Redis refuses `CLIENT LIST` (links cannot be aged: {@link settledExpectation} is the rule
+ * otherwise), the count expected once a count at `now` sees `fresh` links (acknowledged within
  * {@link FRESH_LAG_SECONDS}) of the `listed` online, `expected` before, and what is left pending:
  * one fresh link raises it to one at once (a replica there is); more fresh than expected start a
  * hold, kept while at least as many are listed, and raise it once the hold has lasted
@@ -783,7 +798,8 @@ export interface PendingReplicas {
  * newcomer, online 12 s, was never expected: it dropped off, and 201s confirmed without it were
  * lost on promoting it (attack24 R1-1).
  * The cost (docs/replicas.md): a replica that drops off within 3 s of first being seen fresh beside
- * the others is not yet waited for.
+ * the others is not yet waited for; one reconnecting every second or two is always two fresh links,
+ * and raises the count past the replicas there are (attack25 R1).
  */
 export function raisedExpectation(
   expected: number,
@@ -800,6 +816,44 @@ export function raisedExpectation(
   if (now - held.since < FRESH_HOLD_MS || fresh <= base) return { expected: base, pending: held }
   const raised = Math.min(held.count, fresh)
   return { expected: raised, pending: raised < held.count ? held : undefined }
+}
+
+/**
+ * A replica's link: seconds since it connected (`age`, from `CLIENT LIST`), and since it last
+ * acknowledged (`lag`, from `INFO replication`: replicas acknowledge every second).
+ * @note `CLIENT LIST`'s `idle` is no measure of a link: Redis renews it as it writes to the link,
+ * and a half-open link takes writes into its socket's buffer: 0 for every old link of attack25 R1.
+ */
+export interface ReplicaLink {
+  readonly age: number
+  readonly lag: number
+}
+
+/**
+ * How long (s) a link must have been connected to stand for a replica of its own beside the
+ * others: longer than a link stays fresh once silent ({@link FRESH_LAG_SECONDS}), so that a replica
+ * that reconnected is never two settled fresh links at once (its old link, however it lingers,
+ * went stale before its new one settled), with a second to spare for an acknowledgement on the old
+ * link that arrives after the new link connected.
+ */
+export const SETTLED_LINK_SECONDS = FRESH_LAG_SECONDS + 2
+
+/**
+ * The count expected once a count sees `fresh` links online and fresh, and the counted links
+ * with their ages: one fresh link raises it to one at once; more, only to as many as are both
+ * fresh and settled ({@link SETTLED_LINK_SECONDS}) now. Never lowered.
+ * @note Counting links held 3 s (see {@link raisedExpectation}) defeated one reconnection only: a
+ * replica reconnecting every 1.5 s (its old links half-open until `repl-timeout`) was always two
+ * fresh links, and raised the count to 3 for good with one replica: every write 503 (attack25 R1).
+ */
+export function settledExpectation(expected: number, fresh: number, links: readonly ReplicaLink[]): number {
+  const settled = links.filter((link) => link.age >= SETTLED_LINK_SECONDS && link.lag <= FRESH_LAG_SECONDS).length
+  return Math.max(expected, Math.min(fresh, 1), Math.min(fresh, settled))
+}
+
+/** The ids and ages (s) of the links `CLIENT LIST TYPE replica` lists, oldest first (ids count up as clients connect). */
+function linkAges(reply: string): { readonly id: number; readonly age: number }[] {
+  return [...reply.matchAll(/^id=(\d+) .*?\bage=(\d+)\b/gm)].map(([, id, age]) => ({ id: Number(id), age: Number(age) })).sort((a, b) => a.id - b.id)
 }
 
 /**
@@ -848,9 +902,13 @@ export class RedisLink {
   #connection: Connection
   /** A fresh client connecting, adopted once connected (see {@link #renew}). */
   #renewing: Connection | undefined
+  /** Settles once {@link close} has closed the clients. */
+  #closing: Promise<void> | undefined
   #closed = false
   /** Why the replicas every process expects cannot be read (`<prefix>replicas` of the wrong type), or undefined. */
   #countUnreadable: string | undefined
+  /** Whether Redis refused `CLIENT LIST` (see #replicaLinks). */
+  #clientListRefused = false
   /** When a key of the wrong type was last said (see {@link #failure}). */
   #wrongTypeSaidAt = Number.NEGATIVE_INFINITY
   /** Each server's state, by address (`''` first: the one Redis, or the cluster client as a whole). */
@@ -1221,10 +1279,21 @@ export class RedisLink {
           server.replicasPending = undefined
         }
         server.replid = replid
-        const raised = raisedExpectation(server.replicasExpected, fresh, online, server.replicasPending, now)
+        const links = this.cluster || fresh <= Math.max(server.replicasExpected, 1) ? undefined : await this.#replicaLinks(server)
+        let raised: { readonly expected: number; readonly pending: PendingReplicas | undefined }
+        if (links === 'moving') {
+          raised = { expected: Math.max(server.replicasExpected, Math.min(fresh, 1)), pending: undefined }
+          this.#recountAt(server, now + REPLICAS_READ_MS)
+        } else if (links === undefined || links === 'refused') {
+          raised = raisedExpectation(server.replicasExpected, fresh, online, server.replicasPending, now)
+          // Once a second at most: a hold past its time waits for a count that sees its links fresh.
+          if (raised.pending !== undefined) this.#recountAt(server, Math.max(raised.pending.since + FRESH_HOLD_MS, now + REPLICAS_READ_MS))
+        } else {
+          raised = { expected: settledExpectation(server.replicasExpected, fresh, links), pending: undefined }
+          // A link not settled yet is counted again a second on, writes or not.
+          if (fresh > raised.expected) this.#recountAt(server, now + REPLICAS_READ_MS)
+        }
         server.replicasPending = raised.pending
-        // Once a second at most: a hold past its time waits for a count that sees its links fresh.
-        if (raised.pending !== undefined) this.#recountAt(server, Math.max(raised.pending.since + FRESH_HOLD_MS, now + REPLICAS_READ_MS))
         if (this.cluster) {
           // @note On a Cluster, the replicas it lists, however long gone: one frozen past 5 minutes
           // was promoted when its master died (attack19 S1: 19,994 lost). Its configuration is
@@ -1251,6 +1320,32 @@ export class RedisLink {
       }
     })()
     return server.replicasReading
+  }
+
+  /**
+   * The links `server` counts (see {@link countedReplicas}), each with its age: `INFO replication`
+   * between two `CLIENT LIST TYPE replica`, its links taken in the order they attached as the
+   * clients' ids (which count up as they connect); `moving` when a link attached or left meanwhile
+   * (the lists cannot be matched: raised at a later count); `refused` where `CLIENT LIST` is not
+   * allowed (an ACL user without it, a Redis before 5): then links are held ({@link raisedExpectation}),
+   * said once.
+   */
+  async #replicaLinks(server: Server): Promise<ReplicaLink[] | 'moving' | 'refused'> {
+    if (this.#clientListRefused) return 'refused'
+    const clients = () => this.#connection.sendTo(server.address, ['CLIENT', 'LIST', 'TYPE', 'replica'], this.#commandTimeoutMs).then((reply) => linkAges(String(reply)))
+    let before: { readonly id: number; readonly age: number }[]
+    try {
+      before = await clients()
+    } catch (error) {
+      if (!(error instanceof ErrorReplied)) throw error
+      this.#clientListRefused = true
+      this.#warn(`storage replicas: ${this.#display(server)} refuses CLIENT LIST (${messageOf(error)}): a replica's links are told apart by how long they are listed only, and one reconnecting every second or two may be expected more than once (writes 503 until --redis-replicas); allow CLIENT LIST for the sandbox's user`)
+      return 'refused'
+    }
+    const listed = listedLinks(String(await this.#connection.sendTo(server.address, ['INFO', 'replication'], this.#commandTimeoutMs)))
+    const after = await clients()
+    if (listed.length !== before.length || before.length !== after.length || before.some((client, index) => client.id !== after[index]!.id)) return 'moving'
+    return listed.flatMap((link, index) => (link.counted ? [{ lag: link.lag, age: before[index]!.age }] : []))
   }
 
   /**
@@ -1341,6 +1436,8 @@ export class RedisLink {
    * for a counted replica that was behind (attack21 F2: 10 creates answered 201, lost).
    */
   async #round(server: Server, ms: number, key: string): Promise<RoundResult> {
+    // Closed: no client is opened again (a write confirmed before the close got its answer).
+    if (this.#closed) throw new NotSent('the sandbox is closing')
     if (this.#waiter === undefined) {
       const connection = this.#open()
       this.#waiter = { connection, ready: connection.connecting }
@@ -1775,15 +1872,28 @@ export class RedisLink {
     return requestDeadline.getStore()?.at
   }
 
+  /**
+   * Takes no more commands, and closes the clients once the commands in flight are answered (at
+   * most the command timeout): a write under way is answered as Redis applied it, or not.
+   * @note The clients were destroyed at once: a create in flight lost its reply, and its request
+   * waited out its whole time (30 s) settling on a closed link, then answered 503
+   * write_outcome_unknown, the process kept alive meanwhile (attack26 F3).
+   */
   close(): Promise<void> {
+    if (this.#closed) return this.#closing ?? Promise.resolve()
     this.#closed = true
     for (const server of this.#servers.values()) clearTimeout(server.replicasRecount)
     this.#renewing?.close()
     this.#renewing = undefined
-    this.#waiter?.connection.close()
+    const waiter = this.#waiter
     this.#waiter = undefined
-    this.#connection.close()
-    return Promise.resolve()
+    this.#closing = Promise.all([this.#connection.retire(this.#commandTimeoutMs), waiter?.connection.retire(this.#commandTimeoutMs)]).then(() => undefined)
+    return this.#closing
+  }
+
+  /** Whether {@link close} was called: no command is sent from then on. */
+  get closed(): boolean {
+    return this.#closed
   }
 
   /**
@@ -1808,6 +1918,8 @@ export class RedisLink {
   #failure(error: unknown, server: Server, unanswered = true): StorageUnavailableError {
     if (error instanceof RequestTimeUp) return error
     if (error instanceof StorageUnavailableError) return error
+    // Refused by a client closing on purpose: Redis is not failing (attack26 F3: "storage failing" a request).
+    if (this.#closed) return new StorageUnavailableError(`${this.#display(server)}: the sandbox is closing (${messageOf(error)})`, { cause: error })
     const detail = `${this.#display(server)}: ${messageOf(error)}`
     // @note A slot being moved (TRYAGAIN: a script's keys half on each master) is Redis answering,
     // healthy: refused, the master not marked failing. Each one flapped the log failing/recovered
@@ -1878,7 +1990,7 @@ export class RedisLink {
         const old = this.#connection
         fresh.adopt()
         this.#connection = fresh
-        old.retire(this.#commandTimeoutMs)
+        void old.retire(this.#commandTimeoutMs)
       },
       () => {
         clearTimeout(giveUp)

@@ -315,7 +315,8 @@ const CLOCK_JUMP_MS = 1000
  */
 export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: string, failure: StorageUnavailableError, what: string, until = monotonicNow() + (link.requestTimeLeft() ?? link.commandTimeoutMs * SETTLE_ROUNDS)): Promise<string> {
   let last: unknown = failure
-  while (monotonicNow() < until && link.requestTimeLeft() !== 0) {
+  // Closed (the sandbox closing): nothing can be asked any more.
+  while (monotonicNow() < until && link.requestTimeLeft() !== 0 && !link.closed) {
     let reply: string
     try {
       reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries]))
@@ -335,8 +336,9 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
     return reply
   }
   // @note Not before its deadline's moment (the last ms of a request's time): it may land until then.
+  // A sandbox closing does not wait for it to exit (its process may end first: nobody is answered then).
   const early = until - monotonicNow()
-  if (early > 0) await new Promise((resolve) => setTimeout(resolve, early))
+  if (early > 0) await new Promise((resolve) => setTimeout(resolve, early).unref())
   throw new WriteOutcomeUnknownError(`${failure.message}; whether ${what} was applied is unknown`, { cause: last })
 }
 

@@ -109,6 +109,41 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(performance.now() - deletedAt).toBeLessThan(5000)
   })
 
+  it('answers the creates in flight when the sandbox is closed, each 201 stored or 503 not, within seconds, and close() waits for them (attack26 F3)', async () => {
+    const redis = await startRedis()
+    const { sandbox, fetch: send } = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: () => undefined })
+    expect((await create({ fetch: send } as RunningSandbox, 'first')).status).toBe(201)
+    // Twenty clients creating one after another, the sandbox closed under them.
+    let stop = false
+    const answers: { name: string; status: number; code?: string; ms: number }[] = []
+    const clients = Array.from({ length: 20 }, async (_, client) => {
+      for (let index = 0; !stop; index++) {
+        const name = `c${client}-${index}`
+        const started = performance.now()
+        const answer = await send('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name }) }).catch(() => undefined)
+        if (answer === undefined) return
+        const body = answer.status === 201 ? undefined : ((await answer.json()) as { code: string })
+        answers.push({ name, status: answer.status, code: body?.code, ms: performance.now() - started })
+        if (answer.status !== 201) return
+      }
+    })
+    await sleep(300)
+    const closing = performance.now()
+    await sandbox.close()
+    stop = true
+    await Promise.all(clients)
+    // Before: one or more held the whole request timeout (30 s), then 503 write_outcome_unknown.
+    expect(answers.filter((answer) => answer.ms > 5000)).toEqual([])
+    expect(performance.now() - closing).toBeLessThan(5000)
+    // Every 201 stored: read with a sandbox of its own on the same Redis.
+    const again = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
+    const listed = new Set(((await jsonOf(await again.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]).map((category) => category.name))
+    for (const answer of answers) {
+      if (answer.status === 201) expect(listed.has(answer.name), answer.name).toBe(true)
+      else if (answer.code === 'storage_unavailable') expect(listed.has(answer.name), answer.name).toBe(false)
+    }
+  })
+
   it.each(['petstore-sandbox:planned', 'petstore-sandbox:opt'])('keeps a planned answer for the request after one refused while %s holds the wrong type (attack26 F1)', async (key) => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })

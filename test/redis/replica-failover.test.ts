@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
-import { FRESH_HOLD_MS } from '../../src/storage/redis-connection.js'
+import { SETTLED_LINK_SECONDS } from '../../src/storage/redis-connection.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -57,8 +57,9 @@ async function secondReplicaConfirming(master: RedisServer): Promise<{ sandbox: 
   await untilInfo(master, /slave1:.*state=online/, 'the second replica did not come online')
   const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
   expect(await created(sandbox, 'both')).toMatchObject({ status: 201 })
-  // A second replica is expected once both links have been fresh for the hold (attack22 S7).
-  await sleep(FRESH_HOLD_MS + 500)
+  // A second replica is expected once its link has been connected for SETTLED_LINK_SECONDS, at
+  // the next count (a second at most: attack22 S7, attack25 R1).
+  await sleep(SETTLED_LINK_SECONDS * 1000 + 1500)
   return { sandbox, second }
 }
 
@@ -429,6 +430,23 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await untilInfo(master, /slave1:.*state=online/, 'the master did not list the replica twice')
     // Before: "the most seen at once" was 2 for good, every write 503 though its one replica confirms.
     expect(await createdOnceTheOldLinkIsGone(master, sandbox)).toMatchObject({ status: 201 })
+  })
+
+  it('expects a replica reconnecting every 1.5 s once, its old links left half-open, and answers 201 once they are gone (attack25 R1)', async () => {
+    const { master, path, sandbox } = await replicaThroughProxy(8)
+    // The replica's side reset every 1.5 s for 12 s, the master's side left open (until repl-timeout).
+    for (let flap = 0; flap < 8; flap++) {
+      await sleep(1500)
+      path.forsake()
+      await createFor(sandbox, `flap ${flap}`, 1)
+    }
+    await untilInfo(master, /slave[3-9]:/, 'the master did not list the old links beside the new one')
+    // Every link listed is waited for (attack21 F6): until the master has dropped the old ones.
+    await untilInfo(master, /connected_slaves:1\b/, 'the master did not drop the old links')
+    await sleep(1100)
+    // Before: expected 3 for good (two links fresh at every count), every create 503 write_outcome_unknown.
+    const [answer] = await createFor(sandbox, 'after', 1)
+    expect(answer).toMatchObject({ status: 201 })
   })
 
   it('answers 201 again once a replica replaced at another address is the one online, though the old link lingered beside it (attack21 F8)', async () => {

@@ -37,6 +37,12 @@ export interface FlakyProxy {
    */
   stall(): void
   /**
+   * Resets every client connection open now while keeping its connection to Redis open and silent
+   * (a NAT or load balancer that failed over: the client reconnects, and Redis keeps the old link
+   * until its own timeout).
+   */
+  forsake(): void
+  /**
    * Holds the connection that next sends a command containing `marker`, from that command on: what
    * it sends, and its close, are kept from Redis (a network path that stalls one flow), while its
    * other connections are served. {@link deliver} passes them on.
@@ -60,6 +66,9 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
   let held: { client: Socket; upstream: Socket; chunks: Buffer[]; closed: boolean } | undefined
   /** Client sockets whose traffic is no longer passed on (see `stall`). */
   const stalled = new WeakSet<Socket>()
+  /** Client sockets reset with their Redis side left open (see `forsake`), by their Redis side. */
+  const forsaken = new WeakSet<Socket>()
+  const clients = new Map<Socket, Socket>()
   const server: Server = createServer((client) => {
     open.add(client)
     client.once('close', () => open.delete(client))
@@ -82,9 +91,11 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
       if (!client.destroyed) client.resetAndDestroy()
     })
     upstream.on('error', () => undefined)
+    clients.set(client, upstream)
     client.once('close', () => {
+      clients.delete(client)
       if (held?.client === client) held.closed = true
-      else upstream.destroy()
+      else if (!forsaken.has(client)) upstream.destroy()
     })
     let cutting: { onCut?: (() => void) | undefined } | undefined
     client.on('data', (chunk: Buffer) => {
@@ -136,6 +147,13 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     },
     stall() {
       for (const socket of open) stalled.add(socket)
+    },
+    forsake() {
+      for (const client of [...clients.keys()]) {
+        forsaken.add(client)
+        stalled.add(client)
+        client.resetAndDestroy()
+      }
     },
     hold(marker) {
       armed = { marker, when: 'hold' }
