@@ -70,7 +70,7 @@ export interface SandboxApp {
   readonly storage: TenantStorage
   /** With `watch`: what is watched, when it last reloaded, and the edits refused; undefined without `watch`. */
   watchStatus(): WatchStatus | undefined
-  /** Stops the idle-tenant sweep and the file watch, and closes the storage (releasing the data directory's lock). */
+  /** Stops the idle-tenant sweep and the file watch, and closes the storage (releasing the data directory's lock; on Redis, once the commands in flight are answered). */
   close(): Promise<void>
   /** The limits in force, every default filled in (the CLI prints them). */
   readonly limits: SandboxLimits
