@@ -66,6 +66,18 @@ describe('turns for large bodies', () => {
     expect(order).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3'])
   })
 
+  it('takes one body of each client address in turn, however many owners one client brings (attack25 T1)', async () => {
+    const turns = new EventLoopTurns()
+    const order: string[] = []
+    // One client inventing a key a body (--any-key): twelve owners at one address.
+    const crowd = Array.from({ length: 12 }, (_, index) => turns.admit(100_000, `key ${index}`, undefined, '10.0.0.1')!.then(() => order.push(`crowd ${index}`)))
+    const partner = turns.admit(100_000, 'partner', undefined, '10.0.0.2')!.then(() => order.push('partner'))
+    await Promise.all([...crowd, partner])
+    // Before (turns by owner only): partner 13th, after every key of the crowd.
+    expect(order.indexOf('partner')).toBe(1)
+    expect(order.filter((name) => name !== 'partner')).toEqual(Array.from({ length: 12 }, (_, index) => `crowd ${index}`))
+  })
+
   it('lets go of a body that waited its time without a turn, and gives the next owner its turn as before', async () => {
     const turns = new EventLoopTurns()
     const order: string[] = []

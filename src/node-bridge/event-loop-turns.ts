@@ -39,13 +39,16 @@ interface Waiting {
 
 /**
  * Gives turns of the event loop to bodies: inline within a turn's bytes, else one at a time, a turn
- * to each owner (a tenant) with bodies waiting in rotation, each owner's in the order they ended.
+ * to each group (a client's address) with bodies waiting in rotation, within a group to each owner
+ * (a tenant) in rotation, each owner's in the order they ended.
  * @note One queue for all made a partner's create of 2 KB wait behind every body of one key's
- * flood of 1 MiB ones: 2 s behind 30 connections, 10.5 s behind 150 (attack23 T1).
+ * flood of 1 MiB ones: 2 s behind 30 connections, 10.5 s behind 150 (attack23 T1). By owner
+ * alone, one client inventing a key a body (`--any-key`) was as many owners: a partner's create
+ * waited behind 245 of 250, 28.5 s (attack25 T1).
  */
 export class EventLoopTurns {
-  /** The bodies waiting, by owner; the map's order is the rotation (an owner served moves to its end). */
-  readonly #waiting = new Map<unknown, Waiting[]>()
+  /** The bodies waiting, by group, then by owner; each map's order is its rotation (one served moves to its end). */
+  readonly #waiting = new Map<unknown, Map<unknown, Waiting[]>>()
   #count = 0
   #scheduled = false
   /** When the last turn was given ({@link performance.now}), while bodies wait; undefined when none did. */
@@ -57,10 +60,11 @@ export class EventLoopTurns {
   /**
    * Undefined when a body of `bytes` may be handled now (small, or within this turn's bytes with
    * nobody waiting); else resolves true in a turn of its own (Node's check phase, after the poll
-   * phase read what arrived), taken in rotation with `owner`'s others, or false once it waited
-   * `waitMs` without one (then it has no turn: its request is refused, nothing of it handled).
+   * phase read what arrived), taken in rotation with `group`'s others and, within it, `owner`'s, or
+   * false once it waited `waitMs` without one (then it has no turn: its request is refused,
+   * nothing of it handled).
    */
-  admit(bytes: number, owner: unknown = undefined, waitMs = Number.POSITIVE_INFINITY): Promise<boolean> | undefined {
+  admit(bytes: number, owner: unknown = undefined, waitMs = Number.POSITIVE_INFINITY, group: unknown = undefined): Promise<boolean> | undefined {
     if (bytes <= SMALL_BODY_BYTES) return undefined
     if (this.#count === 0 && this.#bytes + bytes <= TURN_BYTES) {
       this.#bytes += bytes
@@ -80,8 +84,10 @@ export class EventLoopTurns {
           resolve(false)
         }, Math.max(0, waitMs))
       }
-      const queue = this.#waiting.get(owner)
-      if (queue === undefined) this.#waiting.set(owner, [waiting])
+      let owners = this.#waiting.get(group)
+      if (owners === undefined) this.#waiting.set(group, (owners = new Map()))
+      const queue = owners.get(owner)
+      if (queue === undefined) owners.set(owner, [waiting])
       else queue.push(waiting)
       this.#count++
       this.#schedule()
@@ -126,17 +132,28 @@ export class EventLoopTurns {
     else this.#lastTurnAt = undefined
   }
 
-  /** The next body in rotation still waiting (those let go dropped on the way), its owner moved to the rotation's end. */
+  /** The next body in rotation still waiting (those let go dropped on the way), its group and owner moved to their rotations' ends. */
   #take(): Waiting | undefined {
-    for (const [owner, queue] of this.#waiting) {
-      this.#waiting.delete(owner)
-      let turn = queue.shift()
-      while (turn?.settled === true) turn = queue.shift()
-      if (queue.length > 0) this.#waiting.set(owner, queue)
+    for (const [group, owners] of this.#waiting) {
+      this.#waiting.delete(group)
+      const turn = takeFrom(owners)
+      if (owners.size > 0) this.#waiting.set(group, owners)
       if (turn !== undefined) return turn
     }
     return undefined
   }
+}
+
+/** The next body of `owners` in rotation still waiting (those let go dropped), its owner moved to the end; owners left with none removed. */
+function takeFrom(owners: Map<unknown, Waiting[]>): Waiting | undefined {
+  for (const [owner, queue] of owners) {
+    owners.delete(owner)
+    let turn = queue.shift()
+    while (turn?.settled === true) turn = queue.shift()
+    if (queue.length > 0) owners.set(owner, queue)
+    if (turn !== undefined) return turn
+  }
+  return undefined
 }
 
 /** The process's turns for request bodies: one event loop, shared by every server in it. */

@@ -166,18 +166,34 @@ export function afterDrained(req: IncomingMessage, write: () => void): boolean {
 }
 
 /**
- * When each request's body must have had its turn ({@link performance.now}), set as the server
- * starts on the request: past it, the body is let go without being handled (see {@link turnWaitFor}).
+ * Each request's body's place among the turns, set as the server starts on the request: when it
+ * must have had its turn ({@link performance.now}; past it, the body is let go without being
+ * handled: see {@link turnWaitFor}), and its client's address (bodies take turns by address, then
+ * by tenant: see EventLoopTurns).
  */
-export const turnDeadlines = new WeakMap<IncomingMessage, number>()
+export const turnTickets = new WeakMap<IncomingMessage, { readonly deadline: number; readonly client: string | undefined }>()
+
+/**
+ * The address of `req`'s client: its connection's, or behind a trusted proxy (`trustProxy`) the
+ * last `X-Forwarded-For` entry (the address the proxy itself saw; entries before it are the
+ * client's own say). Undefined when the socket has none (closed).
+ */
+export function clientAddress(req: IncomingMessage, trustProxy: boolean): string | undefined {
+  if (trustProxy) {
+    const forwarded = req.headers['x-forwarded-for']
+    const last = (Array.isArray(forwarded) ? forwarded.at(-1) : forwarded)?.split(',').at(-1)?.trim()
+    if (last !== undefined && last !== '') return last
+  }
+  return req.socket.remoteAddress
+}
 
 /** Why a body let go for its wait is refused (503 over_capacity). */
 const TURN_WAIT_REASON = "other requests' bodies kept this one waiting for its turn past half its request timeout; nothing of it was handled"
 
 /** How long `req`'s body may wait for its turn (ms): until its deadline, or for good without one. */
 function turnWaitFor(req: IncomingMessage): number {
-  const deadline = turnDeadlines.get(req)
-  return deadline === undefined ? Number.POSITIVE_INFINITY : deadline - performance.now()
+  const ticket = turnTickets.get(req)
+  return ticket === undefined ? Number.POSITIVE_INFINITY : ticket.deadline - performance.now()
 }
 
 function waitedTooLong(): never {
@@ -214,7 +230,7 @@ export function readNodeBody(req: IncomingMessage, limit: number, owner?: object
       size += chunk.byteLength
     }
     if (size > limit) return Promise.resolve(payloadTooLarge(limit))
-    const turn = bodyTurns.admit(size, owner, turnWaitFor(req))
+    const turn = bodyTurns.admit(size, owner, turnWaitFor(req), turnTickets.get(req)?.client)
     return turn === undefined ? Promise.resolve(decodeUtf8(chunks, size)) : turn.then((given) => (given ? decodeUtf8(chunks, size) : waitedTooLong()))
   }
   return new Promise((resolve, reject) => {
@@ -235,7 +251,7 @@ export function readNodeBody(req: IncomingMessage, limit: number, owner?: object
       drainRest(req, size)
     }
     const onEnd = () => {
-      const turn = bodyTurns.admit(size, owner, turnWaitFor(req))
+      const turn = bodyTurns.admit(size, owner, turnWaitFor(req), turnTickets.get(req)?.client)
       if (turn === undefined) return finish(decodeUtf8(chunks, size))
       // @note Past a turn's bytes, a body is decoded (and then parsed and handled) in a turn of the
       // event loop of its own: requests that arrived meanwhile are served between (attack16 P1).

@@ -29,7 +29,7 @@ import { PACKAGE_ROOT } from './package-info.js'
 import { openRedisStorage } from '../storage/redis-storage.js'
 import { openSqliteStorage } from '../storage/sqlite-storage.js'
 import { sendError, type AnswerSending } from '../node-bridge/http-errors.js'
-import { turnDeadlines } from '../node-bridge/node-request.js'
+import { clientAddress, turnTickets } from '../node-bridge/node-request.js'
 import { createSandboxServer } from './http-server.js'
 import { MemoryBudget } from './memory-budget.js'
 import { requestContext } from './request-context.js'
@@ -442,11 +442,12 @@ function requestHandling(parts: {
   // gets the request timeout (issue 20 attack 3 G2, G6).
   const conversations = new Conversations({ lastAnswerMs: limits.requestTimeoutMs, waitingBudgetBytes: waitingBudgetFor(limits.memoryBudgetBytes) })
   // A body waits for its turn (event-loop-turns.ts) at most half the request timeout from here,
-  // leaving the rest to its store: past it, 503 over_capacity, nothing handled.
+  // leaving the rest to its store: past it, 503 over_capacity, nothing handled. Turns go by the
+  // client's address first (behind a trusted proxy, the one it saw).
   const turnWaitMs = limits.requestTimeoutMs / 2
   const serve = (req: IncomingMessage, res: ServerResponse) =>
     within(() => {
-      turnDeadlines.set(req, performance.now() + turnWaitMs)
+      turnTickets.set(req, { deadline: performance.now() + turnWaitMs, client: clientAddress(req, settings.trustProxy) })
       if (!front(req, res)) adminApp()(req, res)
     })
   const listener: RequestListener = (req, res) => {

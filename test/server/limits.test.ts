@@ -1326,6 +1326,21 @@ describe('request bodies without a key (attack16 B1)', () => {
     expect((await answered).filter(({ at }) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
+  it('serves a partner’s create of 2 KB from another address between a crowd’s bodies of 1 MiB, each under a key of its own (--any-key), not after all of them (attack25 T1)', async () => {
+    const flood = 2 * TURN_BODIES
+    const { origin, answered } = await bodiesEndingTogether(['--any-key'], flood, 1024 * 1024, (index) => `crowd-${index}`)
+    // The partner's own host: another loopback address than the crowd's 127.0.0.1.
+    const body = JSON.stringify({ name: 'partner', description: 'd'.repeat(2000) })
+    const socket = connect({ port: Number(new URL(origin).port), host: '127.0.0.1', localAddress: '127.0.0.2' })
+    await new Promise((resolve, reject) => socket.once('connect', resolve).once('error', reject))
+    const answer = collect(socket, 30_000)
+    socket.write(`POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    expect((await answer).status).toBe(201)
+    const partnerAt = performance.now()
+    // Before: after all of them (a turn to each key, and the crowd's keys as many as its bodies).
+    expect((await answered).filter(({ at }) => at < partnerAt).length).toBeLessThan(flood / 2)
+  })
+
   it('refuses a body that waited half its request timeout for a turn 503 over_capacity, storing nothing of it, and stores every create it answers 201 (attack23 T1)', async () => {
     // 1 MiB bodies of many properties: each turn holds the loop for tens of ms, and a pause as long follows.
     const flood = 3 * TURN_BODIES
