@@ -723,6 +723,15 @@ export class WrongTypeError extends StorageUnavailableError {}
 /** Redis's reply to a command on a key holding another type of value (also inside a script's error). */
 const WRONG_TYPE = /\bWRONGTYPE\b/
 /**
+ * What to do about `<prefix>replicas` holding the wrong type, as the log says it.
+ * @note "Until it is deleted" was the remedy: deleted, the replicas every sandbox had seen were
+ * forgotten, and a sandbox started then answered 201 without a replica that was away, lost on
+ * promoting it, its ids handed out again (attack26 F6).
+ */
+export const REPLICAS_KEY_REMEDY =
+  'writes are answered 503 write_outcome_unknown until it is deleted; deleting it forgets how many replicas the master had: first restart every sandbox with --redis-replicas <the replicas the master should have> (redisReplicas in the library)'
+
+/**
  * How a script's own refusal begins when a key it would write holds another type of value, before
  * it wrote anything (`redis-outcomes.ts`, `typesBeforeWriting`): a key of the wrong type, and the
  * write not applied, whether it is confirmed by replicas or not.
@@ -1181,7 +1190,7 @@ export class RedisLink {
       // without a word, and a sandbox started after a replica left answered 201 without it
       // (attack24 R5-4): writes are unknown until it can be read.
       if (error instanceof ErrorReplied && WRONG_TYPE.test(messageOf(error))) {
-        if (this.#countUnreadable === undefined) this.#warn(`storage replicas: ${this.replicasKey} holds the wrong type of value (written by hand?): the replicas every sandbox expects cannot be read, and writes are answered 503 write_outcome_unknown until it is deleted`)
+        if (this.#countUnreadable === undefined) this.#warn(`storage replicas: ${this.replicasKey} holds the wrong type of value (written by hand?): the replicas every sandbox expects cannot be read, and ${REPLICAS_KEY_REMEDY}`)
         this.#countUnreadable = `${this.replicasKey} holds the wrong type of value, so the replicas expected cannot be read`
       }
       return known

@@ -42,7 +42,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from './storage.js'
-import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, type RedisLink, WrongTypeError } from './redis-connection.js'
+import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
@@ -718,7 +718,8 @@ export class RedisStorage implements TenantStorage {
    * tenant's creates, reads too for `usage`, while health said ok (attack24 R5-1).
    */
   #sharedKeys(): [key: string, type: string][] {
-    const keys: [string, string][] = [[this.#registry, 'zset'], [this.link.replicasKey, 'hash']]
+    // On a Cluster the replicas expected are the cluster's own (CLUSTER NODES): the count is not read (attack26 F4).
+    const keys: [string, string][] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as [string, string]])]
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash'], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'string'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash'])
@@ -741,7 +742,8 @@ export class RedisStorage implements TenantStorage {
         return undefined
       }
       const [key, type] = keys[index]!
-      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type} (written by hand, or by another program using the key prefix ${this.prefix}?): every tenant's writes are refused until it is deleted`
+      const remedy = key === this.link.replicasKey ? REPLICAS_KEY_REMEDY : 'every tenant\'s writes are refused until it is deleted'
+      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
       if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
       this.#typesSaid = key
       return detail

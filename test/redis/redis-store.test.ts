@@ -8,7 +8,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { keySlot, parseRedisUrl } from '../../src/storage/redis-connection.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { freePort, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
@@ -94,9 +94,13 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
   it('takes writes again within seconds of the shared replica count held with the wrong type being deleted (attack26 F2)', async () => {
     const redis = await startRedis()
     await redis.cli('SET', 'petstore-sandbox:replicas', 'by hand')
-    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', requestTimeoutMs: 1500, warn: () => undefined })
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', requestTimeoutMs: 1500, warn: (message) => warnings.push(message) })
     const refused = await create(sandbox, 'refused')
     expectErrorBody(await jsonOf(refused), 503, 'write_outcome_unknown')
+    // The remedy said is a safe one: deleting the count forgets the replicas seen (attack26 F6: a
+    // sandbox started after the deletion answered 201 without a replica that was away).
+    expect(warnings.find((line) => line.includes('petstore-sandbox:replicas holds the wrong type'))).toContain('first restart every sandbox with --redis-replicas')
     await redis.cli('DEL', 'petstore-sandbox:replicas')
     const deletedAt = performance.now()
     let status = 0
@@ -142,6 +146,18 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
       if (answer.status === 201) expect(listed.has(answer.name), answer.name).toBe(true)
       else if (answer.code === 'storage_unavailable') expect(listed.has(answer.name), answer.name).toBe(false)
     }
+  })
+
+  it('keeps health ok and takes writes on a Cluster while the replica count key holds the wrong type: a Cluster never reads it (attack26 F4)', async () => {
+    const cluster = await startRedisCluster()
+    const owner = await cluster.masterOf('petstore-sandbox:replicas')
+    await cluster.nodes.find((node) => node.port === owner)!.cli('SET', 'petstore-sandbox:replicas', 'by hand')
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: cluster.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    // Before: 503 degraded, the log saying every tenant's writes were refused, while they were answered 201.
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    expect(warnings.filter((line) => line.includes('petstore-sandbox:replicas'))).toEqual([])
   })
 
   it.each(['petstore-sandbox:planned', 'petstore-sandbox:opt'])('keeps a planned answer for the request after one refused while %s holds the wrong type (attack26 F1)', async (key) => {
