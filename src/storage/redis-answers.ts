@@ -69,7 +69,7 @@ const PLAN_KEY_TYPES = typesBeforeWriting([
   ['KEYS[2]', 'hash'],
   ['KEYS[3]', 'zset'],
   ['KEYS[4]', 'zset'],
-  ['KEYS[5]', 'string'],
+  ['KEYS[5]', 'integer'],
 ])
 
 /**

@@ -721,7 +721,7 @@ export class RedisStorage implements TenantStorage {
     // On a Cluster the replicas expected are the cluster's own (CLUSTER NODES): the count is not read (attack26 F4).
     const keys: [string, string][] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as [string, string]])]
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash'], [this.#outcomes.outcomeTimes, 'zset'])
-    if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'string'])
+    if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash'])
     for (const key of [this.#floors, this.#weights, this.#journalUses]) if (key !== undefined) keys.push([key, 'zset'])
     return keys
@@ -734,8 +734,14 @@ export class RedisStorage implements TenantStorage {
   #sharedKeyOfWrongType(): Promise<string | undefined> {
     if (this.#typesRead !== undefined && monotonicNow() - this.#typesRead.at < 1000) return this.#typesRead.wrong
     const keys = this.#sharedKeys()
-    const wrong = Promise.all(keys.map(([key]) => this.link.call(key, ['TYPE', key]))).then((held) => {
-      const index = held.findIndex((type, i) => String(type) !== 'none' && String(type) !== keys[i]![1])
+    // `integer`: a string holding one (a count INCRBY keeps).
+    const typeOf = async (key: string, type: string) => {
+      const held = String(await this.link.call(key, ['TYPE', key]))
+      if (type !== 'integer' || held !== 'string') return held
+      return /^-?\d+$/.test(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
+    }
+    const wrong = Promise.all(keys.map(([key, type]) => typeOf(key, type))).then((held) => {
+      const index = held.findIndex((type, i) => type !== 'none' && type !== keys[i]![1])
       if (index === -1) {
         if (this.#typesSaid !== undefined) this.#warn(`storage recovered: ${this.#typesSaid} holds the type of value the sandbox writes again`)
         this.#typesSaid = undefined
@@ -743,7 +749,7 @@ export class RedisStorage implements TenantStorage {
       }
       const [key, type] = keys[index]!
       const remedy = key === this.link.replicasKey ? REPLICAS_KEY_REMEDY : 'every tenant\'s writes are refused until it is deleted'
-      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
+      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type === 'integer' ? 'string holding an integer' : type} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
       if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
       this.#typesSaid = key
       return detail

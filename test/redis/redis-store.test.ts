@@ -160,15 +160,21 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(warnings.filter((line) => line.includes('petstore-sandbox:replicas'))).toEqual([])
   })
 
-  it.each(['petstore-sandbox:planned', 'petstore-sandbox:opt'])('keeps a planned answer for the request after one refused while %s holds the wrong type (attack26 F1)', async (key) => {
+  it.each([
+    ['petstore-sandbox:planned', 'a list', ['LPUSH', 'petstore-sandbox:planned', 'by hand']],
+    ['petstore-sandbox:opt', 'a list', ['LPUSH', 'petstore-sandbox:opt', 'by hand']],
+    ['petstore-sandbox:planned', 'a string holding no integer', ['SET', 'petstore-sandbox:planned', 'by hand']],
+  ])('keeps a planned answer for the request after one refused while %s holds %s (attack26 F1)', async (key, _what, command) => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
     const plan = await sandbox.fetch('/__sandbox/answers', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ operation: 'listCategories', status: 500, times: 1 }) })
     expect(plan.status).toBe(201)
     await redis.cli('DEL', key)
-    await redis.cli('LPUSH', key, 'by hand')
+    await redis.cli(...command)
     const refused = await sandbox.fetch('/v1/categories', { headers: auth('partner') })
     expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    // Before: ok, though every plan's take was refused (a count that is no integer).
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
     await redis.cli('DEL', key)
     // Before: the refused request had used the plan up: pending [], the next list 200.
     expect(((await jsonOf(await sandbox.fetch('/__sandbox/answers', { headers: auth('partner') }))) as unknown[]).length).toBe(1)
