@@ -411,6 +411,8 @@ export class SqliteStorage implements TenantStorage {
   #failing: string | undefined
   /** Whether the last fsync of the WAL failed (until one succeeds): writes are then refused at once, but for one tried now and then ({@link #refusedWhileFailing}). */
   #walFailing = false
+  /** When ({@link monotonicNow}) a write that found no room last made a checkpoint (see #checkpointWhenFull). */
+  #fullCheckpointAt = Number.NEGATIVE_INFINITY
   /** When ({@link monotonicNow}) a write was last let through while the WAL's fsyncs fail. */
   #triedAt = Number.NEGATIVE_INFINITY
   /** The timer trying the disk while the WAL's fsyncs fail ({@link #tryDisk}). */
@@ -1589,7 +1591,25 @@ export class SqliteStorage implements TenantStorage {
     if (this.#failing === undefined) this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
     this.#failing = detail
     this.#failedBytes = Math.max(this.#failedBytes, bytes, PAGE)
+    if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE') this.#checkpointWhenFull()
     return new StorageUnavailableError(detail, { cause: error })
+  }
+
+  /**
+   * After a write found no room (a full disk, a file-size limit), checkpoints the WAL into the
+   * database and empties it, once a second at most: the room the WAL held is then free for the
+   * writes that follow, whatever its size.
+   * @note Checkpointed only past {@link CHECKPOINT_BYTES}, a WAL stopped short of it by a file-size
+   * limit (`ulimit -f 3000`) refused every write for good, though a checkpoint freed it (attack25 S2).
+   */
+  #checkpointWhenFull(): void {
+    const now = monotonicNow()
+    if (now - this.#fullCheckpointAt < FAILING_RETRY_MS || this.#hold !== undefined || this.#walFailing || this.#closing || !this.#db.open) return
+    this.#fullCheckpointAt = now
+    // Not within the failed write's own call: after it has been answered.
+    setImmediate(() => {
+      if (this.#hold === undefined && !this.#walFailing && !this.#closing && this.#db.open) void this.#checkpoint()
+    })
   }
 
   /**

@@ -3,7 +3,10 @@
  * as long as writes fail, and the operator's log says failing once and recovered once. And an
  * answer states the write's true outcome when the fsync of SQLite's log fails (attack6 S1, S2).
  */
-import { rmSync, statSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { fileURLToPath } from 'node:url'
 import type { FileHandle } from 'node:fs/promises'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -14,7 +17,7 @@ import { tenantId } from '../../src/server.js'
 import { failingFsyncShim, STALLSYNC_FLAG_VARIABLE } from '../support/failing-fsync.js'
 import { fileHandleMethod } from '../support/file-handles.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { runCli, type CliRun } from '../support/sandbox-cli.js'
+import { CLI_BINARY, runCli, type CliRun } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { dataDir } from '../support/stores.js'
@@ -514,5 +517,45 @@ describe('the WAL on SQLite (attack8 A1)', () => {
     const reopened = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir })
     expect(await list(reopened, 'k2')).toEqual([...SEED, `${NEXT} after`])
     expect(rejections).toEqual([])
+  })
+})
+
+describe.runIf(existsSync('/usr/bin/prlimit'))('SQLite under a file-size limit', () => {
+  it('takes writes again once a checkpoint frees the room of a WAL stopped by a file-size limit short of the checkpoint size, keeping every 201 (attack25 S2)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fsize-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    // 1.5 MB a file: the WAL stops there, short of the 4 MB past which it is checkpointed.
+    const child = spawn('/usr/bin/prlimit', ['--fsize=1500000', process.execPath, CLI_BINARY, 'serve', '--port', '0', '--data-dir', dir, '--api-key', 'k1', '--scenario', 'empty', '--quiet'], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    onTestFinished(() => void child.kill('SIGKILL'))
+    let stdout = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+    child.stderr.resume()
+    await vi.waitFor(() => expect(stdout).toContain('is running'), { timeout: 30_000, interval: 100 })
+    const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout)![1]!
+    const create = (name: string) => fetch(`${origin}/v1/categories`, { method: 'POST', headers: auth('k1', true), body: JSON.stringify({ name, description: 'd'.repeat(1900) }) })
+    const created: string[] = []
+    let refusedAt: number | undefined
+    let again = false
+    // Until the first refusal, then on: before, every create after it was refused for good.
+    for (let i = 0; i < 2000 && (refusedAt === undefined || performance.now() - refusedAt < 10_000); i++) {
+      const answer = await create(`c${i}`)
+      if (answer.status === 201) {
+        created.push(`c${i}`)
+        again = refusedAt !== undefined
+        if (again) break
+      } else {
+        expectErrorBody(await jsonOf(answer), 503, 'storage_unavailable')
+        refusedAt ??= performance.now()
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+    expect(refusedAt).toBeDefined()
+    // Before: refused for good (69 created, then every create 503).
+    expect(again).toBe(true)
+    const listed = (await (await fetch(`${origin}/v1/categories`, { headers: auth('k1') })).json()) as { name: string }[]
+    expect(listed.map((category) => category.name)).toEqual(created)
   })
 })
