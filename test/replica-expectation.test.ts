@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { FRESH_HOLD_MS, FRESH_LAG_SECONDS, raisedExpectation, settledExpectation, SETTLED_LINK_SECONDS, type PendingReplicas, type ReplicaLink } from '../src/storage/redis-connection.js'
+import { FRESH_HOLD_MS, FRESH_LAG_SECONDS, raisedExpectation, settledExpectation, SETTLED_LINK_MS, type PendingReplicas, type ReplicaLink } from '../src/storage/redis-connection.js'
 
 /** The count expected after counts of `fresh` links of `listed` at the given times (ms), from `expected`. */
 function expectedAfter(counts: readonly (readonly [at: number, fresh: number, listed: number])[], expected = 0): number {
@@ -75,45 +75,67 @@ describe('the replicas a master is expected to have', () => {
 })
 
 /**
- * A world of replicas, each reconnecting now and then: a link connects (the master reads from it
- * then), acknowledges every second until its replica drops it, and is listed on until the master
- * notices (at once, or `repl-timeout` on for a link left half-open); the replica's next link
- * connects after the drop. Redis's clock is read in whole seconds, as `CLIENT LIST` counts `age`
- * and `INFO` counts `lag`.
+ * A world of replicas, each reconnecting now and then: a link connects, waits for its sync, is put
+ * online (Redis then sets its acknowledgement time, acknowledged or not), and from a moment on
+ * acknowledges every second until its replica drops it; it is listed on until the master notices
+ * (at once, or `repl-timeout` on for a link left half-open: one dropped before its sync is put
+ * online all the same, never acknowledging). The replica's next link connects after the drop.
+ * Redis's clock is read in whole seconds, as `INFO` counts `lag`.
  */
 interface Link {
-  readonly replica: number
+  readonly id: number
   readonly connected: number
+  readonly online: number
+  readonly firstAck: number
   readonly dropped: number
   readonly listedUntil: number
 }
 
-function linksOf(replicas: readonly (readonly (readonly [live: number, gap: number, lingers: boolean])[])[], start: readonly number[]): Link[] {
-  return replicas.flatMap((lives, replica) => {
+type Life = readonly [live: number, sync: number, gap: number, lingers: boolean]
+
+function linksOf(replicas: readonly (readonly Life[])[], start: readonly number[]): Link[] {
+  let id = 0
+  const links = replicas.flatMap((lives, replica) => {
     let at = start[replica] ?? 0
-    return lives.map(([live, gap, lingers]) => {
-      const link = { replica, connected: at, dropped: at + live, listedUntil: lingers ? at + live + 60_000 : at + live }
+    return lives.map(([live, sync, gap, lingers]) => {
+      const online = at + sync
+      const link = { connected: at, online, firstAck: online + 800, dropped: at + live, listedUntil: lingers ? Math.max(at + live, online) + 60_000 : at + live }
       at += live + gap
       return link
     })
   })
+  // Client ids count up as links connect.
+  return links.sort((a, b) => a.connected - b.connected).map((link) => ({ ...link, id: id++ }))
 }
 
-/** What a count at `at` sees: `INFO replication`'s fresh online links, and every link listed with its age (`CLIENT LIST`) and lag (`INFO`). */
+/** What a count at `at` sees: `INFO replication`'s fresh online links, and each with its id, lag and whether it ever acknowledged. */
 function countAt(links: readonly Link[], at: number): { fresh: number; seen: ReplicaLink[] } {
   const seconds = (ms: number) => Math.floor(ms / 1000)
   const seen = links
-    .filter((link) => link.connected <= at && at < link.listedUntil)
+    .filter((link) => link.online <= at && at < link.listedUntil)
     .map((link) => {
-      const lastAck = link.connected + 1000 * Math.floor((Math.min(at, link.dropped) - link.connected) / 1000)
-      return { age: seconds(at) - seconds(link.connected), lag: seconds(at) - seconds(lastAck) }
+      const acked = link.firstAck <= Math.min(at, link.dropped)
+      const lastAck = acked ? link.firstAck + 1000 * Math.floor((Math.min(at, link.dropped) - link.firstAck) / 1000) : link.online
+      return { id: link.id, lag: seconds(at) - seconds(lastAck), acked }
     })
   return { fresh: seen.filter((link) => link.lag <= FRESH_LAG_SECONDS).length, seen }
 }
 
-describe('the replicas a master is expected to have, told apart by how long their links are connected', () => {
-  it('never expects more replicas than there are, however often each reconnects, its old links half-open (attack25 R1)', () => {
-    const life = fc.tuple(fc.integer({ min: 100, max: 8000 }), fc.integer({ min: 0, max: 1500 }), fc.boolean())
+/** The count expected after counts at `times`, as a sandbox takes them: links read only while more are fresh than expected. */
+function expectedWith(links: readonly Link[], times: readonly number[]): number {
+  const seen = new Map<number, number>()
+  let expected = 0
+  for (const at of times) {
+    const { fresh, seen: listed } = countAt(links, at)
+    if (fresh > Math.max(expected, 1)) expected = settledExpectation(expected, fresh, listed, seen, at)
+    else expected = Math.max(expected, Math.min(fresh, 1))
+  }
+  return expected
+}
+
+describe('the replicas a master is expected to have, told apart by how long their links have acknowledged', () => {
+  it('never expects more replicas than there are, however often each reconnects, its old links half-open or put online by a sync unacknowledged (attack25 R1, attack27 F1)', () => {
+    const life = fc.tuple(fc.integer({ min: 100, max: 8000 }), fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 0, max: 1500 }), fc.boolean())
     fc.assert(
       fc.property(
         fc.array(fc.array(life, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 3 }),
@@ -121,34 +143,33 @@ describe('the replicas a master is expected to have, told apart by how long thei
         fc.array(fc.integer({ min: 50, max: 1500 }), { minLength: 1, maxLength: 80 }),
         (replicas, start, gaps) => {
           const links = linksOf(replicas, start)
-          let expected = 0
           let at = 0
-          for (const gap of gaps) {
-            at += gap
-            const { fresh, seen } = countAt(links, at)
-            expected = settledExpectation(expected, fresh, seen)
-            expect(expected).toBeLessThanOrEqual(replicas.length)
-          }
+          const times = gaps.map((gap) => (at += gap))
+          expect(expectedWith(links, times)).toBeLessThanOrEqual(replicas.length)
         },
       ),
     )
   })
 
-  it('expects a replica reconnecting every 1.5 s once, and each of three steady replicas once they are settled', () => {
-    // One replica, a link every 1.5 s for 30 s, each left half-open (attack25 R1: expected 3 before).
-    const flapping = linksOf([Array.from({ length: 20 }, () => [1400, 100, true] as const)], [0])
-    let expected = 0
-    for (let at = 0; at < 40_000; at += 250) expected = settledExpectation(expected, countAt(flapping, at).fresh, countAt(flapping, at).seen)
-    expect(expected).toBe(1)
-    const steady = linksOf([[[60_000, 0, false]], [[60_000, 0, false]], [[60_000, 0, false]]], [0, 700, 1900])
-    const after = (at: number) => settledExpectation(0, countAt(steady, at).fresh, countAt(steady, at).seen)
-    expect(after(1000)).toBe(1)
-    expect(after(1900 + (SETTLED_LINK_SECONDS + 1) * 1000)).toBe(3)
+  it('expects a replica reconnecting every 1.5 s once, one whose links waiting for a sync were reset once, and each of three steady replicas once they have acknowledged long enough', () => {
+    const everySecond = (until: number) => Array.from({ length: until / 250 }, (_, index) => index * 250)
+    // attack25 R1: a link every 1.5 s for 30 s, each left half-open (expected 3 before).
+    const flapping = linksOf([Array.from({ length: 20 }, () => [1400, 50, 100, true] as const)], [0])
+    expect(expectedWith(flapping, everySecond(40_000))).toBe(1)
+    // attack27 F1: two links reset while waiting for a 5 s sync, put online with the third (expected 2 before).
+    const resetInSync = linksOf([[[1500, 5000, 0, true], [1500, 3500, 0, true], [60_000, 2000, 0, false]]], [0])
+    expect(expectedWith(resetInSync, everySecond(20_000))).toBe(1)
+    const steady = linksOf([[[60_000, 100, 0, false]], [[60_000, 100, 0, false]], [[60_000, 100, 0, false]]], [0, 700, 1900])
+    expect(expectedWith(steady, everySecond(1000))).toBe(1)
+    expect(expectedWith(steady, everySecond(1900 + 100 + 800 + SETTLED_LINK_MS + 2000))).toBe(3)
   })
 
-  it('counts a link connected for the settling time and acknowledging, and none connected for less', () => {
-    expect(settledExpectation(1, 2, [{ age: 100, lag: 0 }, { age: SETTLED_LINK_SECONDS, lag: 1 }])).toBe(2)
-    expect(settledExpectation(1, 2, [{ age: 100, lag: 0 }, { age: SETTLED_LINK_SECONDS - 1, lag: 0 }])).toBe(1)
-    expect(settledExpectation(1, 2, [{ age: 100, lag: 0 }, { age: 100, lag: FRESH_LAG_SECONDS + 1 }])).toBe(1)
+  it('counts a link once it has been seen acknowledging for the settling time, and none that never acknowledged', () => {
+    const seen = new Map<number, number>()
+    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 0, acked: true }], seen, 0)).toBe(1)
+    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 1, acked: true }], seen, SETTLED_LINK_MS - 1)).toBe(1)
+    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 1, acked: true }], seen, SETTLED_LINK_MS)).toBe(2)
+    const unacked = new Map([[1, 0], [2, 0]])
+    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 0, acked: false }], unacked, 60_000)).toBe(1)
   })
 })

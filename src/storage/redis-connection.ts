@@ -8,7 +8,7 @@
  * {@link StorageUnavailableError}, so clients get `503 storage_unavailable`.
  */
 import { AsyncLocalStorage } from 'node:async_hooks'
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type * as Redis from 'redis'
 import type { RedisClientOptions } from 'redis'
 import { monotonicNow } from '../core/clock.js'
@@ -96,6 +96,12 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
  * the background as often, so a policy changed on a running Redis is refused within about as long.
  */
 export const EVICTION_RECHECK_MS = 1000
+
+/** How often (ms) each process reads the epoch token (see RedisLink.watchEpoch). */
+const EPOCH_READ_MS = 1000
+/** Lua: the epoch token in KEYS[1], written as ARGV[1] when there is none. */
+const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])`
 
 /**
  * How often (ms) a master's replicas are counted again (`INFO replication`, in the background) while
@@ -305,6 +311,8 @@ export interface RedisLinkOptions {
   readonly replicas?: number | undefined
   /** Where the replicas expected are kept for every process (see RedisLink). @default 'petstore-sandbox:replicas' */
   readonly replicasKey?: string | undefined
+  /** Where the token that tells the sandbox's keys are still there is kept (see RedisLink's epoch). @default none: not watched */
+  readonly epochKey?: string | undefined
 }
 
 /**
@@ -417,6 +425,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     replicas: options.replicas,
     probeKey: options.probeKey,
     replicasKey: options.replicasKey,
+    epochKey: options.epochKey,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -433,6 +442,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       // The client goes on reconnecting (or, in a cluster, is renewed): the link recovers by itself.
       started = true
       connected.failed(new Error(`no answer at start (${messageOf(error)})`))
+      // The token is read once Redis answers (each second until then).
+      void connected.watchEpoch()
       return connected
     }
     await connected.close().catch(() => undefined)
@@ -469,6 +480,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     }
   }
   started = true
+  await connected.watchEpoch()
   return connected
 }
 
@@ -581,6 +593,8 @@ interface Server {
   replicasSharedAt: number
   /** More fresh links than expected, not yet for long enough (see {@link raisedExpectation}). */
   replicasPending: PendingReplicas | undefined
+  /** When each replica link was first seen acknowledging, by client id (see {@link settledExpectation}). */
+  readonly linksSeen: Map<number, number>
   /** The count that tells whether the pending links still hold, due once they have for {@link FRESH_HOLD_MS}. */
   replicasRecount: ReturnType<typeof setTimeout> | undefined
   /** When its replicas were last counted (monotonic ms). */
@@ -828,41 +842,56 @@ export function raisedExpectation(
 }
 
 /**
- * A replica's link: seconds since it connected (`age`, from `CLIENT LIST`), and since it last
- * acknowledged (`lag`, from `INFO replication`: replicas acknowledge every second).
- * @note `CLIENT LIST`'s `idle` is no measure of a link: Redis renews it as it writes to the link,
- * and a half-open link takes writes into its socket's buffer: 0 for every old link of attack25 R1.
+ * A replica's link as a count sees it: its client id (`CLIENT LIST`), how long since it last
+ * acknowledged (`lag`, `INFO replication`), and whether it ever acknowledged (its `offset` above 0).
+ * @note Neither `CLIENT LIST`'s `idle` nor its `age` tells how long a link has been a replica:
+ * Redis renews `idle` as it writes to a link, half-open ones too (attack25 R1: 0 for every old
+ * link); `age` counts from the TCP connect, which a link waiting for a full sync, or one a pooling
+ * proxy opened in advance, passes before it ever acknowledged (attack27 F1). And `lag` is set to 0
+ * when a full sync puts a link online, acknowledged or not: links whose replica side was gone went
+ * online with the good one, fresh, and were counted (attack27 F1).
  */
 export interface ReplicaLink {
-  readonly age: number
+  readonly id: number
   readonly lag: number
+  readonly acked: boolean
 }
 
 /**
- * How long (s) a link must have been connected to stand for a replica of its own beside the
- * others: longer than a link stays fresh once silent ({@link FRESH_LAG_SECONDS}), so that a replica
- * that reconnected is never two settled fresh links at once (its old link, however it lingers,
- * went stale before its new one settled), with a second to spare for an acknowledgement on the old
- * link that arrives after the new link connected.
+ * How long (ms) a link must have been seen acknowledging (fresh, its offset above 0), from the
+ * first count that saw it so, to stand for a replica of its own beside the others: longer than a
+ * link stays fresh once silent ({@link FRESH_LAG_SECONDS}), so that a replica that reconnected is
+ * never two such links at once (its old link went stale before its new one had acknowledged that
+ * long), with a second to spare for an acknowledgement on the old link that arrives after the new
+ * one's first.
  */
-export const SETTLED_LINK_SECONDS = FRESH_LAG_SECONDS + 2
+export const SETTLED_LINK_MS = (FRESH_LAG_SECONDS + 2) * 1000
 
 /**
- * The count expected once a count sees `fresh` links online and fresh, and the counted links
- * with their ages: one fresh link raises it to one at once; more, only to as many as are both
- * fresh and settled ({@link SETTLED_LINK_SECONDS}) now. Never lowered.
+ * The count expected once a count at `now` sees `fresh` links online and fresh, and `links` (each
+ * counted link, matched to its client id): one fresh link raises it to one at once; more, only to
+ * as many as have acknowledged and are fresh now, and were first seen so ({@link SETTLED_LINK_MS})
+ * ago or more. `seen`: when each link was first seen acknowledging, by id, kept between counts
+ * (links gone are forgotten). Never lowered.
  * @note Counting links held 3 s (see {@link raisedExpectation}) defeated one reconnection only: a
  * replica reconnecting every 1.5 s (its old links half-open until `repl-timeout`) was always two
  * fresh links, and raised the count to 3 for good with one replica: every write 503 (attack25 R1).
  */
-export function settledExpectation(expected: number, fresh: number, links: readonly ReplicaLink[]): number {
-  const settled = links.filter((link) => link.age >= SETTLED_LINK_SECONDS && link.lag <= FRESH_LAG_SECONDS).length
+export function settledExpectation(expected: number, fresh: number, links: readonly ReplicaLink[], seen: Map<number, number>, now: number): number {
+  for (const id of seen.keys()) if (!links.some((link) => link.id === id)) seen.delete(id)
+  let settled = 0
+  for (const link of links) {
+    if (!link.acked || link.lag > FRESH_LAG_SECONDS) continue
+    const first = seen.get(link.id)
+    if (first === undefined) seen.set(link.id, now)
+    else if (now - first >= SETTLED_LINK_MS) settled++
+  }
   return Math.max(expected, Math.min(fresh, 1), Math.min(fresh, settled))
 }
 
-/** The ids and ages (s) of the links `CLIENT LIST TYPE replica` lists, oldest first (ids count up as clients connect). */
-function linkAges(reply: string): { readonly id: number; readonly age: number }[] {
-  return [...reply.matchAll(/^id=(\d+) .*?\bage=(\d+)\b/gm)].map(([, id, age]) => ({ id: Number(id), age: Number(age) })).sort((a, b) => a.id - b.id)
+/** The client ids of the links `CLIENT LIST TYPE replica` lists, oldest first (ids count up as clients connect). */
+function linkIds(reply: string): number[] {
+  return [...reply.matchAll(/^id=(\d+) /gm)].map(([, id]) => Number(id)).sort((a, b) => a - b)
 }
 
 /**
@@ -894,6 +923,13 @@ export class RedisLink {
   readonly probeKey: string
   /** See {@link RedisLinkOptions.replicasKey}. */
   readonly replicasKey: string
+  /** See {@link RedisLinkOptions.epochKey}. */
+  readonly epochKey: string | undefined
+  /** The token this process found in {@link epochKey} (or wrote there, the first), once read. */
+  #epoch: string | undefined
+  /** Why Redis no longer holds the sandbox's keys (the token gone or another), once seen: every command refused then. */
+  #lost: string | undefined
+  #epochTimer: NodeJS.Timeout | undefined
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
   readonly #renewAfterMs: number | undefined
@@ -956,9 +992,11 @@ export class RedisLink {
       replicas?: number | undefined
       probeKey?: string | undefined
       replicasKey?: string | undefined
+      epochKey?: string | undefined
     } = {},
   ) {
     this.target = target
+    this.epochKey = options.epochKey
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -993,6 +1031,7 @@ export class RedisLink {
 
   /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
   async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
+    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
     const server = this.#serverFor(firstKey)
     let reply: Reply
     try {
@@ -1050,6 +1089,7 @@ export class RedisLink {
    * behind lost 507 creates answered 201 and handed their ids out again (attack15 F1).
    */
   async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean } = {}): Promise<Reply> {
+    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
     const server = this.#serverFor(keys[0])
     try {
       await this.#policyRead(server)
@@ -1298,7 +1338,7 @@ export class RedisLink {
           // Once a second at most: a hold past its time waits for a count that sees its links fresh.
           if (raised.pending !== undefined) this.#recountAt(server, Math.max(raised.pending.since + FRESH_HOLD_MS, now + REPLICAS_READ_MS))
         } else {
-          raised = { expected: settledExpectation(server.replicasExpected, fresh, links), pending: undefined }
+          raised = { expected: settledExpectation(server.replicasExpected, fresh, links, server.linksSeen, now), pending: undefined }
           // A link not settled yet is counted again a second on, writes or not.
           if (fresh > raised.expected) this.#recountAt(server, now + REPLICAS_READ_MS)
         }
@@ -1332,17 +1372,17 @@ export class RedisLink {
   }
 
   /**
-   * The links `server` counts (see {@link countedReplicas}), each with its age: `INFO replication`
-   * between two `CLIENT LIST TYPE replica`, its links taken in the order they attached as the
-   * clients' ids (which count up as they connect); `moving` when a link attached or left meanwhile
+   * The links `server` counts (see {@link countedReplicas}), each with its client id: `INFO
+   * replication` between two `CLIENT LIST TYPE replica`, its links taken in the order they
+   * attached as the clients' ids (which count up as they connect); `moving` when a link attached or left meanwhile
    * (the lists cannot be matched: raised at a later count); `refused` where `CLIENT LIST` is not
    * allowed (an ACL user without it, a Redis before 5): then links are held ({@link raisedExpectation}),
    * said once.
    */
   async #replicaLinks(server: Server): Promise<ReplicaLink[] | 'moving' | 'refused'> {
     if (this.#clientListRefused) return 'refused'
-    const clients = () => this.#connection.sendTo(server.address, ['CLIENT', 'LIST', 'TYPE', 'replica'], this.#commandTimeoutMs).then((reply) => linkAges(String(reply)))
-    let before: { readonly id: number; readonly age: number }[]
+    const clients = () => this.#connection.sendTo(server.address, ['CLIENT', 'LIST', 'TYPE', 'replica'], this.#commandTimeoutMs).then((reply) => linkIds(String(reply)))
+    let before: number[]
     try {
       before = await clients()
     } catch (error) {
@@ -1353,9 +1393,10 @@ export class RedisLink {
     }
     const listed = listedLinks(String(await this.#connection.sendTo(server.address, ['INFO', 'replication'], this.#commandTimeoutMs)))
     const after = await clients()
-    if (listed.length !== before.length || before.length !== after.length || before.some((client, index) => client.id !== after[index]!.id)) return 'moving'
-    return listed.flatMap((link, index) => (link.counted ? [{ lag: link.lag, age: before[index]!.age }] : []))
+    if (listed.length !== before.length || before.length !== after.length || before.some((id, index) => id !== after[index])) return 'moving'
+    return listed.flatMap((link, index) => (link.counted ? [{ id: before[index]!, lag: link.lag, acked: link.offset > 0 }] : []))
   }
+
 
   /**
    * Counts `server`'s replicas again at `at` (monotonic ms), outside any request, whether or not
@@ -1633,6 +1674,7 @@ export class RedisLink {
    * (once a Redis that may evict was met) whether it still may.
    */
   async ping(): Promise<{ ok: boolean; detail?: string }> {
+    if (this.#lost !== undefined) return { ok: false, detail: this.#lost }
     try {
       await this.#each(['PING'], this.#timeLeft())
     } catch (error) {
@@ -1803,6 +1845,7 @@ export class RedisLink {
         replid: undefined,
         replicasSharedAt: Number.NEGATIVE_INFINITY,
         replicasPending: undefined,
+        linksSeen: new Map(),
         replicasRecount: undefined,
         replicasReadAt: Number.NEGATIVE_INFINITY,
         replicasReading: undefined,
@@ -1891,6 +1934,7 @@ export class RedisLink {
   close(): Promise<void> {
     if (this.#closed) return this.#closing ?? Promise.resolve()
     this.#closed = true
+    clearInterval(this.#epochTimer)
     for (const server of this.#servers.values()) clearTimeout(server.replicasRecount)
     this.#renewing?.close()
     this.#renewing = undefined
@@ -1898,6 +1942,39 @@ export class RedisLink {
     this.#waiter = undefined
     this.#closing = Promise.all([this.#connection.retire(this.#commandTimeoutMs), waiter?.connection.retire(this.#commandTimeoutMs)]).then(() => undefined)
     return this.#closing
+  }
+
+  /**
+   * Reads the epoch token now (writing one when there is none: the first sandbox on this Redis),
+   * then every {@link EPOCH_READ_MS}: once it is gone or another, Redis no longer holds what the
+   * sandboxes wrote (`FLUSHALL`, a restart without persistence, a replica promoted empty), and
+   * every command is refused (503 storage_unavailable, health degraded, said once) until this
+   * process restarts: its tenants would otherwise start again from their seed, the ids they were
+   * given handed out again.
+   * @note Keys deleted under a running sandbox were not noticed (attack23 R1).
+   */
+  async watchEpoch(): Promise<void> {
+    if (this.epochKey === undefined || this.#epochTimer !== undefined || this.#closed) return
+    await this.#readEpoch()
+    this.#epochTimer = setInterval(() => void this.#readEpoch(), EPOCH_READ_MS)
+    this.#epochTimer.unref()
+  }
+
+  async #readEpoch(): Promise<void> {
+    const key = this.epochKey
+    if (key === undefined || this.#lost !== undefined || this.#closed) return
+    try {
+      if (this.#epoch === undefined) {
+        this.#epoch = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
+        return
+      }
+      const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
+      if (held === this.#epoch || this.#closed) return
+      this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed`
+      this.#warn(`storage lost: ${this.#lost}`)
+    } catch {
+      // Redis failing, or the key of another type: said by the commands that meet it, and by health.
+    }
   }
 
   /** Whether {@link close} was called: no command is sent from then on. */

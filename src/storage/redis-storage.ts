@@ -505,7 +505,7 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
     options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, and its record (about 570 bytes for one write) an hour after its last write`)
   }
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas` })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 
@@ -720,6 +720,7 @@ export class RedisStorage implements TenantStorage {
   #sharedKeys(): [key: string, type: string][] {
     // On a Cluster the replicas expected are the cluster's own (CLUSTER NODES): the count is not read (attack26 F4).
     const keys: [string, string][] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as [string, string]])]
+    if (this.link.epochKey !== undefined) keys.push([this.link.epochKey, 'string'])
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash'], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash'])

@@ -91,6 +91,26 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['first', 'third'])
   })
 
+  it('refuses every request once Redis no longer holds its keys (FLUSHALL), rather than hand the ids out again, until restarted (attack23 R1)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    const ids: number[] = []
+    for (let i = 0; i < 3; i++) ids.push(((await jsonOf(await create(sandbox, `before ${i}`))) as { id: number }).id)
+    await redis.cli('FLUSHALL')
+    await sleep(1500)
+    // Before: 201 with the first id again (the tenant back on its seed), health ok, nothing in the log.
+    const after = await create(sandbox, 'after')
+    expectErrorBody(await jsonOf(after), 503, 'storage_unavailable')
+    expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(503)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toHaveLength(1)
+    // Restarted, a sandbox starts the tenant again from its seed, said by the log it printed.
+    const restarted = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
+    expect((await create(restarted, 'restarted')).status).toBe(201)
+    expect((await restarted.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
   it('takes writes again within seconds of the shared replica count held with the wrong type being deleted (attack26 F2)', async () => {
     const redis = await startRedis()
     await redis.cli('SET', 'petstore-sandbox:replicas', 'by hand')
@@ -317,13 +337,13 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     }
   })
 
-  it('keeps every key of a tenant under its hash tag, and nothing else but the tenant list, the store budget\'s counts (data, floors, journal weights and uses) and the write outcomes on record, shared by all tenants (attack4 H5)', async () => {
+  it('keeps every key of a tenant under its hash tag, and nothing else but the tenant list, the store budget\'s counts (data, floors, journal weights and uses), the write outcomes on record and the epoch token, shared by all tenants (attack4 H5)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
     expect((await create(sandbox, 'x')).status).toBe(201)
     const keys = (await redis.cli('--scan')).trim().split('\n').sort()
     const tag = `{${tenantId('partner')}}`
-    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants', 'petstore-sandbox:usage', 'petstore-sandbox:floors', 'petstore-sandbox:jweights', 'petstore-sandbox:jused', 'petstore-sandbox:ops', 'petstore-sandbox:opt').sort())
+    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants', 'petstore-sandbox:usage', 'petstore-sandbox:floors', 'petstore-sandbox:jweights', 'petstore-sandbox:jused', 'petstore-sandbox:ops', 'petstore-sandbox:opt', 'petstore-sandbox:epoch').sort())
   })
 
   it('serves over TLS with a rediss:// URL', async () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
-import { SETTLED_LINK_SECONDS } from '../../src/storage/redis-connection.js'
+import { SETTLED_LINK_MS } from '../../src/storage/redis-connection.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -27,7 +27,8 @@ async function masterAndReplica(): Promise<{ master: RedisServer; replica: Redis
 async function createFor(sandbox: RunningSandbox, prefix: string, ms: number): Promise<{ name: string; status: number; id?: number; code?: string }[]> {
   const answers: { name: string; status: number; id?: number; code?: string }[] = []
   const end = Date.now() + ms
-  for (let index = 0; Date.now() < end; index++) {
+  // At least one, however briefly: `ms` 1 ended before the first when the clock's millisecond turned between the two reads.
+  for (let index = 0; index === 0 || Date.now() < end; index++) {
     const name = `${prefix}${index}`
     const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name }) })
     const body = (await jsonOf(response)) as { id?: number; code?: string }
@@ -57,9 +58,9 @@ async function secondReplicaConfirming(master: RedisServer): Promise<{ sandbox: 
   await untilInfo(master, /slave1:.*state=online/, 'the second replica did not come online')
   const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
   expect(await created(sandbox, 'both')).toMatchObject({ status: 201 })
-  // A second replica is expected once its link has been connected for SETTLED_LINK_SECONDS, at
-  // the next count (a second at most: attack22 S7, attack25 R1).
-  await sleep(SETTLED_LINK_SECONDS * 1000 + 1500)
+  // A second replica is expected once its link has been seen acknowledging for SETTLED_LINK_MS,
+  // at the next count (a second at most: attack22 S7, attack25 R1, attack27 F1).
+  await sleep(SETTLED_LINK_MS + 1500)
   return { sandbox, second }
 }
 
@@ -447,6 +448,29 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     // Before: expected 3 for good (two links fresh at every count), every create 503 write_outcome_unknown.
     const [answer] = await createFor(sandbox, 'after', 1)
     expect(answer).toMatchObject({ status: 201 })
+  })
+
+  it('expects a replica once whose links were reset twice while waiting for its first sync, put online with its good link unacknowledged (attack27 F1)', async () => {
+    const master = await startRedis()
+    const replica = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-timeout', '8')
+    // A diskless sync waits 5 s for more replicas: links reset meanwhile are put online with the good one.
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '5')
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    const { startFlakyProxy } = await import('../support/flaky-proxy.js')
+    const path = await startFlakyProxy(master.port)
+    await replica.cli('REPLICAOF', '127.0.0.1', String(path.port))
+    for (let reset = 0; reset < 2; reset++) {
+      await sleep(1500)
+      path.forsake()
+    }
+    await untilInfo(master, /slave2:.*state=online/, 'the master did not put the reset links online with the good one')
+    // Creates meanwhile: the counts that see three links online.
+    await createFor(sandbox, 'during', 4000)
+    await untilInfo(master, /connected_slaves:1\b/, 'the master did not drop the reset links')
+    await sleep(1100)
+    // Before: expected 2 for good (the reset links fresh and 4 s connected when put online), every create 503.
+    expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
   })
 
   it('answers 201 again once a replica replaced at another address is the one online, though the old link lingered beside it (attack21 F8)', async () => {
