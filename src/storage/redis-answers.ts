@@ -66,7 +66,7 @@ end`
 /** The keys a plan's, a clear's and a take's script write, of the types they hold (see {@link typesBeforeWriting}). */
 const PLAN_KEY_TYPES = typesBeforeWriting([
   ['KEYS[1]', 'list'],
-  ['KEYS[2]', 'hash'],
+  ['KEYS[2]', 'hash', ['!seq']],
   ['KEYS[3]', 'zset'],
   ['KEYS[4]', 'zset'],
   ['KEYS[5]', 'integer'],

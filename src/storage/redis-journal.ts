@@ -188,9 +188,9 @@ export const releaseJournal = (usage: string, weights: string, arg: number) => `
 const CLEAR = redisScript(`
 ${typesBeforeWriting([
   ['KEYS[3]', 'hash'],
-  ['KEYS[4]', 'hash'],
+  ['KEYS[4]', 'hash', ['!seq']],
   ['KEYS[5]', 'zset'],
-  ['KEYS[6]', 'hash'],
+  ['KEYS[6]', 'hash', ['!total', '!claimed', '!journals']],
   ['KEYS[7]', 'zset'],
 ])}
 ${replayOutcome('KEYS[4]', 2, 3)}

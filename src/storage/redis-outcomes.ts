@@ -66,13 +66,16 @@ export interface OutcomeKeys {
 /**
  * Lua: refuses the script before it writes anything when one of `keys` (Lua expressions, each a
  * key or nil) holds another type of value than the one given with it (`integer`: a string holding
- * one, as INCRBY needs; written by hand, or by another program using the prefix): `WRONGTYPE
+ * one, as INCRBY needs), or a hash whose `integerFields` hold something else than an integer
+ * (HINCRBY and the scripts' sums need them; written by hand, or by another program using the prefix): `WRONGTYPE
  * nothing written: <key> holds a <type>, not a <type>`, read as a key of the wrong type with
  * nothing applied ({@link NOTHING_WRITTEN}).
  * @note Redis rolls nothing back: a take of a planned answer stopped by the plan book's count of
  * the wrong type had used the plan up, and was answered 503 storage_unavailable (attack26 F1).
  */
-export const typesBeforeWriting = (keys: readonly (readonly [key: string, type: 'hash' | 'zset' | 'list' | 'integer'])[]) => `for _, typed in ipairs({ ${keys.map(([key, type]) => `{ ${key}, '${type}' }`).join(', ')} }) do
+export const typesBeforeWriting = (keys: readonly (readonly [key: string, type: 'hash' | 'zset' | 'list' | 'integer', integerFields?: readonly string[]])[]) => `for _, typed in ipairs({ ${keys
+  .map(([key, type, fields = []]) => `{ ${key}, '${type}', { ${fields.map((field) => `'${field}'`).join(', ')} } }`)
+  .join(', ')} }) do
   if typed[1] then
     local held = redis.call('TYPE', typed[1]).ok
     local want = typed[2]
@@ -81,6 +84,12 @@ export const typesBeforeWriting = (keys: readonly (readonly [key: string, type: 
       if held == 'string' then held = string.match(redis.call('GET', typed[1]), '^%-?%d+$') and want or 'string holding no integer' end
     end
     if held ~= 'none' and held ~= want then return redis.error_reply('${NOTHING_WRITTEN} ' .. typed[1] .. ' holds a ' .. held .. ', not a ' .. want) end
+    if held == 'hash' then
+      for _, field in ipairs(typed[3]) do
+        local value = redis.call('HGET', typed[1], field)
+        if value and not string.match(value, '^%-?%d+$') then return redis.error_reply('${NOTHING_WRITTEN} ' .. typed[1] .. ' field ' .. field .. ' holds no integer') end
+      end
+    end
   end
 end`
 

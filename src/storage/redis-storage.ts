@@ -42,7 +42,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from './storage.js'
-import { connectRedis, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
+import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
@@ -188,11 +188,12 @@ end`
 
 /** The keys a create's and a state write's script write, of the types they hold (see {@link typesBeforeWriting}). */
 const TENANT_KEY_TYPES = typesBeforeWriting([
-  ['KEYS[1]', 'hash'],
+  // `next` (the next id) is checked again by the create: a safe integer, 1 or more.
+  ['KEYS[1]', 'hash', ['next']],
   ['KEYS[2]', 'list'],
-  ['KEYS[3]', 'hash'],
+  ['KEYS[3]', 'hash', ['!seq']],
   ['KEYS[4]', 'zset'],
-  ['KEYS[5]', 'hash'],
+  ['KEYS[5]', 'hash', ['!total', '!claimed', '!journals']],
   ['KEYS[6]', 'zset'],
 ])
 
@@ -260,6 +261,8 @@ ${replayOutcome('KEYS[3]', 2, 5)}
 if redis.call('EXISTS', KEYS[1]) == 0 then return redis.error_reply('NOSEED') end
 local id = tonumber(redis.call('HGET', KEYS[1], 'next'))
 if id > 9007199254740991 then return redis.error_reply('IDSPACE') end
+-- @note Of the right type, a next id below 1 was handed out (attack27 F3: -3 created as id -3).
+if id < 1 then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' field next holds no id') end
 local max = tonumber(ARGV[4])
 if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply('LIMIT') end
 local created = string.format('%d', id)
@@ -721,9 +724,9 @@ export class RedisStorage implements TenantStorage {
     // On a Cluster the replicas expected are the cluster's own (CLUSTER NODES): the count is not read (attack26 F4).
     const keys: [string, string][] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as [string, string]])]
     if (this.link.epochKey !== undefined) keys.push([this.link.epochKey, 'string'])
-    if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash'], [this.#outcomes.outcomeTimes, 'zset'])
+    if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash:!seq'], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
-    if (this.#usage !== undefined) keys.push([this.#usage, 'hash'])
+    if (this.#usage !== undefined) keys.push([this.#usage, 'hash:!total,!claimed,!journals'])
     for (const key of [this.#floors, this.#weights, this.#journalUses]) if (key !== undefined) keys.push([key, 'zset'])
     return keys
   }
@@ -735,11 +738,14 @@ export class RedisStorage implements TenantStorage {
   #sharedKeyOfWrongType(): Promise<string | undefined> {
     if (this.#typesRead !== undefined && monotonicNow() - this.#typesRead.at < 1000) return this.#typesRead.wrong
     const keys = this.#sharedKeys()
-    // `integer`: a string holding one (a count INCRBY keeps).
+    // `integer`: a string holding one (a count INCRBY keeps); `hash:<fields>`: a hash whose fields hold integers (counts HINCRBY keeps).
     const typeOf = async (key: string, type: string) => {
       const held = String(await this.link.call(key, ['TYPE', key]))
-      if (type !== 'integer' || held !== 'string') return held
-      return /^-?\d+$/.test(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
+      if (type === 'integer' && held === 'string') return /^-?\d+$/.test(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
+      if (!type.startsWith('hash:') || held !== 'hash') return held
+      const fields = type.slice('hash:'.length).split(',')
+      const values = (await this.link.call(key, ['HMGET', key, ...fields])) as (string | null)[]
+      return values.every((value) => value === null || /^-?\d+$/.test(value)) ? type : `hash whose counts (${fields.join(', ')}) hold no integer`
     }
     const wrong = Promise.all(keys.map(([key, type]) => typeOf(key, type))).then((held) => {
       const index = held.findIndex((type, i) => type !== 'none' && type !== keys[i]![1])
@@ -750,7 +756,7 @@ export class RedisStorage implements TenantStorage {
       }
       const [key, type] = keys[index]!
       const remedy = key === this.link.replicasKey ? REPLICAS_KEY_REMEDY : 'every tenant\'s writes are refused until it is deleted'
-      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type === 'integer' ? 'string holding an integer' : type} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
+      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type === 'integer' ? 'string holding an integer' : type.startsWith('hash:') ? 'hash of integer counts' : type} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
       if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
       this.#typesSaid = key
       return detail

@@ -91,6 +91,33 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['first', 'third'])
   })
 
+  it.each([
+    { what: "the outcome record's count holding no integer", key: 'petstore-sandbox:ops', field: '!seq', value: 'abc', shared: true, finding: 'attack27 F2' },
+    { what: "the store budget's total holding no integer", key: 'petstore-sandbox:usage', field: '!total', value: 'abc', shared: true, finding: 'attack27 F2' },
+    { what: "the tenant's next id below 1", key: 'meta', field: 'next', value: '-3', shared: false, finding: 'attack27 F3' },
+    { what: "the tenant's next id holding no integer", key: 'meta', field: 'next', value: 'abc', shared: false, finding: 'attack27 F3, F4' },
+  ])('refuses a create 503 storage_unavailable, writing nothing and flooding no log, while $what ($finding)', async ({ key, field, value, shared }) => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    const hash = key === 'meta' ? `petstore-sandbox:{${tenantId('partner')}}:meta` : key
+    const kept = await redis.cli('HGET', hash, field)
+    await redis.cli('HSET', hash, field, value)
+    for (let i = 0; i < 20; i++) {
+      // Before: 503 write_outcome_unknown with the category stored (F2), or 201 with id -3 (F3).
+      expectErrorBody(await jsonOf(await create(sandbox, `refused ${i}`)), 503, 'storage_unavailable')
+    }
+    if (shared) expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    // Before: a "storage failing" and a "storage recovered" line a request (F4).
+    expect(warnings.filter((line) => /storage (failing|recovered)/.test(line) && !line.includes(hash)).length).toBe(0)
+    expect(warnings.length).toBeLessThanOrEqual(3)
+    await redis.cli('HSET', hash, field, kept.trim())
+    expect((await create(sandbox, 'last')).status).toBe(201)
+    const listed = (await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(listed.map((category) => category.name)).toEqual(['first', 'last'])
+  })
+
   it('refuses every request once Redis no longer holds its keys (FLUSHALL), rather than hand the ids out again, until restarted (attack23 R1)', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
