@@ -5,7 +5,12 @@
  */
 import { createServer, connect, type Socket } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { EventLoopTurns } from '../src/node-bridge/event-loop-turns.js'
+
+setFlagsFromString('--expose-gc')
+const gc = runInNewContext('gc') as () => void
 
 /** Holds the thread for `ms`, as parsing a large body does. */
 function hold(ms: number): void {
@@ -92,6 +97,23 @@ describe('turns for large bodies', () => {
     // Before: no wait was bounded (b1 true, after a1).
     expect(order).toEqual(['a1 true', 'b1 false', 'c1 true'])
     expect(turns.waiting).toBe(0)
+  })
+
+  it('holds no owner of a body let go once none waits (an owner is a tenant: kept, it could never be collected)', async () => {
+    const turns = new EventLoopTurns()
+    // a1 holds the loop; x1 (last in the rotation) is let go meanwhile; b1's turn then leaves none waiting.
+    const a1 = turns.admit(100_000, 'a')!.then(() => hold(80))
+    const b1 = turns.admit(100_000, 'b')!
+    const { x1, held } = (() => {
+      const owner = { tenant: 'gone' }
+      return { x1: turns.admit(100_000, owner, 20)!, held: new WeakRef(owner) }
+    })()
+    expect(await Promise.all([a1, b1, x1])).toEqual([undefined, true, false])
+    expect(turns.waiting).toBe(0)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    gc()
+    // Before: x1's owner stayed in the rotation (its queue never visited again).
+    expect(held.deref()).toBeUndefined()
   })
 
   it('handles a small body at once, and a large one at once while the turn has room and nobody waits', () => {

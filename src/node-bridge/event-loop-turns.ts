@@ -80,7 +80,8 @@ export class EventLoopTurns {
         // Let go where it is: its owner's queue drops it when its turn would come.
         waiting.timer = setTimeout(() => {
           waiting.settled = true
-          this.#count--
+          // None left waiting: the queues hold only bodies let go (and their owners: tenants), dropped now.
+          if (--this.#count === 0) this.#waiting.clear()
           resolve(false)
         }, Math.max(0, waitMs))
       }
@@ -129,7 +130,11 @@ export class EventLoopTurns {
       turn.settle(true)
     }
     if (this.#count > 0) this.#schedule()
-    else this.#lastTurnAt = undefined
+    else {
+      this.#lastTurnAt = undefined
+      // Only bodies let go may be left (and their owners: tenants): dropped.
+      this.#waiting.clear()
+    }
   }
 
   /** The next body in rotation still waiting (those let go dropped on the way), its group and owner moved to their rotations' ends. */
