@@ -1326,6 +1326,7 @@ export class RedisLink {
         if (first) {
           server.replicasExpected = 0
           server.replicasPending = undefined
+          server.linksSeen.clear()
         }
         server.replid = replid
         const links = this.cluster || fresh <= Math.max(server.replicasExpected, 1) ? undefined : await this.#replicaLinks(server)
@@ -2031,6 +2032,8 @@ export class RedisLink {
     // restarted (or a replica promoted) behind the address has another history, and a write
     // recorded under the old one was never confirmed in the new (the model-based suite, seed 3).
     server.replicasReadAt = Number.NEGATIVE_INFINITY
+    // A Redis restarted behind the address numbers its clients anew: an id seen before is another link.
+    server.linksSeen.clear()
     if (this.cluster && server.address === '') {
       for (const other of this.#servers.values()) {
         other.checkDue = true
