@@ -73,7 +73,14 @@ export interface OutcomeKeys {
  * @note Redis rolls nothing back: a take of a planned answer stopped by the plan book's count of
  * the wrong type had used the plan up, and was answered 503 storage_unavailable (attack26 F1).
  */
-export const typesBeforeWriting = (keys: readonly (readonly [key: string, type: 'hash' | 'zset' | 'list' | 'integer', integerFields?: readonly string[]])[]) => `for _, typed in ipairs({ ${keys
+export type KeyType = readonly [key: string, type: 'hash' | 'zset' | 'list' | 'string' | 'integer', integerFields?: readonly string[]]
+
+/** How a key of {@link KeyType} is named when it holds something else: `not a <this>`. */
+export function keyTypeName([, type, fields = []]: KeyType): string {
+  return type === 'integer' ? 'string holding an integer' : type === 'hash' && fields.length > 0 ? 'hash of integer counts' : type
+}
+
+export const typesBeforeWriting = (keys: readonly KeyType[]) => `for _, typed in ipairs({ ${keys
   .map(([key, type, fields = []]) => `{ ${key}, '${type}', { ${fields.map((field) => `'${field}'`).join(', ')} } }`)
   .join(', ')} }) do
   if typed[1] then

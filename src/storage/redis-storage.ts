@@ -43,7 +43,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
-import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -720,13 +720,13 @@ export class RedisStorage implements TenantStorage {
    * @note One of the wrong type (written by hand, another program on the prefix) refused every
    * tenant's creates, reads too for `usage`, while health said ok (attack24 R5-1).
    */
-  #sharedKeys(): [key: string, type: string][] {
+  #sharedKeys(): KeyType[] {
     // On a Cluster the replicas expected are the cluster's own (CLUSTER NODES): the count is not read (attack26 F4).
-    const keys: [string, string][] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as [string, string]])]
+    const keys: KeyType[] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as const])]
     if (this.link.epochKey !== undefined) keys.push([this.link.epochKey, 'string'])
-    if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash:!seq'], [this.#outcomes.outcomeTimes, 'zset'])
+    if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash', ['!seq']], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
-    if (this.#usage !== undefined) keys.push([this.#usage, 'hash:!total,!claimed,!journals'])
+    if (this.#usage !== undefined) keys.push([this.#usage, 'hash', ['!total', '!claimed', '!journals']])
     for (const key of [this.#floors, this.#weights, this.#journalUses]) if (key !== undefined) keys.push([key, 'zset'])
     return keys
   }
@@ -738,25 +738,24 @@ export class RedisStorage implements TenantStorage {
   #sharedKeyOfWrongType(): Promise<string | undefined> {
     if (this.#typesRead !== undefined && monotonicNow() - this.#typesRead.at < 1000) return this.#typesRead.wrong
     const keys = this.#sharedKeys()
-    // `integer`: a string holding one (a count INCRBY keeps); `hash:<fields>`: a hash whose fields hold integers (counts HINCRBY keeps).
-    const typeOf = async (key: string, type: string) => {
+    // The rule of `typesBeforeWriting`, read here: the shared keys are in other slots than one script may touch on a Cluster.
+    const typeOf = async ([key, type, fields = []]: KeyType) => {
       const held = String(await this.link.call(key, ['TYPE', key]))
       if (type === 'integer' && held === 'string') return /^-?\d+$/.test(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
-      if (!type.startsWith('hash:') || held !== 'hash') return held
-      const fields = type.slice('hash:'.length).split(',')
+      if (held !== 'hash' || fields.length === 0) return held
       const values = (await this.link.call(key, ['HMGET', key, ...fields])) as (string | null)[]
-      return values.every((value) => value === null || /^-?\d+$/.test(value)) ? type : `hash whose counts (${fields.join(', ')}) hold no integer`
+      return values.every((value) => value === null || /^-?\d+$/.test(value)) ? 'hash' : `hash whose counts (${fields.join(', ')}) hold no integer`
     }
-    const wrong = Promise.all(keys.map(([key, type]) => typeOf(key, type))).then((held) => {
+    const wrong = Promise.all(keys.map(typeOf)).then((held) => {
       const index = held.findIndex((type, i) => type !== 'none' && type !== keys[i]![1])
       if (index === -1) {
         if (this.#typesSaid !== undefined) this.#warn(`storage recovered: ${this.#typesSaid} holds the type of value the sandbox writes again`)
         this.#typesSaid = undefined
         return undefined
       }
-      const [key, type] = keys[index]!
+      const [key] = keys[index]!
       const remedy = key === this.link.replicasKey ? REPLICAS_KEY_REMEDY : 'every tenant\'s writes are refused until it is deleted'
-      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${type === 'integer' ? 'string holding an integer' : type.startsWith('hash:') ? 'hash of integer counts' : type} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
+      const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${keyTypeName(keys[index]!)} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
       if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
       this.#typesSaid = key
       return detail
