@@ -341,15 +341,12 @@ describe('recordScenario()', () => {
 const ENDLESS_STOPS_AT = 48 * 1024 * 1024
 
 /** A service that takes the key and answers `/categories` 200 with a JSON array that never ends (as fast as read, or a byte every 50 ms). */
-async function endlessUpstream(fast: boolean): Promise<{ base: string; written: () => number; hungUp: Promise<void> }> {
+async function endlessUpstream(fast: boolean): Promise<{ base: string; written: () => number; hungUp: () => Promise<void> }> {
   let written = 0
-  let hungUp!: () => void
-  const closed = new Promise<void>((resolve) => (hungUp = resolve))
   const chunk = Buffer.from('{"id":1,"name":"Dogs"},'.repeat(700))
   const server = createServer((_request: IncomingMessage, response: ServerResponse) => {
     response.writeHead(200, { 'content-type': 'application/json' })
     response.write('[')
-    response.once('close', () => hungUp())
     if (!fast) {
       const timer = setInterval(() => {
         response.write(' ')
@@ -371,7 +368,13 @@ async function endlessUpstream(fast: boolean): Promise<{ base: string; written: 
     server.closeAllConnections()
     return new Promise<void>((resolve) => server.close(() => resolve()))
   })
-  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, written: () => written, hungUp: closed }
+  // The recorder has hung up once the upstream holds no connection. (Not "once the answer closed": under load the
+  // recorder's 300 ms can pass before its request reaches the handler, and then no answer ever starts.)
+  const hungUp = async () => {
+    const open = () => new Promise<number>((resolve, reject) => server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
+    while ((await open()) > 0) await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+  return { base: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, written: () => written, hungUp }
 }
 
 describe('scenarios record against a service whose answers are too large, never end or are slow', () => {
@@ -384,7 +387,7 @@ describe('scenarios record against a service whose answers are too large, never 
     )
     expect(recorded.code).toBe(2)
     expect(await readdir(dir)).toEqual([])
-    await upstream.hungUp
+    await upstream.hungUp()
     // Read no further than the cap: what the upstream wrote past it sits in socket buffers, far below what it would send.
     expect(upstream.written()).toBeLessThan(ENDLESS_STOPS_AT / 2)
   })
@@ -411,7 +414,7 @@ describe('scenarios record against a service whose answers are too large, never 
     )
     expect(recorded.code).toBe(2)
     expect(await readdir(dir)).toEqual([])
-    await upstream.hungUp
+    await upstream.hungUp()
   })
 
   it('stops at --deadline when every pet exists and each is answered slowly; exit 2, the line says where it stopped, nothing written', async () => {
