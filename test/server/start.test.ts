@@ -11,7 +11,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 async function probe(...steps: string[]): Promise<Array<Record<string, unknown>>> {
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/start-probe.ts', ...steps], { cwd: ROOT })
+  const { stdout } = await promisify(execFile)(process.execPath, ['test/support/start-probe.mjs', ...steps], { cwd: ROOT })
   return stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
 }
 
