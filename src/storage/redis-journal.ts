@@ -60,10 +60,22 @@ const otherKey = (prefix: number, id: string, kind: string) => `ARGV[${prefix}] 
  * So a tenant below its floor always records, whatever other keys' requests left in their
  * journals, and the journals never hold more than their budget (issue 20 attack2 F6: a partner
  * that cleared its journal was never journaled again while junk keys' journals filled the budget).
+ * Refuses, writing nothing, while a key it uses holds another type of value or a count it cannot
+ * use (`typesBeforeWriting`): a journals' total of `1e30` was rewritten wrapped past 2^63, the
+ * journals' budget void from then on (attack28 F2).
  * Returns the entry's id (0 when nothing is kept). A request is a use: the tenant's `used` time
  * and the TTL of all its keys are renewed, so only an unused tenant expires.
  */
 const RECORD = redisScript(`
+${typesBeforeWriting([
+  ['KEYS[1]', 'list'],
+  ['KEYS[2]', 'list'],
+  ['KEYS[3]', 'hash', ['seq', 'bytes']],
+  ['KEYS[4]', 'hash'],
+  ['KEYS[6]', 'hash', ['!total', '!claimed', '!journals']],
+  ['KEYS[7]', 'zset'],
+  ['KEYS[8]', 'zset'],
+])}
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
 ${NOW}

@@ -64,10 +64,38 @@ export interface OutcomeKeys {
 }
 
 /**
+ * The largest count the scripts hold exactly: 2^53 (Lua's numbers are doubles; 2^53 itself is a
+ * tenant's next id once its ids are used up, see the create's IDSPACE).
+ */
+const COUNT_LIMIT = String(2 ** 53)
+
+/**
+ * Whether `text` is a count the sandbox's scripts can use: an integer as Redis's INCRBY and
+ * HINCRBY take it (decimal digits, a `-` at most, no leading zero, no `-0`, no `+`), at most
+ * {@link COUNT_LIMIT} either way (held exactly by Lua). {@link typesBeforeWriting}'s Lua is the same rule.
+ * @note `^-?\d+$` let through `007`, `-0` and counts past 2^63 that HINCRBY refuses, after the
+ * script had written (a create stored, answered unknown, every tenant's: attack28 F2), and counts
+ * past 2^53 that Lua rounds (a budget total read as full on an empty store).
+ */
+export function usableCount(text: string): boolean {
+  const digits = /^(?:0|-?([1-9]\d*))$/.exec(text)
+  if (digits === null) return false
+  const magnitude = digits[1] ?? '0'
+  return magnitude.length < COUNT_LIMIT.length || (magnitude.length === COUNT_LIMIT.length && magnitude <= COUNT_LIMIT)
+}
+
+/** Lua: `usable_count(value)`, the rule of {@link usableCount}. */
+const USABLE_COUNT = `local function usable_count(value)
+  if value == '0' then return true end
+  local magnitude = string.match(value, '^%-?([1-9]%d*)$')
+  return magnitude ~= nil and (#magnitude < ${COUNT_LIMIT.length} or (#magnitude == ${COUNT_LIMIT.length} and magnitude <= '${COUNT_LIMIT}'))
+end`
+
+/**
  * Lua: refuses the script before it writes anything when one of `keys` (Lua expressions, each a
  * key or nil) holds another type of value than the one given with it (`integer`: a string holding
  * one, as INCRBY needs), or a hash whose `integerFields` hold something else than an integer
- * (HINCRBY and the scripts' sums need them; written by hand, or by another program using the prefix): `WRONGTYPE
+ * ({@link usableCount}: HINCRBY and the scripts' sums need them; written by hand, or by another program using the prefix): `WRONGTYPE
  * nothing written: <key> holds a <type>, not a <type>`, read as a key of the wrong type with
  * nothing applied ({@link NOTHING_WRITTEN}).
  * @note Redis rolls nothing back: a take of a planned answer stopped by the plan book's count of
@@ -80,7 +108,8 @@ export function keyTypeName([, type, fields = []]: KeyType): string {
   return type === 'integer' ? 'string holding an integer' : type === 'hash' && fields.length > 0 ? 'hash of integer counts' : type
 }
 
-export const typesBeforeWriting = (keys: readonly KeyType[]) => `for _, typed in ipairs({ ${keys
+export const typesBeforeWriting = (keys: readonly KeyType[]) => `${USABLE_COUNT}
+for _, typed in ipairs({ ${keys
   .map(([key, type, fields = []]) => `{ ${key}, '${type}', { ${fields.map((field) => `'${field}'`).join(', ')} } }`)
   .join(', ')} }) do
   if typed[1] then
@@ -88,13 +117,13 @@ export const typesBeforeWriting = (keys: readonly KeyType[]) => `for _, typed in
     local want = typed[2]
     if want == 'integer' then
       want = 'string holding an integer'
-      if held == 'string' then held = string.match(redis.call('GET', typed[1]), '^%-?%d+$') and want or 'string holding no integer' end
+      if held == 'string' then held = usable_count(redis.call('GET', typed[1])) and want or 'string holding no integer' end
     end
     if held ~= 'none' and held ~= want then return redis.error_reply('${NOTHING_WRITTEN} ' .. typed[1] .. ' holds a ' .. held .. ', not a ' .. want) end
     if held == 'hash' then
       for _, field in ipairs(typed[3]) do
         local value = redis.call('HGET', typed[1], field)
-        if value and not string.match(value, '^%-?%d+$') then return redis.error_reply('${NOTHING_WRITTEN} ' .. typed[1] .. ' field ' .. field .. ' holds no integer') end
+        if value and not usable_count(value) then return redis.error_reply('${NOTHING_WRITTEN} ' .. typed[1] .. ' field ' .. field .. ' holds no integer') end
       end
     end
   end

@@ -43,7 +43,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
-import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, usableCount, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -741,10 +741,10 @@ export class RedisStorage implements TenantStorage {
     // The rule of `typesBeforeWriting`, read here: the shared keys are in other slots than one script may touch on a Cluster.
     const typeOf = async ([key, type, fields = []]: KeyType) => {
       const held = String(await this.link.call(key, ['TYPE', key]))
-      if (type === 'integer' && held === 'string') return /^-?\d+$/.test(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
+      if (type === 'integer' && held === 'string') return usableCount(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
       if (held !== 'hash' || fields.length === 0) return held
       const values = (await this.link.call(key, ['HMGET', key, ...fields])) as (string | null)[]
-      return values.every((value) => value === null || /^-?\d+$/.test(value)) ? 'hash' : `hash whose counts (${fields.join(', ')}) hold no integer`
+      return values.every((value) => value === null || usableCount(value)) ? 'hash' : `hash whose counts (${fields.join(', ')}) hold no integer`
     }
     const wrong = Promise.all(keys.map(typeOf)).then((held) => {
       const index = held.findIndex((type, i) => type !== 'none' && type !== keys[i]![1])

@@ -6,6 +6,7 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { keySlot, parseRedisUrl } from '../../src/storage/redis-connection.js'
+import { usableCount } from '../../src/storage/redis-outcomes.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
@@ -65,6 +66,13 @@ describe('Redis Cluster hash slots', () => {
   })
 })
 
+describe('a count the Redis scripts can use', () => {
+  it('is an integer as HINCRBY takes it, within 2^53 either way (attack28 F2)', () => {
+    for (const text of ['0', '1', '-1', '42', '9007199254740992', '-9007199254740992', '9007199254740991']) expect([text, usableCount(text)]).toEqual([text, true])
+    for (const text of ['', '007', '-0', '+5', ' 5', '5 ', '5.5', '1e30', 'abc', '-', '9007199254740993', '9223372036854775807', '99999999999999999999', '10000000000000000']) expect([text, usableCount(text)]).toEqual([text, false])
+  })
+})
+
 describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
   it('refuses a create 503 storage_unavailable, writing nothing, while the shared outcome record holds the wrong type, health degraded, the key named in the log (attack24 R5-1)', async () => {
     const redis = await startRedis()
@@ -96,6 +104,17 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     { what: "the store budget's total holding no integer", key: 'petstore-sandbox:usage', field: '!total', value: 'abc', shared: true, finding: 'attack27 F2' },
     { what: "the tenant's next id below 1", key: 'meta', field: 'next', value: '-3', shared: false, finding: 'attack27 F3' },
     { what: "the tenant's next id holding no integer", key: 'meta', field: 'next', value: 'abc', shared: false, finding: 'attack27 F3, F4' },
+    // Digits that HINCRBY refuses, after the script wrote: every tenant's create stored, answered unknown, health ok.
+    { what: "the outcome record's count holding 007", key: 'petstore-sandbox:ops', field: '!seq', value: '007', shared: true, finding: 'attack28 F2' },
+    { what: "the outcome record's count holding -0", key: 'petstore-sandbox:ops', field: '!seq', value: '-0', shared: true, finding: 'attack28 F2' },
+    { what: "the outcome record's count holding 2^63 - 1", key: 'petstore-sandbox:ops', field: '!seq', value: '9223372036854775807', shared: true, finding: 'attack28 F2' },
+    { what: "the outcome record's count past 2^64", key: 'petstore-sandbox:ops', field: '!seq', value: '99999999999999999999', shared: true, finding: 'attack28 F2' },
+    // Past 2^53, read by Lua as another number: an empty store answered 503 over_capacity, health ok.
+    { what: "the store budget's total past 2^53", key: 'petstore-sandbox:usage', field: '!total', value: '9007199254740993', shared: true, finding: 'attack28 F2' },
+    // Before: the first request's journal entry rewrote it wrapped past 2^63 (a valid count, the journals' budget void), and creates went on.
+    { what: "the journals' total holding 1e30", key: 'petstore-sandbox:usage', field: '!journals', value: '1e30', shared: true, finding: 'attack28 F2' },
+    // Before: 500 internal_error, where every other value of no use is 503.
+    { what: "the tenant's next id past 2^53", key: 'meta', field: 'next', value: '9007199254740993', shared: false, finding: 'attack28 F2' },
   ])('refuses a create 503 storage_unavailable, writing nothing and flooding no log, while $what ($finding)', async ({ key, field, value, shared }) => {
     const redis = await startRedis()
     const warnings: string[] = []
