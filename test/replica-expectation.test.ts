@@ -1,175 +1,160 @@
 /**
- * How many replicas a Redis master is expected to have, from the links each count sees
- * (`raisedExpectation`: how many are fresh, of how many listed online): counts taken as a sandbox
- * takes them, at most a second apart while it writes, and once a second while a hold is pending.
- * The timelines are what `INFO replication` showed in attack22 S7 and attack24 R1-1.
+ * How many replicas a Redis master is expected to have, from the links each count sees in `INFO
+ * replication` (`settledExpectation`), counts taken as a sandbox takes them: at most a second apart
+ * while it writes, once a second while links are not yet expected. The timelines are what `INFO`
+ * showed in attack22 S7, attack24 R1-1, attack25 R1, attack27 F1 and attack28 F4.
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { FRESH_HOLD_MS, FRESH_LAG_SECONDS, raisedExpectation, settledExpectation, SETTLED_LINK_MS, type PendingReplicas, type ReplicaLink } from '../src/storage/redis-connection.js'
-
-/** The count expected after counts of `fresh` links of `listed` at the given times (ms), from `expected`. */
-function expectedAfter(counts: readonly (readonly [at: number, fresh: number, listed: number])[], expected = 0): number {
-  let pending: PendingReplicas | undefined
-  for (const [at, fresh, listed] of counts) ({ expected, pending } = raisedExpectation(expected, fresh, listed, pending, at))
-  return expected
-}
-
-describe('the replicas a master is expected to have', () => {
-  it('expects one replica as soon as one link is fresh', () => {
-    expect(expectedAfter([[0, 1, 1]])).toBe(1)
-  })
-
-  it('never expects two for one replica that reconnected while its old link was fresh (attack22 S7)', () => {
-    // Its old link's last acknowledgement at 0, the new link from 300 ms; the old one stale from 3 s, listed until repl-timeout.
-    const counts = [[400, 2, 2], [1400, 2, 2], [2400, 2, 2], [3450, 1, 2], [5000, 1, 2], [30_000, 1, 2], [60_000, 1, 1], [61_000, 1, 1]] as const
-    expect(expectedAfter(counts, 1)).toBe(1)
-  })
-
-  it('expects a second replica once it has been listed for the hold and is fresh, and keeps expecting it once it is gone', () => {
-    expect(expectedAfter([[0, 2, 2], [1000, 2, 2], [2000, 2, 2], [FRESH_HOLD_MS, 2, 2]], 1)).toBe(2)
-    expect(expectedAfter([[0, 2, 2], [FRESH_HOLD_MS, 2, 2], [FRESH_HOLD_MS + 1000, 1, 1]], 1)).toBe(2)
-  })
-
-  it('expects a newcomer while another replica stalls now and then: stale at some counts, listed at all (attack24 R1-1)', () => {
-    // The newcomer joins at 0; the old replica is stale at every count but one in three.
-    const counts = Array.from({ length: 12 }, (_, second) => [second * 1000, second % 3 === 0 ? 2 : 1, 2] as const)
-    expect(expectedAfter(counts, 1)).toBe(2)
-  })
-
-  it('starts the hold anew once fewer are listed than it holds', () => {
-    expect(expectedAfter([[0, 2, 2], [1000, 1, 1], [FRESH_HOLD_MS, 2, 2]], 1)).toBe(1)
-    expect(expectedAfter([[0, 2, 2], [1000, 1, 1], [FRESH_HOLD_MS, 2, 2], [2 * FRESH_HOLD_MS, 2, 2]], 1)).toBe(2)
-  })
-
-  it('raises to what was listed throughout and is fresh now: three links for a moment, two for the hold', () => {
-    expect(expectedAfter([[0, 3, 3], [1000, 2, 2], [FRESH_HOLD_MS, 3, 3]], 1)).toBe(2)
-  })
-
-  it('never lowers the count expected, and raises it above one only to links fresh now and listed at every count of the hold', () => {
-    const counts = fc.array(fc.tuple(fc.integer({ min: 1, max: 1500 }), fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 2 })), { maxLength: 40 })
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: 3 }), counts, (start, steps) => {
-        let expected = start
-        let pending: PendingReplicas | undefined
-        let at = 0
-        const seen: [at: number, listed: number][] = []
-        for (const [gap, fresh, stale] of steps) {
-          at += gap
-          const listed = fresh + stale
-          seen.push([at, listed])
-          const before = expected
-          ;({ expected, pending } = raisedExpectation(expected, fresh, listed, pending, at))
-          expect(expected).toBeGreaterThanOrEqual(before)
-          if (expected > Math.max(before, Math.min(fresh, 1))) {
-            expect(expected).toBeLessThanOrEqual(fresh)
-            // Listed at every count for the hold: a count at or before its start saw as many, and every one since.
-            const since = seen.findLastIndex(([when]) => when <= at - FRESH_HOLD_MS)
-            expect(since).toBeGreaterThanOrEqual(0)
-            expect(seen.slice(since).every(([, count]) => count >= expected)).toBe(true)
-          }
-        }
-      }),
-    )
-  })
-})
+import { FRESH_LAG_SECONDS, noReplicaAddresses, settledExpectation, SETTLED_LINK_MS, type ListedLink } from '../src/storage/redis-connection.js'
 
 /**
- * A world of replicas, each reconnecting now and then: a link connects, waits for its sync, is put
- * online (Redis then sets its acknowledgement time, acknowledged or not), and from a moment on
- * acknowledges every second until its replica drops it; it is listed on until the master notices
- * (at once, or `repl-timeout` on for a link left half-open: one dropped before its sync is put
- * online all the same, never acknowledging). The replica's next link connects after the drop.
- * Redis's clock is read in whole seconds, as `INFO` counts `lag`.
+ * A world of replicas, each reconnecting now and then: a link connects, asks for a sync (`INFO`
+ * lists it from then on, after the links that asked before it), is put online once synced (Redis
+ * then sets its acknowledgement time, acknowledged or not), and from a moment on acknowledges
+ * every second until its replica drops it; it is listed on until the master notices (at once, or
+ * `repl-timeout` on for a link left half-open: one dropped before its sync is put online all the
+ * same, never acknowledging). The replica's next link connects after the drop, from the next of
+ * its addresses (a NAT with several addresses hands them out in turn). `INFO`'s `lag` is in whole seconds.
  */
 interface Link {
-  readonly id: number
-  readonly connected: number
+  readonly address: string
+  readonly listed: number
   readonly online: number
   readonly firstAck: number
   readonly dropped: number
   readonly listedUntil: number
 }
 
+/** One link of a replica: how long it lives, how long its sync takes, the pause before the next, whether it is left half-open. */
 type Life = readonly [live: number, sync: number, gap: number, lingers: boolean]
 
-function linksOf(replicas: readonly (readonly Life[])[], start: readonly number[]): Link[] {
-  let id = 0
-  const links = replicas.flatMap((lives, replica) => {
-    let at = start[replica] ?? 0
-    return lives.map(([live, sync, gap, lingers]) => {
+interface Replica {
+  readonly addresses: readonly string[]
+  readonly lives: readonly Life[]
+  readonly start: number
+}
+
+function linksOf(replicas: readonly Replica[]): Link[] {
+  return replicas.flatMap(({ addresses, lives, start }) => {
+    let at = start
+    return lives.map(([live, sync, gap, lingers], index) => {
       const online = at + sync
-      const link = { connected: at, online, firstAck: online + 800, dropped: at + live, listedUntil: lingers ? Math.max(at + live, online) + 60_000 : at + live }
+      const link = { address: addresses[index % addresses.length]!, listed: at, online, firstAck: online + 800, dropped: at + live, listedUntil: lingers ? Math.max(at + live, online) + 60_000 : at + live }
       at += live + gap
       return link
     })
   })
-  // Client ids count up as links connect.
-  return links.sort((a, b) => a.connected - b.connected).map((link) => ({ ...link, id: id++ }))
 }
 
-/** What a count at `at` sees: `INFO replication`'s fresh online links, and each with its id, lag and whether it ever acknowledged. */
-function countAt(links: readonly Link[], at: number): { fresh: number; seen: ReplicaLink[] } {
+/** What `INFO replication` lists at `at`: the links in the order they asked for a sync. */
+function infoAt(links: readonly Link[], at: number): ListedLink[] {
   const seconds = (ms: number) => Math.floor(ms / 1000)
-  const seen = links
-    .filter((link) => link.online <= at && at < link.listedUntil)
+  return links
+    .filter((link) => link.listed <= at && at < link.listedUntil)
+    .sort((a, b) => a.listed - b.listed)
     .map((link) => {
       const acked = link.firstAck <= Math.min(at, link.dropped)
       const lastAck = acked ? link.firstAck + 1000 * Math.floor((Math.min(at, link.dropped) - link.firstAck) / 1000) : link.online
-      return { id: link.id, lag: seconds(at) - seconds(lastAck), acked }
+      const online = link.online <= at
+      return { address: link.address, offset: acked ? 1000 : 0, lag: online ? seconds(at) - seconds(lastAck) : Number.POSITIVE_INFINITY, counted: online }
     })
-  return { fresh: seen.filter((link) => link.lag <= FRESH_LAG_SECONDS).length, seen }
 }
 
-/** The count expected after counts at `times`, as a sandbox takes them: links read only while more are fresh than expected. */
-function expectedWith(links: readonly Link[], times: readonly number[]): number {
-  const seen = new Map<number, number>()
-  let expected = 0
-  for (const at of times) {
-    const { fresh, seen: listed } = countAt(links, at)
-    if (fresh > Math.max(expected, 1)) expected = settledExpectation(expected, fresh, listed, seen, at)
-    else expected = Math.max(expected, Math.min(fresh, 1))
-  }
+/** The count expected after counts at `times`, as a sandbox takes them. */
+function expectedWith(links: readonly Link[], times: readonly number[], from = 0): number {
+  const addresses = noReplicaAddresses()
+  let expected = from
+  for (const at of times) expected = settledExpectation(expected, infoAt(links, at), addresses, at)
   return expected
 }
 
-describe('the replicas a master is expected to have, told apart by how long their links have acknowledged', () => {
-  it('never expects more replicas than there are, however often each reconnects, its old links half-open or put online by a sync unacknowledged (attack25 R1, attack27 F1)', () => {
+const everyQuarter = (until: number) => Array.from({ length: until / 250 }, (_, index) => index * 250)
+const steady = (address: string, start = 0): Replica => ({ addresses: [address], lives: [[600_000, 100, 0, false]], start })
+
+describe('the replicas a master is expected to have', () => {
+  it('never expects more replicas than there are, however often each reconnects, from one address or several in turn, its old links half-open or put online by a sync unacknowledged (attack25 R1, attack27 F1, attack28 F4)', () => {
     const life = fc.tuple(fc.integer({ min: 100, max: 8000 }), fc.integer({ min: 0, max: 6000 }), fc.integer({ min: 0, max: 1500 }), fc.boolean())
+    // Addresses drawn from a few, so that replicas share them (one NAT) and a replica has several.
+    const replica = fc.record({
+      addresses: fc.array(fc.constantFrom('10.0.0.1:6379', '10.0.0.2:6379', '10.0.0.3:6379', '10.0.0.1:6380'), { minLength: 1, maxLength: 3 }),
+      lives: fc.array(life, { minLength: 2, maxLength: 12 }),
+      start: fc.integer({ min: 0, max: 5000 }),
+    })
     fc.assert(
-      fc.property(
-        fc.array(fc.array(life, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 3 }),
-        fc.array(fc.integer({ min: 0, max: 5000 }), { minLength: 3, maxLength: 3 }),
-        fc.array(fc.integer({ min: 50, max: 1500 }), { minLength: 1, maxLength: 80 }),
-        (replicas, start, gaps) => {
-          const links = linksOf(replicas, start)
-          let at = 0
-          const times = gaps.map((gap) => (at += gap))
-          expect(expectedWith(links, times)).toBeLessThanOrEqual(replicas.length)
-        },
-      ),
+      fc.property(fc.array(replica, { minLength: 1, maxLength: 2 }), fc.array(fc.integer({ min: 50, max: 1500 }), { minLength: 20, maxLength: 80 }), (replicas, gaps) => {
+        let at = 0
+        const times = gaps.map((gap) => (at += gap))
+        expect(expectedWith(linksOf(replicas), times)).toBeLessThanOrEqual(replicas.length)
+      }),
+      { numRuns: 500 },
     )
   })
 
-  it('expects a replica reconnecting every 1.5 s once, one whose links waiting for a sync were reset once, and each of three steady replicas once they have acknowledged long enough', () => {
-    const everySecond = (until: number) => Array.from({ length: until / 250 }, (_, index) => index * 250)
-    // attack25 R1: a link every 1.5 s for 30 s, each left half-open (expected 3 before).
-    const flapping = linksOf([Array.from({ length: 20 }, () => [1400, 50, 100, true] as const)], [0])
-    expect(expectedWith(flapping, everySecond(40_000))).toBe(1)
-    // attack27 F1: two links reset while waiting for a 5 s sync, put online with the third (expected 2 before).
-    const resetInSync = linksOf([[[1500, 5000, 0, true], [1500, 3500, 0, true], [60_000, 2000, 0, false]]], [0])
-    expect(expectedWith(resetInSync, everySecond(20_000))).toBe(1)
-    const steady = linksOf([[[60_000, 100, 0, false]], [[60_000, 100, 0, false]], [[60_000, 100, 0, false]]], [0, 700, 1900])
-    expect(expectedWith(steady, everySecond(1000))).toBe(1)
-    expect(expectedWith(steady, everySecond(1900 + 100 + 800 + SETTLED_LINK_MS + 2000))).toBe(3)
+  it('expects one replica as soon as one link is fresh, and never lowers the count', () => {
+    expect(expectedWith(linksOf([steady('10.0.0.1:6379')]), [900])).toBe(1)
+    expect(expectedWith(linksOf([{ addresses: ['10.0.0.1:6379'], lives: [[2000, 100, 0, false]], start: 0 }]), [900, 5000, 9000], 2)).toBe(2)
   })
 
-  it('counts a link once it has been seen acknowledging for the settling time, and none that never acknowledged', () => {
-    const seen = new Map<number, number>()
-    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 0, acked: true }], seen, 0)).toBe(1)
-    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 1, acked: true }], seen, SETTLED_LINK_MS - 1)).toBe(1)
-    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 1, acked: true }], seen, SETTLED_LINK_MS)).toBe(2)
-    const unacked = new Map([[1, 0], [2, 0]])
-    expect(settledExpectation(1, 2, [{ id: 1, lag: 0, acked: true }, { id: 2, lag: 0, acked: false }], unacked, 60_000)).toBe(1)
+  it('expects a replica reconnecting every 1.5 s once, one whose links waiting for a sync were reset twice once, and each of three steady replicas once listed long enough', () => {
+    // attack25 R1: a link every 1.5 s for 30 s, each left half-open (expected 3 before).
+    const flapping = linksOf([{ addresses: ['10.0.0.1:6379'], lives: Array.from({ length: 20 }, () => [1400, 50, 100, true] as const), start: 0 }])
+    expect(expectedWith(flapping, everyQuarter(40_000))).toBe(1)
+    // The same from two addresses in turn (a NAT with two), and from a new one each time.
+    const alternating = linksOf([{ addresses: ['10.0.0.1:6379', '10.0.0.2:6379'], lives: Array.from({ length: 20 }, () => [1400, 50, 100, true] as const), start: 0 }])
+    expect(expectedWith(alternating, everyQuarter(40_000))).toBe(1)
+    const roaming = linksOf([{ addresses: Array.from({ length: 20 }, (_, index) => `10.0.1.${index}:6379`), lives: Array.from({ length: 20 }, () => [1400, 50, 100, true] as const), start: 0 }])
+    expect(expectedWith(roaming, everyQuarter(40_000))).toBe(1)
+    // attack27 F1: two links reset while waiting for a 5 s sync, put online with the third (expected 2 before).
+    const resetInSync = linksOf([{ addresses: ['10.0.0.1:6379'], lives: [[1500, 5000, 0, true], [1500, 3500, 0, true], [60_000, 2000, 0, false]], start: 0 }])
+    expect(expectedWith(resetInSync, everyQuarter(20_000))).toBe(1)
+    const three = linksOf([steady('10.0.0.1:6379'), steady('10.0.0.2:6379', 700), steady('10.0.0.3:6379', 1900)])
+    expect(expectedWith(three, everyQuarter(1000))).toBe(1)
+    expect(expectedWith(three, everyQuarter(1900 + 100 + 800 + SETTLED_LINK_MS + 2000))).toBe(3)
+  })
+
+  it('expects two replicas, not three, when one reconnects twice while another stays: the timeline of attack28 F4', () => {
+    // R2 attaches, then R1; R2 reconnects 6 s later and 6 s after that, its old links half-open.
+    const links = linksOf([
+      { addresses: ['127.0.0.1:7002'], lives: [[6300, 100, 0, true], [6000, 100, 0, true], [600_000, 100, 0, false]], start: 0 },
+      steady('127.0.0.1:7001', 300),
+    ])
+    expect(expectedWith(links, everyQuarter(12_000 + 30_000))).toBe(2)
+  })
+
+  it('expects two replicas behind one NAT address once they are listed long enough, while neither reconnects (attack22 S1)', () => {
+    const nat = linksOf([steady('10.9.9.9:6379'), steady('10.9.9.9:6379', 1200)])
+    expect(expectedWith(nat, everyQuarter(1200 + 100 + 800 + SETTLED_LINK_MS + 1000))).toBe(2)
+  })
+
+  it('expects a newcomer while another replica stalls now and then: stale at some counts, listed at all (attack24 R1-1)', () => {
+    const addresses = noReplicaAddresses()
+    let expected = 1
+    for (let second = 0; second < 12; second++) {
+      const stalled = second % 3 !== 0
+      const info: ListedLink[] = [
+        { address: '10.0.0.1:6379', offset: 1000, lag: stalled ? FRESH_LAG_SECONDS + 1 : 0, counted: true },
+        { address: '10.0.0.2:6379', offset: 1000, lag: 0, counted: true },
+      ]
+      expected = settledExpectation(expected, info, addresses, second * 1000)
+    }
+    expect(expected).toBe(2)
+  })
+
+  it('counts a link once its address has been listed for the settling time with no link added, and none that never acknowledged', () => {
+    const link = (address: string, offset = 1000): ListedLink => ({ address, offset, lag: 0, counted: true })
+    const addresses = noReplicaAddresses()
+    expect(settledExpectation(1, [link('a:1'), link('b:1')], addresses, 0)).toBe(1)
+    expect(settledExpectation(1, [link('a:1'), link('b:1')], addresses, SETTLED_LINK_MS - 1)).toBe(1)
+    expect(settledExpectation(1, [link('a:1'), link('b:1')], addresses, SETTLED_LINK_MS)).toBe(2)
+    // A link added at b (listed after a, where b's old one was before it): b is new again.
+    expect(settledExpectation(1, [link('a:1'), link('b:1')], noReplicaAddresses(), 0)).toBe(1)
+    const turned = noReplicaAddresses()
+    settledExpectation(1, [link('b:1'), link('a:1')], turned, 0)
+    expect(settledExpectation(1, [link('a:1'), link('b:1')], turned, SETTLED_LINK_MS)).toBe(1)
+    expect(settledExpectation(1, [link('a:1'), link('b:1')], turned, 2 * SETTLED_LINK_MS)).toBe(2)
+    const unacked = noReplicaAddresses()
+    settledExpectation(1, [link('a:1'), link('b:1', 0)], unacked, 0)
+    expect(settledExpectation(1, [link('a:1'), link('b:1', 0)], unacked, 60_000)).toBe(1)
   })
 })

@@ -580,6 +580,8 @@ interface Server {
   recoveredUnchecked: boolean
   /** How many replicas it had online when last counted (see {@link RedisLink.script}'s `confirm`), undefined before. */
   replicas: number | undefined
+  /** How many replica links it listed still syncing in full at that count (not online yet; port 0 left out). */
+  replicasSyncing: number
   /**
    * How many replicas it is expected to have (see {@link RedisLinkOptions.replicas}): declared, or
    * the most seen online at once in its replication history (on a Cluster, those the cluster lists).
@@ -591,11 +593,9 @@ interface Server {
   replid: string | undefined
   /** When this process last read the count other processes expect (see RedisLink's sharedExpected). */
   replicasSharedAt: number
-  /** More fresh links than expected, not yet for long enough (see {@link raisedExpectation}). */
-  replicasPending: PendingReplicas | undefined
-  /** When each replica link was first seen acknowledging, by client id (see {@link settledExpectation}). */
-  readonly linksSeen: Map<number, number>
-  /** The count that tells whether the pending links still hold, due once they have for {@link FRESH_HOLD_MS}. */
+  /** Its replicas' addresses as the counts saw them (see {@link settledExpectation}). */
+  replicaAddresses: ReplicaAddresses
+  /** The next count, due a second on while fresh links are not yet expected (see {@link settledExpectation}). */
   replicasRecount: ReturnType<typeof setTimeout> | undefined
   /** When its replicas were last counted (monotonic ms). */
   replicasReadAt: number
@@ -773,9 +773,23 @@ function countedReplicas(info: string): { readonly offset: number; readonly lag:
   return listedLinks(info).filter((link) => link.counted)
 }
 
-/** Every replica link `INFO replication` lists, in its order (the order they attached in), and whether it counts (see {@link countedReplicas}). */
-function listedLinks(info: string): { readonly offset: number; readonly lag: number; readonly counted: boolean }[] {
-  return [...info.matchAll(/^slave\d+:ip=[^,]*,port=(\d+),state=(\w+),offset=(\d+)(?:,lag=(\d+))?/gm)].map(([, port, state, offset, lag]) => ({
+/**
+ * A replica link `INFO replication` lists: the address the master lists it at (`ip:port`: the
+ * replica's address, or the one it announces, and its listening port: every link of one replica
+ * has the same), the offset it acknowledged, how long ago (`lag`, seconds), and whether it counts
+ * (see {@link countedReplicas}).
+ */
+export interface ListedLink {
+  readonly address: string
+  readonly offset: number
+  readonly lag: number
+  readonly counted: boolean
+}
+
+/** Every replica link `INFO replication` lists, in its order (a link is added at the end as it asks for a sync), and whether it counts (see {@link countedReplicas}). */
+function listedLinks(info: string): ListedLink[] {
+  return [...info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+),offset=(\d+)(?:,lag=(\d+))?/gm)].map(([, ip, port, state, offset, lag]) => ({
+    address: `${ip}:${port}`,
     offset: Number(offset),
     lag: Number(lag ?? Number.POSITIVE_INFINITY),
     counted: state === 'online' && port !== '0' && lag !== undefined,
@@ -793,105 +807,60 @@ function listedLinks(info: string): { readonly offset: number; readonly lag: num
 export const FRESH_LAG_SECONDS = 2
 
 /**
- * How long (ms) more links than expected must be listed, at every count, before they raise the
- * count expected above one: longer than a link stays fresh once it is silent
- * ({@link FRESH_LAG_SECONDS}; `lag` is in whole seconds), so that a link left half-open is stale
- * by the end of it.
- * @note A replica that reconnected (another source address: a NAT or load balancer that failed
- * over) within 2 s of its old link's last acknowledgement was counted twice, fresh both: two
- * expected for good, every write 503 though the one replica confirmed (attack22 S7).
- */
-export const FRESH_HOLD_MS = (FRESH_LAG_SECONDS + 1) * 1000
-
-/** A count of replica links above the count expected, and since when (monotonic ms) every count has listed at least as many online. */
-export interface PendingReplicas {
-  readonly count: number
-  readonly since: number
-}
-
-/**
- * Where Redis refuses `CLIENT LIST` (links cannot be aged: {@link settledExpectation} is the rule
- * otherwise), the count expected once a count at `now` sees `fresh` links (acknowledged within
- * {@link FRESH_LAG_SECONDS}) of the `listed` online, `expected` before, and what is left pending:
- * one fresh link raises it to one at once (a replica there is); more fresh than expected start a
- * hold, kept while at least as many are listed, and raise it once the hold has lasted
- * {@link FRESH_HOLD_MS} at a count that sees as many fresh.
- * @note Fresh at every count of the hold, the rule was: one replica stalling now and then (a VM
- * paused, a slow disk) made every count that caught it stale start a newcomer's hold anew, and the
- * newcomer, online 12 s, was never expected: it dropped off, and 201s confirmed without it were
- * lost on promoting it (attack24 R1-1).
- * The cost (docs/replicas.md): a replica that drops off within 3 s of first being seen fresh beside
- * the others is not yet waited for; one reconnecting every second or two is always two fresh links,
- * and raises the count past the replicas there are (attack25 R1).
- */
-export function raisedExpectation(
-  expected: number,
-  fresh: number,
-  listed: number,
-  pending: PendingReplicas | undefined,
-  now: number,
-): { readonly expected: number; readonly pending: PendingReplicas | undefined } {
-  const base = Math.max(expected, Math.min(fresh, 1))
-  // Held while as many are listed; lowered to those listed when some left.
-  let held = pending === undefined ? undefined : { count: Math.min(pending.count, listed), since: pending.since }
-  if (held !== undefined && held.count <= base) held = undefined
-  if (held === undefined) return { expected: base, pending: fresh > base ? { count: fresh, since: now } : undefined }
-  if (now - held.since < FRESH_HOLD_MS || fresh <= base) return { expected: base, pending: held }
-  const raised = Math.min(held.count, fresh)
-  return { expected: raised, pending: raised < held.count ? held : undefined }
-}
-
-/**
- * A replica's link as a count sees it: its client id (`CLIENT LIST`), how long since it last
- * acknowledged (`lag`, `INFO replication`), and whether it ever acknowledged (its `offset` above 0).
- * @note Neither `CLIENT LIST`'s `idle` nor its `age` tells how long a link has been a replica:
- * Redis renews `idle` as it writes to a link, half-open ones too (attack25 R1: 0 for every old
- * link); `age` counts from the TCP connect, which a link waiting for a full sync, or one a pooling
- * proxy opened in advance, passes before it ever acknowledged (attack27 F1). And `lag` is set to 0
- * when a full sync puts a link online, acknowledged or not: links whose replica side was gone went
- * online with the good one, fresh, and were counted (attack27 F1).
- */
-export interface ReplicaLink {
-  readonly id: number
-  readonly lag: number
-  readonly acked: boolean
-}
-
-/**
- * How long (ms) a link must have been seen acknowledging (fresh, its offset above 0), from the
- * first count that saw it so, to stand for a replica of its own beside the others: longer than a
- * link stays fresh once silent ({@link FRESH_LAG_SECONDS}), so that a replica that reconnected is
- * never two such links at once (its old link went stale before its new one had acknowledged that
- * long), with a second to spare for an acknowledgement on the old link that arrives after the new
- * one's first.
+ * How long (ms) a replica's address must have been listed with no new link at it before its links
+ * raise the count expected above one: longer than a link stays fresh once silent
+ * ({@link FRESH_LAG_SECONDS}; `lag` is in whole seconds), with a second to spare, so that a replica
+ * that reconnected is never two fresh links counted at once: its old link stopped acknowledging
+ * before its new one was added, and is stale before the address is steady again.
  */
 export const SETTLED_LINK_MS = (FRESH_LAG_SECONDS + 2) * 1000
 
 /**
- * The count expected once a count at `now` sees `fresh` links online and fresh, and `links` (each
- * counted link, matched to its client id): one fresh link raises it to one at once; more, only to
- * as many as have acknowledged and are fresh now, and were first seen so ({@link SETTLED_LINK_MS})
- * ago or more. `seen`: when each link was first seen acknowledging, by id, kept between counts
- * (links gone are forgotten). Never lowered.
- * @note Counting links held 3 s (see {@link raisedExpectation}) defeated one reconnection only: a
- * replica reconnecting every 1.5 s (its old links half-open until `repl-timeout`) was always two
- * fresh links, and raised the count to 3 for good with one replica: every write 503 (attack25 R1).
+ * What a master's counts keep between them to tell its replicas apart: the addresses `INFO`
+ * listed at the last count, in its order, and since when each has been listed with no link added
+ * at it (monotonic ms).
  */
-export function settledExpectation(expected: number, fresh: number, links: readonly ReplicaLink[], seen: Map<number, number>, now: number): number {
-  for (const id of seen.keys()) if (!links.some((link) => link.id === id)) seen.delete(id)
-  let settled = 0
-  for (const link of links) {
-    if (!link.acked || link.lag > FRESH_LAG_SECONDS) continue
-    const first = seen.get(link.id)
-    if (first === undefined) seen.set(link.id, now)
-    else if (now - first >= SETTLED_LINK_MS) settled++
-  }
-  return Math.max(expected, Math.min(fresh, 1), Math.min(fresh, settled))
+export interface ReplicaAddresses {
+  listed: readonly string[]
+  readonly steadySince: Map<string, number>
 }
 
-/** The client ids of the links `CLIENT LIST TYPE replica` lists, oldest first (ids count up as clients connect). */
-function linkIds(reply: string): number[] {
-  return [...reply.matchAll(/^id=(\d+) /gm)].map(([, id]) => Number(id)).sort((a, b) => a - b)
+/** A master's {@link ReplicaAddresses} before its first count (or once its replication history changed). */
+export function noReplicaAddresses(): ReplicaAddresses {
+  return { listed: [], steadySince: new Map() }
+}
+
+/**
+ * The count expected once a count at `now` lists `links` (in `INFO`'s order), `expected` before:
+ * one fresh link (acknowledged within {@link FRESH_LAG_SECONDS}) raises it to one at once; more,
+ * only to as many links as have acknowledged (`offset` above 0), are fresh now, and are at an
+ * address listed {@link SETTLED_LINK_MS} or more with no link added at it since (`seen`, kept
+ * between counts). Never lowered.
+ * A link added at an address is one `INFO` lists past those the last count listed, in order (a
+ * link is added at the end; one removed takes its place in no other link's order), so one that
+ * came back at an address whose old link left between two counts is new all the same.
+ * @note Counting links held 3 s defeated one reconnection only: a replica reconnecting every 1.5 s
+ * (its old links half-open until `repl-timeout`) was always two fresh links, and raised the count
+ * to 3 for good with one replica: every write 503 (attack25 R1). Links told apart by client id
+ * (`CLIENT LIST`) were matched to `INFO`'s by rank, but the ids count up by connection and `INFO`
+ * lists links as they ask for a sync: a link connected early and synced late (a proxy's
+ * connection opened in advance) lent its freshness to another, and two replicas were counted 3
+ * (attack28 F4). Addresses need no match.
+ * The cost: replicas listed at one address (behind one NAT gateway, announcing no address of their
+ * own) are counted each only while none of them reconnects (`--redis-replicas` declares them).
+ */
+export function settledExpectation(expected: number, links: readonly ListedLink[], seen: ReplicaAddresses, now: number): number {
+  const listed = links.map((link) => link.address)
+  // The links this count lists in the last one's order; those past them were added since.
+  let matched = 0
+  for (const address of seen.listed) if (matched < listed.length && address === listed[matched]) matched++
+  const added = new Set(listed.slice(matched))
+  for (const address of seen.steadySince.keys()) if (!listed.includes(address)) seen.steadySince.delete(address)
+  for (const address of listed) if (added.has(address) || !seen.steadySince.has(address)) seen.steadySince.set(address, now)
+  seen.listed = listed
+  const fresh = links.filter((link) => link.counted && link.lag <= FRESH_LAG_SECONDS)
+  const settled = fresh.filter((link) => link.offset > 0 && now - seen.steadySince.get(link.address)! >= SETTLED_LINK_MS).length
+  return Math.max(expected, Math.min(fresh.length, 1), settled)
 }
 
 /**
@@ -952,8 +921,6 @@ export class RedisLink {
   #closed = false
   /** Why the replicas every process expects cannot be read (`<prefix>replicas` of the wrong type), or undefined. */
   #countUnreadable: string | undefined
-  /** Whether Redis refused `CLIENT LIST` (see #replicaLinks). */
-  #clientListRefused = false
   /** When a key of the wrong type was last said (see {@link #failure}). */
   #wrongTypeSaidAt = Number.NEGATIVE_INFINITY
   /** Each server's state, by address (`''` first: the one Redis, or the cluster client as a whole). */
@@ -1325,25 +1292,12 @@ export class RedisLink {
         const first = server.replicas === undefined || replid !== server.replid
         if (first) {
           server.replicasExpected = 0
-          server.replicasPending = undefined
-          server.linksSeen.clear()
+          server.replicaAddresses = noReplicaAddresses()
         }
         server.replid = replid
-        const links = this.cluster || fresh <= Math.max(server.replicasExpected, 1) ? undefined : await this.#replicaLinks(server)
-        let raised: { readonly expected: number; readonly pending: PendingReplicas | undefined }
-        if (links === 'moving') {
-          raised = { expected: Math.max(server.replicasExpected, Math.min(fresh, 1)), pending: undefined }
-          this.#recountAt(server, now + REPLICAS_READ_MS)
-        } else if (links === undefined || links === 'refused') {
-          raised = raisedExpectation(server.replicasExpected, fresh, online, server.replicasPending, now)
-          // Once a second at most: a hold past its time waits for a count that sees its links fresh.
-          if (raised.pending !== undefined) this.#recountAt(server, Math.max(raised.pending.since + FRESH_HOLD_MS, now + REPLICAS_READ_MS))
-        } else {
-          raised = { expected: settledExpectation(server.replicasExpected, fresh, links, server.linksSeen, now), pending: undefined }
-          // A link not settled yet is counted again a second on, writes or not.
-          if (fresh > raised.expected) this.#recountAt(server, now + REPLICAS_READ_MS)
-        }
-        server.replicasPending = raised.pending
+        const raised = { expected: settledExpectation(server.replicasExpected, listedLinks(info), server.replicaAddresses, now) }
+        // A link not yet expected is counted again a second on, writes or not.
+        if (fresh > raised.expected) this.#recountAt(server, now + REPLICAS_READ_MS)
         if (this.cluster) {
           // @note On a Cluster, the replicas it lists, however long gone: one frozen past 5 minutes
           // was promoted when its master died (attack19 S1: 19,994 lost). Its configuration is
@@ -1364,6 +1318,7 @@ export class RedisLink {
           server.replicasExpected = await this.#sharedExpected(replid, previous, raised.expected)
         }
         server.replicas = online
+        server.replicasSyncing = listedLinks(info).filter((link) => !link.counted && !link.address.endsWith(':0')).length
         server.replicasReadAt = now
       } finally {
         server.replicasReading = undefined
@@ -1371,33 +1326,6 @@ export class RedisLink {
     })()
     return server.replicasReading
   }
-
-  /**
-   * The links `server` counts (see {@link countedReplicas}), each with its client id: `INFO
-   * replication` between two `CLIENT LIST TYPE replica`, its links taken in the order they
-   * attached as the clients' ids (which count up as they connect); `moving` when a link attached or left meanwhile
-   * (the lists cannot be matched: raised at a later count); `refused` where `CLIENT LIST` is not
-   * allowed (an ACL user without it, a Redis before 5): then links are held ({@link raisedExpectation}),
-   * said once.
-   */
-  async #replicaLinks(server: Server): Promise<ReplicaLink[] | 'moving' | 'refused'> {
-    if (this.#clientListRefused) return 'refused'
-    const clients = () => this.#connection.sendTo(server.address, ['CLIENT', 'LIST', 'TYPE', 'replica'], this.#commandTimeoutMs).then((reply) => linkIds(String(reply)))
-    let before: number[]
-    try {
-      before = await clients()
-    } catch (error) {
-      if (!(error instanceof ErrorReplied)) throw error
-      this.#clientListRefused = true
-      this.#warn(`storage replicas: ${this.#display(server)} refuses CLIENT LIST (${messageOf(error)}): a replica's links are told apart by how long they are listed only, and one reconnecting every second or two may be expected more than once (writes 503 until --redis-replicas); allow CLIENT LIST for the sandbox's user`)
-      return 'refused'
-    }
-    const listed = listedLinks(String(await this.#connection.sendTo(server.address, ['INFO', 'replication'], this.#commandTimeoutMs)))
-    const after = await clients()
-    if (listed.length !== before.length || before.length !== after.length || before.some((id, index) => id !== after[index])) return 'moving'
-    return listed.flatMap((link, index) => (link.counted ? [{ id: before[index]!, lag: link.lag, acked: link.offset > 0 }] : []))
-  }
-
 
   /**
    * Counts `server`'s replicas again at `at` (monotonic ms), outside any request, whether or not
@@ -1445,7 +1373,8 @@ export class RedisLink {
     const online = server.replicas ?? 0
     const missing =
       online < expected
-        ? `${online} of the ${expected} replicas expected ${online === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (if one was removed for good, start with --redis-replicas ${online})`
+        ? // @note A replica still syncing in full (Redis 7 waits 5 s for more before a diskless one) was said to be removed for good, with a flag that would accept losses (attack28).
+          `${online} of the ${expected} replicas expected ${online === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (${server.replicasSyncing > 0 ? `${server.replicasSyncing === 1 ? 'a replica is' : `${server.replicasSyncing} replicas are`} still syncing in full: writes are confirmed once ${server.replicasSyncing === 1 ? 'it is' : 'they are'} online` : `if one was removed for good, start with --redis-replicas ${online}`})`
         : server.replicaFailing
           ? 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
           : `${this.#countUnreadable ?? 'the replicas expected cannot be read'}, and a failover to one missing would lose the write`
@@ -1841,12 +1770,12 @@ export class RedisLink {
         evicting: undefined,
         recoveredUnchecked: false,
         replicas: undefined,
+        replicasSyncing: 0,
         replicasExpected: 0,
         replicaFailing: false,
         replid: undefined,
         replicasSharedAt: Number.NEGATIVE_INFINITY,
-        replicasPending: undefined,
-        linksSeen: new Map(),
+        replicaAddresses: noReplicaAddresses(),
         replicasRecount: undefined,
         replicasReadAt: Number.NEGATIVE_INFINITY,
         replicasReading: undefined,
@@ -2032,8 +1961,8 @@ export class RedisLink {
     // restarted (or a replica promoted) behind the address has another history, and a write
     // recorded under the old one was never confirmed in the new (the model-based suite, seed 3).
     server.replicasReadAt = Number.NEGATIVE_INFINITY
-    // A Redis restarted behind the address numbers its clients anew: an id seen before is another link.
-    server.linksSeen.clear()
+    // A Redis restarted behind the address lists its replicas anew.
+    server.replicaAddresses = noReplicaAddresses()
     if (this.cluster && server.address === '') {
       for (const other of this.#servers.values()) {
         other.checkDue = true

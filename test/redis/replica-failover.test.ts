@@ -450,6 +450,70 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     expect(answer).toMatchObject({ status: 201 })
   })
 
+  it.each([
+    { user: 'the default user', acl: false, finding: 'attack28 F4' },
+    // Before: the links held 3 s where CLIENT LIST was refused; two reconnects counted one replica twice.
+    { user: 'a user without CLIENT', acl: true, finding: 'attack28 F7' },
+  ])('expects two replicas, not three, when one reconnects twice, the second time over a connection opened before the other replica\'s (a proxy\'s pooled connection), its old links half-open, as $user ($finding)', async ({ acl }) => {
+    const master = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-timeout', '5')
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync', 'no')
+    if (acl) await master.cli('ACL', 'SETUSER', 'noclient', 'on', '>secret', '~*', '&*', '+@all', '-client')
+    const redisUrl = acl ? `redis://noclient:secret@127.0.0.1:${master.port}` : master.url
+    const { FakeReplica } = await import('../support/fake-replica.js')
+    const links: Awaited<ReturnType<typeof FakeReplica.open>>[] = []
+    const open = async () => {
+      const link = await FakeReplica.open(master.port)
+      links.push(link)
+      return link
+    }
+    onTestFinished(() => {
+      for (const link of links) link.close()
+    })
+    const sandbox = await startSandbox({ redisUrl, anyKey: true, requestTimeoutMs: 1500 })
+    // Opened first (the lowest client id), asking for a sync last.
+    const pooled = await open()
+    const first = await open()
+    first.sync(7002)
+    await first.synced
+    const other = await open()
+    other.sync(7001)
+    await other.synced
+    await createFor(sandbox, 'both', 5000)
+    // Replica 7002 reconnects: its first link half-open.
+    const second = await open()
+    second.sync(7002)
+    first.stopAcknowledging()
+    await second.synced
+    await createFor(sandbox, 'reconnected', 5000)
+    // And again, over the pooled connection.
+    pooled.sync(7002)
+    second.stopAcknowledging()
+    await pooled.synced
+    await createFor(sandbox, 'again', 5000)
+    await untilInfo(master, /connected_slaves:2\b/, 'the master did not drop the half-open links')
+    await sleep(1100)
+    // Before: the count expected raised to 3 (links matched to client ids by rank), every create 503 for good.
+    const replid = /^master_replid:(\S+)/m.exec(await master.cli('INFO', 'replication'))![1]!
+    expect(Number(await master.cli('HGET', 'petstore-sandbox:replicas', replid))).toBe(2)
+    expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
+  })
+
+  it('says a replica still syncing in full is syncing, not removed for good with a flag that would accept losses (attack28)', async () => {
+    const master = await startRedis()
+    const replica = await startRedis()
+    // Redis 7 holds a diskless sync 5 s for more replicas: listed, not online.
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '5')
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    await untilInfo(master, /slave0:.*state=wait_bgsave/, 'the replica did not ask for a sync')
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, redisReplicas: 1, warn: (message) => warnings.push(message) })
+    expect(await createFor(sandbox, 'syncing', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+    // Before: "(if one was removed for good, start with --redis-replicas 0)".
+    expect(warnings.join('\n')).toContain('0 of the 1 replicas expected are online, and a failover to one missing would lose the write (a replica is still syncing in full')
+    expect(warnings.join('\n')).not.toContain('--redis-replicas 0')
+  })
+
   it('expects a replica once whose links were reset twice while waiting for its first sync, put online with its good link unacknowledged (attack27 F1)', async () => {
     const master = await startRedis()
     const replica = await startRedis()
