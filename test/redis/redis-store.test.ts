@@ -227,10 +227,13 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
   })
 
   it.each([
-    ['petstore-sandbox:planned', 'a list', ['LPUSH', 'petstore-sandbox:planned', 'by hand']],
-    ['petstore-sandbox:opt', 'a list', ['LPUSH', 'petstore-sandbox:opt', 'by hand']],
-    ['petstore-sandbox:planned', 'a string holding no integer', ['SET', 'petstore-sandbox:planned', 'by hand']],
-  ])('keeps a planned answer for the request after one refused while %s holds %s (attack26 F1)', async (key, _what, command) => {
+    { key: 'petstore-sandbox:planned', what: 'a list', command: ['LPUSH', 'petstore-sandbox:planned', 'by hand'], finding: 'attack26 F1' },
+    { key: 'petstore-sandbox:opt', what: 'a list', command: ['LPUSH', 'petstore-sandbox:opt', 'by hand'], finding: 'attack26 F1' },
+    { key: 'petstore-sandbox:planned', what: 'a string holding no integer', command: ['SET', 'petstore-sandbox:planned', 'by hand'], finding: 'attack26 F1' },
+    // Digits INCRBY refuses, after the take had used the plan up.
+    { key: 'petstore-sandbox:planned', what: '007', command: ['SET', 'petstore-sandbox:planned', '007'], finding: 'attack28 F6' },
+    { key: 'petstore-sandbox:planned', what: '-0', command: ['SET', 'petstore-sandbox:planned', '-0'], finding: 'attack28 F6' },
+  ])('keeps a planned answer for the request after one refused while $key holds $what ($finding)', async ({ key, command }) => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
     const plan = await sandbox.fetch('/__sandbox/answers', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ operation: 'listCategories', status: 500, times: 1 }) })
