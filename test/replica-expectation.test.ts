@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { FRESH_LAG_SECONDS, noReplicaAddresses, settledExpectation, SETTLED_LINK_MS, type ListedLink } from '../src/storage/redis-connection.js'
+import { FRESH_LAG_SECONDS, listedLinks, noReplicaAddresses, settledExpectation, SETTLED_LINK_MS, type ListedLink } from '../src/storage/redis-connection.js'
 
 /**
  * A world of replicas, each reconnecting now and then: a link connects, asks for a sync (`INFO`
@@ -156,5 +156,25 @@ describe('the replicas a master is expected to have', () => {
     const unacked = noReplicaAddresses()
     settledExpectation(1, [link('a:1'), link('b:1', 0)], unacked, 0)
     expect(settledExpectation(1, [link('a:1'), link('b:1', 0)], unacked, 60_000)).toBe(1)
+  })
+})
+
+describe('the replica links INFO replication lists', () => {
+  it('counts a link Redis 7 lists with lag=-1 (acknowledged within the second) as fresh, not missing (attack28 F8)', () => {
+    const info = [
+      '# Replication',
+      'role:master',
+      'connected_slaves:3',
+      'slave0:ip=10.0.0.1,port=6379,state=online,offset=1000,lag=-1',
+      'slave1:ip=10.0.0.2,port=6379,state=online,offset=990,lag=2',
+      'slave2:ip=10.0.0.3,port=6379,state=wait_bgsave,offset=0,lag=0',
+      'slave3:ip=10.0.0.4,port=0,state=online,offset=1000,lag=0',
+    ].join('\r\n')
+    expect(listedLinks(info)).toEqual([
+      { address: '10.0.0.1:6379', offset: 1000, lag: 0, counted: true },
+      { address: '10.0.0.2:6379', offset: 990, lag: 2, counted: true },
+      { address: '10.0.0.3:6379', offset: 0, lag: 0, counted: false },
+      { address: '10.0.0.4:0', offset: 1000, lag: 0, counted: false },
+    ])
   })
 })

@@ -97,11 +97,23 @@ local now = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)`
  */
 export const EVICTION_RECHECK_MS = 1000
 
-/** How often (ms) each process reads the epoch token (see RedisLink.watchEpoch). */
+/** How often (ms) each process reads the epoch token and counts its beat (see RedisLink.watchEpoch). */
 const EPOCH_READ_MS = 1000
-/** Lua: the epoch token in KEYS[1], written as ARGV[1] when there is none. */
-const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1], 'NX')
+/** Lua: the epoch token in KEYS[1] (`<token> <beat>`), written as ARGV[1] with beat 0 when there is none. */
+const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1] .. ' 0', 'NX')
 return redis.call('GET', KEYS[1])`
+/**
+ * Lua: counts the epoch's beat up when KEYS[1] holds the token ARGV[1] (`<token> <beat>`; a token
+ * alone is beat 0): `{1, beat}`; else `{0, what it holds}` (`''`: nothing).
+ */
+const EPOCH_BEAT = redisScript(`local held = redis.call('GET', KEYS[1])
+if not held then return { 0, '' } end
+local token, beat = string.match(held, '^(%S+) (%d+)$')
+if not token then token = held; beat = '0' end
+if token ~= ARGV[1] then return { 0, held } end
+local counted = string.format('%d', tonumber(beat) + 1)
+redis.call('SET', KEYS[1], token .. ' ' .. counted)
+return { 1, counted }`)
 
 /**
  * How often (ms) a master's replicas are counted again (`INFO replication`, in the background) while
@@ -786,12 +798,19 @@ export interface ListedLink {
   readonly counted: boolean
 }
 
-/** Every replica link `INFO replication` lists, in its order (a link is added at the end as it asks for a sync), and whether it counts (see {@link countedReplicas}). */
-function listedLinks(info: string): ListedLink[] {
-  return [...info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+),offset=(\d+)(?:,lag=(\d+))?/gm)].map(([, ip, port, state, offset, lag]) => ({
+/**
+ * Every replica link `INFO replication` lists, in its order (a link is added at the end as it asks
+ * for a sync), and whether it counts (see {@link countedReplicas}).
+ * @note Redis 7 lists a link that acknowledged within the current second with `lag=-1` (its
+ * acknowledgement time is read from a fresher clock than the second it subtracts it from): such a
+ * link was not counted, and a healthy master's writes were unknown for that count's second (14% of
+ * creates on one with a replica; attack28 F8).
+ */
+export function listedLinks(info: string): ListedLink[] {
+  return [...info.matchAll(/^slave\d+:ip=([^,]*),port=(\d+),state=(\w+),offset=(\d+)(?:,lag=(-?\d+))?/gm)].map(([, ip, port, state, offset, lag]) => ({
     address: `${ip}:${port}`,
     offset: Number(offset),
-    lag: Number(lag ?? Number.POSITIVE_INFINITY),
+    lag: lag === undefined ? Number.POSITIVE_INFINITY : Math.max(0, Number(lag)),
     counted: state === 'online' && port !== '0' && lag !== undefined,
   }))
 }
@@ -896,6 +915,10 @@ export class RedisLink {
   readonly epochKey: string | undefined
   /** The token this process found in {@link epochKey} (or wrote there, the first), once read. */
   #epoch: string | undefined
+  /** The highest beat of the epoch this process counted and its replicas confirmed (see {@link watchEpoch}). */
+  #beat = 0
+  /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since). */
+  #epochReading: Promise<void> | undefined
   /** Why Redis no longer holds the sandbox's keys (the token gone or another), once seen: every command refused then. */
   #lost: string | undefined
   #epochTimer: NodeJS.Timeout | undefined
@@ -1423,7 +1446,9 @@ export class RedisLink {
       this.#waiter = { connection, ready: connection.connecting }
     }
     const waiter = this.#waiter
-    const tag = key.indexOf('}') === -1 ? key : key.slice(0, key.indexOf('}') + 1)
+    // The key's slot: its hash tag, or the whole key as one (the epoch's, `<prefix>epoch`, has none:
+    // its mark was in another slot, refused on a Cluster).
+    const tag = key.indexOf('}') === -1 ? `{${key}}` : key.slice(0, key.indexOf('}') + 1)
     // @note Every replica online, not one: a replica that may never be promoted
     // (`cluster-replica-no-failover`, `replica-priority 0`) confirmed writes its master's promoted
     // replica, 4 s behind, did not have (attack18 F6: 7,820 creates answered 201 lost).
@@ -1876,12 +1901,18 @@ export class RedisLink {
 
   /**
    * Reads the epoch token now (writing one when there is none: the first sandbox on this Redis),
-   * then every {@link EPOCH_READ_MS}: once it is gone or another, Redis no longer holds what the
-   * sandboxes wrote (`FLUSHALL`, a restart without persistence, a replica promoted empty), and
-   * every command is refused (503 storage_unavailable, health degraded, said once) until this
-   * process restarts: its tenants would otherwise start again from their seed, the ids they were
-   * given handed out again.
-   * @note Keys deleted under a running sandbox were not noticed (attack23 R1).
+   * then every {@link EPOCH_READ_MS} counts its beat up, a write confirmed by the replicas as
+   * any: once the token is gone or another, Redis no longer holds what the sandboxes wrote
+   * (`FLUSHALL`, a restart without persistence, a replica promoted empty); once the beat is at or
+   * below one this process counted and saw confirmed, Redis went back in time (restarted from an
+   * older snapshot: RDB, AOF without `appendfsync always`, a backup restored), and what it was
+   * answered since is gone. Then every command is refused (503 storage_unavailable, health
+   * degraded, said once) until this process restarts: its tenants would otherwise start again
+   * from their seed, or from an older state, the ids they were given handed out again.
+   * @note Keys deleted under a running sandbox were not noticed (attack23 R1); nor a Redis
+   * restarted from an older snapshot, the token in it (attack28 F1: two 201s gone, id 7 handed out again).
+   * @note The beat a process remembers is one its replicas confirmed: a replica promoted holds it
+   * (one behind was waited for), so a failover is not taken for time going back.
    */
   async watchEpoch(): Promise<void> {
     if (this.epochKey === undefined || this.#epochTimer !== undefined || this.#closed) return
@@ -1890,21 +1921,46 @@ export class RedisLink {
     this.#epochTimer.unref()
   }
 
-  async #readEpoch(): Promise<void> {
+  /**
+   * @note One at a time: a beat waiting for its replicas overlapped the next, which was confirmed
+   * first; the first, confirmed then, counted below it and was taken for time going back (every
+   * request refused, nothing lost).
+   */
+  #readEpoch(): Promise<void> {
+    this.#epochReading ??= this.#readEpochNow().finally(() => (this.#epochReading = undefined))
+    return this.#epochReading
+  }
+
+  async #readEpochNow(): Promise<void> {
     const key = this.epochKey
     if (key === undefined || this.#lost !== undefined || this.#closed) return
+    let held: string
     try {
       if (this.#epoch === undefined) {
-        this.#epoch = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
+        const taken = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
+        this.#epoch = taken.split(' ')[0]
         return
       }
-      const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
-      if (held === this.#epoch || this.#closed) return
-      this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed`
-      this.#warn(`storage lost: ${this.#lost}`)
+      const [alive, value] = (await this.script(EPOCH_BEAT, [key], [this.#epoch], { confirm: true })) as [number, string]
+      if (alive === 1) {
+        const beat = Number(value)
+        if (beat > this.#beat) {
+          this.#beat = beat
+          return
+        }
+        if (this.#closed) return
+        this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch counts ${beat}, ${this.#beat} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
+        this.#warn(`storage lost: ${this.#lost}`)
+        return
+      }
+      held = value
     } catch {
-      // Redis failing, or the key of another type: said by the commands that meet it, and by health.
+      // Redis failing, the write not confirmed, or the key of another type: said by the commands that meet it, and by health.
+      return
     }
+    if (this.#closed) return
+    this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === '' ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
+    this.#warn(`storage lost: ${this.#lost}`)
   }
 
   /** Whether {@link close} was called: no command is sent from then on. */

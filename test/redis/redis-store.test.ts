@@ -3,6 +3,8 @@
  * and recovered from, the health route, TTL expiry in Redis, a password in the URL, the key
  * layout with its hash tags, and what the CLI says about a bad or unreachable Redis.
  */
+import { cpSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { keySlot, parseRedisUrl } from '../../src/storage/redis-connection.js'
@@ -155,6 +157,55 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     const restarted = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
     expect((await create(restarted, 'restarted')).status).toBe(201)
     expect((await restarted.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
+  it('refuses every request once Redis is restarted from an older snapshot, the token in it, rather than hand the ids out again (attack28 F1)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    await redis.cli('SAVE')
+    // Answered 201 after the snapshot, and a beat of the epoch confirmed after it.
+    const lost = [await create(sandbox, 'lost 1'), await create(sandbox, 'lost 2')]
+    expect(lost.map((answer) => answer.status)).toEqual([201, 201])
+    await sleep(1500)
+    await redis.stop()
+    await redis.start()
+    await sleep(2500)
+    // Before: 201 with the id of 'lost 1' again, health ok, nothing in the log.
+    expectErrorBody(await jsonOf(await create(sandbox, 'after')), 503, 'storage_unavailable')
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    expect(warnings.filter((line) => line.startsWith('storage lost:') && line.includes('went back in time'))).toHaveLength(1)
+    // Restarted, a sandbox goes on from what Redis holds.
+    const restarted = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty' })
+    const listed = (await jsonOf(await restarted.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
+    expect(listed.map((category) => category.name)).toEqual(['kept'])
+  })
+
+  it('goes on through a failover to a replica that confirmed every beat, not taking it for time going back (attack28 F1)', async () => {
+    const master = await startRedis({ aof: true })
+    const replica = await startRedis({ aof: true })
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    for (let attempt = 0; !/slave0:.*state=online/.test(await master.cli('INFO', 'replication')); attempt++) {
+      if (attempt > 200) throw new Error('the replica did not come online')
+      await sleep(50)
+    }
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: master.url, apiKeys: ['partner'], scenario: 'empty', requestTimeoutMs: 2000, warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await sleep(2500)
+    // The master dies; its replica, which has every beat confirmed, is promoted behind the same address (its data moved there).
+    await master.stop('SIGKILL')
+    await replica.cli('REPLICAOF', 'NO', 'ONE')
+    await replica.stop('SIGTERM')
+    rmSync(join(master.dir, 'appendonlydir'), { recursive: true, force: true })
+    cpSync(join(replica.dir, 'appendonlydir'), join(master.dir, 'appendonlydir'), { recursive: true })
+    await master.start()
+    await sleep(3000)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    // Answered as a write with no replica now (201, or unknown while the one listed before is expected), never storage_unavailable.
+    const after = await create(sandbox, 'after')
+    expect(after.status === 201 || ((await jsonOf(after)) as { code: string }).code === 'write_outcome_unknown').toBe(true)
   })
 
   it('takes writes again within seconds of the shared replica count held with the wrong type being deleted (attack26 F2)', async () => {

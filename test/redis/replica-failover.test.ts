@@ -110,13 +110,13 @@ async function createdOnceTheOldLinkIsGone(master: RedisServer, sandbox: Running
 }
 
 /**
- * A cluster and a replica joined to the master of the partner's slot, online and listed by the
+ * A cluster and a replica joined to the master of the partner's slot (or `key`'s), online and listed by the
  * cluster; `announce` is set on the replica before it joins.
  */
-async function clusterWithReplica(announce: readonly string[] = []): Promise<{ cluster: RedisCluster; owner: RedisServer; replica: RedisServer }> {
+async function clusterWithReplica(announce: readonly string[] = [], key = `petstore-sandbox:{${tenantId('partner')}}:meta`): Promise<{ cluster: RedisCluster; owner: RedisServer; replica: RedisServer }> {
   const cluster = await startRedisCluster()
   const master = cluster.nodes[0]!
-  const masterPort = await cluster.masterOf(`petstore-sandbox:{${tenantId('partner')}}:meta`)
+  const masterPort = await cluster.masterOf(key)
   const owner = cluster.nodes.find((node) => node.port === masterPort)!
   const replica = await startRedis({ cluster: true })
   if (announce.length > 0) await replica.cli('CONFIG', 'SET', ...announce)
@@ -652,6 +652,16 @@ describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S
     const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500 })
     // Before: never online under the address the cluster lists, every write 503 for good.
     expect(await created(sandbox, 'announced')).toMatchObject({ status: 201 })
+  })
+
+  it('has the epoch\'s beat confirmed by the replica of its master, health ok and nothing in the log (its mark once in another slot)', async () => {
+    const { cluster } = await clusterWithReplica([], 'petstore-sandbox:epoch')
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500, warn: (message) => warnings.push(message) })
+    await sleep(3500)
+    // Before: each beat's confirmation refused (MOVED): "no replica confirmed the write", health degraded.
+    expect(warnings.filter((line) => line.startsWith('storage'))).toEqual([])
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
   it('answers write_outcome_unknown while the cluster says its replica is failing, though a replica outside the cluster confirms (attack21 C1)', async () => {
