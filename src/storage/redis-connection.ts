@@ -1944,7 +1944,9 @@ export class RedisLink {
       const [alive, value] = (await this.script(EPOCH_BEAT, [key], [this.#epoch], { confirm: true })) as [number, string]
       if (alive === 1) {
         const beat = Number(value)
-        if (beat > this.#beat) {
+        // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
+        // failover may lose the last ones, as the operator accepted; it is not time going back.
+        if (beat > this.#beat || this.#allowFailoverLoss) {
           this.#beat = beat
           return
         }

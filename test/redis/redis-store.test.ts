@@ -182,6 +182,20 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['kept'])
   })
 
+  it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', redisAllowFailoverLoss: true, warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'kept')).status).toBe(201)
+    await redis.cli('SAVE')
+    await sleep(1500)
+    await redis.stop()
+    await redis.start()
+    await sleep(2500)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    expect((await create(sandbox, 'after')).status).toBe(201)
+  })
+
   it('goes on through a failover to a replica that confirmed every beat, not taking it for time going back (attack28 F1)', async () => {
     const master = await startRedis({ aof: true })
     const replica = await startRedis({ aof: true })
