@@ -103,14 +103,15 @@ const EPOCH_READ_MS = 1000
 const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1] .. ' 0', 'NX')
 return redis.call('GET', KEYS[1])`
 /**
- * Lua: counts the epoch's beat up when KEYS[1] holds the token ARGV[1] (`<token> <beat>`; a token
- * alone is beat 0): `{1, beat}`; else `{0, what it holds}` (`''`: nothing).
+ * Lua: when KEYS[1] holds the token ARGV[1] (`<token> <beat>`; a token alone is beat 0), its beat,
+ * counted up first with ARGV[2] `1`: `{1, beat}`; else `{0, what it holds}` (`''`: nothing).
  */
 const EPOCH_BEAT = redisScript(`local held = redis.call('GET', KEYS[1])
 if not held then return { 0, '' } end
 local token, beat = string.match(held, '^(%S+) (%d+)$')
 if not token then token = held; beat = '0' end
 if token ~= ARGV[1] then return { 0, held } end
+if ARGV[2] ~= '1' then return { 1, beat } end
 local counted = string.format('%d', tonumber(beat) + 1)
 redis.call('SET', KEYS[1], token .. ' ' .. counted)
 return { 1, counted }`)
@@ -919,6 +920,9 @@ export class RedisLink {
   #beat = 0
   /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since). */
   #epochReading: Promise<void> | undefined
+  /** How many writes this process had answered as applied (see {@link script}), and how many when its last beat was confirmed. */
+  #writesApplied = 0
+  #writesBeaten = 0
   /** Why Redis no longer holds the sandbox's keys (the token gone or another), once seen: every command refused then. */
   #lost: string | undefined
   #epochTimer: NodeJS.Timeout | undefined
@@ -1130,7 +1134,10 @@ export class RedisLink {
       throw new RedisOutcomeUnknown(failure.message, { cause: error })
     }
     this.recovered(server)
-    if (options.confirm) this.#accepted(server)
+    if (options.confirm) {
+      this.#accepted(server)
+      if (script !== EPOCH_BEAT) this.#writesApplied++
+    }
     // @note The master asked after the reply: a write redirected (MOVED) went to its slot's new master.
     if (confirming) {
       const master = this.#serverFor(keys[0])
@@ -1941,13 +1948,20 @@ export class RedisLink {
         this.#epoch = taken.split(' ')[0]
         return
       }
-      const [alive, value] = (await this.script(EPOCH_BEAT, [key], [this.#epoch], { confirm: true })) as [number, string]
+      // Counted up only after writes of this process since its last beat: an idle Redis that lost
+      // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
+      const writes = this.#writesApplied
+      const counting = writes !== this.#writesBeaten
+      const [alive, value] = (await this.script(EPOCH_BEAT, [key], [this.#epoch, counting ? '1' : '0'], { confirm: counting })) as [number, string]
       if (alive === 1) {
         const beat = Number(value)
         // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
         // failover may lose the last ones, as the operator accepted; it is not time going back.
-        if (beat > this.#beat || this.#allowFailoverLoss) {
-          this.#beat = beat
+        if ((counting ? beat > this.#beat : beat >= this.#beat) || this.#allowFailoverLoss) {
+          if (counting) {
+            this.#beat = beat
+            this.#writesBeaten = writes
+          }
           return
         }
         if (this.#closed) return

@@ -658,6 +658,8 @@ describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S
     const { cluster } = await clusterWithReplica([], 'petstore-sandbox:epoch')
     const warnings: string[] = []
     const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500, warn: (message) => warnings.push(message) })
+    // A write, then the beats that count it.
+    expect(await created(sandbox, 'counted')).toMatchObject({ status: 201 })
     await sleep(3500)
     // Before: each beat's confirmation refused (MOVED): "no replica confirmed the write", health degraded.
     expect(warnings.filter((line) => line.startsWith('storage'))).toEqual([])
