@@ -122,9 +122,16 @@ describe('the replicas a master is expected to have', () => {
     expect(expectedWith(links, everyQuarter(12_000 + 30_000))).toBe(2)
   })
 
-  it('expects two replicas behind one NAT address once they are listed long enough, while neither reconnects (attack22 S1)', () => {
+  it('expects replicas behind one NAT address as one: links at one address cannot be told apart (attack22 S1, attack29 F1)', () => {
     const nat = linksOf([steady('10.9.9.9:6379'), steady('10.9.9.9:6379', 1200)])
-    expect(expectedWith(nat, everyQuarter(1200 + 100 + 800 + SETTLED_LINK_MS + 1000))).toBe(2)
+    expect(expectedWith(nat, everyQuarter(1200 + 100 + 800 + SETTLED_LINK_MS + 1000))).toBe(1)
+  })
+
+  it('expects one replica whose link is cut now and then, the old one half-open until the next cut, one leaving as one comes between two counts (attack29 F1)', () => {
+    // Each link lives 5 s and lingers half-open until the next one's end (the master's repl-timeout as long as the flap).
+    const lives = Array.from({ length: 8 }, () => [5000, 100, 0, false] as const)
+    const links = linksOf([{ addresses: ['10.0.0.1:6379'], lives, start: 0 }]).map((link, index, all) => ({ ...link, listedUntil: all[index + 1]?.dropped ?? link.dropped }))
+    expect(expectedWith(links, everyQuarter(40_000).filter((at) => at % 1000 === 500))).toBe(1)
   })
 
   it('expects a newcomer while another replica stalls now and then: stale at some counts, listed at all (attack24 R1-1)', () => {

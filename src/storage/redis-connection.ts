@@ -853,9 +853,11 @@ export function noReplicaAddresses(): ReplicaAddresses {
 /**
  * The count expected once a count at `now` lists `links` (in `INFO`'s order), `expected` before:
  * one fresh link (acknowledged within {@link FRESH_LAG_SECONDS}) raises it to one at once; more,
- * only to as many links as have acknowledged (`offset` above 0), are fresh now, and are at an
- * address listed {@link SETTLED_LINK_MS} or more with no link added at it since (`seen`, kept
- * between counts). Never lowered.
+ * only to as many addresses as have a link that acknowledged (`offset` above 0) and is fresh now,
+ * each listed {@link SETTLED_LINK_MS} or more with no link added at it since (`seen`, kept
+ * between counts). An address is one replica: links at one address cannot be told apart (a link
+ * that left and one added between two counts look like the same two), and one replica's flapping
+ * links counted two (attack29 F1). Never lowered.
  * A link added at an address is one `INFO` lists past those the last count listed, in order (a
  * link is added at the end; one removed takes its place in no other link's order), so one that
  * came back at an address whose old link left between two counts is new all the same.
@@ -867,7 +869,7 @@ export function noReplicaAddresses(): ReplicaAddresses {
  * connection opened in advance) lent its freshness to another, and two replicas were counted 3
  * (attack28 F4). Addresses need no match.
  * The cost: replicas listed at one address (behind one NAT gateway, announcing no address of their
- * own) are counted each only while none of them reconnects (`--redis-replicas` declares them).
+ * own) are expected as one (every one online is still waited for; `--redis-replicas` declares them).
  */
 export function settledExpectation(expected: number, links: readonly ListedLink[], seen: ReplicaAddresses, now: number): number {
   const listed = links.map((link) => link.address)
@@ -879,7 +881,7 @@ export function settledExpectation(expected: number, links: readonly ListedLink[
   for (const address of listed) if (added.has(address) || !seen.steadySince.has(address)) seen.steadySince.set(address, now)
   seen.listed = listed
   const fresh = links.filter((link) => link.counted && link.lag <= FRESH_LAG_SECONDS)
-  const settled = fresh.filter((link) => link.offset > 0 && now - seen.steadySince.get(link.address)! >= SETTLED_LINK_MS).length
+  const settled = new Set(fresh.filter((link) => link.offset > 0 && now - seen.steadySince.get(link.address)! >= SETTLED_LINK_MS).map((link) => link.address)).size
   return Math.max(expected, Math.min(fresh.length, 1), settled)
 }
 

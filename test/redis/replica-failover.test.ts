@@ -499,6 +499,34 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
   })
 
+  it('expects one replica whose link is cut every 4 s, the old link half-open until the next cut closes it, one leaving as one comes (attack29 F1)', async () => {
+    const master = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync', 'no')
+    const { FakeReplica } = await import('../support/fake-replica.js')
+    const links: Awaited<ReturnType<typeof FakeReplica.open>>[] = []
+    onTestFinished(() => {
+      for (const link of links) link.close()
+    })
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    for (let cut = 0; cut < 4; cut++) {
+      const link = await FakeReplica.open(master.port)
+      // The link before the last one goes as this one comes; the last one stops acknowledging, half-open.
+      links.at(-2)?.close()
+      link.sync(7002)
+      links.at(-1)?.stopAcknowledging()
+      links.push(link)
+      await link.synced
+      await createFor(sandbox, `cut ${cut}`, 4000)
+    }
+    for (const link of links.slice(0, -1)) link.close()
+    await untilInfo(master, /connected_slaves:1\b/, 'the master did not drop the old links')
+    await sleep(1100)
+    // Before: the count expected raised to 2 (two fresh links at an address that looked steady), every create 503 for good.
+    const replid = /^master_replid:(\S+)/m.exec(await master.cli('INFO', 'replication'))![1]!
+    expect(Number(await master.cli('HGET', 'petstore-sandbox:replicas', replid))).toBe(1)
+    expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
+  })
+
   it('says a replica still syncing in full is syncing, not removed for good with a flag that would accept losses (attack28)', async () => {
     const master = await startRedis()
     const replica = await startRedis()
