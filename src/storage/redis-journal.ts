@@ -21,7 +21,7 @@ import {
   type TenantJournal,
 } from '../core/journal.js'
 import { monotonicNow } from '../core/clock.js'
-import { NOW, redisScript, type RedisLink } from './redis-connection.js'
+import { NOTHING_WRITTEN, NOW, redisScript, type RedisLink } from './redis-connection.js'
 import { recordedWrite, recordOutcome, replayOutcome, typesBeforeWriting, type OutcomeKeys } from './redis-outcomes.js'
 import { FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, tenantFloorBytes } from './stored-bytes.js'
 
@@ -76,6 +76,11 @@ ${typesBeforeWriting([
   ['KEYS[7]', 'zset'],
   ['KEYS[8]', 'zset'],
 ])}
+-- @note The tenant's own journal weight, of no use (\`inf\` written by hand), wrapped the journals' total past 2^63: every tenant's writes refused (attack29 F4).
+if KEYS[6] then
+  local own = redis.call('ZSCORE', KEYS[7], ARGV[7])
+  if own and not usable_count(own) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[7] .. ' scores ' .. ARGV[7] .. ' with no integer') end
+end
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
 ${NOW}
@@ -111,7 +116,8 @@ if KEYS[6] then
         if (slots + 1) * floor <= room then break end
         redis.call('ZREM', KEYS[8], other)
         local weight = redis.call('ZSCORE', KEYS[7], other)
-        if weight and other ~= ARGV[7] then
+        -- Another's weight of no use is left alone (its slot kept): given back, it would wrap the total.
+        if weight and usable_count(weight) and other ~= ARGV[7] then
           redis.call('ZREM', KEYS[7], other)
           redis.call('DEL', ${otherKey(9, 'other', 'journal')}, ${otherKey(9, 'other', 'jsizes')})
           if redis.call('EXISTS', ${otherKey(9, 'other', 'jmeta')}) == 1 then redis.pcall('HSET', ${otherKey(9, 'other', 'jmeta')}, 'bytes', '0') end
@@ -184,7 +190,7 @@ return id
  * Lua: gives back the slot of tenant ARGV[`arg`] in the journal weights `weights`, and what its
  * journal counts in the usage hash `usage` (`!journals`), leaving the bytes in a local `held`.
  */
-export const releaseJournal = (usage: string, weights: string, arg: number) => `local held = tonumber(redis.call('ZSCORE', ${weights}, ARGV[${arg}]) or '0')
+export const releaseJournal = (usage: string, weights: string, arg: number) => `local held = count_of(redis.call('ZSCORE', ${weights}, ARGV[${arg}]))
   redis.call('ZREM', ${weights}, ARGV[${arg}])
   if held > 0 then redis.call('HINCRBY', ${usage}, '!journals', string.format('%d', -held)) end`
 
@@ -212,7 +218,7 @@ if KEYS[6] then
   local held = redis.call('ZSCORE', KEYS[7], ARGV[1])
   if held then
     redis.call('ZADD', KEYS[7], 0, ARGV[1])
-    redis.call('HINCRBY', KEYS[6], '!journals', string.format('%d', -tonumber(held)))
+    redis.call('HINCRBY', KEYS[6], '!journals', string.format('%d', -count_of(held)))
   end
 end
 ${NOW}

@@ -84,11 +84,20 @@ export function usableCount(text: string): boolean {
   return magnitude.length < COUNT_LIMIT.length || (magnitude.length === COUNT_LIMIT.length && magnitude <= COUNT_LIMIT)
 }
 
-/** Lua: `usable_count(value)`, the rule of {@link usableCount}. */
-const USABLE_COUNT = `local function usable_count(value)
+/**
+ * Lua: `usable_count(value)`, the rule of {@link usableCount}, and `count_of(value)`: the count a
+ * value holds (a reply: a string, or false when absent), 0 when absent or of no use (a count given
+ * back by a delete or an expiry: one of `inf` wrapped the shared total past 2^63, every tenant's
+ * writes refused: attack29 F3, F4).
+ */
+export const USABLE_COUNT = `local function usable_count(value)
   if value == '0' then return true end
   local magnitude = string.match(value, '^%-?([1-9]%d*)$')
   return magnitude ~= nil and (#magnitude < ${COUNT_LIMIT.length} or (#magnitude == ${COUNT_LIMIT.length} and magnitude <= '${COUNT_LIMIT}'))
+end
+local function count_of(value)
+  if value and usable_count(value) then return tonumber(value) end
+  return 0
 end`
 
 /**

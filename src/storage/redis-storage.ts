@@ -43,7 +43,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
-import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, usableCount, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, usableCount, USABLE_COUNT, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -142,7 +142,10 @@ const claimed = (held: string, floor: string, floored: string) => `(${held} == 0
  */
 const charge = (usage: number, id: number, bytes: string, budget: number, floor: number) => `if KEYS[${usage}] then
   ${NOW.replaceAll('\n', '\n  ')}
-  local old = tonumber(redis.call('HGET', KEYS[${usage}], ARGV[${id}]) or '0')
+  -- @note The tenant's own count, of no use (\`inf\` written by hand), wrapped the shared total past 2^63: every tenant's writes refused (attack29 F3).
+  local oldText = redis.call('HGET', KEYS[${usage}], ARGV[${id}])
+  if oldText and not usable_count(oldText) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[${usage}] .. ' field ' .. ARGV[${id}] .. ' holds no integer') end
+  local old = tonumber(oldText or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
   local claims = tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0')
   local budget = tonumber(ARGV[${budget}])
@@ -268,7 +271,7 @@ if max >= 0 and redis.call('LLEN', KEYS[2]) >= max then return redis.error_reply
 local created = string.format('%d', id)
 local entry = '{"id":' .. created .. ARGV[1]
 if KEYS[5] then
-  local held = tonumber(redis.call('HGET', KEYS[5], ARGV[8]) or '0') + tonumber(ARGV[7]) + #entry
+  local held = count_of(redis.call('HGET', KEYS[5], ARGV[8])) + tonumber(ARGV[7]) + #entry
   ${charge(5, 8, 'held', 6, 9).replaceAll('\n', '\n  ')}
 end
 ${NOW}
@@ -313,9 +316,10 @@ return redis.call('ZADD', KEYS[1], now, ARGV[1])
  * Returns the bytes given back.
  */
 const RECONCILE = redisScript(`
+${USABLE_COUNT}
 local freed = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
-  local held = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+  local held = count_of(redis.call('HGET', KEYS[3], ARGV[1]))
   redis.call('HDEL', KEYS[3], ARGV[1])
   if held > 0 then
     redis.call('HINCRBY', KEYS[3], '!total', string.format('%d', -held))
@@ -433,6 +437,7 @@ return {meta[1], meta[2] or '-', redis.call('LLEN', KEYS[2]), redis.call('LRANGE
  * tenant floor: its share, its floor and its journal's slot are given back.
  */
 const DELETE = redisScript(`
+${USABLE_COUNT}
 if ARGV[4] ~= '' then
   ${replayOutcome('KEYS[9]', 4, 5).replaceAll('\n', '\n  ')}
 end
@@ -452,7 +457,7 @@ if KEYS[11] then
 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8])
 if KEYS[13] then
-  local data = tonumber(redis.call('HGET', KEYS[13], ARGV[2]) or '0')
+  local data = count_of(redis.call('HGET', KEYS[13], ARGV[2]))
   redis.call('HDEL', KEYS[13], ARGV[2])
   if data > 0 then
     redis.call('HINCRBY', KEYS[13], '!total', string.format('%d', -data))

@@ -115,6 +115,8 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     { what: "the store budget's total past 2^53", key: 'petstore-sandbox:usage', field: '!total', value: '9007199254740993', shared: true, finding: 'attack28 F2' },
     // Before: the first request's journal entry rewrote it wrapped past 2^63 (a valid count, the journals' budget void), and creates went on.
     { what: "the journals' total holding 1e30", key: 'petstore-sandbox:usage', field: '!journals', value: '1e30', shared: true, finding: 'attack28 F2' },
+    // Before: stored and answered 201, the shared total wrapped past 2^63: every tenant's writes refused from then on.
+    { what: "the tenant's own count in the store budget holding inf", key: 'petstore-sandbox:usage', field: tenantId('partner'), value: 'inf', shared: false, finding: 'attack29 F3' },
     // Before: 500 internal_error, where every other value of no use is 503.
     { what: "the tenant's next id past 2^53", key: 'meta', field: 'next', value: '9007199254740993', shared: false, finding: 'attack28 F2' },
   ])('refuses a create 503 storage_unavailable, writing nothing and flooding no log, while $what ($finding)', async ({ key, field, value, shared }) => {
@@ -137,6 +139,20 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await create(sandbox, 'last')).status).toBe(201)
     const listed = (await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(listed.map((category) => category.name)).toEqual(['first', 'last'])
+  })
+
+  it.each(['inf', '1e30'])('keeps every other tenant writing while a tenant\'s journal weight scores %s (attack29 F4)', async (score) => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'other'], scenario: 'empty', warn: () => undefined })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    await redis.cli('ZADD', 'petstore-sandbox:jweights', score, tenantId('partner'))
+    // Its journal entries are refused; its creates are not.
+    expect((await create(sandbox, 'second')).status).toBe(201)
+    // Before: the journals' total wrapped past 2^63 by the partner's entry: every tenant's creates 503, health degraded.
+    const other = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('other', true), body: JSON.stringify({ name: 'other' }) })
+    expect(other.status).toBe(201)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    expect(usableCount(String(await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim())).toBe(true)
   })
 
   it('refuses every request once Redis no longer holds its keys (FLUSHALL), rather than hand the ids out again, until restarted (attack23 R1)', async () => {
