@@ -99,22 +99,16 @@ export const EVICTION_RECHECK_MS = 1000
 
 /** How often (ms) each process reads the epoch token and counts its beat (see RedisLink.watchEpoch). */
 const EPOCH_READ_MS = 1000
-/** Lua: the epoch token in KEYS[1] (`<token> <beat>`), written as ARGV[1] with beat 0 when there is none. */
-const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1] .. ' 0', 'NX')
+/** Lua: the epoch token in KEYS[1], written as ARGV[1] when there is none. */
+const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1], 'NX')
 return redis.call('GET', KEYS[1])`
 /**
- * Lua: when KEYS[1] holds the token ARGV[1] (`<token> <beat>`; a token alone is beat 0), its beat,
- * counted up first with ARGV[2] `1`: `{1, beat}`; else `{0, what it holds}` (`''`: nothing).
+ * Lua: the epoch's beat in KEYS[1] (an integer; none is 0), counted up first with ARGV[1] `1`.
+ * @note In a key of its own, the token's left as it was: a sandbox of the version before, on the
+ * same Redis, took a token written with its beat for another, and refused everything (attack29 F2).
  */
-const EPOCH_BEAT = redisScript(`local held = redis.call('GET', KEYS[1])
-if not held then return { 0, '' } end
-local token, beat = string.match(held, '^(%S+) (%d+)$')
-if not token then token = held; beat = '0' end
-if token ~= ARGV[1] then return { 0, held } end
-if ARGV[2] ~= '1' then return { 1, beat } end
-local counted = string.format('%d', tonumber(beat) + 1)
-redis.call('SET', KEYS[1], token .. ' ' .. counted)
-return { 1, counted }`)
+const EPOCH_BEAT = redisScript(`if ARGV[1] == '1' then return redis.call('INCR', KEYS[1]) end
+return tonumber(redis.call('GET', KEYS[1]) or '0')`)
 
 /**
  * How often (ms) a master's replicas are counted again (`INFO replication`, in the background) while
@@ -326,6 +320,8 @@ export interface RedisLinkOptions {
   readonly replicasKey?: string | undefined
   /** Where the token that tells the sandbox's keys are still there is kept (see RedisLink's epoch). @default none: not watched */
   readonly epochKey?: string | undefined
+  /** Where the epoch's beat is counted (see RedisLink's epoch), beside {@link epochKey}. @default `<epochKey>:beat` */
+  readonly beatKey?: string | undefined
 }
 
 /**
@@ -439,6 +435,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     probeKey: options.probeKey,
     replicasKey: options.replicasKey,
     epochKey: options.epochKey,
+    beatKey: options.beatKey,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -916,6 +913,8 @@ export class RedisLink {
   readonly replicasKey: string
   /** See {@link RedisLinkOptions.epochKey}. */
   readonly epochKey: string | undefined
+  /** See {@link RedisLinkOptions.beatKey}. */
+  readonly beatKey: string | undefined
   /** The token this process found in {@link epochKey} (or wrote there, the first), once read. */
   #epoch: string | undefined
   /** The highest beat of the epoch this process counted and its replicas confirmed (see {@link watchEpoch}). */
@@ -989,10 +988,12 @@ export class RedisLink {
       probeKey?: string | undefined
       replicasKey?: string | undefined
       epochKey?: string | undefined
+      beatKey?: string | undefined
     } = {},
   ) {
     this.target = target
     this.epochKey = options.epochKey
+    this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? `${options.epochKey}:beat`)
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -1942,43 +1943,40 @@ export class RedisLink {
 
   async #readEpochNow(): Promise<void> {
     const key = this.epochKey
-    if (key === undefined || this.#lost !== undefined || this.#closed) return
-    let held: string
+    const beatKey = this.beatKey
+    if (key === undefined || beatKey === undefined || this.#lost !== undefined || this.#closed) return
     try {
       if (this.#epoch === undefined) {
-        const taken = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
-        this.#epoch = taken.split(' ')[0]
+        this.#epoch = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
+        return
+      }
+      const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
+      if (held !== this.#epoch) {
+        if (this.#closed) return
+        this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
+        this.#warn(`storage lost: ${this.#lost}`)
         return
       }
       // Counted up only after writes of this process since its last beat: an idle Redis that lost
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
       const writes = this.#writesApplied
       const counting = writes !== this.#writesBeaten
-      const [alive, value] = (await this.script(EPOCH_BEAT, [key], [this.#epoch, counting ? '1' : '0'], { confirm: counting })) as [number, string]
-      if (alive === 1) {
-        const beat = Number(value)
-        // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
-        // failover may lose the last ones, as the operator accepted; it is not time going back.
-        if ((counting ? beat > this.#beat : beat >= this.#beat) || this.#allowFailoverLoss) {
-          if (counting) {
-            this.#beat = beat
-            this.#writesBeaten = writes
-          }
-          return
+      const beat = Number(await this.script(EPOCH_BEAT, [beatKey], [counting ? '1' : '0'], { confirm: counting }))
+      // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
+      // failover may lose the last ones, as the operator accepted; it is not time going back.
+      if ((counting ? beat > this.#beat : beat >= this.#beat) || this.#allowFailoverLoss) {
+        if (counting) {
+          this.#beat = beat
+          this.#writesBeaten = writes
         }
-        if (this.#closed) return
-        this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch counts ${beat}, ${this.#beat} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
-        this.#warn(`storage lost: ${this.#lost}`)
         return
       }
-      held = value
+      if (this.#closed) return
+      this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${this.#beat} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
+      this.#warn(`storage lost: ${this.#lost}`)
     } catch {
-      // Redis failing, the write not confirmed, or the key of another type: said by the commands that meet it, and by health.
-      return
+      // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
     }
-    if (this.#closed) return
-    this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === '' ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
-    this.#warn(`storage lost: ${this.#lost}`)
   }
 
   /** Whether {@link close} was called: no command is sent from then on. */

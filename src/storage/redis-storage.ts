@@ -729,6 +729,7 @@ export class RedisStorage implements TenantStorage {
     // On a Cluster the replicas expected are the cluster's own (CLUSTER NODES): the count is not read (attack26 F4).
     const keys: KeyType[] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as const])]
     if (this.link.epochKey !== undefined) keys.push([this.link.epochKey, 'string'])
+    if (this.link.beatKey !== undefined) keys.push([this.link.beatKey, 'integer'])
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash', ['!seq']], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash', ['!total', '!claimed', '!journals']])
