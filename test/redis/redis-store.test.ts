@@ -141,6 +141,22 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['first', 'last'])
   })
 
+  it.each(['inf', '1e30'])('deletes a tenant whose own count in the store budget holds %s, the shared totals kept usable, and refuses its reset writing nothing (attack29 F3)', async (value) => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'other'], scenario: 'empty', adminToken: 'admin-token', warn: () => undefined })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    await redis.cli('HSET', 'petstore-sandbox:usage', tenantId('partner'), value)
+    // Before: 503 write_outcome_unknown, the totals wrapped past 2^63.
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('partner', true), body: '{}' })
+    expectErrorBody(await jsonOf(reset), 503, 'storage_unavailable')
+    // The remedy the log names: before, 204 and the totals wrapped, every tenant's writes refused.
+    expect((await sandbox.fetch(`/__sandbox/tenants/${tenantId('partner')}`, { method: 'DELETE', headers: { authorization: 'Bearer admin-token' } })).status).toBe(204)
+    for (const field of ['!total', '!claimed', '!journals']) expect([field, usableCount(String(await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim() || '0')]).toEqual([field, true])
+    const other = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('other', true), body: JSON.stringify({ name: 'other' }) })
+    expect(other.status).toBe(201)
+    expect((await create(sandbox, 'again')).status).toBe(201)
+  })
+
   it.each(['inf', '1e30'])('keeps every other tenant writing while a tenant\'s journal weight scores %s (attack29 F4)', async (score) => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'other'], scenario: 'empty', warn: () => undefined })
