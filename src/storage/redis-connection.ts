@@ -919,10 +919,8 @@ export class RedisLink {
   #epoch: string | undefined
   /** The highest beat of the epoch this process counted and its replicas confirmed (see {@link watchEpoch}). */
   #beat = 0
-  /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since); whether it read the token and the beat. */
-  #epochReading: Promise<boolean> | undefined
-  /** Redis failed since the epoch was last read: it is read before the next command (see {@link #epochFirst}). */
-  #epochDue = false
+  /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since). */
+  #epochReading: Promise<void> | undefined
   /** How many writes this process had answered as applied (see {@link script}), and how many when its last beat was confirmed. */
   #writesApplied = 0
   #writesBeaten = 0
@@ -1035,10 +1033,8 @@ export class RedisLink {
     let reply: Reply
     try {
       await this.#policyRead(server)
-      await this.#epochFirst()
       reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
-      if (error instanceof StorageUnavailableError && error.message === this.#lost) throw error
       if (firstKey !== undefined && error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, firstKey, error)
       throw this.#failure(error, server)
     }
@@ -1098,7 +1094,6 @@ export class RedisLink {
       // Not sent: a plain failure, never an unknown outcome.
       throw this.#failure(error, server)
     }
-    if (script !== EPOCH_BEAT) await this.#epochFirst()
     const evicting = this.#evictingFor(server)
     if (evicting !== undefined) {
       // @note Redis answered the policy read since it last failed (else #policyRead throws): say
@@ -1931,7 +1926,7 @@ export class RedisLink {
    */
   async watchEpoch(): Promise<void> {
     if (this.epochKey === undefined || this.#epochTimer !== undefined || this.#closed) return
-    if (!(await this.#readEpoch())) this.#epochDue = true
+    await this.#readEpoch()
     this.#epochTimer = setInterval(() => void this.#readEpoch(), EPOCH_READ_MS)
     this.#epochTimer.unref()
   }
@@ -1941,39 +1936,26 @@ export class RedisLink {
    * first; the first, confirmed then, counted below it and was taken for time going back (every
    * request refused, nothing lost).
    */
-  #readEpoch(): Promise<boolean> {
+  #readEpoch(): Promise<void> {
     this.#epochReading ??= this.#readEpochNow().finally(() => (this.#epochReading = undefined))
     return this.#epochReading
   }
 
-  /**
-   * Reads the epoch before a command when Redis failed since it was last read (a restart closes
-   * the connections): throws a {@link StorageUnavailableError} when it is lost.
-   * @note Read only each second, a Redis restarted from an older snapshot answered writes from
-   * the older state until the next read: at 50 creates a second, 47 ids of 48 handed out twice in
-   * that second (attack29).
-   */
-  async #epochFirst(): Promise<void> {
-    if (!this.#epochDue || this.epochKey === undefined) return
-    if (await this.#readEpoch()) this.#epochDue = false
-    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
-  }
-
-  async #readEpochNow(): Promise<boolean> {
+  async #readEpochNow(): Promise<void> {
     const key = this.epochKey
     const beatKey = this.beatKey
-    if (key === undefined || beatKey === undefined || this.#lost !== undefined || this.#closed) return false
+    if (key === undefined || beatKey === undefined || this.#lost !== undefined || this.#closed) return
     try {
       if (this.#epoch === undefined) {
         this.#epoch = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
-        return true
+        return
       }
       const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
       if (held !== this.#epoch) {
-        if (this.#closed) return false
+        if (this.#closed) return
         this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
         this.#warn(`storage lost: ${this.#lost}`)
-        return true
+        return
       }
       // Counted up only after writes of this process since its last beat: an idle Redis that lost
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
@@ -1987,15 +1969,13 @@ export class RedisLink {
           this.#beat = beat
           this.#writesBeaten = writes
         }
-        return true
+        return
       }
-      if (this.#closed) return false
+      if (this.#closed) return
       this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${this.#beat} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
       this.#warn(`storage lost: ${this.#lost}`)
-      return true
     } catch {
       // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
-      return false
     }
   }
 
@@ -2049,7 +2029,6 @@ export class RedisLink {
     // Whatever answers next may be another Redis, or this one restarted with another policy; on a
     // cluster, the client as a whole failing may have met any master.
     server.checkDue = true
-    this.#epochDue = true
     // @note Its replicas and replication history are read again before the next write: a Redis
     // restarted (or a replica promoted) behind the address has another history, and a write
     // recorded under the old one was never confirmed in the new (the model-based suite, seed 3).
