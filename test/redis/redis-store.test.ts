@@ -3,15 +3,13 @@
  * and recovered from, the health route, TTL expiry in Redis, a password in the URL, the key
  * layout with its hash tags, and what the CLI says about a bad or unreachable Redis.
  */
-import { cpSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { keySlot, parseRedisUrl } from '../../src/storage/redis-connection.js'
 import { usableCount } from '../../src/storage/redis-outcomes.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
-import { freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
+import { freePort, promoteBehindAddress, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
@@ -257,12 +255,7 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await create(sandbox, 'before')).status).toBe(201)
     await sleep(2500)
     // The master dies; its replica, which has every beat confirmed, is promoted behind the same address (its data moved there).
-    await master.stop('SIGKILL')
-    await replica.cli('REPLICAOF', 'NO', 'ONE')
-    await replica.stop('SIGTERM')
-    rmSync(join(master.dir, 'appendonlydir'), { recursive: true, force: true })
-    cpSync(join(replica.dir, 'appendonlydir'), join(master.dir, 'appendonlydir'), { recursive: true })
-    await master.start()
+    await promoteBehindAddress(master, replica)
     await sleep(3000)
     expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
     // Answered as a write with no replica now (201, or unknown while the one listed before is expected), never storage_unavailable.

@@ -109,6 +109,29 @@ async function createdOnceTheOldLinkIsGone(master: RedisServer, sandbox: Running
   return answer!
 }
 
+/** Fake replica links on `master` (test/support/fake-replica.ts), each closed when the test ends. */
+async function fakeLinks(master: RedisServer) {
+  const { FakeReplica } = await import('../support/fake-replica.js')
+  const links: Awaited<ReturnType<typeof FakeReplica.open>>[] = []
+  onTestFinished(() => {
+    for (const link of links) link.close()
+  })
+  return {
+    links,
+    open: async () => {
+      const link = await FakeReplica.open(master.port)
+      links.push(link)
+      return link
+    },
+  }
+}
+
+/** The count of replicas every sandbox on `master` expects now, for its replication history, and what a create is answered. */
+async function expectedNow(master: RedisServer, sandbox: RunningSandbox): Promise<{ expected: number; answer: { status: number; code?: string } }> {
+  const replid = /^master_replid:(\S+)/m.exec(await master.cli('INFO', 'replication'))![1]!
+  return { expected: Number(await master.cli('HGET', 'petstore-sandbox:replicas', replid)), answer: await created(sandbox, 'after') }
+}
+
 /**
  * A cluster and a replica joined to the master of the partner's slot (or `key`'s), online and listed by the
  * cluster; `announce` is set on the replica before it joins.
@@ -460,16 +483,7 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await master.cli('CONFIG', 'SET', 'repl-diskless-sync', 'no')
     if (acl) await master.cli('ACL', 'SETUSER', 'noclient', 'on', '>secret', '~*', '&*', '+@all', '-client')
     const redisUrl = acl ? `redis://noclient:secret@127.0.0.1:${master.port}` : master.url
-    const { FakeReplica } = await import('../support/fake-replica.js')
-    const links: Awaited<ReturnType<typeof FakeReplica.open>>[] = []
-    const open = async () => {
-      const link = await FakeReplica.open(master.port)
-      links.push(link)
-      return link
-    }
-    onTestFinished(() => {
-      for (const link of links) link.close()
-    })
+    const { open } = await fakeLinks(master)
     const sandbox = await startSandbox({ redisUrl, anyKey: true, requestTimeoutMs: 1500 })
     // Opened first (the lowest client id), asking for a sync last.
     const pooled = await open()
@@ -494,27 +508,20 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await untilInfo(master, /connected_slaves:2\b/, 'the master did not drop the half-open links')
     await sleep(1100)
     // Before: the count expected raised to 3 (links matched to client ids by rank), every create 503 for good.
-    const replid = /^master_replid:(\S+)/m.exec(await master.cli('INFO', 'replication'))![1]!
-    expect(Number(await master.cli('HGET', 'petstore-sandbox:replicas', replid))).toBe(2)
-    expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
+    expect(await expectedNow(master, sandbox)).toMatchObject({ expected: 2, answer: { status: 201 } })
   })
 
   it('expects one replica whose link is cut every 4 s, the old link half-open until the next cut closes it, one leaving as one comes (attack29 F1)', async () => {
     const master = await startRedis()
     await master.cli('CONFIG', 'SET', 'repl-diskless-sync', 'no')
-    const { FakeReplica } = await import('../support/fake-replica.js')
-    const links: Awaited<ReturnType<typeof FakeReplica.open>>[] = []
-    onTestFinished(() => {
-      for (const link of links) link.close()
-    })
+    const { links, open } = await fakeLinks(master)
     const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
     for (let cut = 0; cut < 4; cut++) {
-      const link = await FakeReplica.open(master.port)
       // The link before the last one goes as this one comes; the last one stops acknowledging, half-open.
       links.at(-2)?.close()
-      link.sync(7002)
       links.at(-1)?.stopAcknowledging()
-      links.push(link)
+      const link = await open()
+      link.sync(7002)
       await link.synced
       await createFor(sandbox, `cut ${cut}`, 4000)
     }
@@ -522,9 +529,7 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await untilInfo(master, /connected_slaves:1\b/, 'the master did not drop the old links')
     await sleep(1100)
     // Before: the count expected raised to 2 (two fresh links at an address that looked steady), every create 503 for good.
-    const replid = /^master_replid:(\S+)/m.exec(await master.cli('INFO', 'replication'))![1]!
-    expect(Number(await master.cli('HGET', 'petstore-sandbox:replicas', replid))).toBe(1)
-    expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
+    expect(await expectedNow(master, sandbox)).toMatchObject({ expected: 1, answer: { status: 201 } })
   })
 
   it('says a replica still syncing in full is syncing, not removed for good with a flag that would accept losses (attack28)', async () => {

@@ -18,7 +18,7 @@
  * PETSTORE_MODEL_REPLAY_PATH=… npx vitest run test/server/model-based.test.ts -t <store>`).
  * `PETSTORE_MODEL_KNOWN_OPEN` (comma-separated, empty for none) overrides {@link KNOWN_OPEN}.
  */
-import { cpSync, rmSync, writeFileSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import { describe, it } from 'vitest'
@@ -28,7 +28,7 @@ import { PIPELINE_LIMIT } from '../../src/server/conversation.js'
 import { FAILSYNC_FLAG_VARIABLE, failingFsyncShim } from '../support/failing-fsync.js'
 import { converse, sendAndLeave, type Conversation, type HttpAnswer, type HttpRequest } from '../support/http-conversation.js'
 import { startFlakyProxy } from '../support/flaky-proxy.js'
-import { startRedis, type RedisServer } from '../support/redis-server.js'
+import { promoteBehindAddress, startRedis, type RedisServer } from '../support/redis-server.js'
 import { runCli, type CliRun } from '../support/sandbox-cli.js'
 import { Clock, TenantModel, type PlannedOperation } from '../support/sandbox-model.js'
 import { dataDir, STORES, type StoreKind } from '../support/stores.js'
@@ -828,12 +828,7 @@ class Failover extends Command {
     const sentAt = world.clock.tick()
     const pending = Promise.all(prepared.map((item) => converse(world.sandbox.origin, [item.request]).then((conversation) => ({ conversation, answeredAt: world.clock.tick() }))))
     await sleep(this.lagMs)
-    await master.stop('SIGKILL')
-    await replica.cli('REPLICAOF', 'NO', 'ONE')
-    await replica.stop('SIGTERM')
-    rmSync(join(master.dir, 'appendonlydir'), { recursive: true, force: true })
-    cpSync(join(replica.dir, 'appendonlydir'), join(master.dir, 'appendonlydir'), { recursive: true })
-    await master.start()
+    await promoteBehindAddress(master, replica)
     // A replica again, as a managed Redis adds one: the one listed before stays expected for minutes (its writes unknown meanwhile).
     await replica.start()
     await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))

@@ -5,7 +5,7 @@
  * worker exits).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer, connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -131,6 +131,20 @@ export class RedisServer {
     const { stdout } = await run('redis-cli', ['-p', String(this.port), ...auth, ...args])
     return stdout
   }
+}
+
+/**
+ * A failover behind a fixed address, as a managed Redis does it: `master` killed -9, `replica`
+ * made a master and stopped, its AOF moved into the master's directory, the master started on it
+ * (both started with `aof`). `replica` is left stopped.
+ */
+export async function promoteBehindAddress(master: RedisServer, replica: RedisServer): Promise<void> {
+  await master.stop('SIGKILL')
+  await replica.cli('REPLICAOF', 'NO', 'ONE')
+  await replica.stop('SIGTERM')
+  rmSync(join(master.dir, 'appendonlydir'), { recursive: true, force: true })
+  cpSync(join(replica.dir, 'appendonlydir'), join(master.dir, 'appendonlydir'), { recursive: true })
+  await master.start()
 }
 
 /** Starts a standalone redis-server for one test and stops it (and removes its directory) when the test ends. */
