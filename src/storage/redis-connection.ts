@@ -1315,7 +1315,8 @@ export class RedisLink {
         const now = monotonicNow()
         // @note Only replicas online, and never one on port 0: `redis-cli --rdb` (a backup) and
         // `--replica` sync as replicas, never acknowledge, and were expected for 5 minutes (attack19 L1).
-        const counted = countedReplicas(info)
+        const links = listedLinks(info)
+        const counted = links.filter((link) => link.counted)
         const online = counted.length
         const fresh = counted.filter((replica) => replica.lag <= FRESH_LAG_SECONDS).length
         // @note A new replication history (this address now a promoted replica): the replicas
@@ -1328,9 +1329,9 @@ export class RedisLink {
           server.replicaAddresses = noReplicaAddresses()
         }
         server.replid = replid
-        const raised = { expected: settledExpectation(server.replicasExpected, listedLinks(info), server.replicaAddresses, now) }
+        const raised = settledExpectation(server.replicasExpected, links, server.replicaAddresses, now)
         // A link not yet expected is counted again a second on, writes or not.
-        if (fresh > raised.expected) this.#recountAt(server, now + REPLICAS_READ_MS)
+        if (fresh > raised) this.#recountAt(server, now + REPLICAS_READ_MS)
         if (this.cluster) {
           // @note On a Cluster, the replicas it lists, however long gone: one frozen past 5 minutes
           // was promoted when its master died (attack19 S1: 19,994 lost). Its configuration is
@@ -1340,18 +1341,18 @@ export class RedisLink {
           server.replicasExpected = listed === undefined ? Math.max(server.replicasExpected, fresh) : Math.max(fresh, listed.count)
           server.replicaFailing = listed?.failing ?? server.replicaFailing
         } else if (replid === undefined) {
-          server.replicasExpected = raised.expected
-        } else if (first || raised.expected > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS || this.#countUnreadable !== undefined) {
+          server.replicasExpected = raised
+        } else if (first || raised > server.replicasExpected || monotonicNow() - server.replicasSharedAt >= REPLICAS_SHARE_MS || this.#countUnreadable !== undefined) {
           // @note Unreadable, it is read at each count (once a second): its deletion took up to
           // 30 s to be seen, every write unknown meanwhile (attack26 F2).
           // @note A process started after a replica dropped off never saw it, and answered 201
           // where the others answered unknown (trial5 P2): the most seen is kept in Redis, by
           // replication history, for every process (a count: no clock in it, attack20 C1).
           server.replicasSharedAt = monotonicNow()
-          server.replicasExpected = await this.#sharedExpected(replid, previous, raised.expected)
+          server.replicasExpected = await this.#sharedExpected(replid, previous, raised)
         }
         server.replicas = online
-        server.replicasSyncing = listedLinks(info).filter((link) => !link.counted && !link.address.endsWith(':0')).length
+        server.replicasSyncing = links.filter((link) => !link.counted && !link.address.endsWith(':0')).length
         server.replicasReadAt = now
       } finally {
         server.replicasReading = undefined
