@@ -617,6 +617,10 @@ interface Server {
   refusing: { readonly detail: string; readonly key: string; readonly said: boolean } | undefined
   /** When "storage refusing" was last said (monotonic ms): at most once in {@link BEHIND_HOLD_MS}. */
   refusalSaidAt: number
+  /** It failed since the epoch was last checked on it: the next command to it checks it first (see RedisLink's #epochCheck). */
+  epochDue: boolean
+  /** That check in flight, which every command to it waits for. */
+  epochChecking: Promise<void> | undefined
 }
 
 /**
@@ -1033,8 +1037,10 @@ export class RedisLink {
     let reply: Reply
     try {
       await this.#policyRead(server)
+      await this.#epochCheck(server)
       reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
+      if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
       if (firstKey !== undefined && error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, firstKey, error)
       throw this.#failure(error, server)
     }
@@ -1090,7 +1096,9 @@ export class RedisLink {
     const server = this.#serverFor(keys[0])
     try {
       await this.#policyRead(server)
+      await this.#epochCheck(server)
     } catch (error) {
+      if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
       // Not sent: a plain failure, never an unknown outcome.
       throw this.#failure(error, server)
     }
@@ -1818,6 +1826,8 @@ export class RedisLink {
         behind: undefined,
         refusing: undefined,
         refusalSaidAt: Number.NEGATIVE_INFINITY,
+        epochDue: false,
+        epochChecking: undefined,
       }
       this.#servers.set(address, server)
     }
@@ -1953,9 +1963,7 @@ export class RedisLink {
       }
       const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
       if (held !== this.#epoch) {
-        if (this.#closed) return
-        this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
-        this.#warn(`storage lost: ${this.#lost}`)
+        this.#keysLost(key, held)
         return
       }
       // Counted up only after writes of this process since its last beat: an idle Redis that lost
@@ -1972,12 +1980,66 @@ export class RedisLink {
         }
         return
       }
-      if (this.#closed) return
-      this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${this.#beat} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
-      this.#warn(`storage lost: ${this.#lost}`)
+      this.#wentBack(beatKey, beat, this.#beat)
     } catch {
       // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
     }
+  }
+
+  /**
+   * What a command to `server` waits for first after that server failed (a restart closes the
+   * connections): the token and the beat read (one check at a time, shared by every command that
+   * waits, within the request's time), so that a Redis restarted from an older snapshot, or
+   * empty, is refused from its first command, not from the next second's read. A check that
+   * cannot be made fails the command as not sent (503 storage_unavailable), and is made again by
+   * the next one. On a Cluster, only for the master holding the token.
+   * @note Read only each second, a Redis restarted from an older snapshot answered writes from
+   * that state until the next read: at 50 creates a second, 47 ids of 48 handed out twice
+   * (attack29). Reading before the next command whatever the time left, and going on when it
+   * failed, spent a stalled connection's whole command timeout twice a command: the settle of a
+   * create that went unanswered ran out of time, and said unknown (its reverted first try).
+   */
+  async #epochCheck(server: Server): Promise<void> {
+    if (!server.epochDue) return
+    const key = this.epochKey
+    if (key === undefined || this.#epoch === undefined || (this.cluster && server.address !== this.#connection.serverOf(key))) {
+      // Not watched (yet: the token is taken by the first read of watchEpoch), or not this master's.
+      server.epochDue = false
+      return
+    }
+    server.epochChecking ??= this.#checkEpoch(server, key, this.beatKey ?? `${key}:beat`).finally(() => (server.epochChecking = undefined))
+    return server.epochChecking
+  }
+
+  async #checkEpoch(server: Server, key: string, beatKey: string): Promise<void> {
+    // What this process knew before asking: a beat confirmed while the read is on its way is newer than the read.
+    const epoch = this.#epoch
+    const remembered = this.#beat
+    const held = await this.#connection.send(key, ['GET', key], this.#timeLeft())
+    if (held !== epoch) {
+      this.#keysLost(key, held)
+      throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`)
+    }
+    const beat = Number((await this.#connection.send(beatKey, ['GET', beatKey], this.#timeLeft())) ?? 0)
+    if (beat < remembered && !this.#allowFailoverLoss) {
+      this.#wentBack(beatKey, beat, remembered)
+      throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`)
+    }
+    server.epochDue = false
+  }
+
+  /** Redis no longer holds the token at `key` (`held` there instead): every command refused from now on, said once. */
+  #keysLost(key: string, held: unknown): void {
+    if (this.#closed || this.#lost !== undefined) return
+    this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
+    this.#warn(`storage lost: ${this.#lost}`)
+  }
+
+  /** Redis holds the beat `beat`, below `remembered` which was confirmed: every command refused from now on, said once. */
+  #wentBack(beatKey: string, beat: number, remembered: number): void {
+    if (this.#closed || this.#lost !== undefined) return
+    this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${remembered} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
+    this.#warn(`storage lost: ${this.#lost}`)
   }
 
   /** Whether {@link close} was called: no command is sent from then on. */
@@ -2030,6 +2092,7 @@ export class RedisLink {
     // Whatever answers next may be another Redis, or this one restarted with another policy; on a
     // cluster, the client as a whole failing may have met any master.
     server.checkDue = true
+    server.epochDue = true
     // @note Its replicas and replication history are read again before the next write: a Redis
     // restarted (or a replica promoted) behind the address has another history, and a write
     // recorded under the old one was never confirmed in the new (the model-based suite, seed 3).
@@ -2039,6 +2102,7 @@ export class RedisLink {
     if (this.cluster && server.address === '') {
       for (const other of this.#servers.values()) {
         other.checkDue = true
+        other.epochDue = true
         other.replicasReadAt = Number.NEGATIVE_INFINITY
       }
     }

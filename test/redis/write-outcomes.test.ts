@@ -702,6 +702,8 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000, warn: (line) => lines.push(line) })
     expect((await create(sandbox, 'before')).status).toBe(201)
     const restartEvicting = async () => {
+      // Restarted with what it held (a restart that lost the sandbox's keys is refused for good: storage lost).
+      await redis.cli('SAVE')
       await redis.stop()
       await redis.start({ extraArgs: ['--maxmemory-policy', 'allkeys-lru'] })
       const seen = lines.length
