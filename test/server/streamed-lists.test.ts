@@ -36,7 +36,9 @@ const MID: ScenarioInput = {
 /** One create for each key, so that its list is read from the database (a key that never wrote is listed from the seed in memory). */
 async function storeLists(fetch: (path: string, init?: RequestInit) => Promise<Response>, keys: readonly string[]): Promise<void> {
   for (const key of keys) {
-    const created = await fetch('/v1/categories', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"name":"Stored"}' })
+    // Closed after: a connection left idle in fetch's pool while a test waits on its stallers may be
+    // reused as the server closes it (its 5 s idle time, or a crowd's), reset under the next request.
+    const created = await fetch('/v1/categories', { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', connection: 'close' }, body: '{"name":"Stored"}' })
     expect(created.status).toBe(201)
   }
 }
