@@ -79,7 +79,7 @@ ${typesBeforeWriting([
 -- @note The tenant's own journal weight, of no use (\`inf\` written by hand), wrapped the journals' total past 2^63: every tenant's writes refused (attack29 F4).
 if KEYS[6] then
   local own = redis.call('ZSCORE', KEYS[7], ARGV[7])
-  if own and not usable_count(own) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[7] .. ' scores ' .. ARGV[7] .. ' with no integer') end
+  if own and not usable_bytes(own) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[7] .. ' scores ' .. ARGV[7] .. ' with no byte count (an integer from 0 to 2^40)') end
 end
 local limit = tonumber(ARGV[3])
 local ttl = tonumber(ARGV[5])
@@ -117,7 +117,7 @@ if KEYS[6] then
         redis.call('ZREM', KEYS[8], other)
         local weight = redis.call('ZSCORE', KEYS[7], other)
         -- Another's weight of no use is left alone (its slot kept): given back, it would wrap the total.
-        if weight and usable_count(weight) and other ~= ARGV[7] then
+        if weight and usable_bytes(weight) and other ~= ARGV[7] then
           redis.call('ZREM', KEYS[7], other)
           redis.call('DEL', ${otherKey(9, 'other', 'journal')}, ${otherKey(9, 'other', 'jsizes')})
           if redis.call('EXISTS', ${otherKey(9, 'other', 'jmeta')}) == 1 then redis.pcall('HSET', ${otherKey(9, 'other', 'jmeta')}, 'bytes', '0') end

@@ -85,18 +85,31 @@ export function usableCount(text: string): boolean {
 }
 
 /**
- * Lua: `usable_count(value)`, the rule of {@link usableCount}, and `count_of(value)`: the count a
- * value holds (a reply: a string, or false when absent), 0 when absent or of no use (a count given
- * back by a delete or an expiry: one of `inf` wrapped the shared total past 2^63, every tenant's
- * writes refused: attack29 F3, F4).
+ * The most bytes one tenant's own count may hold (its field in the usage hash, its journal weight):
+ * 2^40, a terabyte, far past what the limits let a tenant store, so that the sweep's sum of 8,192
+ * tenants' counts stays a count the scripts hold exactly (one of 2^53 each wrapped it: attack30 F1).
+ */
+export const TENANT_BYTES_LIMIT = 2 ** 40
+
+/**
+ * Lua: `usable_count(value)`, the rule of {@link usableCount}; `usable_bytes(value)`, a tenant's own
+ * byte count: a usable count from 0 to {@link TENANT_BYTES_LIMIT} (one of -5e9 added 5 GB to the
+ * shared claims on the tenant's next write, every new tenant refused: attack30 F4); and
+ * `count_of(value)`: the bytes a tenant's count holds (a reply: a string, or false when absent), 0
+ * when absent or of no use (a count given back by a delete or an expiry, or summed by the sweep:
+ * one of `inf` wrapped the shared total past 2^63, every tenant's writes refused: attack29 F3, F4,
+ * attack30 F1).
  */
 export const USABLE_COUNT = `local function usable_count(value)
   if value == '0' then return true end
   local magnitude = string.match(value, '^%-?([1-9]%d*)$')
   return magnitude ~= nil and (#magnitude < ${COUNT_LIMIT.length} or (#magnitude == ${COUNT_LIMIT.length} and magnitude <= '${COUNT_LIMIT}'))
 end
+local function usable_bytes(value)
+  return usable_count(value) and string.sub(value, 1, 1) ~= '-' and tonumber(value) <= ${TENANT_BYTES_LIMIT}
+end
 local function count_of(value)
-  if value and usable_count(value) then return tonumber(value) end
+  if value and usable_bytes(value) then return tonumber(value) end
   return 0
 end`
 

@@ -144,7 +144,7 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
   ${NOW.replaceAll('\n', '\n  ')}
   -- @note The tenant's own count, of no use (\`inf\` written by hand), wrapped the shared total past 2^63: every tenant's writes refused (attack29 F3).
   local oldText = redis.call('HGET', KEYS[${usage}], ARGV[${id}])
-  if oldText and not usable_count(oldText) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[${usage}] .. ' field ' .. ARGV[${id}] .. ' holds no integer') end
+  if oldText and not usable_bytes(oldText) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[${usage}] .. ' field ' .. ARGV[${id}] .. ' holds no byte count (an integer from 0 to 2^40)') end
   local old = tonumber(oldText or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
   local claims = tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0')
@@ -345,13 +345,15 @@ return freed
  * that hold no data or no slot any more. ARGV[1]: the tenant floor.
  */
 const RETOTAL = redisScript(`
+${USABLE_COUNT}
 local flat = redis.call('HGETALL', KEYS[1])
 local floor = tonumber(ARGV[1])
 local data, claimed, journals = 0, 0, 0
 for i = 1, #flat, 2 do
   local field = flat[i]
   if string.sub(field, 1, 1) ~= '!' then
-    local bytes = tonumber(flat[i + 1]) or 0
+    -- A tenant's count of no use counts 0, as its delete gives back (its own writes are refused until then).
+    local bytes = count_of(flat[i + 1])
     if string.sub(field, -2) == ':j' then
       redis.call('HDEL', KEYS[1], field)
       if bytes > 0 then redis.call('ZADD', KEYS[2], 'NX', string.format('%d', bytes), string.sub(field, 1, -3)) end
@@ -368,7 +370,10 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
   if not redis.call('ZSCORE', KEYS[2], id) then redis.call('ZREM', KEYS[4], id) end
 end
 local weights = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')
-for i = 2, #weights, 2 do journals = journals + tonumber(weights[i]) end
+for i = 2, #weights, 2 do journals = journals + count_of(weights[i]) end
+-- @note Never a total the scripts cannot hold exactly: each tenant's count is at most 2^40, so only
+-- thousands of them written by hand get here; the totals are left as they were, said by the sweep.
+if data > ${2 ** 53} or claimed > ${2 ** 53} or journals > ${2 ** 53} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ': the counts of its tenants sum past 2^53') end
 redis.call('HDEL', KEYS[1], '!jtenants')
 redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', string.format('%d', claimed), '!journals', string.format('%d', journals))
 return data

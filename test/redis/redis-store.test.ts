@@ -169,6 +169,62 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(usableCount(String(await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim())).toBe(true)
   })
 
+  it.each([
+    { key: 'petstore-sandbox:usage', value: 'inf' },
+    { key: 'petstore-sandbox:usage', value: 'nan' },
+    { key: 'petstore-sandbox:usage', value: '1e30' },
+    { key: 'petstore-sandbox:usage', value: '9007199254740992' },
+    { key: 'petstore-sandbox:usage', value: '-9007199254740992' },
+    { key: 'petstore-sandbox:jweights', value: 'inf' },
+    { key: 'petstore-sandbox:jweights', value: '9007199254740992' },
+  ])('keeps every other tenant and new ones writing after the sweep of a sandbox started while $key holds $value for a tenant (attack30 F1)', async ({ key, value }) => {
+    const redis = await startRedis()
+    const keys = ['partner', 'other', 'newcomer']
+    const first = await startSandbox({ redisUrl: redis.url, apiKeys: keys, scenario: 'empty', warn: () => undefined })
+    expect((await create(first, 'first')).status).toBe(201)
+    const createBy = (sandbox: RunningSandbox, who: string) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(who, true), body: JSON.stringify({ name: who }) })
+    expect((await createBy(first, 'other')).status).toBe(201)
+    if (key.endsWith('jweights')) await redis.cli('ZADD', key, value, tenantId('partner'))
+    else await redis.cli('HSET', key, tenantId('partner'), value)
+    // A sandbox starting sums the tenants' counts again (as each does hourly).
+    const second = await startSandbox({ redisUrl: redis.url, apiKeys: keys, scenario: 'empty', warn: () => undefined })
+    // Before: the totals wrapped past 2^63 or past 2^53, every tenant's creates 503, health degraded;
+    // or below 0 (-2^53 summed), the store budget void.
+    for (const field of ['!total', '!claimed', '!journals']) {
+      const total = String(await redis.cli('HGET', 'petstore-sandbox:usage', field)).trim() || '0'
+      expect([field, usableCount(total) && !total.startsWith('-')]).toEqual([field, true])
+    }
+    expect((await createBy(second, 'other')).status).toBe(201)
+    expect((await createBy(second, 'newcomer')).status).toBe(201)
+    expect((await second.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
+  it.each(['-5000000000', '-9007199254740992', '-1'])('refuses the creates of a tenant whose own count in the store budget holds %s, the claims untouched, and keeps new tenants writing (attack30 F4)', async (value) => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'other', 'newcomer'], scenario: 'empty', warn: () => undefined })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    await redis.cli('HSET', 'petstore-sandbox:usage', tenantId('partner'), value)
+    const claimed = String(await redis.cli('HGET', 'petstore-sandbox:usage', '!claimed')).trim()
+    // Before: 201, and `!claimed` raised by the count's size (5 GB of a 1 GiB budget: every new tenant 503 over_capacity).
+    expectErrorBody(await jsonOf(await create(sandbox, 'second')), 503, 'storage_unavailable')
+    expect(String(await redis.cli('HGET', 'petstore-sandbox:usage', '!claimed')).trim()).toBe(claimed)
+    for (const who of ['other', 'newcomer']) {
+      expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(who, true), body: JSON.stringify({ name: who }) })).status).toBe(201)
+    }
+  })
+
+  it('records no journal entry of a tenant whose journal weight scores below 0, the journals\' total untouched (attack30 F4)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner', 'other'], scenario: 'empty', warn: () => undefined })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    await redis.cli('ZADD', 'petstore-sandbox:jweights', '-500000000', tenantId('partner'))
+    const journals = String(await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim()
+    // Before: its weight counted up from -5e8, the journals' total raised by 5e8 (their budget 500 MB short for every tenant).
+    expect((await create(sandbox, 'second')).status).toBe(201)
+    expect(String(await redis.cli('HGET', 'petstore-sandbox:usage', '!journals')).trim()).toBe(journals)
+    expect(String(await redis.cli('ZSCORE', 'petstore-sandbox:jweights', tenantId('partner'))).trim()).toBe('-500000000')
+  })
+
   it('refuses every request once Redis no longer holds its keys (FLUSHALL), rather than hand the ids out again, until restarted (attack23 R1)', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
