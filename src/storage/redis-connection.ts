@@ -1321,6 +1321,15 @@ export class RedisLink {
           return
         }
         const now = monotonicNow()
+        // @note A replica met at the server's address (a virtual IP or DNS name that moved for a
+        // while, a master demoted): its links are its own chained replicas, and its history id its
+        // master's; counted as the master's, two chained replicas raised the count every process
+        // expects for good, every write unknown (attack30 F5). Its writes are refused (READONLY):
+        // nothing is counted, the count as it was.
+        if (/^role:slave\b/m.test(info)) {
+          server.replicasReadAt = now
+          return
+        }
         // @note Only replicas online, and never one on port 0: `redis-cli --rdb` (a backup) and
         // `--replica` sync as replicas, never acknowledge, and were expected for 5 minutes (attack19 L1).
         const links = listedLinks(info)

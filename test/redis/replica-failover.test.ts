@@ -8,6 +8,7 @@ import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { SETTLED_LINK_MS } from '../../src/storage/redis-connection.js'
 import { REQUIRE_REDIS, startRedis, startRedisCluster, type RedisCluster, type RedisServer } from '../support/redis-server.js'
+import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
@@ -623,6 +624,29 @@ describe.runIf(REQUIRE_REDIS)('the replicas counted, attacked (attack21)', () =>
     await sleep(1100)
     // Before: confirmed by the near one alone, 201 for writes the far one (promotable) lacks.
     expect(await createFor(sandbox, 'partitioned', 1)).toMatchObject([{ status: 503, code: 'write_outcome_unknown' }])
+  })
+
+  it('never takes the chained replicas of a replica its address pointed at for a few seconds as its master\'s (attack30 F5)', async () => {
+    const { master, replica } = await masterAndReplica()
+    await replica.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    for (let i = 0; i < 2; i++) {
+      const chained = await startRedis()
+      await chained.cli('REPLICAOF', '127.0.0.1', String(replica.port))
+    }
+    await untilInfo(replica, /slave1:.*state=online/, 'the chained replicas did not come online')
+    const proxy = await startFlakyProxy(master.port)
+    const sandbox = await startSandbox({ redisUrl: proxy.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await created(sandbox, 'before')).toMatchObject({ status: 201 })
+    // The address points at the replica a few seconds (a virtual IP moved and back), its links there
+    // steady past SETTLED_LINK_MS: its writes are refused.
+    proxy.moveTo(replica.port)
+    const meanwhile = await createFor(sandbox, 'meanwhile', SETTLED_LINK_MS + 2500)
+    expect(meanwhile.filter((answer) => answer.status === 201)).toEqual([])
+    proxy.moveTo(master.port)
+    // Before: every write 503 write_outcome_unknown for good ("1 of the 2 replicas expected"), in a sandbox started after too.
+    expect(await created(sandbox, 'after')).toMatchObject({ status: 201 })
+    const later = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await created(later, 'later')).toMatchObject({ status: 201 })
   })
 
   it('says in its log when its writes are unknown for another reason than at first: the count, with the flag that ends it (attack21 L2)', async () => {

@@ -53,9 +53,15 @@ export interface FlakyProxy {
    * of an abandoned socket's bytes); settles once Redis has answered them or closed it.
    */
   deliver(): Promise<void>
+  /**
+   * Points the proxy at another server on loopback (a virtual IP or DNS name moved): every
+   * connection open now is reset, and the next ones go to `upstreamPort`.
+   */
+  moveTo(upstreamPort: number): void
 }
 
-export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy> {
+export async function startFlakyProxy(firstPort: number): Promise<FlakyProxy> {
+  let upstreamPort = firstPort
   const open = new Set<Socket>()
   let doomed = 0
   let resetAfterMs = 20
@@ -157,6 +163,10 @@ export async function startFlakyProxy(upstreamPort: number): Promise<FlakyProxy>
     },
     hold(marker) {
       armed = { marker, when: 'hold' }
+    },
+    moveTo(port) {
+      upstreamPort = port
+      for (const socket of [...open]) socket.resetAndDestroy()
     },
     async deliver() {
       if (held === undefined) throw new Error('no connection is held')
