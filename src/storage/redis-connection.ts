@@ -102,13 +102,6 @@ const EPOCH_READ_MS = 1000
 /** Lua: the epoch token in KEYS[1], written as ARGV[1] when there is none. */
 const EPOCH_TAKEN = `redis.call('SET', KEYS[1], ARGV[1], 'NX')
 return redis.call('GET', KEYS[1])`
-/**
- * Lua: the epoch's beat in KEYS[1] (an integer; none is 0), counted up first with ARGV[1] `1`.
- * @note In a key of its own, the token's left as it was: a sandbox of the version before, on the
- * same Redis, took a token written with its beat for another, and refused everything (attack29 F2).
- */
-const EPOCH_BEAT = redisScript(`if ARGV[1] == '1' then return redis.call('INCR', KEYS[1]) end
-return tonumber(redis.call('GET', KEYS[1]) or '0')`)
 
 /**
  * How often (ms) a master's replicas are counted again (`INFO replication`, in the background) while
@@ -765,6 +758,39 @@ export const REPLICAS_KEY_REMEDY =
  * write not applied, whether it is confirmed by replicas or not.
  */
 export const NOTHING_WRITTEN = 'WRONGTYPE nothing written:'
+
+/** Lua: whether `value` (a variable holding a reply: a string, or false when absent) is a beat: absent, or an integer from 0 below 2^53. */
+const usableBeat = (value: string) => `(not ${value} or (string.match(${value}, '^%d+$') ~= nil and (${value} == '0' or string.sub(${value}, 1, 1) ~= '0') and #${value} <= 16 and tonumber(${value}) < ${2 ** 53}))`
+
+/**
+ * Lua: the epoch's beat in KEYS[1] (an integer; none is 0), counted up first with ARGV[1] `1`;
+ * refused, nothing written, when it holds no beat.
+ * @note In a key of its own, the token's left as it was: a sandbox of the version before, on the
+ * same Redis, took a token written with its beat for another, and refused everything (attack29 F2).
+ * @note A beat of no use (written by hand) was read as 0 by idle sandboxes (every request refused
+ * as Redis gone back in time), INCR refused for the writing ones (their watch off, nothing said),
+ * and one past 2^53 rounded to the one before it (attack30 F3). Answered as text: node-redis
+ * reads an integer reply of 16 digits to the nearest even double (9007199254740991 as …992), a
+ * beat counted up taken for one already confirmed.
+ */
+const EPOCH_BEAT = redisScript(`local held = redis.call('GET', KEYS[1])
+if not ${usableBeat('held')} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' holds no beat (an integer from 0 below 2^53)') end
+if ARGV[1] == '1' then return string.format('%d', redis.call('INCR', KEYS[1])) end
+return held or '0'`)
+
+/**
+ * Lua: the highest beat a process saw confirmed (KEYS[1]) raised to ARGV[1]: what a process that
+ * does not write compares the beat with (see RedisLink's watchEpoch).
+ */
+const EPOCH_CONFIRMED = redisScript(`local held = redis.call('GET', KEYS[1])
+if not ${usableBeat('held')} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' holds no beat (an integer from 0 below 2^53)') end
+if tonumber(held or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1`)
+
+/** Whether `text` (a reply) is a beat as {@link EPOCH_BEAT} takes one: an integer from 0 below 2^53. */
+export function usableBeatText(text: unknown): text is string {
+  return typeof text === 'string' && /^(?:0|[1-9]\d{0,15})$/.test(text) && Number(text) < 2 ** 53
+}
 /**
  * An error a command raised inside a script as it ran (Redis 7 says where: `script: <sha>, on
  * @user_script:<line>`), not a refusal before it ran: what the script wrote before it stays.
@@ -919,6 +945,8 @@ export class RedisLink {
   readonly epochKey: string | undefined
   /** See {@link RedisLinkOptions.beatKey}. */
   readonly beatKey: string | undefined
+  /** The highest beat a process saw confirmed, beside {@link beatKey} (see {@link watchEpoch}). */
+  readonly confirmedKey: string | undefined
   /** The token this process found in {@link epochKey} (or wrote there, the first), once read. */
   #epoch: string | undefined
   /** The highest beat of the epoch this process counted and its replicas confirmed (see {@link watchEpoch}). */
@@ -998,6 +1026,7 @@ export class RedisLink {
     this.target = target
     this.epochKey = options.epochKey
     this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? `${options.epochKey}:beat`)
+    this.confirmedKey = this.beatKey === undefined ? undefined : `${this.beatKey}:confirmed`
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -1979,13 +2008,26 @@ export class RedisLink {
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
       const writes = this.#writesApplied
       const counting = writes !== this.#writesBeaten
+      const confirmedKey = this.confirmedKey!
+      // Read before the beat: a beat confirmed is never above the beat read after it (one of no use is not read: health names it).
+      const confirmedText = counting || this.#allowFailoverLoss ? undefined : await this.#connection.send(confirmedKey, ['GET', confirmedKey], this.#commandTimeoutMs)
+      const confirmed = usableBeatText(confirmedText) ? Number(confirmedText) : 0
       const beat = Number(await this.script(EPOCH_BEAT, [beatKey], [counting ? '1' : '0'], { confirm: counting }))
       // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
       // failover may lose the last ones, as the operator accepted; it is not time going back.
-      if ((counting ? beat > this.#beat : beat >= this.#beat) || this.#allowFailoverLoss) {
+      if (this.#allowFailoverLoss) return
+      if (counting ? beat > this.#beat : beat >= this.#beat) {
         if (counting) {
           this.#beat = beat
           this.#writesBeaten = writes
+          // Said to the processes that do not write: their beat to compare with.
+          await this.script(EPOCH_CONFIRMED, [confirmedKey], [beat])
+        } else if (confirmed > this.#beat && confirmed <= beat) {
+          // @note Another process's beat, confirmed by every replica online before it was said: a
+          // process that wrote nothing since an older snapshot was taken compared the restored
+          // beat with its own, older, and served the old state, the ids others had answered
+          // handed out again (attack30 F2: a worker of --workers 2 that held no write connection).
+          this.#beat = confirmed
         }
         return
       }
@@ -2040,14 +2082,14 @@ export class RedisLink {
   /** Redis no longer holds the token at `key` (`held` there instead): every command refused from now on, said once. */
   #keysLost(key: string, held: unknown): void {
     if (this.#closed || this.#lost !== undefined) return
-    this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
+    this.#lost = `Redis at ${this.target.display} no longer holds the sandbox's keys (${key} ${held === null ? 'is gone' : 'holds another token'}: FLUSHALL or FLUSHDB, a restart without persistence, a replica promoted empty, or another program using the key prefix${this.#allowEviction ? '; or evicted, as --redis-allow-eviction lets Redis do' : ''}?): what the tenants stored there is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to start each tenant again from its seed (if only that key was deleted by hand, nothing else was lost: restart them all the same)`
     this.#warn(`storage lost: ${this.#lost}`)
   }
 
   /** Redis holds the beat `beat`, below `remembered` which was confirmed: every command refused from now on, said once. */
   #wentBack(beatKey: string, beat: number, remembered: number): void {
     if (this.#closed || this.#lost !== undefined) return
-    this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${remembered} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
+    this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${remembered} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored${this.#allowEviction ? '; or the beat evicted, as --redis-allow-eviction lets Redis do (attack30 F6)' : ''}?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
     this.#warn(`storage lost: ${this.#lost}`)
   }
 

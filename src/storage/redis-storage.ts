@@ -42,7 +42,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from './storage.js'
-import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
+import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, usableBeatText, WrongTypeError } from './redis-connection.js'
 import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, usableCount, USABLE_COUNT, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
@@ -735,6 +735,7 @@ export class RedisStorage implements TenantStorage {
     const keys: KeyType[] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as const])]
     if (this.link.epochKey !== undefined) keys.push([this.link.epochKey, 'string'])
     if (this.link.beatKey !== undefined) keys.push([this.link.beatKey, 'integer'])
+    if (this.link.confirmedKey !== undefined) keys.push([this.link.confirmedKey, 'integer'])
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash', ['!seq']], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash', ['!total', '!claimed', '!journals']])
@@ -752,7 +753,12 @@ export class RedisStorage implements TenantStorage {
     // The rule of `typesBeforeWriting`, read here: the shared keys are in other slots than one script may touch on a Cluster.
     const typeOf = async ([key, type, fields = []]: KeyType) => {
       const held = String(await this.link.call(key, ['TYPE', key]))
-      if (type === 'integer' && held === 'string') return usableCount(String(await this.link.call(key, ['GET', key]))) ? 'integer' : 'string holding no integer'
+      if (type === 'integer' && held === 'string') {
+        const text = String(await this.link.call(key, ['GET', key]))
+        // The beats are integers below 2^53 (at 2^53 the beat is refused: its next would not be told apart).
+        const usable = key === this.link.beatKey || key === this.link.confirmedKey ? usableBeatText(text) : usableCount(text)
+        return usable ? 'integer' : 'string holding no integer'
+      }
       if (held !== 'hash' || fields.length === 0) return held
       const values = (await this.link.call(key, ['HMGET', key, ...fields])) as (string | null)[]
       return values.every((value) => value === null || usableCount(value)) ? 'hash' : `hash whose counts (${fields.join(', ')}) hold no integer`
@@ -765,7 +771,13 @@ export class RedisStorage implements TenantStorage {
         return undefined
       }
       const [key] = keys[index]!
-      const remedy = key === this.link.replicasKey ? REPLICAS_KEY_REMEDY : 'every tenant\'s writes are refused until it is deleted'
+      // @note Deleted under running sandboxes, the beat reads 0, below theirs: Redis taken for gone back in time.
+      const remedy =
+        key === this.link.replicasKey
+          ? REPLICAS_KEY_REMEDY
+          : key === this.link.beatKey || key === this.link.confirmedKey
+            ? 'Redis going back in time (restarted from an older snapshot) is not watched while it holds no beat; stop every sandbox on this Redis, delete it, and start them again'
+            : 'every tenant\'s writes are refused until it is deleted'
       const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${keyTypeName(keys[index]!)} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
       if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
       this.#typesSaid = key

@@ -277,6 +277,50 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['kept'])
   })
 
+  it('refuses every request of a sandbox that wrote nothing since an older snapshot was taken, once Redis is restarted from it, rather than hand out again the ids another sandbox answered (attack30 F2)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const writing = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: () => undefined })
+    const idle = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(idle, 'kept')).status).toBe(201)
+    await sleep(1500)
+    await redis.cli('SAVE')
+    // Answered 201 by the other sandbox after the snapshot, its beats confirmed.
+    const lost: number[] = []
+    for (const started = performance.now(); performance.now() - started < 2500; await sleep(50)) {
+      const answer = await create(writing, `lost ${lost.length}`)
+      expect(answer.status).toBe(201)
+      lost.push(((await jsonOf(answer)) as { id: number }).id)
+    }
+    await sleep(1500)
+    await redis.stop()
+    await redis.start()
+    // Before: 201 with the ids of 'lost 0', 'lost 1'… again, health ok, nothing in its log.
+    for (let i = 0; i < 5; i++) expectErrorBody(await jsonOf(await create(idle, `after ${i}`)), 503, 'storage_unavailable')
+    expect(warnings.filter((line) => line.startsWith('storage lost:') && line.includes('went back in time'))).toHaveLength(1)
+  })
+
+  it.each([
+    { value: 'abc', what: 'no integer' },
+    { value: '9007199254740989', what: 'a beat two short of 2^53' },
+  ])('serves on, taking nothing for Redis gone back in time, while the epoch beat holds $what, health naming the key (attack30 F3)', async ({ value }) => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const writing = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    const idle = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(idle, 'first')).status).toBe(201)
+    await sleep(1500)
+    await redis.cli('SET', 'petstore-sandbox:epoch:beat', value)
+    // Before: the idle sandbox read `abc` as beat 0 and refused everything; past 2^53 the writing one's beats rounded to one already confirmed.
+    for (const started = performance.now(); performance.now() - started < 4000; await sleep(50)) {
+      expect((await create(writing, 'on')).status).toBe(201)
+    }
+    expect((await create(idle, 'idle on')).status).toBe(201)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    expect((await writing.fetch('/__sandbox/health')).status).toBe(503)
+    expect(warnings.some((line) => line.includes('petstore-sandbox:epoch:beat holds'))).toBe(true)
+  })
+
   it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
@@ -552,7 +596,7 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     }
   })
 
-  it('keeps every key of a tenant under its hash tag, and nothing else but the tenant list, the store budget\'s counts (data, floors, journal weights and uses), the write outcomes on record and the epoch token and beat, shared by all tenants (attack4 H5)', async () => {
+  it('keeps every key of a tenant under its hash tag, and nothing else but the tenant list, the store budget\'s counts (data, floors, journal weights and uses), the write outcomes on record and the epoch token, beat and confirmed beat, shared by all tenants (attack4 H5)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
     expect((await create(sandbox, 'x')).status).toBe(201)
@@ -560,7 +604,7 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     await sleep(1500)
     const keys = (await redis.cli('--scan')).trim().split('\n').sort()
     const tag = `{${tenantId('partner')}}`
-    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants', 'petstore-sandbox:usage', 'petstore-sandbox:floors', 'petstore-sandbox:jweights', 'petstore-sandbox:jused', 'petstore-sandbox:ops', 'petstore-sandbox:opt', 'petstore-sandbox:epoch', 'petstore-sandbox:epoch:beat').sort())
+    expect(keys).toEqual(['cats', 'jmeta', 'journal', 'jsizes', 'meta'].map((name) => `petstore-sandbox:${tag}:${name}`).concat('petstore-sandbox:tenants', 'petstore-sandbox:usage', 'petstore-sandbox:floors', 'petstore-sandbox:jweights', 'petstore-sandbox:jused', 'petstore-sandbox:ops', 'petstore-sandbox:opt', 'petstore-sandbox:epoch', 'petstore-sandbox:epoch:beat', 'petstore-sandbox:epoch:beat:confirmed').sort())
   })
 
   it('serves over TLS with a rediss:// URL', async () => {
