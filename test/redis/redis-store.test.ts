@@ -170,13 +170,8 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
   })
 
   it.each([
-    { key: 'petstore-sandbox:usage', value: 'inf' },
-    { key: 'petstore-sandbox:usage', value: 'nan' },
-    { key: 'petstore-sandbox:usage', value: '1e30' },
-    { key: 'petstore-sandbox:usage', value: '9007199254740992' },
-    { key: 'petstore-sandbox:usage', value: '-9007199254740992' },
-    { key: 'petstore-sandbox:jweights', value: 'inf' },
-    { key: 'petstore-sandbox:jweights', value: '9007199254740992' },
+    ...['inf', 'nan', '1e30', '9007199254740992', '-9007199254740992'].map((value) => ({ key: 'petstore-sandbox:usage', value })),
+    ...['inf', '9007199254740992'].map((value) => ({ key: 'petstore-sandbox:jweights', value })),
   ])('keeps every other tenant and new ones writing after the sweep of a sandbox started while $key holds $value for a tenant (attack30 F1)', async ({ key, value }) => {
     const redis = await startRedis()
     const keys = ['partner', 'other', 'newcomer']
