@@ -2001,6 +2001,7 @@ export class RedisLink {
       }
       const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
       if (held !== this.#epoch) {
+        if (held === null && (await this.#tokenAloneGone(key, beatKey, this.#commandTimeoutMs))) return
         this.#keysLost(key, held)
         return
       }
@@ -2067,7 +2068,7 @@ export class RedisLink {
     const epoch = this.#epoch
     const remembered = this.#beat
     const held = await this.#connection.send(key, ['GET', key], this.#timeLeft())
-    if (held !== epoch) {
+    if (held !== epoch && !(held === null && (await this.#tokenAloneGone(key, beatKey, this.#timeLeft())))) {
       this.#keysLost(key, held)
       throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`)
     }
@@ -2077,6 +2078,25 @@ export class RedisLink {
       throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`)
     }
     server.epochDue = false
+  }
+
+  /**
+   * Whether the token at `key` alone was deleted (by hand): the beat is still there, at or above
+   * the one this process remembers (a flush, an empty restart or promotion takes it too: no process
+   * counts the beat before it has read the token). The token is then written again as it was.
+   * On a Cluster only where the token and the beat share a master: another master lost whole would
+   * leave the beat.
+   * @note Deleted alone, every sandbox refused every request until restarted, though nothing else
+   * was lost (attack28 F3).
+   */
+  async #tokenAloneGone(key: string, beatKey: string, ms: number): Promise<boolean> {
+    const epoch = this.#epoch
+    if (epoch === undefined || (this.cluster && this.#connection.serverOf(key) !== this.#connection.serverOf(beatKey))) return false
+    const beat = await this.#connection.send(beatKey, ['GET', beatKey], ms)
+    if (!usableBeatText(beat) || Number(beat) < this.#beat) return false
+    if (String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, epoch], ms)) !== epoch) return false
+    this.#warn(`storage: ${key} was gone while ${beatKey} was not (deleted by hand?): written again as it was; nothing else is taken for lost`)
+    return true
   }
 
   /** Redis no longer holds the token at `key` (`held` there instead): every command refused from now on, said once. */

@@ -240,6 +240,22 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await restarted.fetch('/__sandbox/health')).status).toBe(200)
   })
 
+  it('writes the epoch token again when it alone is deleted by hand, serving on, rather than refuse everything until restarted (attack28 F3)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    await sleep(1500)
+    const token = await redis.cli('GET', 'petstore-sandbox:epoch')
+    await redis.cli('DEL', 'petstore-sandbox:epoch')
+    await sleep(1500)
+    // Before: 503 storage_unavailable for every request until restarted ("storage lost").
+    expect((await create(sandbox, 'second')).status).toBe(201)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    expect(await redis.cli('GET', 'petstore-sandbox:epoch')).toBe(token)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
   it('refuses every request once Redis is restarted from an older snapshot, the token in it, rather than hand the ids out again (attack28 F1)', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
