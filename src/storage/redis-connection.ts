@@ -778,19 +778,11 @@ if not ${usableBeat('held')} then return redis.error_reply('${NOTHING_WRITTEN} '
 if ARGV[1] == '1' then return string.format('%d', redis.call('INCR', KEYS[1])) end
 return held or '0'`)
 
-/**
- * Lua: the highest beat a process saw confirmed (KEYS[1]) raised to ARGV[1]: what a process that
- * does not write compares the beat with (see RedisLink's watchEpoch).
- */
-const EPOCH_CONFIRMED = redisScript(`local held = redis.call('GET', KEYS[1])
-if not ${usableBeat('held')} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' holds no beat (an integer from 0 below 2^53)') end
-if tonumber(held or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
-return 1`)
-
 /** Whether `text` (a reply) is a beat as {@link EPOCH_BEAT} takes one: an integer from 0 below 2^53. */
 export function usableBeatText(text: unknown): text is string {
   return typeof text === 'string' && /^(?:0|[1-9]\d{0,15})$/.test(text) && Number(text) < 2 ** 53
 }
+
 /**
  * An error a command raised inside a script as it ran (Redis 7 says where: `script: <sha>, on
  * @user_script:<line>`), not a refusal before it ran: what the script wrote before it stays.
@@ -945,8 +937,6 @@ export class RedisLink {
   readonly epochKey: string | undefined
   /** See {@link RedisLinkOptions.beatKey}. */
   readonly beatKey: string | undefined
-  /** The highest beat a process saw confirmed, beside {@link beatKey} (see {@link watchEpoch}). */
-  readonly confirmedKey: string | undefined
   /** The token this process found in {@link epochKey} (or wrote there, the first), once read. */
   #epoch: string | undefined
   /** The highest beat of the epoch this process counted and its replicas confirmed (see {@link watchEpoch}). */
@@ -1026,7 +1016,6 @@ export class RedisLink {
     this.target = target
     this.epochKey = options.epochKey
     this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? `${options.epochKey}:beat`)
-    this.confirmedKey = this.beatKey === undefined ? undefined : `${this.beatKey}:confirmed`
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -2009,10 +1998,6 @@ export class RedisLink {
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
       const writes = this.#writesApplied
       const counting = writes !== this.#writesBeaten
-      const confirmedKey = this.confirmedKey!
-      // Read before the beat: a beat confirmed is never above the beat read after it (one of no use is not read: health names it).
-      const confirmedText = counting || this.#allowFailoverLoss ? undefined : await this.#connection.send(confirmedKey, ['GET', confirmedKey], this.#commandTimeoutMs)
-      const confirmed = usableBeatText(confirmedText) ? Number(confirmedText) : 0
       const beat = Number(await this.script(EPOCH_BEAT, [beatKey], [counting ? '1' : '0'], { confirm: counting }))
       // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
       // failover may lose the last ones, as the operator accepted; it is not time going back.
@@ -2021,14 +2006,17 @@ export class RedisLink {
         if (counting) {
           this.#beat = beat
           this.#writesBeaten = writes
-          // Said to the processes that do not write: their beat to compare with.
-          await this.script(EPOCH_CONFIRMED, [confirmedKey], [beat])
-        } else if (confirmed > this.#beat && confirmed <= beat) {
-          // @note Another process's beat, confirmed by every replica online before it was said: a
+        } else if (beat > this.#beat) {
+          // @note Another process counted it up: read again, confirmed by the replicas as a write
+          // is (the confirmation covers every value read before it), it is this one's beat too. A
           // process that wrote nothing since an older snapshot was taken compared the restored
           // beat with its own, older, and served the old state, the ids others had answered
           // handed out again (attack30 F2: a worker of --workers 2 that held no write connection).
-          this.#beat = confirmed
+          // A confirmed beat the counting processes wrote beside it was not written by a version
+          // before, nor by one with --redis-allow-failover-loss, and could be left above the beat
+          // (attack31 F1-F3).
+          const confirmed = Number(await this.script(EPOCH_BEAT, [beatKey], ['0'], { confirm: true }))
+          if (confirmed > this.#beat) this.#beat = confirmed
         }
         return
       }

@@ -735,7 +735,6 @@ export class RedisStorage implements TenantStorage {
     const keys: KeyType[] = [[this.#registry, 'zset'], ...(this.link.cluster ? [] : [[this.link.replicasKey, 'hash'] as const])]
     if (this.link.epochKey !== undefined) keys.push([this.link.epochKey, 'string'])
     if (this.link.beatKey !== undefined) keys.push([this.link.beatKey, 'integer'])
-    if (this.link.confirmedKey !== undefined) keys.push([this.link.confirmedKey, 'integer'])
     if (this.#outcomes !== undefined) keys.push([this.#outcomes.outcomes, 'hash', ['!seq']], [this.#outcomes.outcomeTimes, 'zset'])
     if (this.#book !== undefined) keys.push([this.#book.tenants, 'zset'], [this.#book.count, 'integer'])
     if (this.#usage !== undefined) keys.push([this.#usage, 'hash', ['!total', '!claimed', '!journals']])
@@ -756,7 +755,7 @@ export class RedisStorage implements TenantStorage {
       if (type === 'integer' && held === 'string') {
         const text = String(await this.link.call(key, ['GET', key]))
         // The beats are integers below 2^53 (at 2^53 the beat is refused: its next would not be told apart).
-        const usable = key === this.link.beatKey || key === this.link.confirmedKey ? usableBeatText(text) : usableCount(text)
+        const usable = key === this.link.beatKey ? usableBeatText(text) : usableCount(text)
         return usable ? 'integer' : 'string holding no integer'
       }
       if (held !== 'hash' || fields.length === 0) return held
@@ -775,7 +774,7 @@ export class RedisStorage implements TenantStorage {
       const remedy =
         key === this.link.replicasKey
           ? REPLICAS_KEY_REMEDY
-          : key === this.link.beatKey || key === this.link.confirmedKey
+          : key === this.link.beatKey
             ? 'Redis going back in time (restarted from an older snapshot) is not watched while it holds no beat; stop every sandbox on this Redis, delete it, and start them again'
             : 'every tenant\'s writes are refused until it is deleted'
       const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${keyTypeName(keys[index]!)} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
