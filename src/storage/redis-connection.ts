@@ -242,6 +242,16 @@ export function keySlot(key: string): number {
   return crc & 16383
 }
 
+/**
+ * A key named after `key` and `suffix` in `key`'s hash slot (a script runs on the keys of one
+ * slot on a Cluster): `key` and `suffix` when `key` has a hash tag, else `key` made the tag;
+ * undefined when neither is (a `}` in a key of no tag).
+ * @example slotFellow('petstore-sandbox:epoch:beat', ':loose') // '{petstore-sandbox:epoch:beat}:loose'
+ */
+export function slotFellow(key: string, suffix: string): string | undefined {
+  return [`${key}${suffix}`, `{${key}}${suffix}`].find((candidate) => keySlot(candidate) === keySlot(key))
+}
+
 /** A key's hash tag (`{tenant}`: a tenant's keys share one), or the key when it has none: what {@link RedisLink}'s clock readings are kept by. */
 function hashTag(key: string): string {
   return /\{[^}]*\}/.exec(key)?.[0] ?? key
@@ -763,8 +773,11 @@ export const NOTHING_WRITTEN = 'WRONGTYPE nothing written:'
 const usableBeat = (value: string) => `(not ${value} or (string.match(${value}, '^%d+$') ~= nil and (${value} == '0' or string.sub(${value}, 1, 1) ~= '0') and #${value} <= 16 and tonumber(${value}) < ${2 ** 53}))`
 
 /**
- * Lua: the epoch's beat in KEYS[1] (an integer; none is 0), counted up first with ARGV[1] `1`;
- * refused, nothing written, when it holds no beat.
+ * Lua: the epoch's beat in KEYS[1] (an integer; none is 0), counted up first with ARGV[1] `1`, or
+ * with `L` (loosely: by a sandbox with --redis-allow-failover-loss, whose writes wait for no
+ * replica) and then written in KEYS[2] too, the last beat counted loosely; refused, nothing
+ * written, when KEYS[1] holds no beat. Answers the beat and the last one counted loosely (`0` for
+ * none, or for a value of no use there: it is only read).
  * @note In a key of its own, the token's left as it was: a sandbox of the version before, on the
  * same Redis, took a token written with its beat for another, and refused everything (attack29 F2).
  * @note A beat of no use (written by hand) was read as 0 by idle sandboxes (every request refused
@@ -775,12 +788,27 @@ const usableBeat = (value: string) => `(not ${value} or (string.match(${value}, 
  */
 const EPOCH_BEAT = redisScript(`local held = redis.call('GET', KEYS[1])
 if not ${usableBeat('held')} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' holds no beat (an integer from 0 below 2^53)') end
-if ARGV[1] == '1' then return string.format('%d', redis.call('INCR', KEYS[1])) end
-return held or '0'`)
+if ARGV[1] == '1' or ARGV[1] == 'L' then held = string.format('%d', redis.call('INCR', KEYS[1])) end
+local loose = '0'
+if KEYS[2] and ARGV[1] == 'L' then
+  redis.call('SET', KEYS[2], held)
+  loose = held
+elseif KEYS[2] then
+  local marked = redis.pcall('GET', KEYS[2])
+  if type(marked) == 'string' and ${usableBeat('marked')} then loose = marked end
+end
+return {held or '0', loose}`)
 
 /** Whether `text` (a reply) is a beat as {@link EPOCH_BEAT} takes one: an integer from 0 below 2^53. */
 export function usableBeatText(text: unknown): text is string {
   return typeof text === 'string' && /^(?:0|[1-9]\d{0,15})$/.test(text) && Number(text) < 2 ** 53
+}
+
+/** {@link EPOCH_BEAT}'s answer: the beat, and the last counted loosely (0 for none). */
+function beatsOf(reply: Reply): [beat: number, loose: number] {
+  const [beat, loose] = Array.isArray(reply) ? reply : []
+  if (!usableBeatText(beat) || !usableBeatText(loose)) throw new StorageUnavailableError(`the epoch beat's script answered ${JSON.stringify(reply)}, not two beats`)
+  return [Number(beat), Number(loose)]
 }
 
 /**
@@ -937,10 +965,14 @@ export class RedisLink {
   readonly epochKey: string | undefined
   /** See {@link RedisLinkOptions.beatKey}. */
   readonly beatKey: string | undefined
+  /** The last beat counted loosely (see {@link EPOCH_BEAT}), in the beat's slot; undefined when none can be (a `}` in a key of no hash tag, on a Cluster). */
+  readonly looseKey: string | undefined
   /** The token this process found in {@link epochKey} (or wrote there, the first), once read. */
   #epoch: string | undefined
   /** The highest beat of the epoch this process counted and its replicas confirmed (see {@link watchEpoch}). */
   #beat = 0
+  /** The highest beat counted loosely that this process read, above {@link #beat}: one it could not see confirmed (see {@link watchEpoch}). */
+  #looseSeen = 0
   /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since). */
   #epochReading: Promise<void> | undefined
   /** How many writes this process had answered as applied (see {@link script}), and how many when its last beat was confirmed. */
@@ -1016,6 +1048,7 @@ export class RedisLink {
     this.target = target
     this.epochKey = options.epochKey
     this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? `${options.epochKey}:beat`)
+    this.looseKey = this.beatKey === undefined ? undefined : slotFellow(this.beatKey, ':loose')
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -1109,7 +1142,7 @@ export class RedisLink {
    * @note Redis copies writes to replicas after answering them: a failover to a replica 1.5 s
    * behind lost 507 creates answered 201 and handed their ids out again (attack15 F1).
    */
-  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean } = {}): Promise<Reply> {
+  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean; readonly quiet?: boolean } = {}): Promise<Reply> {
     if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
     const server = this.#serverFor(keys[0])
     try {
@@ -1172,7 +1205,7 @@ export class RedisLink {
       const master = this.#serverFor(keys[0])
       // A write redirected (MOVED) went to another master: its history is that one's.
       if (master !== server && master.replicas === undefined) await this.#replicaState(master).catch(() => undefined)
-      await this.#confirmed(master, keys[0]!, master === server ? history : master.replid)
+      await this.#confirmed(master, keys[0]!, master === server ? history : master.replid, options.quiet === true)
     }
     return reply
   }
@@ -1412,16 +1445,21 @@ export class RedisLink {
   /**
    * Waits until a replica of `server` has the writes answered so far, or throws a
    * {@link WriteOutcomeUnknownError} when none has by the request's deadline, or none is online
-   * though one was lately.
+   * though one was lately. `quiet`: for no write of a tenant's (the beat of a sandbox that does
+   * not write, read with a confirmation): not confirmed, nothing is said, and health is not
+   * degraded by it.
+   * @note The beat's confirmation said "answering 503 write_outcome_unknown to its writes" on a
+   * sandbox that wrote nothing, and degraded its health: every sandbox on a Redis whose replica
+   * stalled turned unhealthy at once, a load balancer left with none to serve reads (attack32 F2).
    */
-  async #confirmed(server: Server, key: string, history: string | undefined): Promise<void> {
+  async #confirmed(server: Server, key: string, history: string | undefined, quiet = false): Promise<void> {
     if (this.#allowFailoverLoss || (this.cluster && server.address === '')) return
     const state = await this.#replicaState(server)
     // @note The master changed under the write (a replica promoted behind the same address): it
     // may have gone to the old one, which no replica of the new one has.
     if (history !== server.replid) {
       const detail = `${this.#display(server)}: its replication history changed while the write was under way (a failover), so the write may have gone to the master it replaced`
-      this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to it`)
+      if (!quiet) this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to it`)
       throw new WriteOutcomeUnknownError(`${detail}; the write may be lost`)
     }
     if (state === 'none') return
@@ -1430,12 +1468,14 @@ export class RedisLink {
     const deadline = this.requestDeadline()
     const until = deadline === undefined ? now + this.#commandTimeoutMs : deadline - Math.min(2 * REPLICA_WAIT_SLICE_MS, (deadline - now) / 2)
     if (state === 'online' && (await this.#confirmation(server).confirm(until, key, history))) {
+      if (quiet) return
       if (server.behind !== undefined && monotonicNow() - server.behind.at >= BEHIND_HOLD_MS) {
         this.#warn(`storage replicas: ${this.#display(server)}: a replica confirms writes again`)
         server.behind = undefined
       }
       return
     }
+    if (quiet) throw new WriteOutcomeUnknownError(`${this.#display(server)}: not confirmed by a replica`)
     // The state again (counted anew when a round ended unconfirmed): the reason said is the latest.
     const latest = state === 'online' ? await this.#replicaState(server) : state
     const expected = this.#expected(server)
@@ -1998,29 +2038,44 @@ export class RedisLink {
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
       const writes = this.#writesApplied
       const counting = writes !== this.#writesBeaten
-      const beat = Number(await this.script(EPOCH_BEAT, [beatKey], [counting ? '1' : '0'], { confirm: counting }))
+      const keys = this.looseKey === undefined ? [beatKey] : [beatKey, this.looseKey]
       // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
-      // failover may lose the last ones, as the operator accepted; it is not time going back.
-      if (this.#allowFailoverLoss) return
-      if (counting ? beat > this.#beat : beat >= this.#beat) {
-        if (counting) {
-          this.#beat = beat
-          this.#writesBeaten = writes
-        } else if (beat > this.#beat) {
-          // @note Another process counted it up: read again, confirmed by the replicas as a write
-          // is (the confirmation covers every value read before it), it is this one's beat too. A
-          // process that wrote nothing since an older snapshot was taken compared the restored
-          // beat with its own, older, and served the old state, the ids others had answered
-          // handed out again (attack30 F2: a worker of --workers 2 that held no write connection).
-          // A confirmed beat the counting processes wrote beside it was not written by a version
-          // before, nor by one with --redis-allow-failover-loss, and could be left above the beat
-          // (attack31 F1-F3).
-          const confirmed = Number(await this.script(EPOCH_BEAT, [beatKey], ['0'], { confirm: true }))
-          if (confirmed > this.#beat) this.#beat = confirmed
-        }
+      // failover may lose the last ones, as the operator accepted; it is not time going back. The
+      // beat is counted loosely, and said so (see below).
+      if (this.#allowFailoverLoss) {
+        if (counting) await this.script(EPOCH_BEAT, keys, ['L'])
+        this.#writesBeaten = writes
         return
       }
-      this.#wentBack(beatKey, beat, this.#beat)
+      // Read first, unconfirmed: a beat counted loosely above this process's own is one the
+      // writes answered by others, waiting for no replica, stand on, whether or not this process
+      // sees it confirmed.
+      // @note A sandbox that could not see the beat confirmed (a replica stopped) kept its own:
+      // with writers of --redis-allow-failover-loss on the Redis, restarted from a snapshot older
+      // than their 201s, it served that state and handed out again ~300 ids they had answered
+      // (attack32 F1). Without that flag, what such a beat stands on was answered 503
+      // write_outcome_unknown, and a failover to a replica behind is no time going back.
+      const [seen, loose] = beatsOf(await this.script(EPOCH_BEAT, keys, ['0']))
+      if (loose > this.#beat && loose <= seen) this.#looseSeen = Math.max(this.#looseSeen, loose)
+      if (seen < this.#remembered) return this.#wentBack(beatKey, seen)
+      if (counting) {
+        const [beat] = beatsOf(await this.script(EPOCH_BEAT, keys, ['1'], { confirm: true }))
+        if (beat <= this.#remembered) return this.#wentBack(beatKey, beat)
+        this.#beat = beat
+        this.#writesBeaten = writes
+      } else if (seen > this.#beat) {
+        // @note Another process counted it up: read again, confirmed by the replicas as a write
+        // is (the confirmation covers every value read before it), it is this one's beat too. A
+        // process that wrote nothing since an older snapshot was taken compared the restored
+        // beat with its own, older, and served the old state, the ids others had answered
+        // handed out again (attack30 F2: a worker of --workers 2 that held no write connection).
+        // A confirmed beat the counting processes wrote beside it was not written by a version
+        // before, nor by one with --redis-allow-failover-loss, and could be left above the beat
+        // (attack31 F1-F3). Quiet: no write of this process's waits on it (attack32 F2).
+        const [confirmed] = beatsOf(await this.script(EPOCH_BEAT, keys, ['0'], { confirm: true, quiet: true }))
+        if (confirmed < this.#remembered) return this.#wentBack(beatKey, confirmed)
+        this.#beat = Math.max(this.#beat, confirmed)
+      }
     } catch {
       // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
     }
@@ -2042,19 +2097,20 @@ export class RedisLink {
   async #epochCheck(server: Server): Promise<void> {
     if (!server.epochDue) return
     const key = this.epochKey
-    if (key === undefined || this.#epoch === undefined || (this.cluster && server.address !== this.#connection.serverOf(key))) {
+    const beatKey = this.beatKey
+    if (key === undefined || beatKey === undefined || this.#epoch === undefined || (this.cluster && server.address !== this.#connection.serverOf(key))) {
       // Not watched (yet: the token is taken by the first read of watchEpoch), or not this master's.
       server.epochDue = false
       return
     }
-    server.epochChecking ??= this.#checkEpoch(server, key, this.beatKey ?? `${key}:beat`).finally(() => (server.epochChecking = undefined))
+    server.epochChecking ??= this.#checkEpoch(server, key, beatKey).finally(() => (server.epochChecking = undefined))
     return server.epochChecking
   }
 
   async #checkEpoch(server: Server, key: string, beatKey: string): Promise<void> {
     // What this process knew before asking: a beat confirmed while the read is on its way is newer than the read.
     const epoch = this.#epoch
-    const remembered = this.#beat
+    const remembered = this.#remembered
     const held = await this.#connection.send(key, ['GET', key], this.#timeLeft())
     if (held !== epoch && !(held === null && (await this.#tokenAloneGone(key, beatKey, this.#timeLeft())))) {
       this.#keysLost(key, held)
@@ -2081,7 +2137,7 @@ export class RedisLink {
     const epoch = this.#epoch
     if (epoch === undefined || (this.cluster && this.#connection.serverOf(key) !== this.#connection.serverOf(beatKey))) return false
     const beat = await this.#connection.send(beatKey, ['GET', beatKey], ms)
-    if (!usableBeatText(beat) || Number(beat) < this.#beat) return false
+    if (!usableBeatText(beat) || Number(beat) < this.#remembered) return false
     if (String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, epoch], ms)) !== epoch) return false
     this.#warn(`storage: ${key} was gone while ${beatKey} was not (deleted by hand?): written again as it was; nothing else is taken for lost`)
     return true
@@ -2094,10 +2150,19 @@ export class RedisLink {
     this.#warn(`storage lost: ${this.#lost}`)
   }
 
-  /** Redis holds the beat `beat`, below `remembered` which was confirmed: every command refused from now on, said once. */
-  #wentBack(beatKey: string, beat: number, remembered: number): void {
+  /**
+   * The beat Redis must hold at least: the highest this process saw confirmed, or read counted
+   * loosely (see {@link EPOCH_BEAT}) above it.
+   */
+  get #remembered(): number {
+    return Math.max(this.#beat, this.#looseSeen)
+  }
+
+  /** Redis holds the beat `beat`, below `remembered` which was confirmed, or counted loosely and read: every command refused from now on, said once. */
+  #wentBack(beatKey: string, beat: number, remembered = this.#remembered): void {
     if (this.#closed || this.#lost !== undefined) return
-    this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${remembered} was written and confirmed before (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored${this.#allowEviction ? '; or the beat evicted, as --redis-allow-eviction lets Redis do (attack30 F6)' : ''}?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
+    const loosely = remembered > this.#beat
+    this.#lost = `Redis at ${this.target.display} went back in time: the sandbox's epoch beat (${beatKey}) is ${beat}, ${remembered} was ${loosely ? 'counted before by a sandbox with --redis-allow-failover-loss (its writes answered without waiting for a replica) and read by this one' : 'written and confirmed before'} (restarted from an older snapshot: RDB, or AOF without appendfsync always; a backup restored${loosely ? '; a failover to a replica that did not have it' : ''}${this.#allowEviction ? '; or the beat evicted, as --redis-allow-eviction lets Redis do (attack30 F6)' : ''}?): what the sandboxes were answered since that snapshot is gone, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds`
     this.#warn(`storage lost: ${this.#lost}`)
   }
 

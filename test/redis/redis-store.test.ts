@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { keySlot, parseRedisUrl } from '../../src/storage/redis-connection.js'
+import { keySlot, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
 import { usableCount } from '../../src/storage/redis-outcomes.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -63,6 +63,18 @@ describe('Redis Cluster hash slots', () => {
   it('hashes the whole key when its braces hold nothing, and only the first tag otherwise', () => {
     expect(keySlot('a{b}{c}')).toBe(keySlot('b'))
     expect(keySlot('a{}{c}')).not.toBe(keySlot('c'))
+  })
+
+  it.each([
+    ['petstore-sandbox:epoch:beat', '{petstore-sandbox:epoch:beat}:loose'],
+    ['{shop}:epoch:beat', '{shop}:epoch:beat:loose'],
+  ])('names a key in the slot of %s beside it: %s', (key, fellow) => {
+    expect(slotFellow(key, ':loose')).toBe(fellow)
+    expect(keySlot(fellow)).toBe(keySlot(key))
+  })
+
+  it.each(['a}b', 'a{}b'])('names none beside %s, a key of no tag holding a `}`: no key named after it is in its slot', (key) => {
+    expect(slotFellow(key, ':loose')).toBeUndefined()
   })
 })
 

@@ -297,6 +297,76 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(during.every((answer) => answer.status === 201)).toBe(true)
   })
 
+  it('refuses every request of a sandbox without --redis-allow-failover-loss once Redis is restarted from a snapshot older than the 201s of writers with it, though a stopped replica never confirmed their beat (attack32 F1)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const warnings: string[] = []
+    const writing = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, redisAllowFailoverLoss: true })
+    const idle = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, warn: (line) => warnings.push(line) })
+    expect(await created(idle, 'kept')).toMatchObject({ status: 201 })
+    await sleep(1500)
+    replica.signal('SIGSTOP')
+    await master.cli('SAVE')
+    // Answered 201 without a replica, as the writers' flag allows: their beats confirmed by none.
+    const lost = await createFor(writing, 'lost', 2500)
+    expect(lost.length).toBeGreaterThan(0)
+    expect(lost.filter((answer) => answer.status !== 201)).toEqual([])
+    await sleep(1500)
+    await replica.stop('SIGKILL')
+    await master.stop('SIGKILL')
+    await master.start()
+    // Before: 201 with the ids the writers had answered, health ok, nothing in its log.
+    const after = await createFor(idle, 'after', 2000)
+    expect(after.map((answer) => `${answer.status} ${answer.code}`)).toEqual(after.map(() => '503 storage_unavailable'))
+    expect(warnings.filter((line) => line.startsWith('storage lost:') && line.includes('counted before by a sandbox with --redis-allow-failover-loss')), warnings.join('\n')).toHaveLength(1)
+  })
+
+  it('keeps a sandbox that does not write healthy and quiet while a replica stops: the beat others counted, read with a confirmation, is no write of its own (attack32 F2)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const warnings: string[] = []
+    const writing = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    const idle = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, warn: (line) => warnings.push(line) })
+    expect(await created(idle, 'kept')).toMatchObject({ status: 201 })
+    await sleep(1500)
+    replica.signal('SIGSTOP')
+    onTestFinished(() => replica.signal('SIGCONT'))
+    // The writer's creates are unknown while the replica is stopped, applied on the master: it counts the beat up.
+    const healths: number[] = []
+    for (const end = Date.now() + 4000; Date.now() < end; ) {
+      expect((await createFor(writing, 'during', 1))[0]).toMatchObject({ status: 503, code: 'write_outcome_unknown' })
+      healths.push((await idle.fetch('/__sandbox/health')).status)
+      // The idle one serves its reads throughout.
+      expect((await idle.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(200)
+    }
+    // Before: 503 degraded from the first beat it could not see confirmed, and "answering 503 write_outcome_unknown to its writes" in its log.
+    expect(healths.filter((status) => status !== 200)).toEqual([])
+    expect(warnings.filter((line) => line.includes('write_outcome_unknown'))).toEqual([])
+    expect((await writing.fetch('/__sandbox/health')).status).toBe(503)
+  })
+
+  it('takes no failover to a replica that missed the beats of writers without the flag for time going back: their writes were answered unknown (the rule beside attack32 F1)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const proxy = await startFlakyProxy(master.port)
+    const warnings: string[] = []
+    const writing = await startSandbox({ redisUrl: proxy.url, anyKey: true, requestTimeoutMs: 1500 })
+    const idle = await startSandbox({ redisUrl: proxy.url, anyKey: true, requestTimeoutMs: 1500, warn: (line) => warnings.push(line) })
+    expect(await created(idle, 'kept')).toMatchObject({ status: 201 })
+    await sleep(1500)
+    replica.signal('SIGSTOP')
+    // Applied on the master, answered unknown: the writer counts the beat up, and no replica confirms it.
+    const unknown = await createFor(writing, 'unknown', 2500)
+    expect(unknown.map((answer) => `${answer.status} ${answer.code}`)).toEqual(unknown.map(() => '503 write_outcome_unknown'))
+    await sleep(1500)
+    // The master dies; the replica, without those beats, is promoted behind the same address.
+    await master.stop('SIGKILL')
+    replica.signal('SIGCONT')
+    await replica.cli('REPLICAOF', 'NO', 'ONE')
+    proxy.moveTo(replica.port)
+    await sleep(2500)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    const after = await created(idle, 'after')
+    expect(after.status === 201 || after.code === 'write_outcome_unknown', JSON.stringify(after)).toBe(true)
+  })
+
   it('answers 201 again once a replica replaced at another address is online (a new pod: attack20 A1)', async () => {
     const { master, replica } = await masterAndReplica()
     const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
