@@ -14,6 +14,7 @@ import type { RedisClientOptions } from 'redis'
 import { monotonicNow } from '../core/clock.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from './storage.js'
 import { PetstoreError } from '../core/petstore-error.js'
+import { USABLE_COUNT, usableBeatText } from './redis-counts.js'
 
 /** @default 2000 ms: a command not answered by then fails (the request answers 503), never hangs. */
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2000
@@ -769,9 +770,6 @@ export const REPLICAS_KEY_REMEDY =
  */
 export const NOTHING_WRITTEN = 'WRONGTYPE nothing written:'
 
-/** Lua: whether `value` (a variable holding a reply: a string, or false when absent) is a beat: absent, or an integer from 0 below 2^53. */
-const usableBeat = (value: string) => `(not ${value} or (string.match(${value}, '^%d+$') ~= nil and (${value} == '0' or string.sub(${value}, 1, 1) ~= '0') and #${value} <= 16 and tonumber(${value}) < ${2 ** 53}))`
-
 /**
  * Lua: the epoch's beat in KEYS[1] (an integer; none is 0), counted up first with ARGV[1] `1`, or
  * with `L` (loosely: by a sandbox with --redis-allow-failover-loss, whose writes wait for no
@@ -786,8 +784,9 @@ const usableBeat = (value: string) => `(not ${value} or (string.match(${value}, 
  * reads an integer reply of 16 digits to the nearest even double (9007199254740991 as …992), a
  * beat counted up taken for one already confirmed.
  */
-const EPOCH_BEAT = redisScript(`local held = redis.call('GET', KEYS[1])
-if not ${usableBeat('held')} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' holds no beat (an integer from 0 below 2^53)') end
+const EPOCH_BEAT = redisScript(`${USABLE_COUNT}
+local held = redis.call('GET', KEYS[1])
+if held and not usable_beat(held) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ' holds no beat (an integer from 0 below 2^53)') end
 if ARGV[1] == '1' or ARGV[1] == 'L' then held = string.format('%d', redis.call('INCR', KEYS[1])) end
 local loose = '0'
 if KEYS[2] and ARGV[1] == 'L' then
@@ -795,14 +794,9 @@ if KEYS[2] and ARGV[1] == 'L' then
   loose = held
 elseif KEYS[2] then
   local marked = redis.pcall('GET', KEYS[2])
-  if type(marked) == 'string' and ${usableBeat('marked')} then loose = marked end
+  if type(marked) == 'string' and usable_beat(marked) then loose = marked end
 end
 return {held or '0', loose}`)
-
-/** Whether `text` (a reply) is a beat as {@link EPOCH_BEAT} takes one: an integer from 0 below 2^53. */
-export function usableBeatText(text: unknown): text is string {
-  return typeof text === 'string' && /^(?:0|[1-9]\d{0,15})$/.test(text) && Number(text) < 2 ** 53
-}
 
 /** {@link EPOCH_BEAT}'s answer: the beat, and the last counted loosely (0 for none). */
 function beatsOf(reply: Reply): [beat: number, loose: number] {

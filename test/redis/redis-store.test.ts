@@ -6,7 +6,7 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { keySlot, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
-import { usableCount } from '../../src/storage/redis-outcomes.js'
+import { usableBeatText, usableCount } from '../../src/storage/redis-counts.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { freePort, promoteBehindAddress, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
@@ -82,6 +82,11 @@ describe('a count the Redis scripts can use', () => {
   it('is an integer as HINCRBY takes it, within 2^53 either way (attack28 F2)', () => {
     for (const text of ['0', '1', '-1', '42', '9007199254740992', '-9007199254740992', '9007199254740991']) expect([text, usableCount(text)]).toEqual([text, true])
     for (const text of ['', '007', '-0', '+5', ' 5', '5 ', '5.5', '1e30', 'abc', '-', '9007199254740993', '9223372036854775807', '99999999999999999999', '10000000000000000']) expect([text, usableCount(text)]).toEqual([text, false])
+  })
+
+  it('is a beat from 0 below 2^53, as the epoch takes one (attack30 F3)', () => {
+    for (const text of ['0', '1', '42', '9007199254740991']) expect([text, usableBeatText(text)]).toEqual([text, true])
+    for (const text of [undefined, null, 5, '', '-1', '007', '9007199254740992', '9007199254740993', 'abc', '1e3']) expect([text, usableBeatText(text)]).toEqual([text, false])
   })
 })
 
