@@ -215,8 +215,9 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     const partner = await globalThis.fetch(`${origin}/__sandbox/state`, { headers: auth('partner') })
     expect(partner.status).toBe(200)
-    // One of the key's is reset for it (before, none was ended until the request timeout): 2 of the key's and the partner's stay.
-    await expect.poll(open, { timeout: 2000 }).toBe(3)
+    // One of the key's is reset for it (before, none was ended until the request timeout, 20 s): 2 of the key's and the
+    // partner's stay. Given 5 s, as the first count: under a loaded run (load 6.8 on 2 cores) the close took past 2 s.
+    await expect.poll(open, { timeout: 5000 }).toBe(3)
     for (const socket of held) socket.destroy()
   })
 
