@@ -9,10 +9,12 @@
 import { hideBin } from 'yargs/helpers'
 import { runWorkers } from './cli/serve-workers.js'
 import { runCli } from './cli/run-cli.js'
+import { consoleWriters } from './cli/console-streams.js'
 
+const output = consoleWriters({ stdout: process.stdout, stderr: process.stderr })
 const result = await runCli(hideBin(process.argv), {
-  stdout: (text) => process.stdout.write(text),
-  stderr: (text) => process.stderr.write(text),
+  stdout: output.stdout,
+  stderr: output.stderr,
   env: process.env,
   color: process.stderr.isTTY && !process.env['NO_COLOR'],
   columns: process.stdout.columns,
@@ -21,7 +23,7 @@ const result = await runCli(hideBin(process.argv), {
 const { server } = result
 if (result.workers !== undefined) {
   const red = (text: string) => (process.stderr.isTTY && !process.env['NO_COLOR'] ? `\x1b[31m${text}\x1b[39m` : text)
-  await runWorkers(result.workers, (text) => process.stdout.write(text), (line) => process.stderr.write(`${red(line)}\n`))
+  await runWorkers(result.workers, output.stdout, (line) => output.stderr(`${red(line)}\n`))
 } else if (server === undefined) {
   // @note A failure exits at once, as something it opened (a Redis client retrying) may still hold
   // the event loop; a success lets stdout drain first (pipes are written asynchronously on macOS).
@@ -32,7 +34,7 @@ if (result.workers !== undefined) {
     void server.stop(signal).then(
       () => process.exit(0),
       (error: unknown) => {
-        process.stderr.write(`petstore-sandbox: ${error instanceof Error ? error.message : String(error)}\n`)
+        output.stderr(`petstore-sandbox: ${error instanceof Error ? error.message : String(error)}\n`)
         process.exit(1)
       },
     )
@@ -54,7 +56,7 @@ function stopWithNpm(): void {
   const timer = setInterval(() => {
     if (process.ppid === parent) return
     clearInterval(timer)
-    process.stderr.write('petstore-sandbox: the npm script that started it has ended: stopping\n')
+    output.stderr('petstore-sandbox: the npm script that started it has ended: stopping\n')
     process.kill(process.pid, 'SIGTERM')
   }, 1000)
   timer.unref()

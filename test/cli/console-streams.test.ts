@@ -1,0 +1,99 @@
+/**
+ * The console streams as `petstore-sandbox` writes to them: one that can no longer be written (a
+ * full disk or a file-size limit under `serve > sandbox.log`, a log pipe whose reader left) costs
+ * its lines, never the server (attack33 F2: exit 1 at the first request line after it failed).
+ */
+import { spawn } from 'node:child_process'
+import { EventEmitter } from 'node:events'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { consoleWriters } from '../../src/cli/console-streams.js'
+import { READY_LINE as READY } from '../../src/cli/serve-command.js'
+import { CLI_BINARY, runCli } from '../support/sandbox-cli.js'
+import { freePort } from '../support/redis-server.js'
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url))
+
+/** A console stream that takes text until `failAt` writes, then fails each write: throwing, or emitting 'error' (as Node's do). */
+class FailingStream extends EventEmitter {
+  readonly taken: string[] = []
+  constructor(
+    readonly failAt: number,
+    readonly how: 'throws' | 'emits',
+  ) {
+    super()
+  }
+
+  write(text: string): boolean {
+    if (this.taken.length < this.failAt) {
+      this.taken.push(text)
+      return true
+    }
+    const error = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' })
+    if (this.how === 'throws') throw error
+    process.nextTick(() => this.emit('error', error))
+    return false
+  }
+}
+
+/** The status of a list of the development key's categories at `origin`. */
+async function listed(origin: string): Promise<number> {
+  return (await fetch(`${origin}/v1/categories`, { headers: { authorization: 'Bearer sandbox-dev-key' } })).status
+}
+
+describe('the CLI’s console streams', () => {
+  it.each(['throws', 'emits'] as const)('drops the lines of a stream that %s an error from then on, said once on the other, never thrown', async (how) => {
+    const stdout = new FailingStream(1, how)
+    const stderr = new FailingStream(100, 'throws')
+    const output = consoleWriters({ stdout, stderr })
+    output.stdout('first\n')
+    for (let i = 0; i < 5; i++) expect(() => output.stdout(`line ${i}\n`)).not.toThrow()
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(stdout.taken).toEqual(['first\n'])
+    expect(stderr.taken).toEqual(['petstore-sandbox: standard output (the request log) can no longer be written (EPIPE): its lines are dropped from now on; the sandbox serves on\n'])
+    output.stderr('still said\n')
+    expect(stderr.taken.at(-1)).toBe('still said\n')
+  })
+
+  it('says nothing, and throws nothing, when both streams fail', () => {
+    const stdout = new FailingStream(0, 'throws')
+    const stderr = new FailingStream(0, 'throws')
+    const output = consoleWriters({ stdout, stderr })
+    expect(() => output.stdout('a\n')).not.toThrow()
+    expect(() => output.stderr('b\n')).not.toThrow()
+    expect([stdout.taken, stderr.taken]).toEqual([[], []])
+  })
+
+  it('serves on once the reader of its request log’s pipe has gone (`serve | head`): before, exit 1 at the next request (attack33 F2)', async () => {
+    const run = runCli(['serve', '--port', '0'])
+    await run.waitFor(READY)
+    const origin = /http:\/\/127\.0\.0\.1:\d+/.exec(run.stdout())![0]
+    // The pipe's read end closed: the server's next line fails with EPIPE.
+    run.child.stdout!.destroy()
+    for (let i = 0; i < 20; i++) expect(await listed(origin)).toBe(200)
+    await expect.poll(() => run.stderr()).toContain('standard output (the request log) can no longer be written (EPIPE)')
+    expect(await listed(origin)).toBe(200)
+    expect(run.child.exitCode).toBe(null)
+  })
+
+  it('serves on once its request log’s file can no longer grow (a file-size limit, as a full disk): before, exit 1 (attack33 F2)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-log-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const port = await freePort()
+    // 16 KiB of log at most (bash's ulimit -f counts KiB): the banner and about a hundred request lines.
+    const child = spawn('bash', ['-c', `ulimit -f 16 && exec "${process.execPath}" ${CLI_BINARY} serve --port ${port} > "${join(dir, 'sandbox.log')}"`], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' }, stdio: ['ignore', 'ignore', 'pipe'] })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    onTestFinished(() => void child.kill('SIGKILL'))
+    const origin = `http://127.0.0.1:${port}`
+    await expect.poll(() => listed(origin).catch(() => 0), { timeout: 30_000 }).toBe(200)
+    const statuses: number[] = []
+    for (let i = 0; i < 300; i++) statuses.push(await listed(origin))
+    expect(statuses.filter((status) => status !== 200)).toEqual([])
+    expect(stderr).toContain('standard output (the request log) can no longer be written (EFBIG)')
+    expect(child.exitCode).toBe(null)
+  })
+})
