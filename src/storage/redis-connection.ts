@@ -967,6 +967,10 @@ export class RedisLink {
   #beat = 0
   /** The highest beat counted loosely that this process read, above {@link #beat}: one it could not see confirmed (see {@link watchEpoch}). */
   #looseSeen = 0
+  /** The beat's confirmation under way, one at a time (see #readEpochNow). */
+  #beatConfirming: Promise<void> | undefined
+  /** When (monotonic ms) this process last counted the beat loosely (see #countLoosely). */
+  #looselyAt = Number.NEGATIVE_INFINITY
   /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since). */
   #epochReading: Promise<void> | undefined
   /** How many writes this process had answered as applied (see {@link script}), and how many when its last beat was confirmed. */
@@ -1163,6 +1167,7 @@ export class RedisLink {
     if (confirming) await this.#replicaState(server).catch(() => undefined)
     const history = server.replid
     const connection = this.#connection
+    if (options.confirm === true && script !== EPOCH_BEAT) this.#countLoosely()
     let reply: Reply
     try {
       try {
@@ -2032,12 +2037,10 @@ export class RedisLink {
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
       const writes = this.#writesApplied
       const counting = writes !== this.#writesBeaten
-      const keys = this.looseKey === undefined ? [beatKey] : [beatKey, this.looseKey]
       // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
       // failover may lose the last ones, as the operator accepted; it is not time going back. The
-      // beat is counted loosely, and said so (see below).
+      // beat is counted loosely, before a write (see #countLoosely), not here.
       if (this.#allowFailoverLoss) {
-        if (counting) await this.script(EPOCH_BEAT, keys, ['L'])
         this.#writesBeaten = writes
         return
       }
@@ -2049,30 +2052,85 @@ export class RedisLink {
       // than their 201s, it served that state and handed out again ~300 ids they had answered
       // (attack32 F1). Without that flag, what such a beat stands on was answered 503
       // write_outcome_unknown, and a failover to a replica behind is no time going back.
+      const keys = this.#beatKeys(beatKey)
       const [seen, loose] = beatsOf(await this.script(EPOCH_BEAT, keys, ['0']))
       if (loose > this.#beat && loose <= seen) this.#looseSeen = Math.max(this.#looseSeen, loose)
       if (seen < this.#remembered) return this.#wentBack(beatKey, seen)
-      if (counting) {
-        const [beat] = beatsOf(await this.script(EPOCH_BEAT, keys, ['1'], { confirm: true }))
-        if (beat <= this.#remembered) return this.#wentBack(beatKey, beat)
-        this.#beat = beat
-        this.#writesBeaten = writes
-      } else if (seen > this.#beat) {
-        // @note Another process counted it up: read again, confirmed by the replicas as a write
-        // is (the confirmation covers every value read before it), it is this one's beat too. A
-        // process that wrote nothing since an older snapshot was taken compared the restored
-        // beat with its own, older, and served the old state, the ids others had answered
-        // handed out again (attack30 F2: a worker of --workers 2 that held no write connection).
-        // A confirmed beat the counting processes wrote beside it was not written by a version
-        // before, nor by one with --redis-allow-failover-loss, and could be left above the beat
-        // (attack31 F1-F3). Quiet: no write of this process's waits on it (attack32 F2).
-        const [confirmed] = beatsOf(await this.script(EPOCH_BEAT, keys, ['0'], { confirm: true, quiet: true }))
-        if (confirmed < this.#remembered) return this.#wentBack(beatKey, confirmed)
-        this.#beat = Math.max(this.#beat, confirmed)
-      }
+      // @note One confirmation at a time, and the reads go on each second meanwhile: waited for
+      // here, a confirmation a stopped replica never gave held the next read for the command
+      // timeout, the loose beats read every 3 s, and a restore from a snapshot 2-3 s old was
+      // missed (attack33 F4: 664 ids handed out twice).
+      if (this.#beatConfirming !== undefined) return
+      const before = this.#remembered
+      if (counting) this.#beatConfirming = this.#countBeat(beatKey, keys, before, writes)
+      else if (seen > this.#beat) this.#beatConfirming = this.#confirmBeat(beatKey, keys, before)
+      void this.#beatConfirming?.finally(() => (this.#beatConfirming = undefined))
     } catch {
       // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
     }
+  }
+
+  /** The keys {@link EPOCH_BEAT} runs on: the beat, and the last beat counted loosely when it has a key. */
+  #beatKeys(beatKey: string): string[] {
+    return this.looseKey === undefined ? [beatKey] : [beatKey, this.looseKey]
+  }
+
+  /**
+   * Counts the beat up after this process's writes (`writes` of them applied so far), confirmed
+   * by the replicas as a write: it is this process's beat then, unless it is not above `before`
+   * (the beat remembered when the count began): Redis went back in time.
+   */
+  async #countBeat(beatKey: string, keys: string[], before: number, writes: number): Promise<void> {
+    try {
+      const [beat] = beatsOf(await this.script(EPOCH_BEAT, keys, ['1'], { confirm: true }))
+      if (beat <= before) return this.#wentBack(beatKey, beat, before)
+      this.#beat = Math.max(this.#beat, beat)
+      this.#writesBeaten = writes
+    } catch {
+      // Not confirmed, or Redis failing: counted again at the next read.
+    }
+  }
+
+  /**
+   * Reads the beat another process counted up again, confirmed by the replicas as a write is (the
+   * confirmation covers every value read before it): it is this process's beat too, unless it is
+   * below `before` (the beat remembered when the confirmation began): Redis went back in time.
+   * Quiet: no write of this process's waits on it.
+   * @note A process that wrote nothing since an older snapshot was taken compared the restored
+   * beat with its own, older, and served the old state, the ids others had answered handed out
+   * again (attack30 F2: a worker of --workers 2 that held no write connection). A confirmed beat
+   * the counting processes wrote beside it was not written by a version before, nor by one with
+   * --redis-allow-failover-loss, and could be left above the beat (attack31 F1-F3). Not quiet,
+   * its failure degraded health and said "answering 503 write_outcome_unknown to its writes" on
+   * every sandbox while a replica stalled (attack32 F2).
+   */
+  async #confirmBeat(beatKey: string, keys: string[], before: number): Promise<void> {
+    try {
+      const [confirmed] = beatsOf(await this.script(EPOCH_BEAT, keys, ['0'], { confirm: true, quiet: true }))
+      if (confirmed < before) return this.#wentBack(beatKey, confirmed, before)
+      this.#beat = Math.max(this.#beat, confirmed)
+    } catch {
+      // Not confirmed (a replica stopped), or Redis failing: tried again at the next read.
+    }
+  }
+
+  /**
+   * With --redis-allow-failover-loss, before a write: counts the beat up loosely, marking it so
+   * (see {@link EPOCH_BEAT}), at most once every {@link EPOCH_READ_MS}, sent ahead of the write on
+   * the same connection, so that Redis has the count before the write: a failover or a restore
+   * that lost the count lost the write after it too. Not waited for; its failure is the write's
+   * to meet.
+   * @note Counted each second after the writes, a count a failover lost alone (every write there)
+   * was taken by the sandboxes without the flag that read it for Redis gone back in time: every
+   * request refused until restarted, though no 201 was lost (attack33 F3).
+   */
+  #countLoosely(): void {
+    const beatKey = this.beatKey
+    if (!this.#allowFailoverLoss || beatKey === undefined || this.#epoch === undefined || monotonicNow() - this.#looselyAt < EPOCH_READ_MS) return
+    this.#looselyAt = monotonicNow()
+    const keys = this.#beatKeys(beatKey)
+    // EVAL, not EVALSHA: a script Redis does not know yet would be sent again after the write.
+    this.#connection.send(beatKey, ['EVAL', EPOCH_BEAT.source, String(keys.length), ...keys, 'L'], this.#commandTimeoutMs).catch(() => undefined)
   }
 
   /**
