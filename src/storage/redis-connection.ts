@@ -710,13 +710,19 @@ class ReplicaConfirmation {
       // the same address, a round on the promoted master (no replicas) confirmed writes its old
       // master took and lost (the model-based suite's failover command, seed 20261126).
       const same = (waiter: Waiter) => waiter.history !== undefined && waiter.history === round.replid
+      // @note A waiter of an earlier round is confirmed once every replica acknowledged that round's
+      // mark, though not this one's: with a replica 150 ms away each way, each round's WAIT (250 ms)
+      // ended before the acknowledgement of its own mark came back, the next round wrote a newer one
+      // to wait for, and no write was ever confirmed (attack33 F5: one 201 in 8.6 s).
+      const caughtUp = (waiter: Waiter) => same(waiter) && waiter.needed !== undefined && round.acked !== undefined && round.acked >= waiter.needed
       if (round.confirmed) outcome = (waiter) => same(waiter)
       else {
         // @note None confirmed: the master may have no replica online any more. Counted again:
         // none ever (or long gone), nothing to wait for; one expected but not online, it cannot
         // confirm (a WAIT with none online blocks its whole time: writes held to the request timeout).
         const now = await this.#replicas().catch(() => ({ state: 'online' as const, replid: round.replid }))
-        outcome = (waiter) => (waiter.history === undefined || waiter.history !== now.replid || waiter.history !== round.replid ? false : now.state === 'none' ? true : now.state === 'expected' ? false : undefined)
+        outcome = (waiter) => (waiter.history === undefined || waiter.history !== now.replid || waiter.history !== round.replid ? false : now.state === 'none' || caughtUp(waiter) ? true : now.state === 'expected' ? false : undefined)
+        for (const waiter of group) if (same(waiter)) waiter.needed ??= round.offset
       }
     } catch {
       // Not an answer (the connection failed, an error reply such as a master turned replica): not confirmed.
@@ -741,12 +747,18 @@ interface Waiter {
   readonly key: string
   readonly history: string | undefined
   readonly resolve: (confirmed: boolean) => void
+  /** The offset of the mark of its first round, in its history: the replicas have its write once they acknowledged that far. */
+  needed?: number | undefined
 }
 
 /** What one round of a confirmation found: every replica counted has the mark, and the master's replication history then. */
 interface RoundResult {
   readonly confirmed: boolean
   readonly replid: string | undefined
+  /** The master's replication offset at the round's mark (what a write before the mark is within), when read. */
+  readonly offset?: number | undefined
+  /** The least offset every replica counted had acknowledged after the WAIT, when as many as expected were counted. */
+  readonly acked?: number | undefined
 }
 
 /** A command refused on a key holding another type of value than the sandbox writes there (written by hand): Redis is not failing. */
@@ -1554,9 +1566,10 @@ export class RedisLink {
       const [acknowledged, after] = await Promise.all([send(['WAIT', String(wanted), String(ms)], ms + this.#commandTimeoutMs), send(['INFO', 'replication'], ms + this.#commandTimeoutMs)])
       // The same history after the WAIT too: a failover between the two INFOs confirms nothing.
       const same = replid !== undefined && replid === /^master_replid:(\S+)/m.exec(String(after))?.[1]
-      if (Number(acknowledged) < wanted || !Number.isFinite(offset) || !same) return { confirmed: false, replid: same ? replid : undefined }
+      if (!Number.isFinite(offset) || !same) return { confirmed: false, replid: same ? replid : undefined }
       const counted = countedReplicas(String(after))
-      return { confirmed: counted.length >= Math.max(1, this.#expected(server)) && counted.every((replica) => replica.offset >= offset), replid }
+      const acked = counted.length >= Math.max(1, this.#expected(server)) ? Math.min(...counted.map((replica) => replica.offset)) : undefined
+      return { confirmed: Number(acknowledged) >= wanted && acked !== undefined && acked >= offset, replid, offset, acked }
     } catch (error) {
       // A connection that failed is opened again for the next round; an error Redis replied is Redis's.
       if (!(error instanceof ErrorReplied) && this.#waiter === waiter) {

@@ -4,6 +4,7 @@
  * ids out again. A write is answered as applied once a replica has it; against a real master and
  * replica, the replica stopped, the master killed and the replica promoted.
  */
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { connectRedis, SETTLED_LINK_MS } from '../../src/storage/redis-connection.js'
@@ -414,6 +415,30 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
     const listed = (await jsonOf(await idle.fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(written.map((answer) => answer.name).filter((name) => !listed.some((category) => category.name === name))).toEqual([])
+  })
+
+  it('answers 201 through a replica 150 ms away each way: a round confirms the writes of an earlier mark its replica has acknowledged since (attack33 F5)', async () => {
+    const master = await startRedis()
+    const replica = await startRedis()
+    await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    // The replica's link to its master goes through a path of 150 ms each way.
+    const path = createServer((inbound) => {
+      const outbound = connect(master.port, '127.0.0.1')
+      const late = (from: Socket, to: Socket) => from.on('data', (chunk: Buffer) => void setTimeout(() => to.write(chunk), 150))
+      late(inbound, outbound)
+      late(outbound, inbound)
+      for (const socket of [inbound, outbound]) socket.on('error', () => undefined).on('close', () => (inbound.destroy(), outbound.destroy()))
+    })
+    await new Promise<void>((resolve) => path.listen(0, '127.0.0.1', resolve))
+    onTestFinished(() => void path.close())
+    await replica.cli('REPLICAOF', '127.0.0.1', String((path.address() as AddressInfo).port))
+    await untilInfo(master, /slave0:.*state=online/, 'the replica did not come online')
+    const sandbox = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 4000 })
+    // Before: each round's WAIT (250 ms) ended before the replica's acknowledgement of its own mark came back, and the
+    // next round wrote a newer mark to wait for: no create confirmed (one in 8.6 s in the attack).
+    const answers = await createFor(sandbox, 'far', 3000)
+    expect(answers.filter((answer) => answer.status === 201).length).toBeGreaterThan(2)
+    expect(answers.filter((answer) => answer.status !== 201)).toEqual([])
   })
 
   it('answers 201 again once a replica replaced at another address is online (a new pod: attack20 A1)', async () => {
