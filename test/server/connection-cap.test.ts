@@ -89,6 +89,42 @@ const BIG_LIST = {
   seed: { categories: { generate: { count: 8000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } },
 }
 
+/**
+ * Starts the CLI under `prlimit --nofile=<files>` (the open-file limit), with the key `partner`,
+ * killed when the test ends; resolves once it is running, with its port and what it said on stderr.
+ */
+async function serveWithOpenFiles(files: number): Promise<{ port: number; stderr: string }> {
+  const port = await freePort()
+  const child = spawn('/usr/bin/prlimit', [`--nofile=${files}:${files}`, process.execPath, CLI_BINARY, 'serve', '--port', String(port), '--api-key', 'partner', '--quiet'], { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
+  onTestFinished(() => {
+    child.kill('SIGKILL')
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+  await vi.waitFor(() => expect(stdout).toContain('is running'), { timeout: 30_000, interval: 100 })
+  return { port, stderr }
+}
+
+/** The partner's keep-alive connection to `origin`, its list (`list`, the request) answered 200 on it once. */
+async function partnerKeepAlive(origin: string): Promise<{ kept: Socket; list: string }> {
+  const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
+  const kept = await openSocket(origin)
+  kept.on('error', () => undefined)
+  expect(await ask(kept, list)).toBe(200)
+  return { kept, list }
+}
+
+/** The health probe and a partner's new connection are answered 200 at `origin`, and so is its keep-alive connection `kept`. */
+async function expectPartnerIn(origin: string, kept: Socket, list: string): Promise<void> {
+  const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
+  expect(health.status).toBe(200)
+  const fresh = await exchange(origin, [list.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')], { end: false })
+  expect(fresh.status).toBe(200)
+  expect(await ask(kept, list)).toBe(200)
+}
+
 describe('the connection cap, shared between keys (attack7 K3)', () => {
   /** A sandbox with a cap of 20, and a count of the requests that reached it. */
   const capped = async () => {
@@ -343,10 +379,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
 
   it('ends the oldest of connections that sent nothing, however young, before a partner’s idle keep-alive connection or the newcomer (attack14 D1)', async () => {
     const { origin } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
-    const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
-    const kept = await openSocket(origin)
-    kept.on('error', () => undefined)
-    expect(await ask(kept, list)).toBe(200)
+    const { kept, list } = await partnerKeepAlive(origin)
     // Silent connections up to the hard limit, all younger than a second (a flood reopening them within it).
     const silent: Socket[] = []
     for (let i = 0; i < 4 + CONNECTION_RESERVE - 1; i++) {
@@ -354,22 +387,15 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
       socket.on('error', () => undefined)
       silent.push(socket)
     }
-    const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
-    expect(health.status).toBe(200)
-    const fresh = await exchange(origin, [list.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')], { end: false })
-    expect(fresh.status).toBe(200)
     // Before: the partner's idle keep-alive connection was closed for the newcomers (its next request reset).
-    expect(await ask(kept, list)).toBe(200)
+    await expectPartnerIn(origin, kept, list)
     kept.destroy()
     for (const socket of silent) socket.destroy()
   })
 
   it('lets a partner’s new connection and the health probe in, and keeps its keep-alive connection, while a crowd of invented tokens (--any-key) each send one request and idle (attack16 K1)', async () => {
     const { origin } = await startSandbox({ anyKey: true, maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
-    const list = 'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer partner\r\n\r\n'
-    const kept = await openSocket(origin)
-    kept.on('error', () => undefined)
-    expect(await ask(kept, list)).toBe(200)
+    const { kept, list } = await partnerKeepAlive(origin)
     // Up to the hard limit: each its own token, one answered request, then idle.
     const crowd: Socket[] = []
     for (let i = 0; i < 4 + CONNECTION_RESERVE - 1; i++) {
@@ -381,27 +407,14 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     // The partner goes on using its keep-alive connection meanwhile.
     expect(await ask(kept, list)).toBe(200)
     // Before: the newcomer, silent for the instant before its request was read, was the one ended.
-    const health = await exchange(origin, ['GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n'], { end: false })
-    expect(health.status).toBe(200)
-    const fresh = await exchange(origin, [list.replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n')], { end: false })
-    expect(fresh.status).toBe(200)
     // And the partner's keep-alive connection, the oldest, was not ended for them.
-    expect(await ask(kept, list)).toBe(200)
+    await expectPartnerIn(origin, kept, list)
     kept.destroy()
     for (const socket of crowd) socket.destroy()
   })
 
   it.runIf(existsSync('/usr/bin/prlimit'))('keeps its door within a low open-file limit (ulimit -n 200), saying so at start, so that silent connections never keep health out (attack14 D2)', async () => {
-    const port = await freePort()
-    const child = spawn('/usr/bin/prlimit', ['--nofile=200:200', process.execPath, CLI_BINARY, 'serve', '--port', String(port), '--api-key', 'partner', '--quiet'], { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
-    onTestFinished(() => {
-      child.kill('SIGKILL')
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    await vi.waitFor(() => expect(stdout).toContain('is running'), { timeout: 30_000, interval: 100 })
+    const { port, stderr } = await serveWithOpenFiles(200)
     expect(stderr).toContain('the process may open 200 files (ulimit -n)')
     const origin = `http://127.0.0.1:${port}`
     const silent: Socket[] = []
@@ -418,16 +431,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
   })
 
   it.runIf(existsSync('/usr/bin/prlimit'))('serves more than one connection under ulimit -n 64, keeping for other files what is open at start and a margin, not a fixed 64 (attack16 L1)', async () => {
-    const port = await freePort()
-    const child = spawn('/usr/bin/prlimit', ['--nofile=64:64', process.execPath, CLI_BINARY, 'serve', '--port', String(port), '--api-key', 'partner', '--quiet'], { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] })
-    onTestFinished(() => {
-      child.kill('SIGKILL')
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
-    await vi.waitFor(() => expect(stdout).toContain('is running'), { timeout: 30_000, interval: 100 })
+    const { port, stderr } = await serveWithOpenFiles(64)
     // Before: "it serves 1 connections (2 open at most)".
     const served = Number(/it serves (\d+) connections/.exec(stderr)?.[1])
     expect(served).toBeGreaterThanOrEqual(10)
