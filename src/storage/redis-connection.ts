@@ -2046,17 +2046,14 @@ export class RedisLink {
         this.#keysLost(key, held)
         return
       }
+      // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
+      // failover may lose the last ones, as the operator accepted; it is not time going back. The
+      // beat is counted loosely, before a write (see #countLoosely), not here.
+      if (this.#allowFailoverLoss) return
       // Counted up only after writes of this process since its last beat: an idle Redis that lost
       // its last second (AOF everysec, killed) lost nothing of the tenants', and is not refused.
       const writes = this.#writesApplied
       const counting = writes !== this.#writesBeaten
-      // @note With --redis-allow-failover-loss no write waits for a replica, the beat neither: a
-      // failover may lose the last ones, as the operator accepted; it is not time going back. The
-      // beat is counted loosely, before a write (see #countLoosely), not here.
-      if (this.#allowFailoverLoss) {
-        this.#writesBeaten = writes
-        return
-      }
       // Read first, unconfirmed: a beat counted loosely above this process's own is one the
       // writes answered by others, waiting for no replica, stand on, whether or not this process
       // sees it confirmed.
