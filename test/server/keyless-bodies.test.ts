@@ -149,7 +149,8 @@ describe('request bodies without a key (attack16 B1)', () => {
     const answers = await answered
     const created = answers.filter((answer) => answer.status === 201)
     const refused = answers.filter((answer) => answer.status === 503)
-    expect(created.length + refused.length).toBe(flood)
+    // Every other answer shown whole: a failure says what came instead.
+    expect(answers.filter((answer) => answer.status !== 201 && answer.status !== 503).map((answer) => answer.text.slice(0, 400))).toEqual([])
     // Before: every one 201, the last ones seconds past the request timeout.
     expect(refused.length).toBeGreaterThan(0)
     for (const answer of refused) {
