@@ -253,6 +253,20 @@ export function slotFellow(key: string, suffix: string): string | undefined {
   return [`${key}${suffix}`, `{${key}}${suffix}`].find((candidate) => keySlot(candidate) === keySlot(key))
 }
 
+/**
+ * Where the beat of the epoch token `epochKey` is counted: `<epochKey>:beat`, the name every
+ * version reads on one Redis; on a Cluster the key of that name in the token's slot, so that the
+ * master holding the token holds the beat too (its check after a failure reads both, and a
+ * restore of it from an older snapshot takes the beat back with it).
+ * @note `<epochKey>:beat` hashes to another slot than the token: on a Cluster they were on two
+ * masters, and a restore of the token's master, the one watched, went unnoticed (attack35 F3:
+ * 354 creates answered 201 gone, their ids handed out again, health ok).
+ * @example beatKeyOf('petstore-sandbox:epoch', true) // '{petstore-sandbox:epoch}:beat'
+ */
+export function beatKeyOf(epochKey: string, cluster: boolean): string {
+  return (cluster ? slotFellow(epochKey, ':beat') : undefined) ?? `${epochKey}:beat`
+}
+
 /** A key's hash tag (`{tenant}`: a tenant's keys share one), or the key when it has none: what {@link RedisLink}'s clock readings are kept by. */
 function hashTag(key: string): string {
   return /\{[^}]*\}/.exec(key)?.[0] ?? key
@@ -324,7 +338,10 @@ export interface RedisLinkOptions {
   readonly replicasKey?: string | undefined
   /** Where the token that tells the sandbox's keys are still there is kept (see RedisLink's epoch). @default none: not watched */
   readonly epochKey?: string | undefined
-  /** Where the epoch's beat is counted (see RedisLink's epoch), beside {@link epochKey}. @default `<epochKey>:beat` */
+  /**
+   * Where the epoch's beat is counted (see RedisLink's epoch), beside {@link epochKey}. @default
+   * `<epochKey>:beat`; on a Cluster `{<epochKey>}:beat`, in the token's slot (see {@link beatKeyOf}).
+   */
   readonly beatKey?: string | undefined
 }
 
@@ -1057,7 +1074,7 @@ export class RedisLink {
   ) {
     this.target = target
     this.epochKey = options.epochKey
-    this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? `${options.epochKey}:beat`)
+    this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? beatKeyOf(options.epochKey, target.mode === 'cluster'))
     this.looseKey = this.beatKey === undefined ? undefined : slotFellow(this.beatKey, ':loose')
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
@@ -1179,7 +1196,7 @@ export class RedisLink {
     if (confirming) await this.#replicaState(server).catch(() => undefined)
     const history = server.replid
     const connection = this.#connection
-    if (options.confirm === true && script !== EPOCH_BEAT) this.#countLoosely()
+    if (options.confirm === true && script !== EPOCH_BEAT) this.#countLoosely(keys[0])
     let reply: Reply
     try {
       try {
@@ -2130,13 +2147,19 @@ export class RedisLink {
    * the same connection, so that Redis has the count before the write: a failover or a restore
    * that lost the count lost the write after it too. Not waited for; its failure is the write's
    * to meet.
+   * On a Cluster, only before a write to the beat's master (`writeKey`'s slot there): a write to
+   * another master is not on the connection of the count, and a restore or failover of another
+   * master is not watched.
    * @note Counted each second after the writes, a count a failover lost alone (every write there)
    * was taken by the sandboxes without the flag that read it for Redis gone back in time: every
-   * request refused until restarted, though no 201 was lost (attack33 F3).
+   * request refused until restarted, though no 201 was lost (attack33 F3). Counted on the beat's
+   * master before writes to other masters, a failover of the beat's master that lost only the
+   * counts did the same on a Cluster (attack35 F1).
    */
-  #countLoosely(): void {
+  #countLoosely(writeKey: string | undefined): void {
     const beatKey = this.beatKey
     if (!this.#allowFailoverLoss || beatKey === undefined || this.#epoch === undefined || monotonicNow() - this.#looselyAt < EPOCH_READ_MS) return
+    if (this.cluster && this.#connection.serverOf(writeKey) !== this.#connection.serverOf(beatKey)) return
     this.#looselyAt = monotonicNow()
     const keys = this.#beatKeys(beatKey)
     // EVAL, not EVALSHA: a script Redis does not know yet would be sent again after the write.

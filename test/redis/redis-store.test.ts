@@ -305,6 +305,37 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(listed.map((category) => category.name)).toEqual(['kept'])
   })
 
+  it('refuses every request on a Cluster once the master holding the token is restarted from an older snapshot, rather than hand the ids out again (attack35 F3)', async () => {
+    const cluster = await startRedisCluster()
+    const tokenPort = await cluster.masterOf('petstore-sandbox:epoch')
+    const owner = cluster.nodes.find((node) => node.port === tokenPort)!
+    // A key whose tenant is on that master too.
+    let key = 'partner'
+    for (let i = 0; (await cluster.masterOf(`petstore-sandbox:{${tenantId(key)}}:meta`)) !== tokenPort; i++) key = `partner-${i}`
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: cluster.url, apiKeys: [key], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'kept', key)).status).toBe(201)
+    await sleep(1500)
+    await owner.cli('SAVE')
+    // Answered 201 after the snapshot, and a beat of the epoch counted after them.
+    const lost = [await create(sandbox, 'lost 1', key), await create(sandbox, 'lost 2', key)]
+    expect(lost.map((answer) => answer.status)).toEqual([201, 201])
+    await sleep(2500)
+    await owner.stop()
+    await owner.start()
+    // Before: no word of it, health ok, and the next creates answered 201 with the ids of 'lost 1' and 'lost 2' again
+    // (the beat was in another slot, on another master: the restore kept the token and left the beat as it was).
+    for (let waited = 0; !warnings.some((line) => line.startsWith('storage lost:')); waited += 100) {
+      const answer = await create(sandbox, 'after', key)
+      expect(answer.status, warnings.join('\n')).toBe(503)
+      if (waited > 10_000) throw new Error(`no "storage lost" 10 s after the restore:\n${warnings.join('\n')}`)
+      await sleep(100)
+    }
+    expect(warnings.filter((line) => line.startsWith('storage lost:') && line.includes('went back in time')), warnings.join('\n')).toHaveLength(1)
+    expectErrorBody(await jsonOf(await create(sandbox, 'after', key)), 503, 'storage_unavailable')
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+  })
+
   it.each([
     { writer: 'another sandbox', redisAllowFailoverLoss: false, finding: 'attack30 F2' },
     // The writer confirms nothing: the idle one confirms what it reads itself (a confirmed beat written by the writers was not written then).

@@ -25,14 +25,14 @@ async function masterAndReplica(): Promise<{ master: RedisServer; replica: Redis
   return { master, replica }
 }
 
-/** Creates categories named `prefix0`, `prefix1` … one after another for `ms`; what each was answered. */
-async function createFor(sandbox: RunningSandbox, prefix: string, ms: number): Promise<{ name: string; status: number; id?: number; code?: string }[]> {
+/** Creates categories named `prefix0`, `prefix1` … one after another for `ms` (the partner's, or `key`'s); what each was answered. */
+async function createFor(sandbox: RunningSandbox, prefix: string, ms: number, key = 'partner'): Promise<{ name: string; status: number; id?: number; code?: string }[]> {
   const answers: { name: string; status: number; id?: number; code?: string }[] = []
   const end = Date.now() + ms
   // At least one, however briefly: `ms` 1 ended before the first when the clock's millisecond turned between the two reads.
   for (let index = 0; index === 0 || Date.now() < end; index++) {
     const name = `${prefix}${index}`
-    const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name }) })
+    const response = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
     const body = (await jsonOf(response)) as { id?: number; code?: string }
     answers.push({ name, status: response.status, id: body.id, code: body.code })
   }
@@ -44,9 +44,9 @@ async function createFor(sandbox: RunningSandbox, prefix: string, ms: number): P
  * may take longer than these tests' short request time on a loaded machine (CI: a first create 503).
  * What it was last answered.
  */
-async function created(sandbox: RunningSandbox, prefix: string): Promise<{ status: number; code?: string }> {
+async function created(sandbox: RunningSandbox, prefix: string, key = 'partner'): Promise<{ status: number; code?: string }> {
   let answer: { status: number; code?: string } | undefined
-  for (let attempt = 0; answer?.status !== 201 && attempt < 20; attempt++) [answer] = await createFor(sandbox, `${prefix}${attempt}-`, 1)
+  for (let attempt = 0; answer?.status !== 201 && attempt < 20; attempt++) [answer] = await createFor(sandbox, `${prefix}${attempt}-`, 1, key)
   return answer!
 }
 
@@ -869,6 +869,48 @@ describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S
     // Before: each beat's confirmation refused (MOVED): "no replica confirmed the write", health degraded.
     expect(warnings.filter((line) => line.startsWith('storage'))).toEqual([])
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
+  it('takes no failover of the master holding the beat for time going back when a writer with --redis-allow-failover-loss writes only to other masters: it counts the beat before writes to its master only (attack35 F1)', async () => {
+    const { cluster, owner, replica } = await clusterWithReplica([], 'petstore-sandbox:epoch')
+    // A key whose tenant is on another master than the token and its beat.
+    let key = 'partner'
+    for (let i = 0; (await cluster.masterOf(`petstore-sandbox:{${tenantId(key)}}:meta`)) === owner.port; i++) key = `partner-${i}`
+    // And one whose tenant is on that master.
+    let near = 'near'
+    for (let i = 0; (await cluster.masterOf(`petstore-sandbox:{${tenantId(near)}}:meta`)) !== owner.port; i++) near = `near-${i}`
+    const warnings: string[] = []
+    const writing = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500, redisAllowFailoverLoss: true })
+    const idle = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 1500, warn: (line) => warnings.push(line) })
+    expect(await created(idle, 'kept')).toMatchObject({ status: 201 })
+    // The writer's tenant made (the registry written) while the replica has everything.
+    expect(await created(writing, 'first', key)).toMatchObject({ status: 201 })
+    await sleep(1500)
+    // The replica stops and its link is cut: nothing its master is sent from now on reaches it.
+    replica.signal('SIGSTOP')
+    onTestFinished(() => replica.signal('SIGCONT'))
+    await owner.cli('CLIENT', 'KILL', 'TYPE', 'replica')
+    const written = await createFor(writing, 'written', 2500, key)
+    expect(written.filter((answer) => answer.status !== 201)).toEqual([])
+    // The idle sandbox reads the beat meanwhile.
+    await sleep(1500)
+    // The master lost, its replica promoted in its place.
+    await owner.stop()
+    replica.signal('SIGCONT')
+    await replica.cli('CLUSTER', 'FAILOVER', 'TAKEOVER')
+    await vi.waitFor(async () => expect(await replica.cli('ROLE')).toMatch(/^master/), { timeout: 10_000, interval: 100 })
+    // Until the idle sandbox reads from the promoted replica (its client renewed after 5 s of failing), and its beat
+    // read twice more.
+    const list = async () => (await idle.fetch('/v1/categories', { headers: auth(near) })).status
+    await vi.waitFor(async () => expect(await list(), warnings.join('\n')).toBe(200), { timeout: 20_000, interval: 200 })
+    await sleep(2500)
+    // Before: the writer counted the beat loosely on that master before each second's first write to the other one;
+    // the idle sandbox read those counts, took the promoted replica's beat below them for Redis gone back in time,
+    // and refused every request until restarted, though every 201 was kept.
+    expect(warnings.filter((line) => line.startsWith('storage lost:')), warnings.join('\n')).toEqual([])
+    expect((await idle.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(200)
+    const listed = (await jsonOf(await idle.fetch('/v1/categories', { headers: auth(key) }))) as { name: string }[]
+    expect(written.map((answer) => answer.name).filter((name) => !listed.some((category) => category.name === name))).toEqual([])
   })
 
   it('answers write_outcome_unknown while the cluster says its replica is failing, though a replica outside the cluster confirms (attack21 C1)', async () => {
