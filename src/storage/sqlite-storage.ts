@@ -27,11 +27,11 @@
  * not count (see docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
 import { lstatSync, mkdirSync, statSync } from 'node:fs'
-import { open, stat, type FileHandle } from 'node:fs/promises'
+import { open, stat, statfs, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
 import type { Category, NewCategory } from '../contract/schemas.js'
-import { type OverCapacityError } from '../core/capacity.js'
+import { OverCapacityError, RETRY_AFTER_SECONDS } from '../core/capacity.js'
 import { PetstoreError } from '../core/petstore-error.js'
 import {
   CategoryLimitError,
@@ -79,6 +79,16 @@ const MAX_PROBE_BYTES = 8 * 1024 * 1024
  * checkpoint, at 1000 pages, is off: it fsyncs inside a commit, on the event loop; attack8 A1).
  */
 const CHECKPOINT_BYTES = 1000 * PAGE
+/**
+ * The WAL's size from which the storage checkpoints it too when the disk has less room left than
+ * twice the WAL: the checkpoint then still has the room to copy the WAL into the database (it needs
+ * at most the WAL's size), and on a small disk the WAL never takes the room it would need.
+ */
+const CHECKPOINT_ROOM_BYTES = 32 * PAGE
+/** The room on the disk a write of a tenant's whole state needs, per byte it stores: its WAL frames (pages, indexes) and their copy into the database. */
+const ROOM_PER_BYTE = 6
+/** Why a write of a tenant's whole state is refused for the room left on the disk (the Error body's reason: no figure, no path). */
+const DISK_ROOM_REASON = 'the disk holding the data has too little room left for this write'
 /** While the WAL's fsyncs fail, how often the storage fsyncs the WAL to find out whether they work again, in ms (writes are refused at once meanwhile). */
 const FAILING_RETRY_MS = 1000
 /** How long an fsync may be pending before health says degraded, in ms. */
@@ -359,6 +369,16 @@ async function loadBinding(): Promise<typeof BetterSqlite3> {
   }
 }
 
+/** The bytes an unprivileged writer may still write on the filesystem of `dir`; Infinity where it cannot be read. */
+async function roomLeft(dir: string): Promise<number> {
+  try {
+    const { bavail, bsize } = await statfs(dir)
+    return bavail * bsize
+  } catch {
+    return Number.POSITIVE_INFINITY
+  }
+}
+
 function sqliteCode(error: unknown): string | undefined {
   const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
   return typeof code === 'string' && code.startsWith('SQLITE_') ? code : undefined
@@ -384,6 +404,8 @@ export class SqliteStorage implements TenantStorage {
   #hold: { readonly done: Promise<void> } | undefined
   /** Whether the WAL's size is being looked at. */
   #sizing = false
+  /** The WAL's size when the room left on its disk was last read (see #checkpointWhenLarge). */
+  #roomCheckedAt = 0
   /** Set by {@link close}, which makes the last checkpoint itself. */
   #closing = false
   /** Tenants whose use was seen during a checkpoint: their touch is written after it. */
@@ -413,6 +435,12 @@ export class SqliteStorage implements TenantStorage {
   #walFailing = false
   /** When ({@link monotonicNow}) a write that found no room last made a checkpoint (see #checkpointWhenFull). */
   #fullCheckpointAt = Number.NEGATIVE_INFINITY
+  /** Whether a write was last refused for the room left on the disk (see #roomFor): told once. */
+  #roomShort = false
+  /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
+  #full = false
+  /** The timer making the next checkpoint of a full disk (see #checkpointWhenFull). */
+  #fullRetry: NodeJS.Timeout | undefined
   /** When ({@link monotonicNow}) a write was last let through while the WAL's fsyncs fail. */
   #triedAt = Number.NEGATIVE_INFINITY
   /** The timer trying the disk while the WAL's fsyncs fail ({@link #tryDisk}). */
@@ -723,10 +751,17 @@ export class SqliteStorage implements TenantStorage {
     return this.#failing === undefined ? { ok: true } : { ok: false, detail: this.#failing }
   }
 
-  /** Writes (and deletes) a row as large as the write that failed; a success ends the failure. */
+  /**
+   * Writes (and deletes) a row as large as the write that failed; a success ends the failure. Not
+   * while the disk has less room than such a write needs ({@link ROOM_PER_BYTE}): the failure goes on.
+   * @note Written whatever the room, a probe as large as a failed switch to a large scenario (twice
+   * it) filled the disk, and its frames, rolled back, left the WAL file that large: no checkpoint
+   * could grow the database any more (attack36 F1, health polled each 100 ms).
+   */
   async #probeRoom(): Promise<void> {
     const failed = this.#failedBytes
     const bytes = Math.min(MAX_PROBE_BYTES, 2 * failed + 2 * PAGE)
+    if ((await roomLeft(dirname(this.path))) < ROOM_PER_BYTE * failed) return
     await this.#run(() => this.#sql.probeFill.run(bytes), failed)
     try {
       await this.#synced()
@@ -746,6 +781,8 @@ export class SqliteStorage implements TenantStorage {
     this.#closing = true
     clearInterval(this.#retrying)
     this.#retrying = undefined
+    clearTimeout(this.#fullRetry)
+    this.#fullRetry = undefined
     clearInterval(this.#naming)
     this.#naming = undefined
     let held = false
@@ -1029,6 +1066,26 @@ export class SqliteStorage implements TenantStorage {
    * {@link WriteOutcomeUnknownError}. The tenant's reads and later writes wait for it meanwhile.
    * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
    */
+  /**
+   * Refuses (503 `over_capacity`, told to the operator once) a write of `bytes` the disk has not
+   * the room for: {@link ROOM_PER_BYTE} times them, for the WAL and for the checkpoint that copies
+   * it into the database. Not a failure of the disk: health stays ok, smaller writes go on.
+   * @note Tried as any write, a switch to a large scenario on a disk with less room filled it: its
+   * frames, written until the disk was full, left the WAL file that large once rolled back, and no
+   * checkpoint could then grow the database: every write refused for good, though the operator freed
+   * room (attack36 F1: 2.5 MB freed on a 3 MiB disk holding 400 KB of data).
+   */
+  async #roomFor(bytes: number): Promise<void> {
+    const room = await roomLeft(dirname(this.path))
+    if (room >= ROOM_PER_BYTE * bytes) {
+      this.#roomShort = false
+      return
+    }
+    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch or reset storing ${bytes} bytes needs about ${ROOM_PER_BYTE * bytes} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    this.#roomShort = true
+    throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
+  }
+
   #exclusive<T>(id: string, bytes: number, task: (old: number) => T): Promise<T> {
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
@@ -1044,6 +1101,7 @@ export class SqliteStorage implements TenantStorage {
         if (this.#hold === undefined) break
         await this.#until(this.#hold.done, deadline)
       }
+      if (bytes > CHECKPOINT_ROOM_BYTES) await this.#roomFor(bytes)
       const [result, undo] = this.#guard(
         () =>
           this.#transact((): [T, Undo] => {
@@ -1455,17 +1513,33 @@ export class SqliteStorage implements TenantStorage {
     else void this.#hold.done.then(() => this.#unheldThen(task))
   }
 
-  /** Checkpoints the WAL ({@link #checkpoint}) once it holds more than {@link CHECKPOINT_BYTES}. */
+  /**
+   * Checkpoints the WAL ({@link #checkpoint}) once it holds more than {@link CHECKPOINT_BYTES}, or
+   * more than {@link CHECKPOINT_ROOM_BYTES} and half the room left on its disk.
+   * @note Past CHECKPOINT_BYTES only, on a disk of a few MiB the WAL took every byte (an operator
+   * freed 2.5 MB, the WAL had it within 0.2 s) and the checkpoint then had no room to copy it into
+   * the database: every write refused for good (attack36 F1).
+   */
   #checkpointWhenLarge(): void {
     if (this.#hold !== undefined || this.#sizing || this.#closing || !this.#db.open) return
     this.#sizing = true
-    this.#wal.stat().then(
-      (stat) => {
-        this.#sizing = false
-        if (stat.size > CHECKPOINT_BYTES && this.#hold === undefined && !this.#closing && this.#db.open) void this.#checkpoint()
-      },
-      () => (this.#sizing = false),
-    )
+    const dir = dirname(this.path)
+    this.#wal
+      .stat()
+      .then(async ({ size }) => {
+        if (size > CHECKPOINT_BYTES) return true
+        // The room left read again each 8 pages the WAL grew (a statfs a commit cost more than the rest of this check).
+        if (size <= CHECKPOINT_ROOM_BYTES || Math.abs(size - this.#roomCheckedAt) < 8 * PAGE) return false
+        this.#roomCheckedAt = size
+        return (await roomLeft(dir)) < 2 * size
+      })
+      .then(
+        (large) => {
+          this.#sizing = false
+          if (large && this.#hold === undefined && !this.#closing && this.#db.open) void this.#checkpoint()
+        },
+        () => (this.#sizing = false),
+      )
   }
 
   /**
@@ -1591,7 +1665,10 @@ export class SqliteStorage implements TenantStorage {
     if (this.#failing === undefined) this.#warn(`storage failing: ${detail}; answering 503 storage_unavailable until it recovers`)
     this.#failing = detail
     this.#failedBytes = Math.max(this.#failedBytes, bytes, PAGE)
-    if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE') this.#checkpointWhenFull()
+    if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE') {
+      this.#full = true
+      this.#checkpointWhenFull()
+    }
     return new StorageUnavailableError(detail, { cause: error })
   }
 
@@ -1599,16 +1676,33 @@ export class SqliteStorage implements TenantStorage {
    * After a write found no room (a full disk, a file-size limit), checkpoints the WAL into the
    * database and empties it, once a second at most: the room the WAL held is then free for the
    * writes that follow, whatever its size.
+   * One that cannot be made (the database cannot grow either) is tried again each second until
+   * one is, or the failure ends; and at once (within that second) after a write succeeds meanwhile:
+   * room was freed, maybe, and the WAL is copied and emptied before the writes that follow take it.
    * @note Checkpointed only past {@link CHECKPOINT_BYTES}, a WAL stopped short of it by a file-size
    * limit (`ulimit -f 3000`) refused every write for good, though a checkpoint freed it (attack25 S2).
+   * @note Tried only after a write failed, the room an operator freed went to the WAL (within 0.2 s
+   * at load: a commit appends, and the WAL was below CHECKPOINT_BYTES) before the next failure's
+   * checkpoint, which then found no room to copy into the database: every write refused, health
+   * degraded, on a 3 MiB disk holding 400 KB of data (attack36 F1).
    */
   #checkpointWhenFull(): void {
-    const now = monotonicNow()
-    if (now - this.#fullCheckpointAt < FAILING_RETRY_MS || this.#hold !== undefined || this.#walFailing || this.#closing || !this.#db.open) return
-    this.#fullCheckpointAt = now
+    if (this.#hold !== undefined || this.#walFailing || this.#closing || !this.#db.open) return
+    const wait = this.#fullCheckpointAt + FAILING_RETRY_MS - monotonicNow()
+    if (wait > 0) {
+      this.#fullRetry ??= setTimeout(() => {
+        this.#fullRetry = undefined
+        if (this.#full) this.#checkpointWhenFull()
+      }, wait).unref()
+      return
+    }
+    this.#fullCheckpointAt = monotonicNow()
     // Not within the failed write's own call: after it has been answered.
     setImmediate(() => {
-      if (this.#hold === undefined && !this.#walFailing && !this.#closing && this.#db.open) void this.#checkpoint()
+      if (this.#hold !== undefined || this.#walFailing || this.#closing || !this.#db.open) return
+      void this.#checkpoint().then((durable) => {
+        if (!durable && this.#full) this.#checkpointWhenFull()
+      })
     })
   }
 
@@ -1619,7 +1713,9 @@ export class SqliteStorage implements TenantStorage {
    * the failed write left): ending the failure on them flapped the log, and health said ok.
    */
   #succeeded(bytes: number): void {
+    if (this.#full) this.#checkpointWhenFull()
     if (this.#failing === undefined || bytes < this.#failedBytes) return
+    this.#full = false
     this.#warn(`storage recovered: ${this.path}`)
     this.#failing = undefined
     this.#failedBytes = 0
