@@ -387,6 +387,34 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(warnings.some((line) => line.includes('petstore-sandbox:epoch:beat holds'))).toBe(true)
   })
 
+  it.each([
+    { key: 'petstore-sandbox:epoch', what: 'the epoch token' },
+    { key: 'petstore-sandbox:epoch:beat', what: 'the epoch beat' },
+  ])('serves on after Redis fails once while $what holds a hash, as before it failed, health naming the key (attack35 F2)', async ({ key }) => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    expect((await create(sandbox, 'first')).status).toBe(201)
+    await sleep(1500)
+    await redis.cli('DEL', key)
+    await redis.cli('HSET', key, 'by', 'hand')
+    await sleep(1500)
+    expect((await create(sandbox, 'before the failure')).status).toBe(201)
+    // The sandbox's connections closed, as a restart or a network blip does: the next command checks the token and the beat first.
+    await redis.cli('CLIENT', 'KILL', 'TYPE', 'normal')
+    // Before: that check met WRONGTYPE and stayed due: every request of every tenant, reads too, 503 until the key was fixed.
+    let answer = await create(sandbox, 'after the failure')
+    for (let tries = 0; answer.status !== 201 && tries < 40; tries++) {
+      await sleep(100)
+      answer = await create(sandbox, 'after the failure')
+    }
+    expect(answer.status).toBe(201)
+    expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(200)
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    expect(warnings.some((line) => line.includes(`${key} holds`)), warnings.join('\n')).toBe(true)
+  })
+
   it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
