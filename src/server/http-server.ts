@@ -388,6 +388,10 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   // (a create being committed to SQLite or Redis) never left, though the write was applied.
   // Allowed half open, Node ends the connection after the last answer instead.
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
+  // @note No count of headers: Node's 1,000 by default dropped the rest unread (the key after them,
+  // answered 401 missing_api_key) and left 21 KB of headers under its 16 KiB limit; the limit on
+  // their size (431 headers_too_large) bounds them alone (attack36 F2).
+  server.maxHeadersCount = 0
   /** Every open connection, the oldest first. */
   const all = new Set<Connection>()
   server.on('connection', (socket: Socket) => {
