@@ -279,6 +279,9 @@ export interface SandboxServerHooks extends RefusalHooks {
   readonly openFileLimit?: number | undefined
 }
 
+/** The most headers a request may carry, less one: one that carries this many is refused 400 (Node drops those past it unread). */
+const MAX_HEADERS = 2000
+
 /** Descriptors kept for what is not a client connection (the listener, the store's files, logs, Redis), at most. */
 const FILE_HEADROOM = 64
 /** Descriptors kept beyond those open when the server is built (files the store opens later, a Redis reconnecting). */
@@ -335,6 +338,12 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       requireHostHeader: false,
     },
     (req: IncomingMessage, res: ServerResponse) => {
+      if (req.rawHeaders.length >= 2 * MAX_HEADERS) {
+        ;(hooks.stamp ?? stampPlainly)(req, res)
+        res.setHeader('Connection', 'close')
+        sendError(res, 'bad_request', { reason: `the request carries ${MAX_HEADERS} headers or more; the server reads fewer` })
+        return
+      }
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
         ;(hooks.stamp ?? stampPlainly)(req, res)
         res.setHeader('Connection', 'close')
@@ -388,10 +397,10 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
   // (a create being committed to SQLite or Redis) never left, though the write was applied.
   // Allowed half open, Node ends the connection after the last answer instead.
   ;(server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true
-  // @note No count of headers: Node's 1,000 by default dropped the rest unread (the key after them,
-  // answered 401 missing_api_key) and left 21 KB of headers under its 16 KiB limit; the limit on
-  // their size (431 headers_too_large) bounds them alone (attack36 F2).
-  server.maxHeadersCount = 0
+  // @note Node reads this many headers and drops the rest unread (1,000 by default: a key after them
+  // was answered 401 missing_api_key, attack36 F2); a request that reaches it is refused below. Not
+  // unbounded: within the 16 KiB of names and values, 16,000 empty headers held ~1.6 MB a head.
+  server.maxHeadersCount = MAX_HEADERS
   /** Every open connection, the oldest first. */
   const all = new Set<Connection>()
   server.on('connection', (socket: Socket) => {

@@ -2240,7 +2240,11 @@ export class RedisLink {
   async #tokenAloneGone(key: string, beatKey: string, ms: number): Promise<boolean> {
     const epoch = this.#epoch
     if (epoch === undefined || (this.cluster && this.#connection.serverOf(key) !== this.#connection.serverOf(beatKey))) return false
-    const beat = await this.#connection.send(beatKey, ['GET', beatKey], ms)
+    // A beat of another type (by hand) is of no use: the token is not written back (attack35 F2's review).
+    const beat = await this.#connection.send(beatKey, ['GET', beatKey], ms).catch((error: unknown) => {
+      if (messageOf(error).startsWith('WRONGTYPE')) return NO_USE
+      throw error
+    })
     if (!usableBeatText(beat) || Number(beat) < this.#remembered) return false
     if (String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, epoch], ms)) !== epoch) return false
     this.#warn(`storage: ${key} was gone while ${beatKey} was not (deleted by hand?): written again as it was; nothing else is taken for lost`)

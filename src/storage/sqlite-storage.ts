@@ -372,8 +372,9 @@ async function loadBinding(): Promise<typeof BetterSqlite3> {
 /** The bytes an unprivileged writer may still write on the filesystem of `dir`; Infinity where it cannot be read. */
 async function roomLeft(dir: string): Promise<number> {
   try {
-    const { bavail, bsize } = await statfs(dir)
-    return bavail * bsize
+    const { blocks, bavail, bsize } = await statfs(dir)
+    // No blocks: a filesystem of no fixed size (ramfs, tmpfs size=0), its room unknown.
+    return blocks === 0 ? Number.POSITIVE_INFINITY : bavail * bsize
   } catch {
     return Number.POSITIVE_INFINITY
   }
@@ -753,7 +754,7 @@ export class SqliteStorage implements TenantStorage {
 
   /**
    * Writes (and deletes) a row as large as the write that failed; a success ends the failure. Not
-   * while the disk has less room than such a write needs ({@link ROOM_PER_BYTE}): the failure goes on.
+   * while the disk has less room than twice that row: the failure goes on.
    * @note Written whatever the room, a probe as large as a failed switch to a large scenario (twice
    * it) filled the disk, and its frames, rolled back, left the WAL file that large: no checkpoint
    * could grow the database any more (attack36 F1, health polled each 100 ms).
@@ -761,7 +762,9 @@ export class SqliteStorage implements TenantStorage {
   async #probeRoom(): Promise<void> {
     const failed = this.#failedBytes
     const bytes = Math.min(MAX_PROBE_BYTES, 2 * failed + 2 * PAGE)
-    if ((await roomLeft(dirname(this.path))) < ROOM_PER_BYTE * failed) return
+    const room = await roomLeft(dirname(this.path))
+    // Nothing goes into the WAL during a checkpoint, nor once closing (either may have begun during the statfs).
+    if (room < 2 * bytes || this.#hold !== undefined || this.#closing) return
     await this.#run(() => this.#sql.probeFill.run(bytes), failed)
     try {
       await this.#synced()
@@ -1094,6 +1097,9 @@ export class SqliteStorage implements TenantStorage {
     const deadline = monotonicNow() + this.#settleWaitMs
     const write = (async () => {
       if (previous !== undefined) await this.#until(previous, deadline)
+      // @note Before the wait for no checkpoint below, never between it and the write: a commit during a
+      // checkpoint is copied into the database unsynced by its last step (the review of attack36 F1).
+      if (bytes > CHECKPOINT_ROOM_BYTES) await this.#roomFor(bytes)
       for (;;) {
         // @note Its creates settle first: an undo restoring their rows after they were withdrawn would bring them back.
         await this.#until(this.#drained(id), deadline)
@@ -1101,7 +1107,6 @@ export class SqliteStorage implements TenantStorage {
         if (this.#hold === undefined) break
         await this.#until(this.#hold.done, deadline)
       }
-      if (bytes > CHECKPOINT_ROOM_BYTES) await this.#roomFor(bytes)
       const [result, undo] = this.#guard(
         () =>
           this.#transact((): [T, Undo] => {
@@ -1529,7 +1534,11 @@ export class SqliteStorage implements TenantStorage {
       .then(async ({ size }) => {
         if (size > CHECKPOINT_BYTES) return true
         // The room left read again each 8 pages the WAL grew (a statfs a commit cost more than the rest of this check).
-        if (size <= CHECKPOINT_ROOM_BYTES || Math.abs(size - this.#roomCheckedAt) < 8 * PAGE) return false
+        if (size <= CHECKPOINT_ROOM_BYTES) {
+          this.#roomCheckedAt = 0
+          return false
+        }
+        if (Math.abs(size - this.#roomCheckedAt) < 8 * PAGE) return false
         this.#roomCheckedAt = size
         return (await roomLeft(dir)) < 2 * size
       })

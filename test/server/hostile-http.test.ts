@@ -117,6 +117,7 @@ const CASES: HostileCase[] = [
     chunks: [head('GET', '/v1/categories', [...Array.from({ length: 1500 }, () => 'X-Dup: a'), authA, 'Connection: close'])],
     expected: 200,
   },
+  { name: '2,100 empty headers (within the 16 KiB limit)', chunks: [head('GET', '/v1/categories', [authA, ...Array.from({ length: 2100 }, () => 'X-E:'), 'Connection: close'])], expected: 400 },
   {
     name: '2,500 short headers (20 KB of names and values, past the 16 KiB limit)',
     chunks: [head('GET', '/v1/categories', [authA, ...Array.from({ length: 2500 }, (_, i) => `X${i % 10}: aaaaaa`), 'Connection: close'])],
