@@ -149,8 +149,10 @@ describe('request bodies without a key (attack16 B1)', () => {
     const answers = await answered
     const created = answers.filter((answer) => answer.status === 201)
     const refused = answers.filter((answer) => answer.status === 503)
-    // Every other answer shown whole: a failure says what came instead.
-    expect(answers.filter((answer) => answer.status !== 201 && answer.status !== 503).map((answer) => answer.text.slice(0, 400))).toEqual([])
+    // 408 request_timeout for a body that did not arrive within the request timeout (a loaded machine: the flood
+    // takes longer to send than the 1 s); every other answer shown whole: a failure says what came instead.
+    const late = answers.filter((answer) => answer.status === 408 && answer.text.includes('"code":"request_timeout"'))
+    expect(answers.filter((answer) => answer.status !== 201 && answer.status !== 503 && !late.includes(answer)).map((answer) => answer.text.slice(0, 400))).toEqual([])
     // Before: every one 201, the last ones seconds past the request timeout.
     expect(refused.length).toBeGreaterThan(0)
     for (const answer of refused) {
