@@ -88,16 +88,20 @@ describe.runIf(REQUIRE_REDIS)('planned answers across two replicas on one Redis'
     const redis = await startRedis()
     const replica = await startSandbox({ redisUrl: redis.url, adminToken: ADMIN, anyKey: true })
     const requests = 10
+    // @note The fewest of three counts: the sandbox reads the epoch's beat each second with a script, which a count
+    // may or may not take in (1 run in 8 counted 13 for 10).
     const scriptsOf = async (key: string) => {
       await replica.fetch('/v1/categories', { headers: auth(key) })
-      const before = await scriptsRun(redis)
-      for (let i = 0; i < requests; i++) expect((await replica.fetch('/v1/categories', { headers: auth(key) })).status).toBe(200)
-      return (await scriptsRun(redis)) - before
+      const counts: number[] = []
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const before = await scriptsRun(redis)
+        for (let i = 0; i < requests; i++) expect((await replica.fetch('/v1/categories', { headers: auth(key) })).status).toBe(200)
+        counts.push((await scriptsRun(redis)) - before)
+      }
+      return Math.min(...counts)
     }
     const nothingPlanned = await scriptsOf('plans-nothing')
     expect((await plan(replica, { operation: 'listOrders', status: 500 }, 'plans-orders')).status).toBe(201)
-    // The plan is a write: the epoch's beat is counted after it within a second (three scripts), not among the lists.
-    await new Promise((resolve) => setTimeout(resolve, 1500))
     const ordersPlanned = await scriptsOf('plans-orders')
     expect(ordersPlanned - nothingPlanned).toBe(requests)
     expect(await pending(replica, 'plans-orders')).toEqual([{ operation: 'listOrders', status: 500, code: 'internal_error', times: 1 }])
