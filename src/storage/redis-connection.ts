@@ -2214,14 +2214,14 @@ export class RedisLink {
   }
 
   /**
-   * `GET key` within the request's time; {@link NO_USE} when the key holds another type of value
+   * `GET key` within `ms` (the request's time); {@link NO_USE} when the key holds another type of value
    * (written by hand): of no use, as the reads each second take it (health says so), not a failure.
    * @note A WRONGTYPE thrown here left the check due: after any reconnect, every request of every
    * tenant refused until the key was fixed, though the reads each second served on (attack35 F2).
    */
-  async #read(key: string): Promise<unknown> {
+  async #read(key: string, ms = this.#timeLeft()): Promise<unknown> {
     try {
-      return await this.#connection.send(key, ['GET', key], this.#timeLeft())
+      return await this.#connection.send(key, ['GET', key], ms)
     } catch (error) {
       if (messageOf(error).startsWith('WRONGTYPE')) return NO_USE
       throw error
@@ -2241,10 +2241,7 @@ export class RedisLink {
     const epoch = this.#epoch
     if (epoch === undefined || (this.cluster && this.#connection.serverOf(key) !== this.#connection.serverOf(beatKey))) return false
     // A beat of another type (by hand) is of no use: the token is not written back (attack35 F2's review).
-    const beat = await this.#connection.send(beatKey, ['GET', beatKey], ms).catch((error: unknown) => {
-      if (messageOf(error).startsWith('WRONGTYPE')) return NO_USE
-      throw error
-    })
+    const beat = await this.#read(beatKey, ms)
     if (!usableBeatText(beat) || Number(beat) < this.#remembered) return false
     if (String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, epoch], ms)) !== epoch) return false
     this.#warn(`storage: ${key} was gone while ${beatKey} was not (deleted by hand?): written again as it was; nothing else is taken for lost`)

@@ -1060,16 +1060,6 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /**
-   * Runs a replace or delete of tenant `id` (`task`, given what the tenant holds now; it stores
-   * `bytes` after) once the tenant's earlier writes have settled, and resolves once it is durable.
-   * The same transaction keeps what it replaces: the tenant's row (in memory) and its categories
-   * (given to a hold of their own, deleted once the fsync succeeds, or at the next start). When the
-   * fsync fails, that is put back and made durable, and the write rejects with the failure: not
-   * applied, live or after a restart. When that cannot be done, it rejects with
-   * {@link WriteOutcomeUnknownError}. The tenant's reads and later writes wait for it meanwhile.
-   * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
-   */
-  /**
    * Refuses (503 `over_capacity`, told to the operator once) a write of `bytes` the disk has not
    * the room for: {@link ROOM_PER_BYTE} times them, for the WAL and for the checkpoint that copies
    * it into the database. Not a failure of the disk: health stays ok, smaller writes go on.
@@ -1089,6 +1079,16 @@ export class SqliteStorage implements TenantStorage {
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }
 
+  /**
+   * Runs a replace or delete of tenant `id` (`task`, given what the tenant holds now; it stores
+   * `bytes` after) once the tenant's earlier writes have settled, and resolves once it is durable.
+   * The same transaction keeps what it replaces: the tenant's row (in memory) and its categories
+   * (given to a hold of their own, deleted once the fsync succeeds, or at the next start). When the
+   * fsync fails, that is put back and made durable, and the write rejects with the failure: not
+   * applied, live or after a restart. When that cannot be done, it rejects with
+   * {@link WriteOutcomeUnknownError}. The tenant's reads and later writes wait for it meanwhile.
+   * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
+   */
   #exclusive<T>(id: string, bytes: number, task: (old: number) => T): Promise<T> {
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
