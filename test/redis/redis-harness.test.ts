@@ -31,6 +31,11 @@ describe.runIf(REQUIRE_REDIS)("the tests' redis-server", () => {
     await redis.cli('CONFIG', 'SET', 'rdb-key-save-delay', '1000')
     await redis.cli('BGREWRITEAOF')
     expect(await redis.cli('INFO', 'persistence')).toContain('aof_rewrite_in_progress:1')
+    // The child names itself just after the fork: on a loaded machine it may not have yet.
+    const named = Date.now() + 5000
+    while (rewriteForks(redis.port).length === 0 && Date.now() < named) {
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
     expect(rewriteForks(redis.port)).toHaveLength(1)
 
     await redis.stop('SIGKILL')
