@@ -830,6 +830,27 @@ elseif KEYS[2] then
 end
 return {held or '0', loose}`)
 
+/**
+ * Lua, at the end of a write's script sent with `countsLoosely` (see {@link RedisLink.script}; needs
+ * {@link USABLE_COUNT}): where the script's last three ARGV are `L`, the beat's key and its loose
+ * mark's, counts the beat up loosely as {@link EPOCH_BEAT}'s `L` does, in the write's own script:
+ * Redis replicates the two together, so a failover loses both or neither. Left as it is when the
+ * beat is missing or of no use (the watch says so). A script that refuses returns before it: a
+ * refused write counts nothing.
+ * @note Sent ahead of the write, a count before a create then refused past the category limit
+ * (nothing written), lost alone in a failover, was taken by the sandboxes without the flag for
+ * Redis gone back in time: every request refused until restarted (attack35 F4).
+ */
+export const COUNT_LOOSELY = `if ARGV[#ARGV - 2] == 'L' then
+  local beat = redis.pcall('GET', ARGV[#ARGV - 1])
+  if type(beat) == 'string' and usable_beat(beat) then
+    redis.call('SET', ARGV[#ARGV], string.format('%d', redis.call('INCR', ARGV[#ARGV - 1])))
+  end
+end`
+
+/** What a script sent with `countsLoosely` is given last when it is not to count (see {@link COUNT_LOOSELY}). */
+const NOT_COUNTING = ['-', '', ''] as const
+
 /** {@link EPOCH_BEAT}'s answer: the beat, and the last counted loosely (0 for none). */
 function beatsOf(reply: Reply): [beat: number, loose: number] {
   const [beat, loose] = Array.isArray(reply) ? reply : []
@@ -1172,7 +1193,7 @@ export class RedisLink {
    * @note Redis copies writes to replicas after answering them: a failover to a replica 1.5 s
    * behind lost 507 creates answered 201 and handed their ids out again (attack15 F1).
    */
-  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean; readonly quiet?: boolean } = {}): Promise<Reply> {
+  async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean; readonly quiet?: boolean; readonly countsLoosely?: boolean } = {}): Promise<Reply> {
     if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
     const server = this.#serverFor(keys[0])
     try {
@@ -1191,7 +1212,6 @@ export class RedisLink {
       this.recovered(server)
       throw new StorageUnavailableError(`${this.#display(server)}: ${evicting}`)
     }
-    const tail = [String(keys.length), ...keys, ...args.map(String)]
     // The replication history the write goes into, known before it is sent (see #confirmed).
     const confirming = options.confirm === true && !this.#allowFailoverLoss
     // Counted before the write when the count is a second old (as it would be after it): a
@@ -1199,7 +1219,9 @@ export class RedisLink {
     if (confirming) await this.#replicaState(server).catch(() => undefined)
     const history = server.replid
     const connection = this.#connection
-    if (options.confirm === true && script !== EPOCH_BEAT) this.#countLoosely(keys[0])
+    const looselyAt = this.#looselyAt
+    const counting = options.confirm === true && script !== EPOCH_BEAT ? this.#countLoosely(keys[0], options.countsLoosely === true) : undefined
+    const tail = [String(keys.length), ...keys, ...args.map(String), ...(options.countsLoosely === true ? (counting ?? NOT_COUNTING) : [])]
     let reply: Reply
     try {
       try {
@@ -1211,7 +1233,11 @@ export class RedisLink {
       }
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
-      if (refusal) throw new RedisScriptRefusal(refusal[1])
+      if (refusal) {
+        // Nothing written, nothing counted: the next write counts.
+        if (counting !== undefined) this.#looselyAt = looselyAt
+        throw new RedisScriptRefusal(refusal[1])
+      }
       // Refused, not run (Redis checks before running a write): never an unknown outcome.
       if (error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, keys[0]!, error)
       const failure = this.#failure(error, server)
@@ -2150,23 +2176,28 @@ export class RedisLink {
    * the same connection, so that Redis has the count before the write: a failover or a restore
    * that lost the count lost the write after it too. Not waited for; its failure is the write's
    * to meet.
-   * On a Cluster, only before a write to the beat's master (`writeKey`'s slot there): a write to
-   * another master is not on the connection of the count, and a restore or failover of another
-   * master is not watched.
+   * On one Redis, a script that can (`inScript`: it ends with {@link COUNT_LOOSELY}) counts it
+   * itself once it wrote: answers what to give it last for that. On a Cluster (the beat in another
+   * slot than the write's), only before a write to the beat's master (`writeKey`'s slot there): a
+   * write to another master is not on the connection of the count, and a restore or failover of
+   * another master is not watched.
    * @note Counted each second after the writes, a count a failover lost alone (every write there)
    * was taken by the sandboxes without the flag that read it for Redis gone back in time: every
    * request refused until restarted, though no 201 was lost (attack33 F3). Counted on the beat's
    * master before writes to other masters, a failover of the beat's master that lost only the
-   * counts did the same on a Cluster (attack35 F1).
+   * counts did the same on a Cluster (attack35 F1); and on one Redis, counts before creates that
+   * their script refused (attack35 F4: now counted inside the script; still so on a Cluster).
    */
-  #countLoosely(writeKey: string | undefined): void {
+  #countLoosely(writeKey: string | undefined, inScript: boolean): readonly string[] | undefined {
     const beatKey = this.beatKey
-    if (!this.#allowFailoverLoss || beatKey === undefined || this.#epoch === undefined || monotonicNow() - this.#looselyAt < EPOCH_READ_MS) return
-    if (this.cluster && this.#connection.serverOf(writeKey) !== this.#connection.serverOf(beatKey)) return
+    if (!this.#allowFailoverLoss || beatKey === undefined || this.#epoch === undefined || monotonicNow() - this.#looselyAt < EPOCH_READ_MS) return undefined
+    if (this.cluster && this.#connection.serverOf(writeKey) !== this.#connection.serverOf(beatKey)) return undefined
     this.#looselyAt = monotonicNow()
+    if (inScript && !this.cluster && this.looseKey !== undefined) return ['L', beatKey, this.looseKey]
     const keys = this.#beatKeys(beatKey)
     // EVAL, not EVALSHA: a script Redis does not know yet would be sent again after the write.
     this.#connection.send(beatKey, ['EVAL', EPOCH_BEAT.source, String(keys.length), ...keys, 'L'], this.#commandTimeoutMs).catch(() => undefined)
+    return undefined
   }
 
   /**

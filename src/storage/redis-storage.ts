@@ -42,7 +42,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from './storage.js'
-import { connectRedis, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
+import { connectRedis, COUNT_LOOSELY, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { usableBeatText, usableCount, USABLE_COUNT } from './redis-counts.js'
 import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
@@ -249,7 +249,8 @@ return '1'
  * and the floors with a store budget. ARGV: the category's JSON after its `{`, prefixed with a comma; the
  * operation id; ttl ms; the most categories the tenant may hold (-1: no limit); how long to keep
  * the outcome on record (ms); the store budget (bytes); {@link CATEGORY_OVERHEAD}; the tenant's
- * id; the tenant floor (bytes); the most entries the outcome record keeps. The category counts the bytes of the JSON the script writes
+ * id; the tenant floor (bytes); the most entries the outcome record keeps; then what
+ * {@link COUNT_LOOSELY} reads (the beat counted loosely with the category). The category counts the bytes of the JSON the script writes
  * (Lua's `#`: a control character escaped as `\u0001` counts 6) plus that overhead
  * (the rule of `stored-bytes.ts`). Refuses with BUDGET or KEPT ({@link charge})
  * when the category would take the store past its budget.
@@ -280,6 +281,7 @@ redis.call('HSET', KEYS[1], 'next', string.format('%d', id + 1), 'updated', stri
 redis.call('RPUSH', KEYS[2], entry)
 ${recordOutcome('KEYS[3]', 'KEYS[4]', 2, 5, 10, 'created')}
 ${renewTtl(3)}
+${COUNT_LOOSELY}
 return created
 `)
 
@@ -918,7 +920,7 @@ export class RedisStorage implements TenantStorage {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
         try {
-          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries], { confirm: true })
+          reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries], { confirm: true, countsLoosely: true })
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`, until)

@@ -421,6 +421,28 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     expect(written.map((answer) => answer.name).filter((name) => !listed.some((category) => category.name === name))).toEqual([])
   })
 
+  it('takes no failover that lost only the loose counts sent before creates refused past the category limit (attack35 F4)', async () => {
+    const { master, replica } = await masterAndReplica()
+    const proxy = await startFlakyProxy(master.port)
+    const warnings: string[] = []
+    // The seed's five categories fill the writer's limit: every create it is sent is refused 409, nothing written.
+    const writing = await startSandbox({ redisUrl: proxy.url, anyKey: true, requestTimeoutMs: 1500, redisAllowFailoverLoss: true, maxCategories: 5 })
+    const idle = await startSandbox({ redisUrl: proxy.url, anyKey: true, requestTimeoutMs: 1500, warn: (line) => warnings.push(line) })
+    expect(await created(idle, 'kept')).toMatchObject({ status: 201 })
+    await sleep(1200)
+    replica.signal('SIGSTOP')
+    // Refused after the replica stopped: what the master holds of them (before: a loose count each second) it alone has.
+    const refused = await createFor(writing, 'over', 3000, 'full')
+    expect(refused.filter((answer) => answer.status !== 409 || answer.code !== 'category_limit')).toEqual([])
+    // The idle sandbox reads the beat (and its loose mark) each second.
+    await sleep(1500)
+    await failOverBehind(proxy, master, replica)
+    // Before: "storage lost: ... went back in time ... counted before by a sandbox with --redis-allow-failover-loss",
+    // every request refused until restarted, though nothing was written.
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
+    expect(await created(idle, 'after')).toMatchObject({ status: 201 })
+  })
+
   it('answers 201 through a replica 150 ms away each way: a round confirms the writes of an earlier mark its replica has acknowledged since (attack33 F5)', async () => {
     const master = await startRedis()
     const replica = await startRedis()
