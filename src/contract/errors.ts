@@ -28,6 +28,30 @@ interface ErrorSpec {
   readonly proxy?: true
 }
 
+/**
+ * How long `storage_unavailable` lasts, as its message's `{until}` says it: `brief`, a failure the
+ * storage may recover from by itself; `restart`, storage lost (Redis went back to an older state),
+ * which only a restart of the sandbox ends.
+ * @note Always "retry shortly", partners retried against a sandbox that refused everything until
+ * restarted (trial38).
+ */
+export const STORAGE_UNAVAILABLE_UNTIL = {
+  brief: 'right now; retry shortly',
+  restart: 'until the sandbox is restarted: its storage went back to an older state, and it answers nothing from it (the operator\'s log says why); retrying will not help before then',
+} as const
+
+/**
+ * Why a write's outcome is unknown, as `write_outcome_unknown`'s `{why}` says it: `late`, the
+ * storage did not confirm it within the request's time; `replica`, a replica of the storage that
+ * must have it is not online, so it was not waited for.
+ * @note Always "did not confirm it in time", a refusal made at once for a missing replica read as
+ * a slow storage, and invited a retry that duplicated the write (trial38).
+ */
+export const WRITE_OUTCOME_UNKNOWN_WHY = {
+  late: 'the storage did not confirm it in time',
+  replica: 'it was applied, but a replica of the storage that must have it before it is confirmed is not online (a failover now would lose it)',
+} as const
+
 /** Every error the sandbox answers: code → status, when it happens, and the message template. */
 export const ERROR_TABLE = {
   invalid_api_key: {
@@ -112,13 +136,13 @@ export const ERROR_TABLE = {
   },
   storage_unavailable: {
     status: 503,
-    message: 'Storage unavailable: the sandbox cannot read or write its data right now; retry shortly',
-    when: 'With a data directory, the disk is full, read-only or failing; with `--redis-url`, Redis does not answer (the operator\'s log says which); `Retry-After` says when to retry',
+    message: 'Storage unavailable: the sandbox cannot read or write its data {until}',
+    when: `With a data directory, the disk is full, read-only or failing; with \`--redis-url\`, Redis does not answer (the operator's log says which); \`Retry-After\` says when to retry. \`{until}\` is "${STORAGE_UNAVAILABLE_UNTIL.brief}", or once Redis went back to an older state (storage lost: only a restart of the sandbox ends it) "${STORAGE_UNAVAILABLE_UNTIL.restart}"`,
   },
   write_outcome_unknown: {
     status: 503,
-    message: 'The write may or may not have been applied: the storage did not confirm it in time; list the resource to check before retrying',
-    when: 'With `--redis-url`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request\'s time whether it was applied, or its master has replicas and none confirmed it in time (applied on the master; a failover would lose it); with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); `Retry-After` says when to check',
+    message: 'The write may or may not have been applied: {why}; list the resource to check before retrying',
+    when: `With \`--redis-url\`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request's time whether it was applied, or its master has replicas and none confirmed it in time (applied on the master; a failover would lose it); with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); \`Retry-After\` says when to check. \`{why}\` is "${WRITE_OUTCOME_UNKNOWN_WHY.late}", or, refused at once because fewer of the master's replicas are online than expected, "${WRITE_OUTCOME_UNKNOWN_WHY.replica}"`,
   },
   tenant_capacity: {
     status: 503,

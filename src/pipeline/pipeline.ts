@@ -3,7 +3,7 @@
  * or honour `Prefer`, simulate latency and faults, run the operation, answer, journal. Order
  * matters and is the interface's: 401 comes before any validation.
  */
-import { apiError, codeForStatus, type ErrorCode } from '../contract/errors.js'
+import { apiError, codeForStatus, STORAGE_UNAVAILABLE_UNTIL, WRITE_OUTCOME_UNKNOWN_WHY, type ErrorCode } from '../contract/errors.js'
 import { authError, NOT_ACCEPTED, readBearer, wwwAuthenticate } from '../core/auth.js'
 import { OverCapacityError, type Work } from '../core/capacity.js'
 import { PetstoreError } from '../core/petstore-error.js'
@@ -550,10 +550,10 @@ export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<
     return { outcome: failure(error.code, error.params), headers: { 'retry-after': String(error.retryAfterSeconds) } }
   }
   if (error instanceof WriteOutcomeUnknownError) {
-    return { outcome: failure('write_outcome_unknown'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
+    return { outcome: failure('write_outcome_unknown', { why: WRITE_OUTCOME_UNKNOWN_WHY[error.why] }), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
   }
   if (error instanceof StorageUnavailableError) {
-    return { outcome: failure('storage_unavailable'), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
+    return { outcome: failure('storage_unavailable', { until: STORAGE_UNAVAILABLE_UNTIL[error.until] }), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
   }
   if (error instanceof PetstoreError) {
     // Only the library's pipeline meets one: its scenario (a file of the user's own) failed to
@@ -593,6 +593,8 @@ function simulatedError(code: ErrorCode, note: string, request: ApiRequest, oper
       operation: `${operation.method} ${operation.path}`,
       sunset: tenant.sunset ?? 'an earlier date',
       max: Number.isFinite(tenant.maxCategories) ? tenant.maxCategories : 'its limit',
+      until: STORAGE_UNAVAILABLE_UNTIL.brief,
+      why: WRITE_OUTCOME_UNKNOWN_WHY.late,
     },
   }
 }

@@ -513,6 +513,10 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: it refuses writes (${refusal.replace(/^.*?refuses writes: /, '')}). Point --redis-url at the master, as a user allowed to run scripts and write.`)
     }
   }
+  if (!options.allowFailoverLoss) {
+    const missing = await connected.replicasMissing().catch(() => undefined)
+    if (missing !== undefined) warn(`storage replicas: ${missing}`)
+  }
   started = true
   await connected.watchEpoch()
   return connected
@@ -1134,7 +1138,7 @@ export class RedisLink {
 
   /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
   async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
-    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
+    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
     const server = this.#serverFor(firstKey)
     let reply: Reply
     try {
@@ -1142,7 +1146,7 @@ export class RedisLink {
       await this.#epochCheck(server)
       reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
-      if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
+      if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
       if (firstKey !== undefined && error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, firstKey, error)
       throw this.#failure(error, server)
     }
@@ -1194,13 +1198,13 @@ export class RedisLink {
    * behind lost 507 creates answered 201 and handed their ids out again (attack15 F1).
    */
   async script(script: RedisScript, keys: readonly string[], args: readonly (string | number)[], options: { readonly confirm?: boolean; readonly quiet?: boolean; readonly countsLoosely?: boolean } = {}): Promise<Reply> {
-    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
+    if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
     const server = this.#serverFor(keys[0])
     try {
       await this.#policyRead(server)
       await this.#epochCheck(server)
     } catch (error) {
-      if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost)
+      if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
       // Not sent: a plain failure, never an unknown outcome.
       throw this.#failure(error, server)
     }
@@ -1393,6 +1397,26 @@ export class RedisLink {
    * @note A user that may not run WAIT was accepted, then every write answered unknown for good,
    * the log blaming a replica (attack21 F7).
    */
+  /**
+   * @internal At start: why writes to a master would be answered write_outcome_unknown at once
+   * (fewer of its replicas online than expected), or undefined.
+   * @note Said only at the first write, a Redis that once had a replica made every sandbox
+   * started later with the README's commands answer each write 503, health ok (trial38).
+   */
+  async replicasMissing(): Promise<string | undefined> {
+    for (const address of this.#connection.servers()) {
+      const server = this.#server(address)
+      await this.#replicaState(server, true)
+      const expected = this.#expected(server)
+      const online = server.replicas ?? 0
+      if (online >= expected) continue
+      const source = this.#replicasDeclared === undefined ? (this.cluster ? 'as the cluster lists them' : `the most seen online by a sandbox on it, kept in Redis${this.replicasKey === undefined ? '' : ` (${this.replicasKey})`}`) : 'as --redis-replicas says'
+      const syncing = server.replicasSyncing > 0 ? `; ${server.replicasSyncing === 1 ? 'one is' : `${server.replicasSyncing} are`} syncing in full` : ''
+      return `${this.#display(server)} is expected to have ${expected} ${expected === 1 ? 'replica' : 'replicas'} (${source}) and ${online} ${online === 1 ? 'is' : 'are'} online${syncing}: its writes are answered 503 write_outcome_unknown (applied, unconfirmed) until ${expected === 1 ? 'it is' : 'they are'} back; if one was removed for good, start every sandbox on it with --redis-replicas ${online}, or accept the loss with --redis-allow-failover-loss`
+    }
+    return undefined
+  }
+
   async replicasUncounted(): Promise<string | undefined> {
     for (const address of this.#connection.servers()) {
       for (const command of [['INFO', 'replication'], ['WAIT', '0', '1']]) {
@@ -1556,7 +1580,7 @@ export class RedisLink {
       saidAt = at
     }
     server.behind = { detail, key, at, said, saidAt }
-    throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`)
+    throw new WriteOutcomeUnknownError(`${detail}; the write was applied on the master and may be lost by a failover`, { why: latest === 'online' ? 'late' : 'replica' })
   }
 
   /** The confirmations waiting for `server`, made on first use. */
@@ -2233,13 +2257,13 @@ export class RedisLink {
     const held = await this.#read(key)
     if (held !== NO_USE && held !== epoch && !(held === null && (await this.#tokenAloneGone(key, beatKey, this.#timeLeft())))) {
       this.#keysLost(key, held)
-      throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`)
+      throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`, { until: this.#lost === undefined ? 'brief' : 'restart' })
     }
     const read = await this.#read(beatKey)
     const beat = read === NO_USE ? Number.NaN : Number(read ?? 0)
     if (beat < remembered && !this.#allowFailoverLoss) {
       this.#wentBack(beatKey, beat, remembered)
-      throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`)
+      throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`, { until: this.#lost === undefined ? 'brief' : 'restart' })
     }
     server.epochDue = false
   }

@@ -16,6 +16,7 @@
  * - nothing is cached by the caller: every read asks the store (a store that is the only writer
  *   of its tenants may keep its own answers ready, as the in-memory one keeps its list's text).
  */
+import type { STORAGE_UNAVAILABLE_UNTIL, WRITE_OUTCOME_UNKNOWN_WHY } from '../contract/errors.js'
 import type { HeldBytesMeter } from '../core/heap-weight.js'
 import type { Category, NewCategory } from '../contract/schemas.js'
 import type { CategorySeed, Scenario } from '../contract/scenario-format.js'
@@ -185,6 +186,12 @@ export interface TenantStorage {
  */
 export class StorageUnavailableError extends Error {
   override readonly name: string = 'StorageUnavailableError'
+  /** How long it lasts, as the partner is told (see `STORAGE_UNAVAILABLE_UNTIL`). */
+  readonly until: keyof typeof STORAGE_UNAVAILABLE_UNTIL
+  constructor(message: string, options?: ErrorOptions & { readonly until?: keyof typeof STORAGE_UNAVAILABLE_UNTIL }) {
+    super(message, options)
+    this.until = options?.until ?? 'brief'
+  }
 }
 
 /**
@@ -194,6 +201,12 @@ export class StorageUnavailableError extends Error {
  */
 export class WriteOutcomeUnknownError extends StorageUnavailableError {
   override readonly name = 'WriteOutcomeUnknownError'
+  /** Why, as the partner is told (see `WRITE_OUTCOME_UNKNOWN_WHY`). */
+  readonly why: keyof typeof WRITE_OUTCOME_UNKNOWN_WHY
+  constructor(message: string, options?: ErrorOptions & { readonly why?: keyof typeof WRITE_OUTCOME_UNKNOWN_WHY }) {
+    super(message, options)
+    this.why = options?.why ?? 'late'
+  }
 }
 
 /** Thrown when a create would take a tenant past its category limit. */

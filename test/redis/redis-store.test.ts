@@ -3,6 +3,7 @@
  * and recovered from, the health route, TTL expiry in Redis, a password in the URL, the key
  * layout with its hash tags, and what the CLI says about a bad or unreachable Redis.
  */
+import { STORAGE_UNAVAILABLE_UNTIL } from '../../src/contract/errors.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { keySlot, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
@@ -296,7 +297,10 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
       expectErrorBody(await jsonOf(await create(sandbox, 'after')), 503, 'storage_unavailable')
     }
     // Before: 201 with the id of 'lost 1' again, health ok, nothing in the log.
-    expectErrorBody(await jsonOf(await create(sandbox, 'after')), 503, 'storage_unavailable')
+    const refused = (await jsonOf(await create(sandbox, 'after'))) as { message: string }
+    expectErrorBody(refused, 503, 'storage_unavailable')
+    // The partner is told that retrying will not help until a restart (before trial38: "retry shortly").
+    expect(refused.message).toBe(`Storage unavailable: the sandbox cannot read or write its data ${STORAGE_UNAVAILABLE_UNTIL.restart}`)
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
     expect(warnings.filter((line) => line.startsWith('storage lost:') && line.includes('went back in time'))).toHaveLength(1)
     // Restarted, a sandbox goes on from what Redis holds.

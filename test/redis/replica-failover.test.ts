@@ -4,6 +4,8 @@
  * ids out again. A write is answered as applied once a replica has it; against a real master and
  * replica, the replica stopped, the master killed and the replica promoted.
  */
+import { expectErrorBody } from '../support/openapi-validator.js'
+import { WRITE_OUTCOME_UNKNOWN_WHY } from '../../src/contract/errors.js'
 import { connect, createServer, type AddressInfo, type Socket } from 'node:net'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
@@ -481,6 +483,26 @@ describe.runIf(REQUIRE_REDIS)('a failover to a replica that lagged (attack15 F1)
     await sleep(1100)
     // Before: the old address expected for 5 minutes, every write 503 though the replacement had it.
     expect(await created(sandbox, 'replaced')).toMatchObject({ status: 201 })
+  })
+
+  it('says at start that writes will be answered write_outcome_unknown when fewer replicas are online than Redis remembers, and tells the partner a replica is missing (trial38)', async () => {
+    const { master, replica } = await masterAndReplica()
+    // A sandbox that saw the replica online: the count is kept in Redis for every sandbox after it.
+    const earlier = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500 })
+    expect(await created(earlier, 'seen')).toMatchObject({ status: 201 })
+    await replica.stop('SIGKILL')
+    await untilInfo(master, /connected_slaves:0/, 'the master still lists its replica')
+    const warnings: string[] = []
+    const later = await startSandbox({ redisUrl: master.url, anyKey: true, requestTimeoutMs: 1500, warn: (line) => warnings.push(line) })
+    // Before: nothing at start; the first write said it in the log, health ok until then.
+    expect(warnings.filter((line) => line.startsWith('storage replicas:'))).toEqual([
+      expect.stringMatching(/is expected to have 1 replica \(the most seen online by a sandbox on it, kept in Redis \(petstore-sandbox:replicas\)\) and 0 are online: .*start every sandbox on it with --redis-replicas 0/),
+    ])
+    const answer = await later.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'unconfirmed' }) })
+    const body = (await jsonOf(answer)) as { message: string }
+    expectErrorBody(body, 503, 'write_outcome_unknown')
+    // Before: "the storage did not confirm it in time", for a refusal made at once.
+    expect(body.message).toBe(`The write may or may not have been applied: ${WRITE_OUTCOME_UNKNOWN_WHY.replica}; list the resource to check before retrying`)
   })
 
   it('answers write_outcome_unknown while a replica is gone, however long: Sentinel may still promote it (attack20 S3)', async () => {
