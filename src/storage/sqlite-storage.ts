@@ -440,6 +440,10 @@ export class SqliteStorage implements TenantStorage {
   #roomShort = false
   /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
   #full = false
+  /** Whether a checkpoint emptied the WAL durably since a write last found no room (see #succeeded). */
+  #fullCheckpointed = false
+  /** Whether a checkpoint of a full disk waits for the checkpoint holding the database (see #checkpointWhenFull). */
+  #fullAfterHold = false
   /** The timer making the next checkpoint of a full disk (see #checkpointWhenFull). */
   #fullRetry: NodeJS.Timeout | undefined
   /** When ({@link monotonicNow}) a write was last let through while the WAL's fsyncs fail. */
@@ -1676,6 +1680,7 @@ export class SqliteStorage implements TenantStorage {
     this.#failedBytes = Math.max(this.#failedBytes, bytes, PAGE)
     if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE') {
       this.#full = true
+      this.#fullCheckpointed = false
       this.#checkpointWhenFull()
     }
     return new StorageUnavailableError(detail, { cause: error })
@@ -1694,9 +1699,15 @@ export class SqliteStorage implements TenantStorage {
    * at load: a commit appends, and the WAL was below CHECKPOINT_BYTES) before the next failure's
    * checkpoint, which then found no room to copy into the database: every write refused, health
    * degraded, on a 3 MiB disk holding 400 KB of data (attack36 F1).
+   * @note Given up when another checkpoint held the database then, and that one failed, nothing
+   * tried again until the next write (review38 L1): now tried once it ends.
    */
   #checkpointWhenFull(): void {
-    if (this.#hold !== undefined || this.#walFailing || this.#closing || !this.#db.open) return
+    if (this.#walFailing || this.#closing || !this.#db.open) return
+    if (this.#hold !== undefined) {
+      this.#afterHold()
+      return
+    }
     const wait = this.#fullCheckpointAt + FAILING_RETRY_MS - monotonicNow()
     if (wait > 0) {
       this.#fullRetry ??= setTimeout(() => {
@@ -1708,10 +1719,27 @@ export class SqliteStorage implements TenantStorage {
     this.#fullCheckpointAt = monotonicNow()
     // Not within the failed write's own call: after it has been answered.
     setImmediate(() => {
-      if (this.#hold !== undefined || this.#walFailing || this.#closing || !this.#db.open) return
+      if (this.#walFailing || this.#closing || !this.#db.open) return
+      if (this.#hold !== undefined) {
+        this.#fullCheckpointAt = Number.NEGATIVE_INFINITY
+        this.#afterHold()
+        return
+      }
       void this.#checkpoint().then((durable) => {
-        if (!durable && this.#full) this.#checkpointWhenFull()
+        if (durable) this.#fullCheckpointed = true
+        else if (this.#full) this.#checkpointWhenFull()
       })
+    })
+  }
+
+  /** {@link #checkpointWhenFull} once the checkpoint holding the database ends, if the disk is still full then; one wait at a time. */
+  #afterHold(): void {
+    const hold = this.#hold
+    if (hold === undefined || this.#fullAfterHold) return
+    this.#fullAfterHold = true
+    void hold.done.then(() => {
+      this.#fullAfterHold = false
+      if (this.#full && !this.#fullCheckpointed) this.#checkpointWhenFull()
     })
   }
 
@@ -1722,7 +1750,10 @@ export class SqliteStorage implements TenantStorage {
    * the failed write left): ending the failure on them flapped the log, and health said ok.
    */
   #succeeded(bytes: number): void {
-    if (this.#full) this.#checkpointWhenFull()
+    // @note Each second while the failure lasted (until a write as large as the failed one), the
+    // WAL emptied or not: 3 fsyncs a second, commits held (review38 L2). Once emptied durably, the
+    // WAL's own room rule (#checkpointWhenLarge) takes over.
+    if (this.#full && !this.#fullCheckpointed) this.#checkpointWhenFull()
     if (this.#failing === undefined || bytes < this.#failedBytes) return
     this.#full = false
     this.#warn(`storage recovered: ${this.path}`)
