@@ -167,7 +167,8 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
     // terminal is a sixth of a start's CPU, so only a run that prints it wraps it.
     .wrap(args.some((arg) => arg === '--help' || arg.startsWith('--help=')) ? Math.min(110, io.columns ?? 110) : null)
     .fail((message, error) => {
-      throw error ?? new UsageError(message)
+      // yargs' instance, set up for the command parsed (its types leave out getOptions, which it has): the options it knows.
+      throw error ?? new UsageError(withSuggestion(message, Object.keys((cli as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key)))
     })
   try {
     // @note With a callback, yargs hands over the text of --help and --version instead of printing it.
@@ -179,4 +180,42 @@ export async function runCli(args: readonly string[], io: CliIo): Promise<CliRes
   }
   if (output !== '') io.stdout(`${output}\n`)
   return server ? { exitCode, server } : workers !== undefined ? { exitCode, workers } : { exitCode }
+}
+
+/**
+ * yargs' "Unknown argument: apikey", with the option meant when one is near it (`--api-key`).
+ * @note Said with no suggestion, `--apikey` left a new user to read the whole help (trial38).
+ */
+export function withSuggestion(message: string, known: readonly string[]): string {
+  const unknown = /^Unknown arguments?: (.+)$/.exec(message)?.[1]
+  if (unknown === undefined) return message
+  // yargs names an unknown dashed option twice, as given and camel-cased: one suggestion for both.
+  const meant = [...new Set(unknown.split(', ').map((name) => nearest(name, known)))].filter((name) => name !== undefined)
+  return meant.length === 0 ? message : `${message} (did you mean ${meant.map((name) => `--${name}`).join(', ')}?)`
+}
+
+/** The known option nearest `name`: the same but for case, dashes and underscores, or within two edits of it; undefined when none is. */
+function nearest(name: string, known: readonly string[]): string | undefined {
+  const bare = (text: string) => text.toLowerCase().replace(/[-_]/g, '')
+  const options = known.filter((option) => option.length > 1 && !/[A-Z]/.test(option))
+  const same = options.find((option) => bare(option) === bare(name))
+  if (same !== undefined) return same
+  let best: { option: string; distance: number } | undefined
+  for (const option of options) {
+    const distance = editDistance(bare(name), bare(option))
+    if (distance <= Math.min(2, Math.floor(bare(name).length / 3)) && (best === undefined || distance < best.distance)) best = { option, distance }
+  }
+  return best?.option
+}
+
+/** The edits (a character added, removed, changed, or two side by side swapped) from `a` to `b`. */
+function editDistance(a: string, b: string): number {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)))
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i]![j] = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i]![j] = Math.min(d[i]![j]!, d[i - 2]![j - 2]! + 1)
+    }
+  }
+  return d[a.length]![b.length]!
 }

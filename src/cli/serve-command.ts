@@ -252,12 +252,14 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
     [
       `petstore-sandbox ${PACKAGE.version} is running`,
       `  API        ${origin}${API_BASE_PATH}${exposed}`,
+      // @note Left out, a sandbox behind a proxy showed only its local address (trial38).
+      ...(argv['public-url'] === undefined ? [] : [`  public URL ${argv['public-url']} (listed first in the OpenAPI document's servers)`]),
       argv['proxy'] === undefined ? `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}` : `  scenario   none used: every API answer is the real service's`,
       ...(argv['proxy'] === undefined ? [] : [`  proxy      every API request passed on to ${argv['proxy']}, its answers checked against the contract (Sandbox-Violations header, GET ${ADMIN_BASE_PATH}/violations)`]),
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
-      `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} categories and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
+      `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} ${limits.maxCategories === 1 ? 'category' : 'categories'} and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
       `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
       `  data       ${dataLine(argv)}`,
       ...(watched ? [`  watching   ${watched.files} scenario and fixture files: edits reload (tenants that never wrote see them at once, the others at their next reset)`] : []),

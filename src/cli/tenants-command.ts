@@ -13,7 +13,7 @@ export async function tenantsCommand(dir: string, remove: string | undefined, io
     const stored = await storage.list()
     if (remove === undefined) {
       for (const tenant of stored) {
-        io.stdout(`${tenant.id}  ${tenant.scenario.padEnd(16)} ${String(tenant.categories).padStart(7)} categories  last used ${new Date(tenant.updatedAt).toISOString()}\n`)
+        io.stdout(`${tenant.id}  ${tenant.scenario.padEnd(16)} ${String(tenant.categories).padStart(7)} ${tenant.categories === 1 ? 'category  ' : 'categories'}  last used ${new Date(tenant.updatedAt).toISOString()}\n`)
       }
       return
     }

@@ -9,14 +9,14 @@ import { stringWeight } from '../core/heap-weight.js'
 import { afterDrained, mustCloseAfter } from './node-request.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
-export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}): void {
+export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}, note?: string): void {
   // An answer under way cannot be replaced: its connection is cut. One already sent (a 408 the
   // server wrote while the body still arrived) stands.
   if (res.headersSent) {
     if (!res.writableEnded) res.destroy()
     return
   }
-  const body = apiError(code, params)
+  const body = apiError(code, params, note)
   const all: Record<string, string> = { ...headers, 'content-type': 'application/json; charset=utf-8' }
   if (body.status === 401) all['www-authenticate'] = wwwAuthenticate(code)
   writeJson(res, body.status, all, JSON.stringify(body))

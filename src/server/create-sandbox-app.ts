@@ -384,7 +384,11 @@ function adminAppBuilder(parts: {
       })
       built.use(ADMIN_BASE_PATH, express.static(demoDir, { index: 'index.html', redirect: false }))
     }
-    built.use((req, res) => sendError(res, 'not_found', { what: `Path ${req.path}` }))
+    // @note A bare 404 for `GET /` left a new user guessing where the API is (trial38).
+    built.use((req, res) => {
+      const lost = !req.path.startsWith(`${API_BASE_PATH}/`) && !req.path.startsWith(`${ADMIN_BASE_PATH}/`)
+      sendError(res, 'not_found', { what: `Path ${req.path}` }, {}, lost ? `the API is under ${API_BASE_PATH}/, the admin API and demo page under ${ADMIN_BASE_PATH}/` : undefined)
+    })
     built.use(errorHandler((error, req) => reportUnexpected(error, `${req.method} ${req.path}`)))
     admin = built
     return built

@@ -82,7 +82,7 @@ describe('petstore-sandbox serve', () => {
       PETSTORE_SANDBOX_HEADERS_TIMEOUT: '1000',
     })
     const out = run.stdout()
-    expect(out).toMatch(/limits\s+names 5 and descriptions 2000 characters, 1 categories and a 256 KiB journal per tenant/)
+    expect(out).toMatch(/limits\s+names 5 and descriptions 2000 characters, 1 category and a 256 KiB journal per tenant/)
     expect(out).toMatch(/headers within 1000 ms, requests within 2000 ms, scenario switches to default/)
     const base = apiUrl(out)
     const headers = { authorization: 'Bearer sandbox-dev-key', 'content-type': 'application/json' }
@@ -102,10 +102,13 @@ describe('petstore-sandbox serve', () => {
       const run = await runCliHere(['serve', '--port', '0', '--quiet', ...args], env)
       const origin = apiUrl(run.stdout()).replace(/\/v1$/, '')
       const response = await fetch(`${origin}/__sandbox/openapi.json`, { headers })
-      return { origin, url: ((await response.json()) as { servers: { url: string }[] }).servers[0]!.url }
+      return { origin, url: ((await response.json()) as { servers: { url: string }[] }).servers[0]!.url, banner: run.stdout() }
     }
     const forwarded = { 'x-forwarded-host': 'attacker.test', 'x-forwarded-proto': 'https' }
-    expect((await documentUrl(['--public-url', 'https://sandbox.example.com/'], forwarded)).url).toBe('https://sandbox.example.com/v1')
+    const configured = await documentUrl(['--public-url', 'https://sandbox.example.com/'], forwarded)
+    expect(configured.url).toBe('https://sandbox.example.com/v1')
+    // The banner says it too (before trial38: only the local address).
+    expect(configured.banner).toMatch(/\n {2}public URL https:\/\/sandbox\.example\.com\/ /)
     const plain = await documentUrl([], forwarded)
     expect(plain.url).toBe(`${plain.origin}/v1`)
     expect((await documentUrl(['--trust-proxy'], forwarded)).url).toBe('https://attacker.test/v1')
@@ -179,6 +182,10 @@ describe('petstore-sandbox serve', () => {
     { name: 'a port that is not a number', args: ['serve', '--port', 'abc'], message: '--port must be an integer from 0 to 65535, got "abc"' },
     { name: 'a port out of range', args: ['serve', '--port', '70000'], message: '--port must be an integer' },
     { name: 'an unknown flag', args: ['serve', '--bogus'], message: 'Unknown argument: bogus' },
+    // Before trial38: no suggestion.
+    { name: 'a flag spelled without its dash', args: ['serve', '--apikey', 'a'], message: 'Unknown argument: apikey (did you mean --api-key?)' },
+    { name: 'a mistyped flag', args: ['serve', '--redis-replica', '1'], message: 'Unknown arguments: redis-replica, redisReplica (did you mean --redis-replicas?)' },
+    { name: 'a mistyped flag of tenants', args: ['tenants', 'list', '--data-dir', '/tmp/x', '--verbos'], message: 'Unknown argument: verbos (did you mean --verbose?)' },
     { name: 'a bad latency', args: ['serve', '--latency', '400-50'], message: '--latency must be milliseconds' },
     { name: 'a bad log format', args: ['serve', '--log', 'xml'], message: '--log must be pretty or json, got "xml"' },
     { name: 'a boolean variable that is neither true nor false', args: ['serve'], env: { PETSTORE_SANDBOX_ANY_KEY: 'maybe' }, message: 'PETSTORE_SANDBOX_ANY_KEY must be true or false' },

@@ -23,6 +23,16 @@ describe.each(STORES)('API over HTTP ($name store)', (kind) => {
     expect(body).toHaveLength(5)
   })
 
+  it('answers a path outside the API and admin API 404 with where they are, and one inside them without (trial38)', async () => {
+    const sandbox = await startSandbox()
+    const root = await sandbox.fetch('/')
+    const body = (await jsonOf(root)) as { message: string }
+    expectErrorBody(body, 404, 'not_found')
+    // Before: "Path / not found".
+    expect(body.message).toBe('Path / not found (the API is under /v1/, the admin API and demo page under /__sandbox/)')
+    expect(((await jsonOf(await sandbox.fetch('/v1/nope', { headers: auth(DEV_API_KEY) }))) as { message: string }).message).toBe('Path /v1/nope not found')
+  })
+
   it('sends a Content-Length, not a chunked body', async () => {
     const { fetch } = await startSandbox()
     const response = await fetch('/v1/categories', { headers: auth() })
