@@ -2260,7 +2260,10 @@ export class RedisLink {
       throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`, { until: this.#lost === undefined ? 'brief' : 'restart' })
     }
     const read = await this.#read(beatKey)
-    const beat = read === NO_USE ? Number.NaN : Number(read ?? 0)
+    // @note A beat of no use (by hand: "-1", "", "0x1") read as the number it spells was taken for
+    // one below the remembered: storage lost after a restart that lost nothing, though the reads
+    // each second served on (attack39 F1). Gone (null), it is 0: time went back.
+    const beat = read === null ? 0 : usableBeatText(read) ? Number(read) : Number.NaN
     if (beat < remembered && !this.#allowFailoverLoss) {
       this.#wentBack(beatKey, beat, remembered)
       throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`, { until: this.#lost === undefined ? 'brief' : 'restart' })

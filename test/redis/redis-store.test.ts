@@ -392,16 +392,21 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
   })
 
   it.each([
-    { key: 'petstore-sandbox:epoch', what: 'the epoch token' },
-    { key: 'petstore-sandbox:epoch:beat', what: 'the epoch beat' },
-  ])('serves on after Redis fails once while $what holds a hash, as before it failed, health naming the key (attack35 F2)', async ({ key }) => {
+    { key: 'petstore-sandbox:epoch', what: 'the epoch token', held: 'a hash', value: undefined, finding: 'attack35 F2' },
+    { key: 'petstore-sandbox:epoch:beat', what: 'the epoch beat', held: 'a hash', value: undefined, finding: 'attack35 F2' },
+    // Before attack39 F1: the check after a failure read these as the numbers -1, 0 and 1, below the beat: storage lost.
+    { key: 'petstore-sandbox:epoch:beat', what: 'the epoch beat', held: '"-1"', value: '-1', finding: 'attack39 F1' },
+    { key: 'petstore-sandbox:epoch:beat', what: 'the epoch beat', held: 'an empty string', value: '', finding: 'attack39 F1' },
+    { key: 'petstore-sandbox:epoch:beat', what: 'the epoch beat', held: '"0x1"', value: '0x1', finding: 'attack39 F1' },
+  ])('serves on after Redis fails once while $what holds $held, as before it failed, health naming the key ($finding)', async ({ key, value }) => {
     const redis = await startRedis()
     const warnings: string[] = []
     const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
     expect((await create(sandbox, 'first')).status).toBe(201)
     await sleep(1500)
     await redis.cli('DEL', key)
-    await redis.cli('HSET', key, 'by', 'hand')
+    if (value === undefined) await redis.cli('HSET', key, 'by', 'hand')
+    else await redis.cli('SET', key, value)
     await sleep(1500)
     expect((await create(sandbox, 'before the failure')).status).toBe(201)
     // The sandbox's connections closed, as a restart or a network blip does: the next command checks the token and the beat first.
