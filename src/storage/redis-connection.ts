@@ -1975,7 +1975,11 @@ export class RedisLink {
         behind: undefined,
         refusing: undefined,
         refusalSaidAt: Number.NEGATIVE_INFINITY,
-        epochDue: false,
+        // @note First seen once the token was taken (a replica promoted at its own address, on a
+        // Cluster), its first commands went unchecked: from an older state, 6-48 ids handed out
+        // again before the next second's read (attack39 F3). Checked before its first command, as a
+        // master that failed is.
+        epochDue: this.#epoch !== undefined,
         epochChecking: undefined,
       }
       this.#servers.set(address, server)

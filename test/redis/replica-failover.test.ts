@@ -915,6 +915,40 @@ describe.runIf(REQUIRE_REDIS)('a Redis Cluster master with a replica (attack19 S
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
+  it('refuses from its first command a replica promoted at its own address from a state older than its master had, on a Cluster (attack39 F3)', async () => {
+    const { cluster, owner, replica } = await clusterWithReplica([], 'petstore-sandbox:epoch')
+    // A key whose tenant is on the token's master.
+    let key = 'near'
+    for (let i = 0; (await cluster.masterOf(`petstore-sandbox:{${tenantId(key)}}:meta`)) !== owner.port; i++) key = `near-${i}`
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: cluster.url, anyKey: true, requestTimeoutMs: 3000, warn: (line) => warnings.push(line) })
+    expect(await created(sandbox, 'kept', key)).toMatchObject({ status: 201 })
+    await sleep(1500)
+    // The replica's snapshot: what its master holds now.
+    await replica.cli('SAVE')
+    const lost = await createFor(sandbox, 'lost', 1000, key)
+    expect(lost.filter((answer) => answer.status !== 201)).toEqual([])
+    // A beat counted and confirmed after them.
+    await sleep(2500)
+    // Both lost; the replica back from its older snapshot, and made master at its own address.
+    await owner.stop('SIGKILL')
+    await replica.stop('SIGKILL')
+    await replica.start()
+    await replica.cli('CLUSTER', 'FAILOVER', 'TAKEOVER')
+    await vi.waitFor(async () => expect(await replica.cli('ROLE')).toMatch(/^master/), { timeout: 10_000, interval: 100 })
+    // Before: the first commands to it went unchecked: creates answered 201 with the ids of 'lost…' again, until the
+    // next second's read said "storage lost".
+    const reused = new Set(lost.map((answer) => answer.id))
+    for (let waited = 0; !warnings.some((line) => line.startsWith('storage lost:')); waited += 100) {
+      const [answer] = await createFor(sandbox, 'after', 1, key)
+      expect(answer!.status === 201 && reused.has(answer!.id) ? `201 with the id ${answer!.id} of a create answered 201 before` : 'no id again', warnings.join('\n')).toBe('no id again')
+      expect(answer!.status, warnings.join('\n')).not.toBe(201)
+      if (waited > 20_000) throw new Error(`no "storage lost" 20 s after the takeover:\n${warnings.join('\n')}`)
+      await sleep(100)
+    }
+    expect(warnings.filter((line) => line.startsWith('storage lost:') && line.includes('went back in time')), warnings.join('\n')).toHaveLength(1)
+  })
+
   it('takes no failover of the master holding the beat for time going back when a writer with --redis-allow-failover-loss writes only to other masters: it counts the beat before writes to its master only (attack35 F1)', async () => {
     const { cluster, owner, replica } = await clusterWithReplica([], 'petstore-sandbox:epoch')
     // A key whose tenant is on another master than the token and its beat.
