@@ -14,7 +14,7 @@ import type { RequestLogEntry } from '../server/request-context.js'
 import { DEFAULT_MAX_TENANTS, DEV_API_KEY, displayId } from '../server/tenant-registry.js'
 import { looksLikePath } from '../scenario/scenario-loader.js'
 import { UsageError, type CliIo } from './cli-io.js'
-import { isWorker, reportReady } from './serve-workers.js'
+import { isWorker, reportReady, workerEpochOptions } from './serve-workers.js'
 import { integerOption, latency, list, oneOf, showBytes, sizeOption, workersOption } from './option-values.js'
 
 /** How long in-flight requests may take to finish after a stop (SIGINT/SIGTERM) before connections are cut. */
@@ -211,6 +211,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
   let failed = false
   const sandbox = await createSandboxApp({
     ...sandboxOptions(argv),
+    ...(isWorker() && argv['redis-url'] !== undefined ? workerEpochOptions() : {}),
     corsOrigins: argv['cors-origin'] ?? '*',
     log: argv.quiet ? undefined : formatLog(argv.log, io),
     // A worker never exits because Redis is away, at start either: it answers 503 until Redis is back.

@@ -44,6 +44,39 @@ export function reportReady(banner: string): void {
   process.send?.(ready)
 }
 
+/** What a worker tells the primary of the epoch of its Redis keys (see `RedisLinkOptions.onEpoch`). */
+export interface WorkerEpoch {
+  readonly kind: 'petstore-sandbox:epoch'
+  readonly token: string
+  readonly beat: number
+}
+
+function isEpoch(message: unknown): message is WorkerEpoch {
+  const epoch = message as Partial<WorkerEpoch> | null
+  return typeof epoch === 'object' && epoch !== null && epoch.kind === 'petstore-sandbox:epoch' && typeof epoch.token === 'string' && epoch.token !== '' && Number.isSafeInteger(epoch.beat) && epoch.beat! >= 0
+}
+
+/** The variable a worker started in place of another finds the epoch in (JSON `{ token, beat }`). */
+const EPOCH_VARIABLE = 'PETSTORE_WORKER_EPOCH'
+
+/**
+ * In a worker: the epoch the primary handed it (what its workers last told, see {@link runWorkers}),
+ * and a listener telling the primary each newer one.
+ */
+export function workerEpochOptions(): { redisEpoch?: { token: string; beat: number }; onRedisEpoch: (epoch: { readonly token: string; readonly beat: number }) => void } {
+  let handed: unknown
+  try {
+    handed = { kind: 'petstore-sandbox:epoch', ...(JSON.parse(process.env[EPOCH_VARIABLE] ?? 'null') as object) }
+  } catch {
+    handed = undefined
+  }
+  const tell = (epoch: { readonly token: string; readonly beat: number }) => {
+    const message: WorkerEpoch = { kind: 'petstore-sandbox:epoch', token: epoch.token, beat: epoch.beat }
+    process.send?.(message)
+  }
+  return isEpoch(handed) ? { redisEpoch: { token: handed.token, beat: handed.beat }, onRedisEpoch: tell } : { onRedisEpoch: tell }
+}
+
 /** Whether this process is a worker of `serve --workers`. */
 export const isWorker = (): boolean => cluster.isWorker
 
@@ -66,9 +99,21 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   let closing = false
   const crashes: number[] = []
 
+  // @note The epoch the workers last told (the token of the first one's, the highest beat): a
+  // worker started in place of another starts from it. Started knowing nothing, one replacing a
+  // worker that died during an outage took what Redis came back with (an older snapshot, or empty)
+  // for a new Redis: it served it, health ok, and handed ids out again while its sibling refused;
+  // so did one replacing a worker that died after they had both refused (attack39 F6).
+  let epoch: { token: string; beat: number } | undefined
+  cluster.on('message', (_worker: Worker, message: unknown) => {
+    if (!isEpoch(message)) return
+    if (epoch === undefined || (message.token === epoch.token && message.beat > epoch.beat)) epoch = { token: message.token, beat: message.beat }
+  })
+
+  const epochVariable = () => (epoch === undefined ? undefined : { [EPOCH_VARIABLE]: JSON.stringify(epoch) })
   const fork = (): Promise<string> =>
     new Promise((resolve, reject) => {
-      const worker = cluster.fork()
+      const worker = cluster.fork(epochVariable())
       const onMessage = (message: unknown) => {
         if (!isReady(message)) return
         worker.off('message', onMessage)
@@ -96,7 +141,7 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   /** Restarts waiting for their delay. */
   const pending = new Set<NodeJS.Timeout>()
   const replace = (previous: number) => {
-    const worker = cluster.fork()
+    const worker = cluster.fork(epochVariable())
     const onMessage = (message: unknown) => {
       if (!isReady(message)) return
       worker.off('message', onMessage)

@@ -242,6 +242,8 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
         allowEviction: settings.redisAllowEviction,
         allowFailoverLoss: settings.redisAllowFailoverLoss,
         replicas: settings.redisReplicas,
+        epoch: settings.redisEpoch,
+        onEpoch: settings.onRedisEpoch as ((epoch: { token: string; beat: number }) => void) | undefined,
         storedBytesBudget: storeBudget,
       })
     : settings.dataDir === undefined

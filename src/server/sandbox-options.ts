@@ -102,6 +102,17 @@ export interface SandboxAppOptions {
    */
   redisUnreachableAtStart?: 'refuse' | 'serve'
   /**
+   * With `redisUrl`: the epoch (the token of the sandbox's keys in Redis, and the beat Redis must
+   * hold at least) that a sandbox this one replaces last knew, as its `onRedisEpoch` told it. This
+   * sandbox starts from it: a Redis that lost its keys or went back to an older snapshot before it
+   * started is refused from the first command (503 storage_unavailable, until restarted), rather
+   * than served as new. What `serve --workers` gives a worker it starts in place of one that died;
+   * a supervisor restarting a sandbox in place can do the same.
+   */
+  redisEpoch?: { readonly token: string; readonly beat: number }
+  /** With `redisUrl`: called with the epoch each time this sandbox knows a newer one (at most once a second), for a `redisEpoch` later. */
+  onRedisEpoch?: (epoch: { readonly token: string; readonly beat: number }) => void
+  /**
    * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): it
    * silently drops acknowledged writes when full. Without it such a Redis is refused at start.
    * @default false
@@ -269,6 +280,8 @@ const Options = z
     redisUrl: z.string().min(1).optional(),
     redisPrefix: z.string().optional(),
     redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
+    redisEpoch: z.object({ token: z.string().min(1), beat: z.int().min(0).max(Number.MAX_SAFE_INTEGER) }).strict().optional(),
+    onRedisEpoch: z.function().optional(),
     redisAllowEviction: z.boolean().default(false),
     redisAllowFailoverLoss: z.boolean().default(false),
     redisReplicas: z.int().min(0).max(1000).optional(),
@@ -405,6 +418,8 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
   redisPrefix: 'a key prefix (petstore-sandbox)',
   redisUnreachableAtStart: `'refuse' or 'serve'`,
+  redisEpoch: 'the { token, beat } an onRedisEpoch call gave',
+  onRedisEpoch: 'a function called with each newer epoch',
   redisAllowEviction: 'true or false',
   redisAllowFailoverLoss: 'true or false',
   redisReplicas: 'a whole number of replicas of each Redis master, from 0 to 1000',

@@ -126,6 +126,12 @@ const REPLICAS_SHARE_MS = 30_000
 
 /** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
 const CLOCK_READ_MS = 1000
+/** What a sandbox knows of the keys it serves from (see RedisLink.watchEpoch): the token it took, and the beat Redis must hold at least. */
+export interface RedisEpoch {
+  readonly token: string
+  readonly beat: number
+}
+
 /** A reading of Redis's clock is kept over a later, looser one (an answer that took longer) this long (ms). */
 const CLOCK_KEEP_MS = 5000
 /** On a cluster, masters' clocks further apart than this (ms) are told to the operator. */
@@ -342,6 +348,17 @@ export interface RedisLinkOptions {
   /** Where the token that tells the sandbox's keys are still there is kept (see RedisLink's epoch). @default none: not watched */
   readonly epochKey?: string | undefined
   /**
+   * The epoch (token and beat) a process this one replaces last knew (as its `onEpoch` said): taken
+   * as this process's own from the start, so that a Redis that went back in time or lost its keys
+   * before this one started is refused from its first command, not taken for a new Redis.
+   * @note A worker of `--workers` started in place of one that died during an outage served what
+   * Redis came back with (an older snapshot, or empty), health ok, and handed ids out again while
+   * its sibling refused (attack39 F6).
+   */
+  readonly epoch?: RedisEpoch | undefined
+  /** Told the epoch each time this process knows a newer one (its token taken, its beat confirmed higher): at most once a second. */
+  readonly onEpoch?: ((epoch: RedisEpoch) => void) | undefined
+  /**
    * Where the epoch's beat is counted (see RedisLink's epoch), beside {@link epochKey}. @default
    * `<epochKey>:beat`; on a Cluster `{<epochKey>}:beat`, in the token's slot (see {@link beatKeyOf}).
    */
@@ -460,6 +477,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     replicasKey: options.replicasKey,
     epochKey: options.epochKey,
     beatKey: options.beatKey,
+    epoch: options.epoch,
+    onEpoch: options.onEpoch,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -1026,6 +1045,10 @@ export class RedisLink {
   #looseSeen = 0
   /** The beat's confirmation under way, one at a time (see #readEpochNow). */
   #beatConfirming: Promise<void> | undefined
+  /** See {@link RedisLinkOptions.onEpoch}. */
+  readonly #onEpoch: ((epoch: RedisEpoch) => void) | undefined
+  /** The epoch last told to {@link #onEpoch}. */
+  #epochTold: RedisEpoch | undefined
   /** When (monotonic ms) this process last counted the beat loosely (see #countLoosely). */
   #looselyAt = Number.NEGATIVE_INFINITY
   /** The epoch read in flight: one at a time (a beat confirmed late is older than one confirmed since). */
@@ -1098,6 +1121,8 @@ export class RedisLink {
       replicasKey?: string | undefined
       epochKey?: string | undefined
       beatKey?: string | undefined
+      epoch?: RedisEpoch | undefined
+      onEpoch?: ((epoch: RedisEpoch) => void) | undefined
     } = {},
   ) {
     this.target = target
@@ -1109,6 +1134,11 @@ export class RedisLink {
     this.#allowEviction = options.allowEviction ?? false
     this.#allowFailoverLoss = options.allowFailoverLoss ?? false
     this.#replicasDeclared = options.replicas
+    if (options.epoch !== undefined && this.epochKey !== undefined) {
+      this.#epoch = options.epoch.token
+      this.#beat = options.epoch.beat
+    }
+    this.#onEpoch = options.onEpoch
     this.#open = open
     this.#warn = warn
     this.#renewAfterMs = options.renewAfterMs
@@ -2101,8 +2131,25 @@ export class RedisLink {
    * request refused, nothing lost).
    */
   #readEpoch(): Promise<void> {
-    this.#epochReading ??= this.#readEpochNow().finally(() => (this.#epochReading = undefined))
+    this.#epochReading ??= this.#readEpochNow().finally(() => {
+      this.#epochReading = undefined
+      this.#tellEpoch()
+    })
     return this.#epochReading
+  }
+
+  /** Tells {@link #onEpoch} the epoch, when it is newer than the one told last; nothing once storage is lost. */
+  #tellEpoch(): void {
+    const token = this.#epoch
+    if (this.#onEpoch === undefined || token === undefined || this.#lost !== undefined || this.#closed) return
+    const beat = this.#remembered
+    if (this.#epochTold?.token === token && this.#epochTold.beat >= beat) return
+    this.#epochTold = { token, beat }
+    try {
+      this.#onEpoch(this.#epochTold)
+    } catch {
+      // The listener's own failure: nothing of the link's.
+    }
   }
 
   async #readEpochNow(): Promise<void> {

@@ -42,7 +42,7 @@ import {
   type TenantStore,
   type TenantSummary,
 } from './storage.js'
-import { connectRedis, COUNT_LOOSELY, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisLink, WrongTypeError } from './redis-connection.js'
+import { connectRedis, COUNT_LOOSELY, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisEpoch, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { usableBeatText, usableCount, USABLE_COUNT } from './redis-counts.js'
 import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
@@ -81,6 +81,10 @@ export interface RedisStorageOptions {
   readonly allowFailoverLoss?: boolean | undefined
   /** How many replicas each master has (see `RedisLinkOptions.replicas`). @default the most seen online */
   readonly replicas?: number | undefined
+  /** The epoch a sandbox this one replaces last knew (see `RedisLinkOptions.epoch`). @default none */
+  readonly epoch?: RedisEpoch | undefined
+  /** Told each newer epoch this sandbox knows (see `RedisLinkOptions.onEpoch`). @default none */
+  readonly onEpoch?: ((epoch: RedisEpoch) => void) | undefined
   /**
    * What all tenants' data together may hold in Redis, in bytes (categories and saved state, as
    * written: each category's JSON, by the rule every durable store uses, `stored-bytes.ts`),
@@ -521,7 +525,7 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
     options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, and its record (about 570 bytes for one write) an hour after its last write`)
   }
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, epoch: options.epoch, onEpoch: options.onEpoch, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 

@@ -150,6 +150,40 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(run.child.exitCode).toBeNull()
   })
 
+  it.each([
+    { when: 'during an outage', after: false },
+    { when: 'after both workers refused', after: true },
+  ])('refuses on a worker started in place of one that died $when a Redis back from an older snapshot: no id handed out again (attack39 F6)', async ({ after }) => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect((await post(origin, 'k', 'kept')).status).toBe(201)
+    await redis.cli('SAVE')
+    // Answered 201 after the snapshot, then a beat of the epoch counted and confirmed after them.
+    const lost = await Promise.all([post(origin, 'k', 'lost-1'), post(origin, 'k', 'lost-2')])
+    expect(lost.map((answer) => answer.status)).toEqual([201, 201])
+    const lostIds = await Promise.all(lost.map(async (answer) => ((await answer.json()) as { id: number }).id))
+    await sleep(2500)
+    await redis.stop()
+    const [victim] = workersOf(run)
+    if (after) {
+      await redis.start()
+      await untilStderr(run, (text) => text.split('storage lost:').length > 2)
+    }
+    process.kill(victim!, 'SIGKILL')
+    await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
+    if (!after) await redis.start()
+    // Before: the new worker took the restored Redis for a new one: 201 with the ids of 'lost-1' and 'lost-2' again,
+    // health ok, while its sibling refused. Each create on a new connection, taken by whichever worker accepts first.
+    const answers: string[] = []
+    for (let i = 0; i < 24; i++) {
+      const answer = await post(origin, 'k', `after-${i}`)
+      const body = (await answer.json()) as { id?: number; code?: string }
+      answers.push(answer.status === 201 ? `201 id ${body.id}${lostIds.includes(body.id!) ? ' (handed out again)' : ''}` : `${answer.status} ${body.code}`)
+      await sleep(50)
+    }
+    expect(answers.filter((answer) => !answer.startsWith('503')), run.stderr()).toEqual([])
+  })
+
   it('serves again on every worker once a Redis that came back evicting is set to noeviction, on API requests alone, no health probe (issue 20 redis2: eviction refusal re-checked by requests)', async () => {
     const redis = await startRedis()
     const { run, origin } = await startWorkers(2, redis.url)
