@@ -3,6 +3,7 @@
  * headers over its size, a timeout, an `Expect` it cannot meet): the Error body of the error
  * table, as every other answer, with `X-Request-Id` and `X-Content-Type-Options: nosniff`.
  */
+import { closeAfter } from './conversation.js'
 import { newRequestId } from './request-id.js'
 import { maxHeaderSize, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
@@ -143,7 +144,7 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
   // @note With a listener, Node leaves the answer to an unmet `Expect` to us instead of a bare 417.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     ;(hooks.stamp ?? stampPlainly)(req, res)
-    res.setHeader('Connection', 'close')
+    closeAfter(res)
     sendError(res, 'expectation_failed', { expect: JSON.stringify(req.headers.expect ?? '') })
   })
 }

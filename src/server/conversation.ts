@@ -11,6 +11,29 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
+/** Connections answered with `Connection: close` (see {@link closeAfter}): nothing more read on them is handled. */
+const closing = new WeakSet<Socket>()
+
+/**
+ * Answers `res` with `Connection: close`, and has every request the client sent after it on that
+ * connection (parsed already, pipelined) go unhandled and unlogged: the connection closes once
+ * `res` is out. Node's own refusals (431, a bad head) stop the parser; ours must say so.
+ * @note Answered 400 (2,000 headers), 417 (an `Expect`) or 503 (a connection ended for the cap)
+ * with `close`, the request pipelined behind ran all the same: a create stored, a reset applied,
+ * the client told nothing (attack40 F7; RFC 9112 §9.6).
+ * @example closeAfter(res); sendError(res, 'bad_request', …)
+ */
+export function closeAfter(res: ServerResponse): void {
+  res.setHeader('Connection', 'close')
+  res.shouldKeepAlive = false
+  closing.add(res.socket ?? res.req.socket)
+}
+
+/** Whether `req` came on a connection answered with `Connection: close` (see {@link closeAfter}): it is not to be handled. */
+export function closedAfter(req: IncomingMessage): boolean {
+  return closing.has(req.socket)
+}
+
 /**
  * Requests that may wait behind the one being answered on one connection; with this many
  * waiting, the connection is read no further (the requests of one read, up to 64 KiB, still
@@ -149,11 +172,16 @@ export class Conversations {
    */
   inOrder(req: IncomingMessage, res: ServerResponse, handle: Handler, abandon: Handler = nothing): void {
     const socket = req.socket
-    if (this.#cut.has(socket)) return
+    if (this.#cut.has(socket) || closing.has(socket)) return
     let conversation = this.#conversations.get(socket)
     if (conversation === undefined) {
       conversation = { socket, current: undefined, waiting: [], headBytes: 0, weight: 0 }
       this.#conversations.set(socket, conversation)
+    }
+    // The answer ahead, out already, said `Connection: close` (the client's own, HTTP/1.0): nothing after it runs.
+    if (conversation.current?.shouldKeepAlive === false) {
+      closing.add(socket)
+      return
     }
     if (conversation.waiting.length === 0 && isOut(conversation.current)) {
       conversation.current = res
@@ -185,7 +213,7 @@ export class Conversations {
    * @example if (conversations.closedForPipelining(req)) return
    */
   closedForPipelining(req: IncomingMessage): boolean {
-    return this.#cut.has(req.socket)
+    return this.#cut.has(req.socket) || closing.has(req.socket)
   }
 
   #weigh(conversation: Conversation, bytes: number): void {
@@ -271,6 +299,14 @@ export class Conversations {
       conversation.current = undefined
       for (const turn of this.#leave(conversation, conversation.waiting.length)) turn.abandon(turn.req, turn.res)
       resumeReading(socket)
+      return
+    }
+    // @note The answer ahead said `Connection: close` (decided late: a request cut while it waited,
+    // an answer closing its connection): the requests behind it are given up, as on a connection gone.
+    if (conversation.current?.shouldKeepAlive === false) {
+      closing.add(socket)
+      conversation.current = undefined
+      for (const turn of this.#leave(conversation, conversation.waiting.length)) turn.abandon(turn.req, turn.res)
       return
     }
     const [turn] = this.#leave(conversation, 1)

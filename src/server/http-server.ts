@@ -3,6 +3,7 @@
  * still lets health checks through, and Node's own error answers stamped like ours. The app never
  * listens; this builds the server the CLI (or a test) binds.
  */
+import { closeAfter, closedAfter } from './conversation.js'
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http'
 import { readdirSync, readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
@@ -338,15 +339,17 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       requireHostHeader: false,
     },
     (req: IncomingMessage, res: ServerResponse) => {
+      // A request pipelined behind one answered with `Connection: close`: not handled (see closeAfter).
+      if (closedAfter(req)) return
       if (req.rawHeaders.length >= 2 * MAX_HEADERS) {
         ;(hooks.stamp ?? stampPlainly)(req, res)
-        res.setHeader('Connection', 'close')
+        closeAfter(res)
         sendError(res, 'bad_request', { reason: `the request carries ${MAX_HEADERS} headers or more; the server reads fewer` })
         return
       }
       if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor === 1) {
         ;(hooks.stamp ?? stampPlainly)(req, res)
-        res.setHeader('Connection', 'close')
+        closeAfter(res)
         sendError(res, 'bad_request', { reason: 'an HTTP/1.1 request must carry a Host header' })
         return
       }
@@ -368,7 +371,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
           if (connection !== undefined) shares.remove(connection)
           ;(hooks.stamp ?? stampPlainly)(req, res)
           res.setHeader('Retry-After', '1')
-          res.setHeader('Connection', 'close')
+          closeAfter(res)
           sendError(res, 'over_capacity', { reason: `more than ${cap} connections are open`, retryAfter: 1 })
           return
         }
@@ -381,7 +384,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
         res.once('close', () => connection.inFlight--)
         ;(req as IncomingMessage & { [WAITING]?: unknown })[WAITING] = (cut: (reason: string) => void) => {
           connection.cut = (reason) => {
-            res.shouldKeepAlive = false
+            closeAfter(res)
             cut(reason)
           }
           return () => {

@@ -165,6 +165,28 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(names.filter((name) => name.startsWith('held ')).sort()).toEqual(created.sort())
   })
 
+  it('runs nothing pipelined behind a delayed request cut for a partner (503, Connection: close): the create behind it is not stored (attack40 F7)', async () => {
+    const { origin, fetch, arrived } = await capped()
+    const held = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 8000))
+    const body = (i: number) => JSON.stringify({ name: `behind ${i}` })
+    held.forEach((socket, i) =>
+      socket.write(
+        'GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nPrefer: delay=2500\r\n\r\n' +
+          `POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: ${body(i).length}\r\n\r\n${body(i)}`,
+      ),
+    )
+    await expect.poll(() => arrived.count, { timeout: 5000 }).toBeGreaterThanOrEqual(20)
+    expect((await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('partner') })).status).toBe(200)
+    const got = await Promise.all(answers)
+    const cut = got.flatMap((answer, i) => (answer.status === 503 ? [i] : []))
+    expect(cut).toHaveLength(1)
+    expect(got[cut[0]!]!.text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1)
+    // Before: the create pipelined behind the cut request was stored, its client told only of the 503.
+    const names = ((await jsonOf(await fetch('/v1/categories', { headers: auth('k') }))) as { name: string }[]).map((category) => category.name)
+    expect(names).not.toContain(`behind ${cut[0]}`)
+  })
+
   it('answers a partner 200 while one key fires delayed requests and half-closes at once; the half-closed clients not cut still get their answers (F04)', async () => {
     const { origin, arrived } = await capped()
     const fired = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))

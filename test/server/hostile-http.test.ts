@@ -172,6 +172,25 @@ describe('the sandbox server under hostile HTTP', () => {
     expectErrorBody(bodyOf(answer.text), status, code)
   })
 
+  it.each([
+    { name: 'a request of 2,100 headers (400)', first: head('GET', '/v1/categories', [authA, ...Array.from({ length: 2100 }, () => 'X-E:')]), status: 400 },
+    { name: 'an Expect it cannot meet (417)', first: head('GET', '/v1/categories', [authA, 'Expect: teapot']), status: 417 },
+    { name: "the client's own Connection: close", first: head('GET', '/v1/categories', [authA, 'Connection: close']), status: 200 },
+  ])('runs nothing pipelined behind $name answered with Connection: close, a create or a reset (attack40 F7)', async ({ first, status }) => {
+    const sandbox = await twoTenants()
+    const before = await stateOf(sandbox)
+    const reset = '{"scenario":"empty"}'
+    const behind = [...post('{"name":"ghost"}'), head('POST', '/__sandbox/reset', [authA, json, `Content-Length: ${reset.length}`]), reset]
+    const answer = await exchange(sandbox.origin, [[first, ...behind].join('')], { end: false, waitMs: 3000 })
+    expect(answer.status).toBe(status)
+    expect(answer.text).toMatch(/\r\nConnection: close\r\n/i)
+    // One answer, then the close: the client was told of nothing else.
+    expect(answer.text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1)
+    expect(answer.closed).toBe(true)
+    // Before: the create behind it was stored (201 in the journal), or the reset emptied the tenant, the client told nothing.
+    expect(await stateOf(sandbox)).toEqual(before)
+  })
+
   it.each(CASES)('survives $name and keeps every tenant’s data', async ({ chunks, expected, keepOpen = false }) => {
     const sandbox = await twoTenants()
     const before = await stateOf(sandbox)
