@@ -1441,8 +1441,13 @@ export class RedisLink {
       const online = server.replicas ?? 0
       if (online >= expected) continue
       const source = this.#replicasDeclared === undefined ? (this.cluster ? 'as the cluster lists them' : `the most seen online by a sandbox on it, kept in Redis${this.replicasKey === undefined ? '' : ` (${this.replicasKey})`}`) : 'as --redis-replicas says'
-      const syncing = server.replicasSyncing > 0 ? `; ${server.replicasSyncing === 1 ? 'one is' : `${server.replicasSyncing} are`} syncing in full` : ''
-      return `${this.#display(server)} is expected to have ${expected} ${expected === 1 ? 'replica' : 'replicas'} (${source}) and ${online} ${online === 1 ? 'is' : 'are'} online${syncing}: its writes are answered 503 write_outcome_unknown (applied, unconfirmed) until ${expected === 1 ? 'it is' : 'they are'} back; if one was removed for good, start every sandbox on it with --redis-replicas ${online}, or accept the loss with --redis-allow-failover-loss`
+      const until = expected === 1 ? 'it is' : 'they are'
+      // @note A replica syncing in full is not removed for good: no flag that would accept losses is suggested (attack28).
+      const remedy =
+        server.replicasSyncing > 0
+          ? `${server.replicasSyncing === 1 ? 'a replica is' : `${server.replicasSyncing} replicas are`} still syncing in full: writes are confirmed once ${until} online`
+          : `if one was removed for good, start every sandbox on it with --redis-replicas ${online}, or accept the loss with --redis-allow-failover-loss`
+      return `${this.#display(server)} is expected to have ${expected} ${expected === 1 ? 'replica' : 'replicas'} (${source}) and ${online} ${online === 1 ? 'is' : 'are'} online: its writes are answered 503 write_outcome_unknown (applied, unconfirmed) until ${until} back; ${remedy}`
     }
     return undefined
   }
