@@ -438,6 +438,10 @@ export class SqliteStorage implements TenantStorage {
   #fullCheckpointAt = Number.NEGATIVE_INFINITY
   /** Whether a write was last refused for the room left on the disk (see #roomFor): told once. */
   #roomShort = false
+  /** Bytes of writes that passed the room check and are not done yet (see #roomFor). */
+  #roomPledged = 0
+  /** Bytes a tenant's first write stores of the default seed (see #roomFor), once counted. */
+  #seedBytes: number | undefined
   /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
   #full = false
   /** Whether a checkpoint emptied the WAL durably since a write last found no room (see #succeeded). */
@@ -820,6 +824,7 @@ export class SqliteStorage implements TenantStorage {
 
   /** A tenant without a row reads `seed` from now on (rows are never touched: they hold writes). */
   setSeed(seed: TenantState): void {
+    this.#seedBytes = undefined
     this.#flush()
     this.#seed = seed
   }
@@ -1017,10 +1022,25 @@ export class SqliteStorage implements TenantStorage {
     return unsettled === undefined ? Promise.resolve() : new Promise((resolve) => unsettled.drained.push(resolve))
   }
 
-  /** Queues a create for the next group commit; resolves once it is committed and durable. */
+  /**
+   * Queues a create for the next group commit; resolves once it is committed and durable. A
+   * tenant's first write stores its seed too: a large one (a start scenario such as
+   * `large-catalog`) is held to the room rule of replaces first ({@link #roomFor}).
+   * @note Unchecked, the first creates of new keys on `--scenario large-catalog` each stored its
+   * 10,000 rows: a few filled a 10 MiB disk with WAL, and every tenant's writes were refused for
+   * good, restart included (attack40 F1).
+   */
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
+    this.#seedBytes ??= stateStoredBytes(tenant, this.#seed)
+    if (this.#seedBytes > CHECKPOINT_ROOM_BYTES && this.#db.open && this.#sql.tenant.get(tenant) === undefined) {
+      return this.#roomFor(this.#seedBytes).then((release) => this.#create(tenant, input, maxCategories).finally(release))
+    }
+    return this.#create(tenant, input, maxCategories)
+  }
+
+  #create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     // During a checkpoint: queued once it is done, or answered 503 past the settle wait.
-    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.create(tenant, input, maxCategories))
+    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.#create(tenant, input, maxCategories))
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
@@ -1071,14 +1091,22 @@ export class SqliteStorage implements TenantStorage {
    * frames, written until the disk was full, left the WAL file that large once rolled back, and no
    * checkpoint could then grow the database: every write refused for good, though the operator freed
    * room (attack36 F1: 2.5 MB freed on a 3 MiB disk holding 400 KB of data).
+   * @note The room is pledged until the write is done (the function answered releases it): checked
+   * against the same room, switches sent at once each passed and together filled the disk, every
+   * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number): Promise<void> {
+  async #roomFor(bytes: number): Promise<() => void> {
     const room = await roomLeft(dirname(this.path))
-    if (room >= ROOM_PER_BYTE * bytes) {
+    if (room >= ROOM_PER_BYTE * (bytes + this.#roomPledged)) {
       this.#roomShort = false
-      return
+      this.#roomPledged += bytes
+      let pledged = true
+      return () => {
+        if (pledged) this.#roomPledged -= bytes
+        pledged = false
+      }
     }
-    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch or reset storing ${bytes} bytes needs about ${ROOM_PER_BYTE * bytes} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset or first write of a large seed storing ${bytes} bytes needs about ${ROOM_PER_BYTE * bytes} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
     this.#roomShort = true
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }
@@ -1103,35 +1131,12 @@ export class SqliteStorage implements TenantStorage {
       if (previous !== undefined) await this.#until(previous, deadline)
       // @note Before the wait for no checkpoint below, never between it and the write: a commit during a
       // checkpoint is copied into the database unsynced by its last step (the review of attack36 F1).
-      if (bytes > CHECKPOINT_ROOM_BYTES) await this.#roomFor(bytes)
-      for (;;) {
-        // @note Its creates settle first: an undo restoring their rows after they were withdrawn would bring them back.
-        await this.#until(this.#drained(id), deadline)
-        // Nothing goes into the WAL during a checkpoint (creates held by it are flushed when it is done).
-        if (this.#hold === undefined) break
-        await this.#until(this.#hold.done, deadline)
-      }
-      const [result, undo] = this.#guard(
-        () =>
-          this.#transact((): [T, Undo] => {
-            const old = this.#tenantBytes(id)
-            const undo = { id, hold: `${HOLD_PREFIX}${++this.#holds}`, row: this.#sql.tenantRow.get(id), old, next: bytes }
-            this.#counts.delete(id)
-            this.#sql.moveCategories.run(undo.hold, id)
-            return [task(old), undo]
-          }),
-        bytes,
-      )
-      // Committed: the pages reading the tenant read its old rows where they went.
-      this.#follow(id, undo.hold)
+      const release = bytes > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(bytes) : undefined
       try {
-        await this.#synced()
-      } catch (failure) {
-        return this.#undo(undo, failure as Error)
+        return await this.#exclusiveNow(id, bytes, deadline, task)
+      } finally {
+        release?.()
       }
-      this.#succeeded(bytes)
-      this.#dropHold(undo.hold, id)
-      return result
     })()
     const gate = Promise.all([previous, write.catch(() => undefined)]).then(() => undefined)
     this.#gates.set(id, gate)
@@ -1139,6 +1144,38 @@ export class SqliteStorage implements TenantStorage {
       if (this.#gates.get(id) === gate) this.#gates.delete(id)
     })
     return write
+  }
+
+  /** {@link #exclusive}'s write, once the tenant's earlier writes settled and its room is pledged. */
+  async #exclusiveNow<T>(id: string, bytes: number, deadline: number, task: (old: number) => T): Promise<T> {
+    for (;;) {
+      // @note Its creates settle first: an undo restoring their rows after they were withdrawn would bring them back.
+      await this.#until(this.#drained(id), deadline)
+      // Nothing goes into the WAL during a checkpoint (creates held by it are flushed when it is done).
+      if (this.#hold === undefined) break
+      await this.#until(this.#hold.done, deadline)
+    }
+    const [result, undo] = this.#guard(
+      () =>
+        this.#transact((): [T, Undo] => {
+          const old = this.#tenantBytes(id)
+          const undo = { id, hold: `${HOLD_PREFIX}${++this.#holds}`, row: this.#sql.tenantRow.get(id), old, next: bytes }
+          this.#counts.delete(id)
+          this.#sql.moveCategories.run(undo.hold, id)
+          return [task(old), undo]
+        }),
+      bytes,
+    )
+    // Committed: the pages reading the tenant read its old rows where they went.
+    this.#follow(id, undo.hold)
+    try {
+      await this.#synced()
+    } catch (failure) {
+      return this.#undo(undo, failure as Error)
+    }
+    this.#succeeded(bytes)
+    this.#dropHold(undo.hold, id)
+    return result
   }
 
   /**
