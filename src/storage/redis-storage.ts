@@ -27,6 +27,7 @@
  * (read and advanced in the script) is unique across replicas, and a reset replaces categories,
  * next id and scenario at once. A write is answered once Redis has run it.
  */
+import { PetstoreError } from '../core/petstore-error.js'
 import { monotonicNow } from '../core/clock.js'
 import { randomBytes } from 'node:crypto'
 import type { Category, NewCategory } from '../contract/schemas.js'
@@ -514,6 +515,12 @@ export interface TenantKeys {
  * installed, the URL is bad, or Redis does not answer.
  */
 export async function openRedisStorage(options: RedisStorageOptions): Promise<RedisStorage> {
+  const prefix = options.prefix ?? DEFAULT_REDIS_PREFIX
+  // @note A brace in the prefix is a hash tag of its own (`sandbox}:`, `a{b}:`): the epoch's beat
+  // then fell in another slot than its token (attack35 F3's precondition), or every tenant in one (attack39 F5).
+  if (/[{}]/.test(prefix) && parseRedisUrl(options.url).mode === 'cluster') {
+    throw new PetstoreError('invalid_option', `Cannot use the Redis key prefix ${JSON.stringify(prefix)} on a Redis Cluster: a { or } in it makes a hash tag of its own, which puts keys the sandbox keeps together in different slots; choose a prefix without braces`)
+  }
   let budget = options.storedBytesBudget
   if (budget !== undefined && parseRedisUrl(options.url).mode === 'cluster') {
     // @note A tenant's script may only touch its own slot: it cannot read what the other tenants hold.

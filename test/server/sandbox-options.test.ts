@@ -33,6 +33,12 @@ describe('createSandboxApp() options', () => {
     ['redisReplicas with redisAllowFailoverLoss', { redisUrl: 'redis://127.0.0.1:1', redisReplicas: 1, redisAllowFailoverLoss: true }, 'Invalid sandbox options: redisReplicas and redisAllowFailoverLoss cannot be used together: the first waits for that many replicas, the second for none'],
     ['a negative redisReplicas', { redisUrl: 'redis://127.0.0.1:1', redisReplicas: -1 }, 'Invalid sandbox option redisReplicas: expected a whole number of replicas of each Redis master, from 0 to 1000, received -1'],
     ['headers timeout over the request timeout', { headersTimeoutMs: 5000, requestTimeoutMs: 1000 }, 'Invalid sandbox options: headersTimeoutMs must not be greater than requestTimeoutMs'],
+    // Before attack39 F5: taken, and the epoch's beat then fell in another slot than its token.
+    [
+      'a key prefix with a brace on a Redis Cluster',
+      { redisUrl: 'redis-cluster://127.0.0.1:1', redisPrefix: 'sandbox}:' },
+      'Cannot use the Redis key prefix "sandbox}:" on a Redis Cluster: a { or } in it makes a hash tag of its own, which puts keys the sandbox keeps together in different slots; choose a prefix without braces',
+    ],
   ])('refuses %s, naming the option, what came and what is accepted', async (_name, options, message) => {
     expect((await refusal(options)).message).toBe(message)
   })
