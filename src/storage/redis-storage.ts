@@ -790,7 +790,10 @@ export class RedisStorage implements TenantStorage {
           ? REPLICAS_KEY_REMEDY
           : key === this.link.beatKey
             ? 'Redis going back in time (restarted from an older snapshot) is not watched while it holds no beat; stop every sandbox on this Redis, delete it, and start them again'
-            : 'every tenant\'s writes are refused until it is deleted'
+            : key === this.link.epochKey
+              ? // @note Said "writes are refused" while every write was answered 201, the watch off (attack39 F4).
+                'the sandbox serves on, but Redis losing its keys or going back in time is not watched while it holds no token (a flush taken for the fix: ids handed out again); stop every sandbox on this Redis, delete it, and start them again'
+              : 'every tenant\'s writes are refused until it is deleted'
       const detail = `Redis ${this.link.target.display}: ${key} holds a ${String(held[index])}, not a ${keyTypeName(keys[index]!)} (written by hand, or by another program using the key prefix ${this.prefix}?): ${remedy}`
       if (this.#typesSaid !== key) this.#warn(`storage failing: ${detail}; health says degraded`)
       this.#typesSaid = key

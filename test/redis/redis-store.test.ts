@@ -422,6 +422,9 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(warnings.filter((line) => line.startsWith('storage lost:'))).toEqual([])
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
     expect(warnings.some((line) => line.includes(`${key} holds`)), warnings.join('\n')).toBe(true)
+    // The token of no use: the sandbox serves on unwatched, and says so (before attack39 F4: "every tenant's writes are
+    // refused until it is deleted", while every write was answered 201).
+    if (key === 'petstore-sandbox:epoch') expect(warnings.find((line) => line.includes(`${key} holds`))).toContain('the sandbox serves on, but Redis losing its keys or going back in time is not watched while it holds no token')
   })
 
   it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
