@@ -152,7 +152,7 @@ export const ERROR_TABLE = {
   over_capacity: {
     status: 503,
     message: 'The sandbox is at capacity: {reason}; retry after {retryAfter} s',
-    when: 'The server is over its memory budget, store budget or connection cap, or a request\'s body waited half its request timeout for its turn (other bodies ahead of it; nothing of it handled), or with a data directory a scenario switch, a reset or a tenant\'s first write of a large start scenario\'s seed would store more than its disk has room for; the answer carries `Retry-After`',
+    when: 'The server is over its memory budget, store budget or connection cap, or a request\'s body waited half its request timeout for its turn (other bodies ahead of it; nothing of it handled), or with a data directory a scenario switch, a reset or a tenant delete (what the tenant holds, and what it will) or a tenant\'s first write of a large start scenario\'s seed would write more than its disk has room for; the answer carries `Retry-After`',
   },
   forbidden: {
     status: 403,

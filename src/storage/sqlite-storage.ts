@@ -1106,7 +1106,7 @@ export class SqliteStorage implements TenantStorage {
         pledged = false
       }
     }
-    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset or first write of a large seed storing ${bytes} bytes needs about ${ROOM_PER_BYTE * bytes} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed writing ${bytes} bytes needs about ${ROOM_PER_BYTE * bytes} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
     this.#roomShort = true
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }
@@ -1131,7 +1131,11 @@ export class SqliteStorage implements TenantStorage {
       if (previous !== undefined) await this.#until(previous, deadline)
       // @note Before the wait for no checkpoint below, never between it and the write: a commit during a
       // checkpoint is copied into the database unsynced by its last step (the review of attack36 F1).
-      const release = bytes > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(bytes) : undefined
+      // @note What the tenant holds now counts too: deleting its rows writes their pages into the WAL.
+      // Counted by what it stores only, a reset onto `empty` of a tenant larger than the room left filled
+      // the disk with that WAL: health degraded for good, the tenant's data never removable (attack40 F6).
+      const written = Math.max(bytes, this.#db.open ? this.#tenantBytes(id) : 0)
+      const release = written > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(written) : undefined
       try {
         return await this.#exclusiveNow(id, bytes, deadline, task)
       } finally {

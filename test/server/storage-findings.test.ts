@@ -332,6 +332,26 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
+  it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
+    const disk = smallDisk(10 * 1024)
+    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
+    const description = 'd'.repeat(2000)
+    // About 5 MB on disk: more than the room left can take in the log that deleting it writes.
+    for (let batch = 0; batch < 100; batch++) {
+      const answers = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })),
+      )
+      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
+    }
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
+    // Before: 503 storage_unavailable, its log left filling the disk: health degraded for good (restart included), the
+    // tenant's data never removable.
+    expectErrorBody(await jsonOf(reset), 503, 'over_capacity')
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    expect((await post(sandbox, 'other', 'after')).status).toBe(201)
+    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))) as unknown[]).length).toBe(1605)
+  })
+
   it('survives a new key’s slow POST body on a full disk, and a failed reset leaves the tenant working once space is freed', async () => {
     const rejections = unhandledRejections()
     const disk = smallDisk(512)
