@@ -280,8 +280,8 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(partner.status).toBe(200)
     // One of the key's is reset for it (before, none was ended until the request timeout, 20 s): 2 of the key's and the
     // partner's stay. Given 10 s, half the request timeout: under loaded runs the close took past 2 s (load 6.8 on 2
-    // cores), and past 5 s (load 12).
-    await expect.poll(open, { timeout: 10_000 }).toBe(3)
+    // cores), and past 5 s (load 12); 15 s since it passed 10 s once in an npm test beside a reviewer's runs (stop 39).
+    await expect.poll(open, { timeout: 15_000 }).toBe(3)
     for (const socket of held) socket.destroy()
   })
 
