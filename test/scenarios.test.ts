@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync, symlinkSync } from 'node:fs'
 import { mkdtemp, readFile, writeFile, mkdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -87,6 +88,25 @@ describe('loading scenarios', () => {
   it('refuses malformed JSON', async () => {
     const dir = await scratch({ 'shop.json': '{ "name": ' })
     expect((await failure(loadScenario(join(dir, 'shop.json')))).message).toMatch(/^Invalid JSON in /)
+  })
+
+  it("refuses a fixture of text that is not JSON without quoting the file's bytes (attack40 F4)", async () => {
+    const dir = await scratch({ 'shop.json': { ...minimal, seed: { orders: { fixture: 'secret.txt' } } }, 'secret.txt': 'root:x:0:0:root:/root:/bin/bash' })
+    const { message } = await failure(loadScenario(join(dir, 'shop.json')))
+    // Before: "Unexpected token 'r', "root:x:0:0"... is not valid JSON", in a switch's 500 to a tenant.
+    expect(message).toBe(`Invalid JSON in ${join(dir, 'secret.txt')}: Unexpected token 'r', … is not valid JSON`)
+  })
+
+  it.each([
+    { what: 'a FIFO', make: (path: string) => execFileSync('mkfifo', [path]) },
+    { what: 'a device (/dev/zero)', make: (path: string) => symlinkSync('/dev/zero', path) },
+  ])('refuses $what named as a fixture at once, reading nothing (attack40 F4)', async ({ make }) => {
+    const dir = await scratch({ 'shop.json': { ...minimal, seed: { orders: { fixture: 'odd.json' } } } })
+    make(join(dir, 'odd.json'))
+    // Before: a FIFO held the load forever; /dev/zero was read to 512 MB.
+    const error = await failure(loadScenario(join(dir, 'shop.json')))
+    expect(error.code).toBe('scenario_not_readable')
+    expect(error.message).toContain('not a regular file (a pipe, a device, a socket)')
   })
 
   it('finds names in a scenarios directory before the built-ins, and lists both', async () => {
