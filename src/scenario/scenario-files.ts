@@ -9,8 +9,8 @@ import { open, readdir, stat } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import type { ScenarioFiles } from './scenario-files-api.js'
 
-/** The largest scenario file or fixture read, in bytes (a 10,000-category fixture of the longest names and descriptions is about 22 MB). */
-export const MAX_SCENARIO_FILE_BYTES = 64 * 1024 * 1024
+/** The largest scenario file or fixture read, in bytes (a 10,000-category fixture of the longest names and descriptions is about 22 MB, 90 MB of emoji). */
+export const MAX_SCENARIO_FILE_BYTES = 128 * 1024 * 1024
 
 /**
  * A regular file's text, opened without blocking and its kind and size checked before it is read.

@@ -236,7 +236,7 @@ const READ_FAILURES: Readonly<Record<string, string>> = {
   EACCES: 'permission denied',
   EPERM: 'permission denied',
   ENOTREG: 'not a regular file (a pipe, a device, a socket)',
-  EFBIG: 'larger than 64 MiB',
+  EFBIG: 'larger than 128 MiB',
 }
 
 async function readJson(file: string, referredFrom?: string): Promise<unknown> {
