@@ -29,6 +29,17 @@ export function closeAfter(res: ServerResponse): void {
   closing.add(res.socket ?? res.req.socket)
 }
 
+/**
+ * Whether the connection closes after `res`: it says `Connection: close` (ours, the client's, HTTP/1.0
+ * without keep-alive), or Node decided so itself when writing its head (`_last`: an answer of no
+ * length to an HTTP/1.0 keep-alive request, a list written in pieces).
+ * @note Only `shouldKeepAlive` read, a create pipelined behind a list to HTTP/1.0 keep-alive ran,
+ * its answer dropped with the socket (the review of attack40 F7's fix).
+ */
+function closes(res: ServerResponse | undefined): boolean {
+  return res !== undefined && (res.shouldKeepAlive === false || (res as ServerResponse & { _last?: boolean })._last === true)
+}
+
 /** Whether `req` came on a connection answered with `Connection: close` (see {@link closeAfter}): it is not to be handled. */
 export function closedAfter(req: IncomingMessage): boolean {
   return closing.has(req.socket)
@@ -179,7 +190,7 @@ export class Conversations {
       this.#conversations.set(socket, conversation)
     }
     // The answer ahead, out already, said `Connection: close` (the client's own, HTTP/1.0): nothing after it runs.
-    if (conversation.current?.shouldKeepAlive === false) {
+    if (closes(conversation.current)) {
       closing.add(socket)
       return
     }
@@ -303,7 +314,7 @@ export class Conversations {
     }
     // @note The answer ahead said `Connection: close` (decided late: a request cut while it waited,
     // an answer closing its connection): the requests behind it are given up, as on a connection gone.
-    if (conversation.current?.shouldKeepAlive === false) {
+    if (closes(conversation.current)) {
       closing.add(socket)
       conversation.current = undefined
       for (const turn of this.#leave(conversation, conversation.waiting.length)) turn.abandon(turn.req, turn.res)

@@ -176,6 +176,9 @@ describe('the sandbox server under hostile HTTP', () => {
     { name: 'a request of 2,100 headers (400)', first: head('GET', '/v1/categories', [authA, ...Array.from({ length: 2100 }, () => 'X-E:')]), status: 400 },
     { name: 'an Expect it cannot meet (417)', first: head('GET', '/v1/categories', [authA, 'Expect: teapot']), status: 417 },
     { name: "the client's own Connection: close", first: head('GET', '/v1/categories', [authA, 'Connection: close']), status: 200 },
+    // Node closes after an answer of no length (a list, written in pieces) to HTTP/1.0 keep-alive, saying so itself
+    // (review39 R4: the create behind it ran, its answer dropped with the socket).
+    { name: 'a list to HTTP/1.0 keep-alive', first: `GET /v1/categories HTTP/1.0\r\nHost: 127.0.0.1\r\n${authA}\r\nConnection: keep-alive\r\n\r\n`, status: 200 },
   ])('runs nothing pipelined behind $name answered with Connection: close, a create or a reset (attack40 F7)', async ({ first, status }) => {
     const sandbox = await twoTenants()
     const before = await stateOf(sandbox)
@@ -185,7 +188,7 @@ describe('the sandbox server under hostile HTTP', () => {
     expect(answer.status).toBe(status)
     expect(answer.text).toMatch(/\r\nConnection: close\r\n/i)
     // One answer, then the close: the client was told of nothing else.
-    expect(answer.text.match(/HTTP\/1\.1 \d{3}/g)).toHaveLength(1)
+    expect(answer.text.match(/HTTP\/1\.[01] \d{3}/g)).toHaveLength(1)
     expect(answer.closed).toBe(true)
     // Before: the create behind it was stored (201 in the journal), or the reset emptied the tenant, the client told nothing.
     expect(await stateOf(sandbox)).toEqual(before)
