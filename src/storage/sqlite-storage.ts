@@ -87,6 +87,8 @@ const CHECKPOINT_BYTES = 1000 * PAGE
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
 /** The room on the disk a write of a tenant's whole state needs, per byte it stores: its WAL frames (pages, indexes) and their copy into the database. */
 const ROOM_PER_BYTE = 6
+/** The room a write needs per byte of the tenant's it removes (a delete, the old rows of a reset): the pages it empties, written into the WAL, about twice what the budget counts of them. */
+const ROOM_PER_REMOVED_BYTE = 3
 /** Why a write of a tenant's whole state is refused for the room left on the disk (the Error body's reason: no figure, no path). */
 const DISK_ROOM_REASON = 'the disk holding the data has too little room left for this write'
 /** While the WAL's fsyncs fail, how often the storage fsyncs the WAL to find out whether they work again, in ms (writes are refused at once meanwhile). */
@@ -696,11 +698,33 @@ export class SqliteStorage implements TenantStorage {
     // otherwise forget every tenant, and one stepped back keep tenants used "later" for good.
     const now = this.now()
     const before = now - idleMs
+    // @note The idle tenants the disk has room to delete now, by the room rule of deletes, their
+    // room pledged: deleted together whatever their size, large ones filled a small disk with their
+    // pages in the WAL, and every later sweep failed the same (the review of attack40 F6's fix).
+    // Those left wait for a later sweep.
+    const room = (await roomLeft(dirname(this.path))) - this.#roomPledged
+    let need = 0
+    const sweepable = new Set<string>()
+    for (const { id } of this.#guard(() => this.#sql.idle.all(before), 0)) {
+      const more = ROOM_PER_REMOVED_BYTE * this.#tenantBytes(id)
+      if (need + more > room && more > CHECKPOINT_ROOM_BYTES) continue
+      need += more
+      sweepable.add(id)
+    }
+    this.#roomPledged += need
+    try {
+      return await this.#expireNow(now, before, sweepable)
+    } finally {
+      this.#roomPledged -= need
+    }
+  }
+
+  async #expireNow(now: number, before: number, sweepable: ReadonlySet<string>): Promise<string[]> {
     this.#flush()
     const [ids, held] = await this.#run(() => this.#transact(() => {
       // Kept so that the time the store was open counts across a restart.
       this.#sql.saveClock.run(now)
-      const ids = this.#sql.idle.all(before).map((row) => row.id)
+      const ids = this.#sql.idle.all(before).map((row) => row.id).filter((id) => sweepable.has(id))
       const held: [string, string][] = []
       for (const id of ids) {
         this.#counts.delete(id)
@@ -1095,18 +1119,22 @@ export class SqliteStorage implements TenantStorage {
    * against the same room, switches sent at once each passed and together filled the disk, every
    * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number): Promise<() => void> {
+  async #roomFor(bytes: number, removed = 0): Promise<() => void> {
     const room = await roomLeft(dirname(this.path))
-    if (room >= ROOM_PER_BYTE * (bytes + this.#roomPledged)) {
+    // @note A delete writes the pages it empties into the WAL (about their size on disk, twice what the
+    // budget counts) and grows no database: charged as stored, a large tenant on a tight disk could never
+    // be deleted, though that is what frees room (the review of attack40 F6's fix).
+    const need = ROOM_PER_BYTE * bytes + ROOM_PER_REMOVED_BYTE * removed
+    if (room >= need + this.#roomPledged) {
       this.#roomShort = false
-      this.#roomPledged += bytes
+      this.#roomPledged += need
       let pledged = true
       return () => {
-        if (pledged) this.#roomPledged -= bytes
+        if (pledged) this.#roomPledged -= need
         pledged = false
       }
     }
-    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed writing ${bytes} bytes needs about ${ROOM_PER_BYTE * bytes} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing ${removed} needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
     this.#roomShort = true
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }
@@ -1134,8 +1162,8 @@ export class SqliteStorage implements TenantStorage {
       // @note What the tenant holds now counts too: deleting its rows writes their pages into the WAL.
       // Counted by what it stores only, a reset onto `empty` of a tenant larger than the room left filled
       // the disk with that WAL: health degraded for good, the tenant's data never removable (attack40 F6).
-      const written = Math.max(bytes, this.#db.open ? this.#tenantBytes(id) : 0)
-      const release = written > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(written) : undefined
+      const removed = this.#db.open ? this.#tenantBytes(id) : 0
+      const release = Math.max(bytes, removed) > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(bytes, removed) : undefined
       try {
         return await this.#exclusiveNow(id, bytes, deadline, task)
       } finally {

@@ -4,6 +4,7 @@
  * Every test also fails on an unhandled rejection, since that used to kill the server.
  */
 import { request } from 'node:http'
+import { statfsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import type { Category } from '../../src/index.js'
@@ -350,6 +351,26 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
     expect((await post(sandbox, 'other', 'after')).status).toBe(201)
     expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))) as unknown[]).length).toBe(1605)
+  })
+
+  it('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
+    const disk = smallDisk(12 * 1024)
+    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
+    const description = 'd'.repeat(2000)
+    for (let batch = 0; batch < 40; batch++) {
+      const answers = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })),
+      )
+      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
+    }
+    // About 1.3 MB counted, 2.6 MB on disk; the room left brought to about 5 MB.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - 5 * 1024 * 1024)))
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
+    // Before: charged six times what it removes (about 7.8 MB), refused over_capacity: the delete that frees room never could.
+    expect(reset.status).toBe(200)
+    expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))).toEqual([])
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
   it('survives a new key’s slow POST body on a full disk, and a failed reset leaves the tenant working once space is freed', async () => {
