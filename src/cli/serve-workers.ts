@@ -41,7 +41,7 @@ function isReady(message: unknown): message is WorkerReady {
 /** In a worker: tells the primary it listens, with the banner the primary prints once. */
 export function reportReady(banner: string): void {
   const ready: WorkerReady = { kind: 'petstore-sandbox:ready', banner }
-  process.send?.(ready)
+  if (process.connected) process.send?.(ready, undefined, {}, () => undefined)
 }
 
 /** What a worker tells the primary of the epoch of its Redis keys (see `RedisLinkOptions.onEpoch`). */
@@ -72,7 +72,9 @@ export function workerEpochOptions(): { redisEpoch?: { token: string; beat: numb
   }
   const tell = (epoch: { readonly token: string; readonly beat: number }) => {
     const message: WorkerEpoch = { kind: 'petstore-sandbox:epoch', token: epoch.token, beat: epoch.beat }
-    process.send?.(message)
+    // @note With a callback, a channel closed meanwhile (the primary gone, the worker stopping) is an
+    // error handed to it, not one emitted on the process: uncaught, that ended the worker (review39 R7).
+    if (process.connected) process.send?.(message, undefined, {}, () => undefined)
   }
   return isEpoch(handed) ? { redisEpoch: { token: handed.token, beat: handed.beat }, onRedisEpoch: tell } : { onRedisEpoch: tell }
 }

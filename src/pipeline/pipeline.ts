@@ -535,6 +535,8 @@ function delayLeft(delayMs: number, started: number): number {
 
 /** How long a client is told to wait after a storage failure. */
 const STORAGE_RETRY_SECONDS = 5
+/** How long a client is told to wait when the storage is lost until the sandbox is restarted (an operator's step). */
+const STORAGE_LOST_RETRY_SECONDS = 60
 
 /** The reason a 500 gives for an exception: what happened stays in the server's log. */
 export const UNEXPECTED = 'unexpected error (the sandbox log has the details)'
@@ -553,7 +555,8 @@ export function failureOf(error: unknown): { outcome: Outcome; headers?: Record<
     return { outcome: failure('write_outcome_unknown', { why: WRITE_OUTCOME_UNKNOWN_WHY[error.why] }), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
   }
   if (error instanceof StorageUnavailableError) {
-    return { outcome: failure('storage_unavailable', { until: STORAGE_UNAVAILABLE_UNTIL[error.until] }), headers: { 'retry-after': String(STORAGE_RETRY_SECONDS) } }
+    // @note Lost until a restart, a 5 s Retry-After invited clients to retry every 5 s for nothing (review39 R9): a minute.
+    return { outcome: failure('storage_unavailable', { until: STORAGE_UNAVAILABLE_UNTIL[error.until] }), headers: { 'retry-after': String(error.until === 'restart' ? STORAGE_LOST_RETRY_SECONDS : STORAGE_RETRY_SECONDS) } }
   }
   if (error instanceof PetstoreError) {
     // Only the library's pipeline meets one: its scenario (a file of the user's own) failed to

@@ -105,7 +105,8 @@ export interface SandboxAppOptions {
    * With `redisUrl`: the epoch (the token of the sandbox's keys in Redis, and the beat Redis must
    * hold at least) that a sandbox this one replaces last knew, as its `onRedisEpoch` told it. This
    * sandbox starts from it: a Redis that lost its keys or went back to an older snapshot before it
-   * started is refused from the first command (503 storage_unavailable, until restarted), rather
+   * started is refused from the first command (503 storage_unavailable, it starts all the same,
+   * until restarted without this epoch: on what Redis holds then), rather
    * than served as new. What `serve --workers` gives a worker it starts in place of one that died;
    * a supervisor restarting a sandbox in place can do the same.
    */

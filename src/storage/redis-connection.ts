@@ -491,6 +491,13 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       }),
     ])
   } catch (error) {
+    // @note Started from a handed epoch (options.epoch) that Redis no longer matches: storage lost
+    // (said), not unreachable: it serves, answering 503 storage_unavailable, as promised, rather than
+    // refuse to start as if Redis were down (the review of attack39 F6's fix).
+    if (connected.lostStorage) {
+      started = true
+      return connected
+    }
     if (options.unreachableAtStart === 'serve') {
       // The client goes on reconnecting (or, in a cluster, is renewed): the link recovers by itself.
       started = true
@@ -1045,6 +1052,11 @@ export class RedisLink {
   #looseSeen = 0
   /** The beat's confirmation under way, one at a time (see #readEpochNow). */
   #beatConfirming: Promise<void> | undefined
+  /** @internal Whether this process took its storage for lost (every command refused until restarted). */
+  get lostStorage(): boolean {
+    return this.#lost !== undefined
+  }
+
   /** See {@link RedisLinkOptions.onEpoch}. */
   readonly #onEpoch: ((epoch: RedisEpoch) => void) | undefined
   /** The epoch last told to {@link #onEpoch}. */
@@ -2200,7 +2212,11 @@ export class RedisLink {
       const before = this.#remembered
       if (counting) this.#beatConfirming = this.#countBeat(beatKey, keys, before, writes)
       else if (seen > this.#beat) this.#beatConfirming = this.#confirmBeat(beatKey, keys, before)
-      void this.#beatConfirming?.finally(() => (this.#beatConfirming = undefined))
+      // Told once confirmed, not a read later (the review of attack39 F6's fix: a worker dying in that second told its siblings' older beat).
+      void this.#beatConfirming?.finally(() => {
+        this.#beatConfirming = undefined
+        this.#tellEpoch()
+      })
     } catch {
       // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
     }

@@ -297,7 +297,10 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
       expectErrorBody(await jsonOf(await create(sandbox, 'after')), 503, 'storage_unavailable')
     }
     // Before: 201 with the id of 'lost 1' again, health ok, nothing in the log.
-    const refused = (await jsonOf(await create(sandbox, 'after'))) as { message: string }
+    const answer = await create(sandbox, 'after')
+    // A minute, not 5 s: retrying will not help before a restart (review39 R9).
+    expect(answer.headers.get('retry-after')).toBe('60')
+    const refused = (await jsonOf(answer)) as { message: string }
     expectErrorBody(refused, 503, 'storage_unavailable')
     // The partner is told that retrying will not help until a restart (before trial38: "retry shortly").
     expect(refused.message).toBe(`Storage unavailable: the sandbox cannot read or write its data ${STORAGE_UNAVAILABLE_UNTIL.restart}`)
@@ -425,6 +428,16 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     // The token of no use: the sandbox serves on unwatched, and says so (before attack39 F4: "every tenant's writes are
     // refused until it is deleted", while every write was answered 201).
     if (key === 'petstore-sandbox:epoch') expect(warnings.find((line) => line.includes(`${key} holds`))).toContain('the sandbox serves on, but Redis losing its keys or going back in time is not watched while it holds no token')
+  })
+
+  it('starts from a handed epoch Redis no longer holds and answers 503 storage_unavailable, rather than refuse to start as if Redis were down (review39 R5)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    // Before: "Cannot reach Redis at …: Redis at … no longer holds the sandbox's keys … Start it, or check --redis-url."
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', redisEpoch: { token: 'of-a-sandbox-before', beat: 5 }, warn: (message) => warnings.push(message) })
+    const answer = await create(sandbox, 'refused')
+    expectErrorBody(await jsonOf(answer), 503, 'storage_unavailable')
+    expect(warnings.filter((line) => line.startsWith('storage lost:'))).toHaveLength(1)
   })
 
   it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
