@@ -21,7 +21,7 @@ async function readRegularFile(file: string): Promise<string> {
   const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK)
   try {
     const found = await handle.stat()
-    if (!found.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: 'ENOTREG' })
+    if (!found.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: found.isDirectory() ? 'EISDIR' : 'ENOTREG' })
     if (found.size > MAX_SCENARIO_FILE_BYTES) throw Object.assign(new Error(`${file} holds ${found.size} bytes`), { code: 'EFBIG' })
     return await handle.readFile('utf8')
   } finally {
