@@ -17,6 +17,17 @@ import { dataDir, STORES } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
 
 
+/** Creates `count` categories of 2,000-character descriptions for `key`, 16 at a time, each answered 201. */
+async function createLarge(sandbox: RunningSandbox, key: string, count: number): Promise<void> {
+  const description = 'd'.repeat(2000)
+  for (let batch = 0; batch * 16 < count; batch++) {
+    const answers = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })),
+    )
+    expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
+  }
+}
+
 async function post(sandbox: RunningSandbox, key: string, name: string): Promise<Response> {
   return sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
 }
@@ -336,14 +347,8 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
   it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
-    const description = 'd'.repeat(2000)
     // About 5 MB on disk: more than the room left can take in the log that deleting it writes.
-    for (let batch = 0; batch < 100; batch++) {
-      const answers = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })),
-      )
-      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
-    }
+    await createLarge(sandbox, 'big', 1600)
     const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
     // Before: 503 storage_unavailable, its log left filling the disk: health degraded for good (restart included), the
     // tenant's data never removable.
@@ -356,13 +361,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
   it('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
     const disk = smallDisk(12 * 1024)
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
-    const description = 'd'.repeat(2000)
-    for (let batch = 0; batch < 40; batch++) {
-      const answers = await Promise.all(
-        Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })),
-      )
-      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
-    }
+    await createLarge(sandbox, 'big', 640)
     // About 1.3 MB counted, 2.6 MB on disk; the room left brought to about 6 MB.
     const { bavail, bsize } = statfsSync(disk.dir)
     writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - 6 * 1024 * 1024)))
