@@ -440,6 +440,20 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(warnings.filter((line) => line.startsWith('storage lost:'))).toHaveLength(1)
   })
 
+  it('counts the beat loosely for no write its script refuses: switches refused past the store budget leave it as it was (review39 R1)', async () => {
+    const redis = await startRedis()
+    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 64 * 1024, redisAllowFailoverLoss: true })
+    const switchTo = () => sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: JSON.stringify({ name: 'large-catalog' }) })
+    expectErrorBody(await jsonOf(await switchTo()), 503, 'over_capacity')
+    const before = await redis.cli('GET', 'petstore-sandbox:epoch:beat')
+    // One a second or so, each the first write of its second: before, each sent a loose count ahead of its script.
+    for (let i = 0; i < 3; i++) {
+      await sleep(1100)
+      expectErrorBody(await jsonOf(await switchTo()), 503, 'over_capacity')
+    }
+    expect(await redis.cli('GET', 'petstore-sandbox:epoch:beat')).toBe(before)
+  })
+
   it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
