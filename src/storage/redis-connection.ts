@@ -1446,6 +1446,8 @@ export class RedisLink {
    * started later with the README's commands answer each write 503, health ok (trial38).
    */
   async replicasMissing(): Promise<string | undefined> {
+    // @note Every master short of replicas, not the first alone (the review of trial38's warning, R10).
+    const short: string[] = []
     for (const address of this.#connection.servers()) {
       const server = this.#server(address)
       await this.#replicaState(server, true)
@@ -1459,9 +1461,9 @@ export class RedisLink {
         server.replicasSyncing > 0
           ? `${server.replicasSyncing === 1 ? 'a replica is' : `${server.replicasSyncing} replicas are`} still syncing in full: writes are confirmed once ${until} online`
           : `if one was removed for good, start every sandbox on it with --redis-replicas ${online}, or accept the loss with --redis-allow-failover-loss`
-      return `${this.#display(server)} is expected to have ${expected} ${expected === 1 ? 'replica' : 'replicas'} (${source}) and ${online} ${online === 1 ? 'is' : 'are'} online: its writes are answered 503 write_outcome_unknown (applied, unconfirmed) until ${until} back; ${remedy}`
+      short.push(`${this.#display(server)} is expected to have ${expected} ${expected === 1 ? 'replica' : 'replicas'} (${source}) and ${online} ${online === 1 ? 'is' : 'are'} online: its writes are answered 503 write_outcome_unknown (applied, unconfirmed) until ${until} back; ${remedy}`)
     }
-    return undefined
+    return short.length === 0 ? undefined : short.join('; ')
   }
 
   async replicasUncounted(): Promise<string | undefined> {
