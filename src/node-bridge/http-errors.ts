@@ -72,7 +72,11 @@ export function writeJson(
   if (!res.shouldKeepAlive && afterDrained(res.req, () => res.destroyed || writeJson(res, status, headers, body, sending, tenant))) return
   // @note Answered before the body was read in full (a 413) and not dropping the rest: the
   // unread rest would stall a keep-alive connection, so it is closed after this answer.
-  if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
+  if (mustCloseAfter(res.req)) {
+    // Said to Node too: nothing pipelined behind this answer runs (the conversation reads it; review39 R11).
+    res.setHeader('Connection', 'close')
+    res.shouldKeepAlive = false
+  }
   // @note Headers set one by one and the body given to `end()`, so that Node sends a
   // Content-Length (after `writeHead` the body would go chunked).
   res.statusCode = status
@@ -105,7 +109,11 @@ export function writeJson(
  */
 export function writePieces(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, pieces: AnswerPieces, stallMs: number | undefined): void {
   if (!res.shouldKeepAlive && afterDrained(res.req, () => (res.destroyed ? pieces.close() : writePieces(res, status, headers, pieces, stallMs)))) return
-  if (mustCloseAfter(res.req)) res.setHeader('Connection', 'close')
+  if (mustCloseAfter(res.req)) {
+    // Said to Node too: nothing pipelined behind this answer runs (the conversation reads it; review39 R11).
+    res.setHeader('Connection', 'close')
+    res.shouldKeepAlive = false
+  }
   res.statusCode = status
   for (const name in headers) res.setHeader(name, headers[name]!)
   const stall = stallMs === undefined ? undefined : setTimeout(() => res.destroy(), stallMs).unref()
