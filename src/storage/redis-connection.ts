@@ -1057,6 +1057,8 @@ export class RedisLink {
     return this.#lost !== undefined
   }
 
+  /** Whether the token was found of another type (by hand) while none was taken: one written afterwards by this process follows a loss, if it wrote meanwhile. */
+  #tokenUnusable = false
   /** See {@link RedisLinkOptions.onEpoch}. */
   readonly #onEpoch: ((epoch: RedisEpoch) => void) | undefined
   /** The epoch last told to {@link #onEpoch}. */
@@ -2177,7 +2179,21 @@ export class RedisLink {
     if (key === undefined || beatKey === undefined || this.#lost !== undefined || this.#closed) return
     try {
       if (this.#epoch === undefined) {
-        this.#epoch = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, randomBytes(12).toString('base64url')], this.#commandTimeoutMs))
+        const proposed = randomBytes(12).toString('base64url')
+        let taken: string
+        try {
+          taken = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, proposed], this.#commandTimeoutMs))
+        } catch (error) {
+          if (/WRONGTYPE/.test(messageOf(error))) this.#tokenUnusable = true
+          throw error
+        }
+        // @note The token of no use (by hand) while this process wrote, unwatched, then gone: the
+        // keys went with it (a FLUSHALL taken for the fix: 246 ids handed out again, attack39 F4).
+        if (taken === proposed && this.#tokenUnusable && this.#writesApplied > 0) {
+          this.#keysLost(key, null)
+          return
+        }
+        this.#epoch = taken
         return
       }
       const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)

@@ -454,6 +454,26 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(await redis.cli('GET', 'petstore-sandbox:epoch:beat')).toBe(before)
   })
 
+  it('takes the keys for lost when a token of no use it served beside is gone with them, rather than watch from a new one (attack39 F4)', async () => {
+    const redis = await startRedis()
+    await redis.cli('HSET', 'petstore-sandbox:epoch', 'by', 'hand')
+    const warnings: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['partner'], scenario: 'empty', warn: (message) => warnings.push(message) })
+    const ids = []
+    for (let i = 0; i < 3; i++) {
+      const answer = await create(sandbox, `unwatched ${i}`)
+      expect(answer.status).toBe(201)
+      ids.push(((await jsonOf(answer)) as { id: number }).id)
+    }
+    // Taken for the fix of the token: the keys go with it.
+    await redis.cli('FLUSHALL')
+    await sleep(1500)
+    // Before: a new token written and watched from, "storage recovered", and 201 with the ids of 'unwatched …' again.
+    const after = await create(sandbox, 'after')
+    expectErrorBody(await jsonOf(after), 503, 'storage_unavailable')
+    expect(warnings.filter((line) => line.startsWith('storage lost:')), warnings.join('\n')).toHaveLength(1)
+  })
+
   it('watches only the token with --redis-allow-failover-loss: a failover may lose the newest beats as it may the newest writes, as the operator accepted', async () => {
     const redis = await startRedis()
     const warnings: string[] = []
