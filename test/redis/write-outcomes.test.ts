@@ -235,7 +235,9 @@ describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a 
     const redis = await startRedis()
     const proxy = await startFlakyProxy(redis.port)
     // The record's time, shortened (two minutes in service); the settle still comes well within it.
-    const keepMs = 12_000
+    // @note 20 s, the request 17 s: at 12 s and 9.5 s the settle ran out of time once in a loaded CI (stop 39), and
+    // answered unknown (true, but not what this test is about).
+    const keepMs = 20_000
     const storage = await openRedisStorage({ url: proxy.url, seed: NO_SEED, outcomeRecordMs: keepMs })
     onTestFinished(() => storage.close())
     const partner = tenantId('partner')
@@ -243,8 +245,8 @@ describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a 
     await storage.create(partner, { name: 'before' }, Number.POSITIVE_INFINITY)
     proxy.hold('late')
     const sent = monotonicNow()
-    // As a request does: its Redis work within 9.5 s.
-    const failure = await withRedisDeadline(monotonicNow() + 9_500, () => storage.create(partner, { name: 'late' }, Number.POSITIVE_INFINITY)).catch((error: unknown) => error)
+    // As a request does: its Redis work within 17 s.
+    const failure = await withRedisDeadline(monotonicNow() + 17_000, () => storage.create(partner, { name: 'late' }, Number.POSITIVE_INFINITY)).catch((error: unknown) => error)
     expect(failure).toBeInstanceOf(StorageUnavailableError)
     expect(failure).not.toBeInstanceOf(WriteOutcomeUnknownError)
     await sleep(sent + keepMs + 200 - monotonicNow())
