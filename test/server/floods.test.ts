@@ -48,8 +48,9 @@ describe('floods', () => {
   it('survives a crowd of delayed requests past the connection cap, health checks answered throughout', async () => {
     const { origin } = await startSandbox({ anyKey: true, maxConnections: 50, requestTimeoutMs: 2000, headersTimeoutMs: 1000 })
     const report = await delayFlood({ origin }, 150 * SIZE, 1500)
-    // Past cap + reserve, Node closes new connections at once (0: no answer).
-    expectSurvived(report, [200, 503, 0])
+    // Past cap + reserve, Node closes new connections at once (0: no answer). A delay of 1.5 s within a 2 s request
+    // timeout may pass it on a loaded machine: 408 (once in a fresh-clone CI, stop 39).
+    expectSurvived(report, [200, 503, 0, 408])
     expect(report.statuses['200']).toBeGreaterThanOrEqual(40)
     expect((report.statuses['503'] ?? 0) + (report.statuses['0'] ?? 0)).toBeGreaterThan(0)
   })
