@@ -17,6 +17,7 @@ export type { SandboxAppOptions, SandboxLimits } from './server/sandbox-options.
 export type { RequestLogEntry } from './server/request-context.js'
 export type { CorsOrigins } from './server/cors.js'
 export type { ScenarioReload, WatchStatus } from './server/scenario-watcher.js'
+export type { RedisEpoch } from './storage/redis-connection.js'
 export type { VerifyCheck, VerifyExchange, VerifyOptions, VerifyOutcome, VerifyReport } from './verify/verify-service.js'
 export type { RecordScenarioOptions, RecordedScenario, RecordedScenarioFile } from './scenario/scenario-recorder.js'
 export type { TenantListing, TenantRegistry } from './server/tenant-registry.js'

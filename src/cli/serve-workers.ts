@@ -14,6 +14,7 @@
  */
 import cluster, { type Worker } from 'node:cluster'
 import { monotonicNow } from '../core/clock.js'
+import type { RedisEpoch } from '../storage/redis-connection.js'
 
 /** Deaths within this window make the next restart wait longer; a minute without one starts over. */
 const CRASH_WINDOW_MS = 60_000
@@ -63,14 +64,14 @@ const EPOCH_VARIABLE = 'PETSTORE_WORKER_EPOCH'
  * In a worker: the epoch the primary handed it (what its workers last told, see {@link runWorkers}),
  * and a listener telling the primary each newer one.
  */
-export function workerEpochOptions(): { redisEpoch?: { token: string; beat: number }; onRedisEpoch: (epoch: { readonly token: string; readonly beat: number }) => void } {
+export function workerEpochOptions(): { redisEpoch?: RedisEpoch; onRedisEpoch: (epoch: RedisEpoch) => void } {
   let handed: unknown
   try {
     handed = { kind: 'petstore-sandbox:epoch', ...(JSON.parse(process.env[EPOCH_VARIABLE] ?? 'null') as object) }
   } catch {
     handed = undefined
   }
-  const tell = (epoch: { readonly token: string; readonly beat: number }) => {
+  const tell = (epoch: RedisEpoch) => {
     const message: WorkerEpoch = { kind: 'petstore-sandbox:epoch', token: epoch.token, beat: epoch.beat }
     // @note With a callback, a channel closed meanwhile (the primary gone, the worker stopping) is an
     // error handed to it, not one emitted on the process: uncaught, that ended the worker (review39 R7).
@@ -106,7 +107,7 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   // worker that died during an outage took what Redis came back with (an older snapshot, or empty)
   // for a new Redis: it served it, health ok, and handed ids out again while its sibling refused;
   // so did one replacing a worker that died after they had both refused (attack39 F6).
-  let epoch: { token: string; beat: number } | undefined
+  let epoch: RedisEpoch | undefined
   cluster.on('message', (_worker: Worker, message: unknown) => {
     if (!isEpoch(message)) return
     if (epoch === undefined || (message.token === epoch.token && message.beat > epoch.beat)) epoch = { token: message.token, beat: message.beat }

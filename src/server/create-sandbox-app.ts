@@ -20,7 +20,7 @@ import { Redaction } from '../core/redaction.js'
 import type { Tenant } from '../storage/tenant.js'
 import { checkScenariosDir, loadScenario, loadScenarioFile, type ScenarioInput } from '../scenario/scenario-loader.js'
 import { adminRoutes } from './admin-routes.js'
-import { redisDeadlineFor, redisDelayLimit, withRedisDeadline } from '../storage/redis-connection.js'
+import { redisDeadlineFor, redisDelayLimit, withRedisDeadline, type RedisEpoch } from '../storage/redis-connection.js'
 import { apiBridge } from '../node-bridge/api-bridge.js'
 import { Conversations, waitingBudgetFor } from './conversation.js'
 import { cors, corsHeaders, corsHeadersFor, isPreflight } from './cors.js'
@@ -243,7 +243,7 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
         allowFailoverLoss: settings.redisAllowFailoverLoss,
         replicas: settings.redisReplicas,
         epoch: settings.redisEpoch,
-        onEpoch: settings.onRedisEpoch as ((epoch: { token: string; beat: number }) => void) | undefined,
+        onEpoch: settings.onRedisEpoch as ((epoch: RedisEpoch) => void) | undefined,
         storedBytesBudget: storeBudget,
       })
     : settings.dataDir === undefined

@@ -17,6 +17,7 @@ import { ApiKey } from '../contract/schemas.js'
 import { optionJudge, REDACT_ACCEPTED, RedactHeaders, RedactQueryParams } from '../library/petstore-options.js'
 import { DEFAULT_MAX_BODY_BYTES } from '../pipeline/request-body.js'
 import type { ScenarioInput } from '../scenario/scenario-loader.js'
+import type { RedisEpoch } from '../storage/redis-connection.js'
 import type { CorsOrigins } from './cors.js'
 import { DEFAULT_HEADERS_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_REQUEST_TIMEOUT_MS, type ServerLimits } from './http-server.js'
 import { defaultMemoryBudget } from './memory-budget.js'
@@ -110,9 +111,9 @@ export interface SandboxAppOptions {
    * than served as new. What `serve --workers` gives a worker it starts in place of one that died;
    * a supervisor restarting a sandbox in place can do the same.
    */
-  redisEpoch?: { readonly token: string; readonly beat: number }
+  redisEpoch?: RedisEpoch
   /** With `redisUrl`: called with the epoch each time this sandbox knows a newer one (at most once a second), for a `redisEpoch` later. */
-  onRedisEpoch?: (epoch: { readonly token: string; readonly beat: number }) => void
+  onRedisEpoch?: (epoch: RedisEpoch) => void
   /**
    * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): it
    * silently drops acknowledged writes when full. Without it such a Redis is refused at start.
