@@ -13,6 +13,8 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli } from '../support/sandbox-cli.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
+import { OverCapacityError } from '../../src/core/capacity.js'
+import { openSqliteStorage } from '../../src/storage/sqlite-storage.js'
 import { dataDir, STORES } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
 
@@ -342,6 +344,27 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(statuses).toContain('503 over_capacity')
     expect((await post(sandbox, 'partner', 'after')).status).toBe(201)
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
+  it('pledges the room a write passed with until it is written: 16 replaces started at once on a 12 MiB disk, those without room refused over_capacity, the disk never filled (review39 R8, attack40 F3)', async () => {
+    const disk = smallDisk(12 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: { scenario: 'empty', categories: [], nextCategoryId: 1 } })
+    onTestFinished(() => storage.close())
+    // About 1.2 MB counted a state: each needs several times that in room (its log, and its copy into the database); 16
+    // of them take more than the disk holds.
+    const categories = Array.from({ length: 600 }, (_, i) => ({ id: i + 1, name: `c${i}`, description: 'd'.repeat(2000) }))
+    // @note Started in one turn: each reads the room left before any of them writes (through HTTP, switches arrive one
+    // by one, most after a write, and the same test held without the pledge).
+    const outcomes = await Promise.allSettled(Array.from({ length: 16 }, (_, i) => storage.open(`t${i}`).replace({ scenario: 'big', categories, nextCategoryId: 601 })))
+    const said = outcomes.map((outcome) => (outcome.status === 'fulfilled' ? 'stored' : outcome.reason instanceof OverCapacityError ? 'over_capacity' : String(outcome.reason)))
+    // Without the pledge: every replace passed the check on the same room, and together they filled the disk (9 stored,
+    // 7 answered SQLITE_FULL as storage unavailable).
+    expect(said.filter((what) => what !== 'stored' && what !== 'over_capacity'), said.join(', ')).toEqual([])
+    expect(said).toContain('stored')
+    expect(said).toContain('over_capacity')
+    expect(await storage.health()).toEqual({ ok: true })
+    await storage.open('partner').createCategory({ name: 'after' })
+    expect((await storage.open('partner').listCategories()).map((category) => category.name)).toEqual(['after'])
   })
 
   it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
