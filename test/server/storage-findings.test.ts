@@ -4,7 +4,7 @@
  * Every test also fails on an unhandled rejection, since that used to kill the server.
  */
 import { request } from 'node:http'
-import { statfsSync, writeFileSync } from 'node:fs'
+import { statfsSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import type { Category } from '../../src/index.js'
@@ -365,6 +365,36 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
     await storage.open('partner').createCategory({ name: 'after' })
     expect((await storage.open('partner').listCategories()).map((category) => category.name)).toEqual(['after'])
+  })
+
+  it('sweeps only the idle tenants the disk has room to delete, the rest at a later sweep, never filling the disk with their log (review39 R2)', async () => {
+    const disk = smallDisk(16 * 1024)
+    const dir = join(disk.dir, 'data')
+    const seed = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const first = await openSqliteStorage({ dir, seed })
+    // Four tenants of about 0.6 MB counted each, created side by side as partners do (their rows share pages): deleting
+    // one writes every page it shares into the log.
+    for (let i = 0; i < 300; i++) await Promise.all([0, 1, 2, 3].map((t) => first.open(`idle-${t}`).createCategory({ name: `c${i}`, description: 'd'.repeat(2000) }, 1000)))
+    // Closed, its log copied into the database; opened again on about 3 MB of room: enough to delete one or two of them,
+    // not all four together.
+    await first.close()
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - 3 * 1024 * 1024)))
+    const storage = await openSqliteStorage({ dir, seed })
+    onTestFinished(() => storage.close())
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const idle = (ids: string[]) => ids.filter((id) => id.startsWith('idle-')).sort()
+    // Before: the four deleted together whatever the room (here their log fitted; a delete charged as the room rule of
+    // deletes says, attack40 F6's, needs more than the room left for all four).
+    const swept = idle(await storage.expire(10))
+    expect(swept.length).toBeGreaterThanOrEqual(1)
+    expect(swept.length).toBeLessThan(4)
+    expect(await storage.health()).toEqual({ ok: true })
+    unlinkSync(join(disk.dir, 'filler'))
+    const rest = idle(await storage.expire(10))
+    expect([...swept, ...rest].sort()).toEqual(['idle-0', 'idle-1', 'idle-2', 'idle-3'])
+    await storage.open('partner').createCategory({ name: 'after' })
+    expect(await storage.health()).toEqual({ ok: true })
   })
 
   it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
