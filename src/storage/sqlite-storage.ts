@@ -87,6 +87,8 @@ const CHECKPOINT_BYTES = 1000 * PAGE
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
 /** The room on the disk a write of a tenant's whole state needs, per byte it stores: its WAL frames (pages, indexes) and their copy into the database. */
 const ROOM_PER_BYTE = 6
+/** The disk room a byte of the store budget needs at most (see {@link diskBoundBudget}). */
+const DISK_PER_BUDGET_BYTE = 3
 /** The room a write needs per byte of the tenant's it removes (a delete, the old rows of a reset): the pages it empties, written into the WAL, about twice what the budget counts of them. */
 const ROOM_PER_REMOVED_BYTE = 3
 /** Why a write of a tenant's whole state is refused for the room left on the disk (the Error body's reason: no figure, no path). */
@@ -285,7 +287,8 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
         throw error
       }
     }
-    return new SqliteStorage(db, path, wal, file, options)
+    const budgetBytes = await diskBoundBudget(path, options)
+    return new SqliteStorage(db, path, wal, file, { ...options, budgetBytes })
   } catch (error) {
     db?.close()
     throw refusal(error, path)
@@ -293,6 +296,31 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
 }
 
 class CorruptDatabase extends Error {}
+
+/**
+ * The store budget this run holds to: the one given, or less when the disk holding the database
+ * has not the room for it: a third of what the disk has for the data (its room left, and what the
+ * database and its log take now), told to the operator. Never more than what was given; `undefined`
+ * (no bound) stays unbounded.
+ * @note SQLite's files take up to about twice what the budget counts (2 KB descriptions: a 4 MiB
+ * budget, an 8.3 MB file, attack40 F5), and its log and deletes need room besides (a delete writes
+ * the pages it empties, {@link ROOM_PER_REMOVED_BYTE}). Held to the default 1 GiB on a 12 MiB disk,
+ * creates of new keys filled it: every write refused for good, and no reset, delete or
+ * `tenants delete` could free room, each needing room to write its log (attack42 F1).
+ */
+async function diskBoundBudget(path: string, options: SqliteStorageOptions): Promise<number | undefined> {
+  const given = options.budgetBytes
+  if (given === undefined || !Number.isFinite(given)) return given
+  const room = await roomLeft(dirname(path))
+  if (!Number.isFinite(room)) return given
+  const held = await Promise.all([path, `${path}-wal`].map((file) => stat(file).then((info) => info.size, () => 0)))
+  const bound = Math.floor((room + held[0]! + held[1]!) / DISK_PER_BUDGET_BYTE)
+  if (bound >= given) return given
+  options.warn?.(
+    `storage: ${path}: its disk has room for about ${room + held[0]! + held[1]!} bytes of data: the store budget is ${bound} bytes for this run, not ${given} (a third of that room: SQLite's files take up to about twice what the budget counts, and its log and deletes need room besides). Give the data directory a larger disk, or set --store-budget to at most this.`,
+  )
+  return bound
+}
 
 /**
  * Makes the files SQLite made at start durable, off the event loop: what it wrote to them (a new
@@ -467,6 +495,10 @@ export class SqliteStorage implements TenantStorage {
   /** The timer looking at the files' names again, each second. */
   #naming: NodeJS.Timeout | undefined
   readonly #budget: number
+  /** The store budget this run holds to (unbounded: undefined); less than the one given where the disk has not its room. */
+  get storeBudgetBytes(): number | undefined {
+    return Number.isFinite(this.#budget) ? this.#budget : undefined
+  }
   /** What the tenants store, counted against {@link #budget}. */
   #storedBytes: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */

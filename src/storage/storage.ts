@@ -140,6 +140,12 @@ export interface TenantStorage {
   /** Whether a tenant's state survives the process (so any tenant may be dropped from memory). */
   readonly durable: boolean
   /**
+   * The store budget this storage holds tenants' data to, when it is not the one it was given
+   * (SQLite: less where its disk has not the room for it).
+   * @default the one given
+   */
+  readonly storeBudgetBytes?: number | undefined
+  /**
    * Whether other processes serve the same tenants (Redis): a tenant's scenario is then read back
    * on every request, since another replica may have switched it.
    * @default false

@@ -397,6 +397,36 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
+  it('holds the store budget to what a 12 MiB disk has room for: creates of many keys are refused over_capacity before it fills, and resets and the operator’s deletes still free room (attack42 F1)', async () => {
+    const disk = smallDisk(12 * 1024)
+    const warnings: string[] = []
+    // The default store budget (1 GiB), far past the disk.
+    const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: join(disk.dir, 'data'), warn: (line: string) => void warnings.push(line) })
+    expect(warnings.join("\n")).toMatch(/the store budget is \d+ bytes for this run, not 1073741824/)
+    const description = 'd'.repeat(1990)
+    const keys = Array.from({ length: 12 }, (_, i) => `key-${i}`)
+    const refusals: string[] = []
+    let created = 0
+    for (let round = 0; round < 1000 && refusals.length === 0; round++) {
+      const answers = await Promise.all(keys.map((key, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: `c${round}-${i}`, description }) })))
+      for (const answer of answers) {
+        if (answer.status === 201) created++
+        else refusals.push(`${answer.status} ${((await jsonOf(answer)) as { code: string }).code}`)
+      }
+    }
+    // Before: 3,669 created, then the disk full: 503 storage_unavailable for every write, health degraded, and a reset
+    // or delete of a tenant refused over_capacity for good (restart included).
+    expect(created).toBeGreaterThan(500)
+    expect(new Set(refusals)).toEqual(new Set(['503 over_capacity']))
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('key-0', true), body: JSON.stringify({ scenario: 'empty' }) })
+    expect(reset.status, await reset.clone().text()).toBe(200)
+    const deleted = await sandbox.fetch(`/__sandbox/tenants/${tenantId('key-1')}`, { method: 'DELETE', headers: auth('root') })
+    expect(deleted.status, await deleted.clone().text()).toBeLessThan(300)
+    expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('key-2', true), body: JSON.stringify({ name: 'after', description }) })).status).toBe(201)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
   it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
