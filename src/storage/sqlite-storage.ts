@@ -87,6 +87,10 @@ const CHECKPOINT_BYTES = 1000 * PAGE
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
 /** The room on the disk a write of a tenant's whole state needs, per byte it stores: its WAL frames (pages, indexes) and their copy into the database. */
 const ROOM_PER_BYTE = 6
+/** What an entry of the categories' index by tenant takes at most, in bytes (a tenant id of 32 characters, a seq, the cell's own). */
+const INDEX_ENTRY_BYTES = 64
+/** A WAL frame's header, in bytes, before its page. */
+const WAL_FRAME_HEADER = 24
 /** The disk room a byte of the store budget needs at most (see {@link diskBoundBudget}). */
 const DISK_PER_BUDGET_BYTE = 3
 /** The room a write needs per byte of the tenant's it removes (a delete, the old rows of a reset): the pages it empties, written into the WAL, about twice what the budget counts of them. */
@@ -557,6 +561,8 @@ export class SqliteStorage implements TenantStorage {
       idle: db.prepare<[number], { id: string }>('SELECT id FROM tenants WHERE used_at < ?'),
       clock: db.prepare<[], { n: number }>(`SELECT MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'clock'), 0), COALESCE((SELECT MAX(used_at) FROM tenants), 0)) AS n`),
       saveClock: db.prepare<[number]>("INSERT OR REPLACE INTO meta (key, value) VALUES ('clock', CAST(? AS TEXT))"),
+      tenantSpan: db.prepare<[string], { n: number; lo: number | null; hi: number | null }>('SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM categories WHERE tenant = ?'),
+      rowCount: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM categories'),
       tenantBytes: db.prepare<[string, string], { n: number }>(
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
       ),
@@ -613,6 +619,25 @@ export class SqliteStorage implements TenantStorage {
   /** What a tenant stores now (its row and categories), 0 when it has no row. */
   #tenantBytes(id: string): number {
     return this.#tenantHeld(id).bytes
+  }
+
+  /**
+   * The room on the disk deleting tenant `id`'s rows needs: the WAL frames of the pages they empty
+   * or change, {@link ROOM_PER_REMOVED_BYTE} times what they count, or more where they share pages
+   * with other tenants' rows (created side by side): at most a page a row, and at most the pages
+   * their stretch of the table spans, with the index's, half as much again as a margin.
+   * @note Charged by what they count only, deletes of tenants whose ~2 KB rows had been created
+   * side by side with 11 other keys' each wrote about 3.6 times that into the WAL (attack42 F2).
+   */
+  #removalRoom(id: string): number {
+    const counted = ROOM_PER_REMOVED_BYTE * this.#tenantBytes(id)
+    const span = this.#sql.tenantSpan.get(id)
+    if (span === undefined || span.n === 0 || span.lo === null || span.hi === null) return counted
+    const rows = this.#sql.rowCount.get()?.n ?? span.n
+    const average = this.#storedBytes / Math.max(1, rows)
+    const spanned = Math.ceil(((span.hi - span.lo + 1) * average) / PAGE) + 1
+    const pages = Math.min(span.n, spanned) + Math.ceil((span.n * INDEX_ENTRY_BYTES) / PAGE) + 4
+    return Math.max(counted, Math.ceil(1.5 * pages * (PAGE + WAL_FRAME_HEADER)))
   }
 
   /**
@@ -734,11 +759,11 @@ export class SqliteStorage implements TenantStorage {
     // room pledged: deleted together whatever their size, large ones filled a small disk with their
     // pages in the WAL, and every later sweep failed the same (the review of attack40 F6's fix).
     // Those left wait for a later sweep.
-    const room = (await roomLeft(dirname(this.path))) - this.#roomPledged
+    const room = (await this.#roomForWrites()) - this.#roomPledged
     let need = 0
     const sweepable = new Set<string>()
     for (const { id } of this.#guard(() => this.#sql.idle.all(before), 0)) {
-      const more = ROOM_PER_REMOVED_BYTE * this.#tenantBytes(id)
+      const more = this.#removalRoom(id)
       if (need + more > room && more > CHECKPOINT_ROOM_BYTES) continue
       need += more
       sweepable.add(id)
@@ -1140,6 +1165,28 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /**
+   * The room left on the disk for new writes: what it has, less what copying the WAL into the
+   * database will grow the database file by (the pages the WAL adds past the file's end).
+   * @note Not counted, resets and deletes sent together on a small disk were each let in by the
+   * room rule while the WAL held frames of earlier creates: their own frames took the room the copy
+   * of those needed, and no checkpoint could ever complete (the database could not grow): the WAL
+   * stayed, the disk full, every write refused for good, a restart too (attack42 F2).
+   */
+  async #roomForWrites(): Promise<number> {
+    const room = await roomLeft(dirname(this.path))
+    if (!Number.isFinite(room) || !this.#db.open) return room
+    try {
+      const { size } = await this.#file.stat()
+      if (!this.#db.open) return room
+      const pages = this.#db.pragma('page_count', { simple: true }) as number
+      const pageSize = this.#db.pragma('page_size', { simple: true }) as number
+      return room - Math.max(0, pages * pageSize - size)
+    } catch {
+      return room
+    }
+  }
+
+  /**
    * Refuses (503 `over_capacity`, told to the operator once) a write of `bytes` the disk has not
    * the room for: {@link ROOM_PER_BYTE} times them, for the WAL and for the checkpoint that copies
    * it into the database. Not a failure of the disk: health stays ok, smaller writes go on.
@@ -1151,12 +1198,12 @@ export class SqliteStorage implements TenantStorage {
    * against the same room, switches sent at once each passed and together filled the disk, every
    * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number, removed = 0): Promise<() => void> {
-    const room = await roomLeft(dirname(this.path))
-    // @note A delete writes the pages it empties into the WAL (about their size on disk, twice what the
-    // budget counts) and grows no database: charged as stored, a large tenant on a tight disk could never
-    // be deleted, though that is what frees room (the review of attack40 F6's fix).
-    const need = ROOM_PER_BYTE * bytes + ROOM_PER_REMOVED_BYTE * removed
+  async #roomFor(bytes: number, removal = 0): Promise<() => void> {
+    const room = await this.#roomForWrites()
+    // @note A delete writes the pages it empties into the WAL and grows no database ({@link #removalRoom}):
+    // charged as stored, a large tenant on a tight disk could never be deleted, though that is what frees
+    // room (the review of attack40 F6's fix).
+    const need = ROOM_PER_BYTE * bytes + removal
     if (room >= need + this.#roomPledged) {
       this.#roomShort = false
       this.#roomPledged += need
@@ -1166,7 +1213,7 @@ export class SqliteStorage implements TenantStorage {
         pledged = false
       }
     }
-    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing ${removed} needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing a tenant's rows needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
     this.#roomShort = true
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }
@@ -1194,8 +1241,8 @@ export class SqliteStorage implements TenantStorage {
       // @note What the tenant holds now counts too: deleting its rows writes their pages into the WAL.
       // Counted by what it stores only, a reset onto `empty` of a tenant larger than the room left filled
       // the disk with that WAL: health degraded for good, the tenant's data never removable (attack40 F6).
-      const removed = this.#db.open ? this.#tenantBytes(id) : 0
-      const release = Math.max(bytes, removed) > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(bytes, removed) : undefined
+      const removal = this.#db.open ? this.#removalRoom(id) : 0
+      const release = Math.max(bytes, removal) > CHECKPOINT_ROOM_BYTES ? await this.#roomFor(bytes, removal) : undefined
       try {
         return await this.#exclusiveNow(id, bytes, deadline, task)
       } finally {

@@ -427,6 +427,33 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
+  it('keeps room for the log’s copy into the database: resets onto empty and deletes sent together on a 12 MiB disk, of tenants created side by side, never fill it (attack42 F2)', async () => {
+    const disk = smallDisk(12 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: { scenario: 'empty', categories: [], nextCategoryId: 1 }, budgetBytes: 4 * 1024 * 1024 })
+    onTestFinished(() => storage.close())
+    // Twelve keys creating side by side until the budget refuses them: their rows share pages, and the log holds
+    // creates whose copy into the database grows it.
+    const tenants = Array.from({ length: 12 }, (_, t) => `key-${t}`)
+    let refused = false
+    for (let i = 0; !refused && i < 1000; i++) {
+      const outcomes = await Promise.allSettled(tenants.map((t) => storage.open(t).createCategory({ name: `c${i}`, description: 'd'.repeat(1990) }, 10_000)))
+      refused = outcomes.some((outcome) => outcome.status === 'rejected')
+    }
+    const empty = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const outcomes = await Promise.allSettled([
+      ...tenants.slice(0, 4).map((t) => storage.open(t).replace(empty)),
+      ...tenants.slice(4, 8).map((t) => storage.delete(t)),
+    ])
+    const said = outcomes.map((outcome) => (outcome.status === 'fulfilled' ? 'done' : outcome.reason instanceof OverCapacityError ? 'over_capacity' : String(outcome.reason)))
+    // Before: each let in by the room its log would take, none counting the room the log already held needed to be
+    // copied into the database: the disk full, that copy impossible, every write refused for good (3 runs of 6 in the
+    // attack; here health degraded for good in 2 runs of 3).
+    expect(said.filter((what) => what !== 'done' && what !== 'over_capacity'), said.join(', ')).toEqual([])
+    expect(said).toContain('done')
+    await vi.waitFor(async () => expect(await storage.health()).toEqual({ ok: true }), { timeout: 10_000, interval: 200 })
+    await storage.open('key-0').createCategory({ name: 'after' })
+  })
+
   it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
@@ -443,9 +470,11 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
 
   it('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
     const disk = smallDisk(12 * 1024)
+    const first = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
+    await createLarge(first, 'big', 640)
+    // Stopped, its log copied into the database; about 1.3 MB counted, 2.6 MB on disk; the room left brought to about 6 MB.
+    await stop(first)
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
-    await createLarge(sandbox, 'big', 640)
-    // About 1.3 MB counted, 2.6 MB on disk; the room left brought to about 6 MB.
     const { bavail, bsize } = statfsSync(disk.dir)
     writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - 6 * 1024 * 1024)))
     const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
