@@ -45,7 +45,8 @@ export interface AdminRoutesOptions {
   /** Whether tenants may switch to the scenario with this name. */
   readonly scenarioAllowed: (name: string) => boolean
   /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
-  readonly admit: (work: Work) => void
+  /** Refuses `work` past the memory budget; `growth`: what it adds to what the tenants hold on the heap, when known. */
+  readonly admit: (work: Work, growth?: number) => void
   /** How a long answer (a tenant's state, its journal) is sent: counted, and for how long a client may take nothing of it. @default not counted, no limit */
   readonly sending?: AnswerSending | undefined
   /** Reserves what reading a tenant's whole list may take, before it is read (see `PipelineOptions.reserve`). @default not counted */
@@ -94,6 +95,15 @@ type ResetBody = z.infer<typeof ResetBody>
 type Judged<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams }
 
 /** Whether a request carries a body (a length above 0, or a chunked one). */
+/**
+ * What switching `tenant` to `scenario` adds to what the tenants hold on the heap (below 0: it
+ * gives memory back), for a store that holds its categories there; 0 for one that does not.
+ */
+function growthOf(tenant: Tenant, scenario: Scenario): number {
+  const { store } = tenant
+  return store.heldBytesFor === undefined ? 0 : store.heldBytesFor(scenario) - store.heldBytes
+}
+
 function hasBody(req: Request): boolean {
   const length = req.headers['content-length']
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
@@ -283,7 +293,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!body.ok) return sendError(res, body.code, body.params)
       const scenario = await switchable(body.value, 'PUT /__sandbox/scenario', res)
       if (!scenario) return
-      options.admit('grow')
+      options.admit('grow', growthOf(tenant, scenario))
       await tenant.useScenario(scenario)
       res.json({ scenario: summarize(scenario) })
     }),
@@ -309,7 +319,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
           if (!named) return
           scenario = named
         }
-        if (scenario !== tenant.scenario) options.admit('grow')
+        if (scenario !== tenant.scenario) options.admit('grow', growthOf(tenant, scenario))
       }
       await tenant.resetTo(scenario)
       res.json({ scenario: summarize(tenant.scenario), categories: await tenant.store.countCategories() })

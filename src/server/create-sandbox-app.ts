@@ -269,7 +269,7 @@ function tenancy(parts: {
     // Tenants still on their seed (readers) make room rather than lock every partner's writes out.
     relieve: () => tenants.relieve(limits.memoryBudgetBytes),
   })
-  const admit = (work: 'grow' | 'read') => budget.admit(work)
+  const admit = (work: 'grow' | 'read', growth?: number) => budget.admit(work, growth)
   // Long answers made per request (a list read from SQLite or Redis, the admin state) count
   // against the budget while they are sent, each for its tenant (by id: a tenant dropped from
   // memory and opened again is still the same one), and a client that takes nothing of one for
@@ -338,7 +338,7 @@ function adminAppBuilder(parts: {
   limits: SandboxLimits
   maxDelayMs: number
   startScenario: string
-  admit: (work: 'grow' | 'read') => void
+  admit: (work: 'grow' | 'read', growth?: number) => void
   sending: AnswerSending
   reserve: (bytes: number, tenant: Tenant | undefined) => () => void
   warn: SandboxAppOptions['warn']

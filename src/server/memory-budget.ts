@@ -148,9 +148,13 @@ export class MemoryBudget {
     this.#heap = options.heap ?? getHeapStatistics
   }
 
-  /** Throws {@link OverCapacityError} when there is no room for `work`. */
-  admit(work: Work): void {
-    const reason = this.refusal(work)
+  /**
+   * Throws {@link OverCapacityError} when there is no room for `work`; `growth`: what it adds to
+   * what the tenants hold, when known (a switch to a scenario: its seed's weight less what the
+   * tenant holds now). Growth under 0 gives memory back: refused only near the heap's limit.
+   */
+  admit(work: Work, growth = 0): void {
+    const reason = this.refusal(work, growth)
     if (reason === undefined) return
     this.#refusals++
     throw new OverCapacityError(reason, RETRY_AFTER_SECONDS)
@@ -163,12 +167,16 @@ export class MemoryBudget {
    * @note Answers being sent do not refuse new state: they are let go within the request timeout,
    * and counting them here let one partner's downloads lock every partner's creates out.
    */
-  refusal(work: Work): string | undefined {
+  refusal(work: Work, growth = 0): string | undefined {
     const share = this.#usedHeapShare()
     if (share > CRITICAL_HEAP_SHARE) return 'the server is close to its memory limit'
-    if (work === 'read') return undefined
+    // @note A switch to a smaller state is let in past the budget: refused, a tenant that held too much could never
+    // give it back, and with it every other tenant stayed refused (attack42 F3).
+    if (work === 'read' || growth < 0) return undefined
     if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
-    if (this.#options.heldBytes() > this.#options.budgetBytes && !this.#relieved()) return 'the tenants hold all the memory the operator allowed'
+    // @note With its growth: judged by what the tenants held before it, one switch to a scenario of 100,000 generated
+    // categories was let into a 64 MiB budget, and left every tenant refused (attack42 F3).
+    if (this.#options.heldBytes() + growth > this.#options.budgetBytes && !this.#relieved(growth)) return 'the tenants hold all the memory the operator allowed'
     return undefined
   }
 

@@ -5,6 +5,7 @@
  * concurrent creates get distinct, increasing ids in the order they arrived.
  */
 import { Collection } from '@msw/data'
+import type { Scenario } from '../contract/scenario-format.js'
 import { StoredCategory, type Category, type NewCategory } from '../contract/schemas.js'
 import { monotonicNow } from '../core/clock.js'
 import { heapWeight, type HeldBytesMeter } from '../core/heap-weight.js'
@@ -252,6 +253,10 @@ export class PetstoreStore implements TenantStore {
     return this.#heldBytes + jsonTextBytes(this.#listTextUnits, this.#listTextTwoByte)
   }
 
+  heldBytesFor(scenario: Scenario): number {
+    return scenarioHeldBytes(scenario)
+  }
+
   createCategory(input: NewCategory, maxCategories = Number.POSITIVE_INFINITY): Promise<Category> {
     return this.#serial(async () => {
       if (this.#categories.count() >= maxCategories) throw new CategoryLimitError(maxCategories)
@@ -284,6 +289,38 @@ const CATEGORY_OVERHEAD = 360
 
 function categoryWeight(category: Category): number {
   return CATEGORY_OVERHEAD + heapWeight(category.name) + (category.description === undefined ? 0 : heapWeight(category.description))
+}
+
+const SCENARIO_BYTES = new WeakMap<Scenario, number>()
+
+/**
+ * What a store seeded with `scenario` holds on the heap, estimated as {@link PetstoreStore.heldBytes}
+ * counts it (its categories and their list's text), without making its categories: a generated
+ * seed is weighed by its longest category, times its count.
+ */
+export function scenarioHeldBytes(scenario: Scenario): number {
+  let bytes = SCENARIO_BYTES.get(scenario)
+  if (bytes === undefined) {
+    const source = scenario.seed.categories
+    let weight = 0
+    let units = 2
+    let twoByte = false
+    const add = (category: Category, times: number) => {
+      weight += times * categoryWeight(category)
+      units += times * categoryJsonUnits(category)
+      twoByte ||= beyondLatin1(category)
+    }
+    if ('generate' in source) {
+      const { count, name, description } = source.generate
+      const n = String(count)
+      if (count > 0) add(description === undefined ? { id: count, name: name.replaceAll('{n}', n) } : { id: count, name: name.replaceAll('{n}', n), description: description.replaceAll('{n}', n) }, count)
+    } else {
+      for (const seed of source) add(seed.description === undefined ? { id: seed.id ?? source.length, name: seed.name } : { id: seed.id ?? source.length, name: seed.name, description: seed.description }, 1)
+    }
+    bytes = weight + jsonTextBytes(units, twoByte)
+    SCENARIO_BYTES.set(scenario, bytes)
+  }
+  return bytes
 }
 
 function categoriesWeight(categories: readonly Category[]): number {

@@ -88,6 +88,12 @@ export interface TenantStore {
    * budget): the categories of an in-memory store, 0 for a store that keeps them elsewhere.
    */
   readonly heldBytes: number
+  /**
+   * What the store would hold on this process's heap once seeded with `scenario` (as
+   * {@link heldBytes} counts it), for the memory budget to judge a switch before it is made.
+   * @default none: a store that keeps its categories elsewhere holds none of them on the heap
+   */
+  heldBytesFor?(scenario: Scenario): number
   /** Told of every change to {@link heldBytes}, when it can change at all. */
   meter?: HeldBytesMeter | undefined
   /**

@@ -5,9 +5,12 @@
  * happens near the configured time, not at Node's 30 s check interval.
  */
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import fc from 'fast-check'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/contract/limits.js'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/storage/tenant.js'
@@ -249,6 +252,36 @@ describe('the memory budget across tenants', () => {
     expect((await fetch('/__sandbox/health')).status).toBe(200)
     const list = (await jsonOf(await fetch('/v1/categories', { headers: auth('partner') }))) as { name: string }[]
     expect(list.map((category) => category.name)).toContain('Partner data')
+  })
+
+  it('judges a switch by what it adds: one key’s switch to a scenario of 100,000 generated categories is refused past a 64 MiB budget, and the partner writes on (attack42 F3)', async () => {
+    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
+    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
+    const generate = { count: 100_000, name: 'C {n}', description: `${'D'.repeat(1000)} {n}` }
+    writeFileSync(join(scenariosDir, 'huge.json'), JSON.stringify({ name: 'huge', version: '1.0.0', description: 'A large generated seed', seed: { categories: { generate } } }))
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 64 * 1024 * 1024, scenariosDir })
+    expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
+    await (await fetch('/v1/categories', { headers: auth('switcher') })).arrayBuffer()
+    const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('switcher', true), body: '{"name":"huge"}' })
+    // Before: 200, about 100 MB held against the 64 MiB budget, then every tenant's creates and switches 503 for good.
+    expectErrorBody(await jsonOf(response), 503, 'over_capacity')
+    expect(sandbox.tenants.heldBytes()).toBeLessThan(64 * 1024 * 1024)
+    expect((await create(fetch, 'partner', { name: 'After' })).status).toBe(201)
+  })
+
+  it('lets a tenant switch to a smaller scenario past the budget, giving memory back: the others write again (attack42 F3)', async () => {
+    const budget = 8 * 1024 * 1024
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: budget, journalBytes: 64 * 1024 })
+    await (await fetch('/v1/categories', { headers: auth('large') })).arrayBuffer()
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('large', true), body: '{"name":"large-catalog"}' })).status).toBe(200)
+    // Another key's creates fill the rest of the budget, the last one passing it.
+    let refused = false
+    for (let i = 0; i < 5000 && !refused; i++) refused = (await create(fetch, 'filler', { name: `f${i}`, description: 'x'.repeat(2000) })).status === 503
+    expect(refused).toBe(true)
+    expect(sandbox.tenants.heldBytes()).toBeGreaterThan(budget)
+    // Before: refused 503 as growth, the tenant holding most could never give it back.
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('large', true), body: '{"name":"empty"}' })).status).toBe(200)
+    expect((await create(fetch, 'filler', { name: 'again' })).status).toBe(201)
   })
 
   it('asks for room before refusing a write, and after asking in vain waits before asking again', () => {
