@@ -223,6 +223,16 @@ function isFixtureRef(value: unknown): value is { fixture: string } {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && 'fixture' in value
 }
 
+/**
+ * `message` (a scenario's loading error) as a client may read it: every path in it said by its
+ * last part, the file's name (the operator's log keeps the paths).
+ * @note Only `.json` paths were cut: a fixture outside the scenarios' directory (`/proc/self/environ`)
+ * was named whole to the tenant (attack42 F4).
+ */
+export function withoutPaths(message: string): string {
+  return message.replace(/(?:[A-Za-z]:)?[^\s"'()]*[\\/]([^\s\\/"'()]+)/g, '$1')
+}
+
 /** Paths end in `.json` or hold a separator; anything else is a name. */
 export function looksLikePath(input: string): boolean {
   return input.endsWith('.json') || input.includes('/') || input.includes('\\')
@@ -255,7 +265,9 @@ async function readJson(file: string, referredFrom?: string): Promise<unknown> {
   } catch (error) {
     // @note JSON.parse quotes the text around the fault: what a switch answers its tenant carried a
     // file's first bytes (a fixture naming /etc/passwd: "root:x:0:0", attack40 F4). Said without them.
-    const fault = (error as Error).message.replace(/"(?:[^"\\]|\\.)*"(?:\.\.\.)?/g, '…')
+    // The token quoted too ("Unexpected token 'S'": /proc/self/environ's first byte, attack42 F4): only where it is.
+    const at = /at position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message)?.[0]
+    const fault = /Unexpected end of JSON input/.test((error as Error).message) ? 'it ends too early' : `not valid JSON${at === undefined ? '' : ` (${at})`}`
     throw new PetstoreError('invalid_scenario', `Invalid JSON in ${file}: ${fault}`, { cause: error })
   }
 }

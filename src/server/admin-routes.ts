@@ -24,6 +24,7 @@ import { readJsonObject } from '../node-bridge/read-json-body.js'
 import { readNodeBody } from '../node-bridge/node-request.js'
 import { bodyReservation } from '../pipeline/request-body.js'
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
+import { withoutPaths } from '../scenario/scenario-loader.js'
 import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
 import type { WatchStatus } from './scenario-watcher.js'
 import { DISPLAY_ID_LENGTH, tenantId, type TenantRegistry } from './tenant-registry.js'
@@ -275,7 +276,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // @note The loader's message names the file by its path: the operator gets it, the client
       // gets the file's name alone.
       options.warn?.(`${where}: ${error.message}`)
-      sendError(res, 'internal_error', { reason: error.message.replace(/\S*[\\/]([^\s\\/]+\.json)\b/g, '$1') })
+      sendError(res, 'internal_error', { reason: withoutPaths(error.message) })
       return undefined
     }
     if (!scenario) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })

@@ -15,7 +15,7 @@ import { readdir, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import { PetstoreError } from '../core/petstore-error.js'
 import { ScenarioName, type Scenario } from '../contract/scenario-format.js'
-import { loadScenarioFile, looksLikePath, type ScenarioInput } from '../scenario/scenario-loader.js'
+import { loadScenarioFile, looksLikePath, withoutPaths, type ScenarioInput } from '../scenario/scenario-loader.js'
 
 /** How long after a file's last event it is read: one save is several events. */
 const DEBOUNCE_MS = 50
@@ -115,15 +115,12 @@ function isFile(file: string): Promise<boolean> {
 }
 
 /**
- * A loader message as health shows it, read without a key: every path cut to its last part, and
- * what the message quotes (a JSON parser quotes the file's first characters) left out (attack5 W4:
- * a fixture path naming `.env` showed its first line). The operator's log has the whole message.
+ * A loader message as health shows it, read without a key: every path cut to its last part (the
+ * loader says a JSON fault without the file's characters: attack5 W4, a fixture path naming `.env`
+ * showed its first line). The operator's log has the whole message.
  */
 function forHealth(message: string): string {
-  return message
-    .replace(/(?:[A-Za-z]:)?[^\s"'()]*[\\/]([^\s\\/"'()]+)/g, '$1')
-    .replace(/Unexpected token '[^']*', "[^"]*"(?:\.\.\.)? is not valid JSON/g, 'Unexpected token: the file is not JSON')
-    .replace(/"[^"]*"(?:\.\.\.)? is not valid JSON/g, 'the file is not valid JSON')
+  return withoutPaths(message)
 }
 
 export class ScenarioWatcher {

@@ -307,6 +307,22 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(error.message).not.toContain(scenariosDir)
   })
 
+  it('answers 500 for a scenario whose fixture outside its directory is not JSON, naming neither its path nor any of its bytes (attack42 F4)', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'sandbox-outside-'))
+    onTestFinished(() => rm(outside, { recursive: true, force: true }))
+    const secret = join(outside, 'environ')
+    await writeFile(secret, 'SECRET_TOKEN=hunter2')
+    const scenariosDir = await tempScenariosDir({ 'leaky.json': { name: 'leaky', version: '1.0.0', description: 'A fixture outside', seed: { orders: { fixture: secret } } } })
+    const { fetch } = await startSandbox({ scenariosDir })
+    const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"leaky"}' })
+    const error = (await jsonOf(response)) as { message: string }
+    expectErrorBody(error, 500, 'internal_error')
+    // Before: "Invalid JSON in /tmp/…/environ: Unexpected token 'S', … is not valid JSON".
+    expect(error.message).toContain('environ')
+    expect(error.message).not.toContain(outside)
+    expect(error.message).not.toMatch(/'S'|SECRET|hunter2/)
+  })
+
   it('resets the caller’s data, ids and journal to its scenario', async () => {
     const { fetch } = await startSandbox()
     await fetch('/v1/categories', { method: 'POST', headers: auth(undefined, true), body: '{"name":"x"}' })
