@@ -77,7 +77,8 @@ export function answerClientErrors(server: Server, hooks: RefusalHooks = {}): vo
   // destroys the connection: the answers still owed on it were lost (a create pipelined before a
   // CONNECT was stored and never answered). It is refused after them, as a malformed request is.
   // A request asking to upgrade the connection (`Upgrade: websocket`) is a request like any other
-  // while nobody listens to `upgrade`: answered in its turn, the connection kept as it is.
+  // while nobody listens to `upgrade`: answered in its turn, then the connection closes (Node reads
+  // nothing after it: see http-server.ts).
   server.on('connect', (_req: IncomingMessage, socket: Duplex & { _httpMessage?: ServerResponse | null }) => {
     if (refusing.has(socket)) return
     refusing.add(socket)

@@ -353,6 +353,15 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
         sendError(res, 'bad_request', { reason: 'an HTTP/1.1 request must carry a Host header' })
         return
       }
+      // @note Node reads nothing more of a connection after a request asking for an upgrade (no
+      // `upgrade` listener: it is answered as any other): what the client pipelined behind it got no
+      // answer until the keep-alive timeout (attack42 F5). Answered, the connection closes, saying so
+      // (the conversation gives up what waits behind an answer that closes; not closeAfter, which
+      // would give up this request too).
+      if (req.headers.upgrade !== undefined && /(?:^|,)\s*upgrade\s*(?:,|$)/i.test(req.headers.connection ?? '')) {
+        res.setHeader('Connection', 'close')
+        res.shouldKeepAlive = false
+      }
       const connection = connections.get(req.socket)
       const bearer = readBearer(req.headers.authorization ?? null)
       // @note Invented tokens are one key, not one each: a crowd of them, needing no key, shrank a

@@ -179,6 +179,9 @@ describe('the sandbox server under hostile HTTP', () => {
     // Node closes after an answer of no length (a list, written in pieces) to HTTP/1.0 keep-alive, saying so itself
     // (review39 R4: the create behind it ran, its answer dropped with the socket).
     { name: 'a list to HTTP/1.0 keep-alive', first: `GET /v1/categories HTTP/1.0\r\nHost: 127.0.0.1\r\n${authA}\r\nConnection: keep-alive\r\n\r\n`, status: 200 },
+    // Node reads nothing after a request asking for an upgrade (attack42 F5: answered with keep-alive, the create behind
+    // it got no answer until the keep-alive timeout, ~6 s, and the client was never told it was not run).
+    { name: 'a request asking for an upgrade (Connection: Upgrade)', first: head('GET', '/v1/categories', [authA, 'Connection: Upgrade', 'Upgrade: websocket']), status: 200 },
   ])('runs nothing pipelined behind $name answered with Connection: close, a create or a reset (attack40 F7)', async ({ first, status }) => {
     const sandbox = await twoTenants()
     const before = await stateOf(sandbox)
