@@ -110,6 +110,19 @@ describe('loading scenarios', () => {
     expect(error.message).toContain('not a regular file (a pipe, a device, a socket)')
   })
 
+  it.each([
+    { what: 'a FIFO', make: (path: string) => execFileSync('mkfifo', [path]) },
+    { what: 'a device (/dev/zero)', make: (path: string) => symlinkSync('/dev/zero', path) },
+  ])('says $what in the scenarios directory is not a regular file, not that there is no such scenario (attack42 F4)', async ({ make }) => {
+    const dir = await scratch({})
+    make(join(dir, 'odd.json'))
+    expect(await listScenarioNames({ scenariosDir: dir })).toContain('odd')
+    // Before: "Cannot use scenario "odd": no such scenario. Known: odd, …".
+    const error = await failure(loadScenario('odd', { scenariosDir: dir }))
+    expect(error.code).toBe('scenario_not_readable')
+    expect(error.message).toContain('not a regular file (a pipe, a device, a socket)')
+  })
+
   it('finds names in a scenarios directory before the built-ins, and lists both', async () => {
     const dir = await scratch({ 'default.json': { ...minimal, name: 'default', description: 'mine' }, 'extra.json': minimal })
     expect((await loadScenario('default', { scenariosDir: dir })).description).toBe('mine')

@@ -103,7 +103,9 @@ export async function loadScenario(input: ScenarioInput, options: LoadScenarioOp
   }
   if (options.scenariosDir !== undefined) {
     const file = fs.join(options.scenariosDir, `${input}.json`)
-    if (await fs.isFile(file)) return loadScenarioFile(file)
+    // @note A name the directory lists that is not a regular file (a FIFO, a device) is refused by
+    // the file's reader, saying so: it was said "no such scenario", its name among the known ones.
+    if ((await fs.isFile(file)) || (await fs.list(options.scenariosDir)).includes(`${input}.json`)) return loadScenarioFile(file)
   }
   const builtin = Object.hasOwn(BUILTIN_SCENARIOS, input) ? BUILTIN_SCENARIOS[input] : undefined
   if (builtin) return builtin
