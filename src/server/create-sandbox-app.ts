@@ -109,7 +109,8 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
   known.set(scenario.name, scenario)
-  const limits = sandboxLimits(settings)
+  // The store budget the storage holds to (SQLite: less where its disk has not the room for the one given).
+  const limits = { ...sandboxLimits(settings), storeBudgetBytes: storage.storeBudgetBytes ?? settings.storeBudgetBytes }
   const { tenants, admit, reserve, sending, mayGrow } = tenancy({ settings, scenario, apiKeys, storage, known, limits, warn })
   const watcher = scenarioWatcher(settings, start, known, tenants, warn)
   await watcher?.start()

@@ -92,7 +92,7 @@ const INDEX_ENTRY_BYTES = 64
 /** A WAL frame's header, in bytes, before its page. */
 const WAL_FRAME_HEADER = 24
 /** The disk room a byte of the store budget needs at most (see {@link diskBoundBudget}). */
-const DISK_PER_BUDGET_BYTE = 3
+const DISK_PER_BUDGET_BYTE = 5
 /** The room a write needs per byte of the tenant's it removes (a delete, the old rows of a reset): the pages it empties, written into the WAL, about twice what the budget counts of them. */
 const ROOM_PER_REMOVED_BYTE = 3
 /** Why a write of a tenant's whole state is refused for the room left on the disk (the Error body's reason: no figure, no path). */
@@ -303,14 +303,16 @@ class CorruptDatabase extends Error {}
 
 /**
  * The store budget this run holds to: the one given, or less when the disk holding the database
- * has not the room for it: a third of what the disk has for the data (its room left, and what the
+ * has not the room for it: a fifth of what the disk has for the data (its room left, and what the
  * database and its log take now), told to the operator. Never more than what was given; `undefined`
  * (no bound) stays unbounded.
  * @note SQLite's files take up to about twice what the budget counts (2 KB descriptions: a 4 MiB
  * budget, an 8.3 MB file, attack40 F5), and its log and deletes need room besides (a delete writes
  * the pages it empties, {@link ROOM_PER_REMOVED_BYTE}). Held to the default 1 GiB on a 12 MiB disk,
  * creates of new keys filled it: every write refused for good, and no reset, delete or
- * `tenants delete` could free room, each needing room to write its log (attack42 F1).
+ * `tenants delete` could free room, each needing room to write its log (attack42 F1). At a third,
+ * one tenant holding the whole budget could never be deleted: its delete is charged about its
+ * size on disk, half as much again, and the data left no such room (the review of that fix).
  */
 async function diskBoundBudget(path: string, options: SqliteStorageOptions): Promise<number | undefined> {
   const given = options.budgetBytes
@@ -321,7 +323,7 @@ async function diskBoundBudget(path: string, options: SqliteStorageOptions): Pro
   const bound = Math.floor((room + held[0]! + held[1]!) / DISK_PER_BUDGET_BYTE)
   if (bound >= given) return given
   options.warn?.(
-    `storage: ${path}: its disk has room for about ${room + held[0]! + held[1]!} bytes of data: the store budget is ${bound} bytes for this run, not ${given} (a third of that room: SQLite's files take up to about twice what the budget counts, and its log and deletes need room besides). Give the data directory a larger disk, or set --store-budget to at most this.`,
+    `storage: ${path}: its disk has room for about ${room + held[0]! + held[1]!} bytes of data: the store budget is ${bound} bytes for this run, not ${given} (a fifth of that room: SQLite's files take up to about twice what the budget counts, and deleting a tenant writes up to about as much again into its log). Give the data directory a larger disk, or set --store-budget to at most this.`,
   )
   return bound
 }
@@ -561,8 +563,7 @@ export class SqliteStorage implements TenantStorage {
       idle: db.prepare<[number], { id: string }>('SELECT id FROM tenants WHERE used_at < ?'),
       clock: db.prepare<[], { n: number }>(`SELECT MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'clock'), 0), COALESCE((SELECT MAX(used_at) FROM tenants), 0)) AS n`),
       saveClock: db.prepare<[number]>("INSERT OR REPLACE INTO meta (key, value) VALUES ('clock', CAST(? AS TEXT))"),
-      tenantSpan: db.prepare<[string], { n: number; lo: number | null; hi: number | null }>('SELECT COUNT(*) AS n, MIN(seq) AS lo, MAX(seq) AS hi FROM categories WHERE tenant = ?'),
-      rowCount: db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM categories'),
+      tenantRows: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM categories WHERE tenant = ?'),
       tenantBytes: db.prepare<[string, string], { n: number }>(
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
       ),
@@ -623,21 +624,23 @@ export class SqliteStorage implements TenantStorage {
 
   /**
    * The room on the disk deleting tenant `id`'s rows needs: the WAL frames of the pages they empty
-   * or change, {@link ROOM_PER_REMOVED_BYTE} times what they count, or more where they share pages
-   * with other tenants' rows (created side by side): at most a page a row, and at most the pages
-   * their stretch of the table spans, with the index's, half as much again as a margin.
+   * or change. {@link ROOM_PER_REMOVED_BYTE} times what they count, or more where they share pages
+   * with other tenants' rows (created side by side): a page a row at most, with the index's, half as
+   * much again as a margin; never more than every page of the database (a transaction writes a
+   * page once).
    * @note Charged by what they count only, deletes of tenants whose ~2 KB rows had been created
-   * side by side with 11 other keys' each wrote about 3.6 times that into the WAL (attack42 F2).
+   * side by side with 11 other keys' each wrote about 3.6 times that into the WAL (attack42 F2);
+   * charged past the database's size, a tenant holding most of the store budget could never be
+   * deleted, nor any tenant of a database whose rows share pages (the review of that fix).
    */
   #removalRoom(id: string): number {
     const counted = ROOM_PER_REMOVED_BYTE * this.#tenantBytes(id)
-    const span = this.#sql.tenantSpan.get(id)
-    if (span === undefined || span.n === 0 || span.lo === null || span.hi === null) return counted
-    const rows = this.#sql.rowCount.get()?.n ?? span.n
-    const average = this.#storedBytes / Math.max(1, rows)
-    const spanned = Math.ceil(((span.hi - span.lo + 1) * average) / PAGE) + 1
-    const pages = Math.min(span.n, spanned) + Math.ceil((span.n * INDEX_ENTRY_BYTES) / PAGE) + 4
-    return Math.max(counted, Math.ceil(1.5 * pages * (PAGE + WAL_FRAME_HEADER)))
+    const rows = this.#sql.tenantRows.get(id)?.n ?? 0
+    // At most a page a row and the index's pages; at most every page of the database, each written once in a transaction.
+    const frame = PAGE + WAL_FRAME_HEADER
+    const pages = rows + Math.ceil((rows * INDEX_ENTRY_BYTES) / PAGE) + 4
+    const database = (this.#db.pragma('page_count', { simple: true }) as number) + 4
+    return Math.ceil(Math.min(Math.max(counted, 1.5 * pages * frame), 1.1 * database * frame))
   }
 
   /**

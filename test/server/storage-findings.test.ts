@@ -427,6 +427,30 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
+  it('lets a tenant holding the whole store budget a 12 MiB disk allows reset onto empty, and another be deleted (review of attack42 F1)', async () => {
+    const disk = smallDisk(12 * 1024)
+    const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: join(disk.dir, 'data'), maxCategories: 20_000 })
+    expect(sandbox.sandbox.limits.storeBudgetBytes).toBeLessThan(12 * 1024 * 1024)
+    const description = 'd'.repeat(1990)
+    let refused: Response | undefined
+    for (let batch = 0; batch < 500 && refused === undefined; batch++) {
+      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('one', true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })))
+      refused = answers.find((answer) => answer.status !== 201)
+    }
+    expectErrorBody(await jsonOf(refused!), 503, 'over_capacity')
+    // Before (the budget a third of the room): its reset and delete charged more room than the disk could ever have.
+    const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('one', true), body: JSON.stringify({ scenario: 'empty' }) })
+    expect(reset.status, await reset.clone().text()).toBe(200)
+    for (let batch = 0; batch < 500 && refused !== undefined; batch++) {
+      const answers = await Promise.all(Array.from({ length: 16 }, (_, i) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('two', true), body: JSON.stringify({ name: `c${batch}-${i}`, description }) })))
+      if (answers.some((answer) => answer.status !== 201)) break
+    }
+    const deleted = await sandbox.fetch(`/__sandbox/tenants/${tenantId('two')}`, { method: 'DELETE', headers: auth('root') })
+    expect(deleted.status, await deleted.clone().text()).toBeLessThan(300)
+    expect((await post(sandbox, 'three', 'after')).status).toBe(201)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
   it('keeps room for the log’s copy into the database: resets onto empty and deletes sent together on a 12 MiB disk, of tenants created side by side, never fill it (attack42 F2)', async () => {
     const disk = smallDisk(12 * 1024)
     const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: { scenario: 'empty', categories: [], nextCategoryId: 1 }, budgetBytes: 4 * 1024 * 1024 })
@@ -456,7 +480,8 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
 
   it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
-    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
+    // No store budget (`--store-budget 0`): one held to the disk refuses the tenant's data first.
+    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000, storeBudgetBytes: 0 })
     // About 5 MB on disk: more than the room left can take in the log that deleting it writes.
     await createLarge(sandbox, 'big', 1600)
     const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
