@@ -864,16 +864,20 @@ return {held or '0', loose}`)
  * Lua, at the end of a write's script sent with `countsLoosely` (see {@link RedisLink.script}; needs
  * {@link USABLE_COUNT}): where the script's last three ARGV are `L`, the beat's key and its loose
  * mark's, counts the beat up loosely as {@link EPOCH_BEAT}'s `L` does, in the write's own script:
- * Redis replicates the two together, so a failover loses both or neither. Left as it is when the
- * beat is missing or of no use (the watch says so). A script that refuses returns before it: a
- * refused write counts nothing.
+ * Redis replicates the two together, so a failover loses both or neither. A missing beat is made
+ * (1), as EPOCH_BEAT's INCR makes it; one of no use is left as it is (the watch says so). A script
+ * that refuses returns before it: a refused write counts nothing.
+ * @note Left alone while missing, a Redis written only by flagged sandboxes since its token was
+ * made held no beat at all: a sandbox without the flag that had only read took a restore from an
+ * older snapshot for nothing, and handed out again every id the flagged ones had answered 201
+ * (attack43 F1: 348 of 348).
  * @note Sent ahead of the write, a count before a create then refused past the category limit
  * (nothing written), lost alone in a failover, was taken by the sandboxes without the flag for
  * Redis gone back in time: every request refused until restarted (attack35 F4).
  */
 export const COUNT_LOOSELY = `if ARGV[#ARGV - 2] == 'L' then
   local beat = redis.pcall('GET', ARGV[#ARGV - 1])
-  if type(beat) == 'string' and usable_beat(beat) then
+  if beat == false or (type(beat) == 'string' and usable_beat(beat)) then
     redis.call('SET', ARGV[#ARGV], string.format('%d', redis.call('INCR', ARGV[#ARGV - 1])))
   end
 end`
