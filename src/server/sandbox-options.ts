@@ -95,10 +95,11 @@ export interface SandboxAppOptions {
   /** Prefix of every Redis key, to share one Redis between sandboxes. @default 'petstore-sandbox:' */
   redisPrefix?: string
   /**
-   * With `redisUrl`, when Redis does not answer at start: `'refuse'` rejects (a wrong URL is said
-   * at once); `'serve'` starts all the same, answering 503 `storage_unavailable` with `Retry-After`
-   * (and health 503 `degraded`) until Redis answers, then serving as usual: what each worker of
-   * `serve --workers` does, so that a worker started during an outage rides it out.
+   * With `redisUrl`, when Redis does not answer at start, or its `maxmemory-policy` may evict keys:
+   * `'refuse'` rejects (a wrong URL is said at once); `'serve'` starts all the same, answering 503
+   * `storage_unavailable` with `Retry-After` (and health 503 `degraded`) until Redis answers (or is
+   * set to `noeviction`), then serving as usual: what each worker of `serve --workers` does, so that
+   * a worker started during an outage, or in place of one that died, rides it out.
    * @default 'refuse'
    */
   redisUnreachableAtStart?: 'refuse' | 'serve'

@@ -511,8 +511,17 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   } finally {
     clearTimeout(timer)
   }
-  const evicting = await connected.checkEviction().catch((error: unknown) => `its maxmemory-policy could not be read (${messageOf(error)})`)
-  if (evicting !== undefined) {
+  let policyRead = true
+  const evicting = await connected.checkEviction().catch((error: unknown) => {
+    policyRead = false
+    return `its maxmemory-policy could not be read (${messageOf(error)})`
+  })
+  // @note A worker (`serve --workers`: 'serve') started in place of one that died while Redis could
+  // evict keys exited at once, again and again: connections refused, no 503, no health (attack43 F2).
+  // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
+  if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
+    warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it until it is set to noeviction (or start with --redis-allow-eviction)`)
+  } else if (evicting !== undefined) {
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.`)
   }

@@ -204,6 +204,24 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     await untilServing(origin, run)
   })
 
+  it('starts a worker in place of one that died while Redis may evict keys, answering 503 until it is set to noeviction, rather than exit again and again (attack43 F2)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect((await post(origin, 'k', 'before')).status).toBe(201)
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-lru')
+    for (const victim of workersOf(run)) {
+      process.kill(victim, 'SIGKILL')
+      await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
+    }
+    // Before: each replacement exited at start ("Cannot use Redis …: its maxmemory-policy is volatile-lru"), again and
+    // again: with both gone, connections refused, no 503 and no health.
+    const answer = await post(origin, 'k', 'while evicting')
+    expect(answer.status).toBe(503)
+    expect(((await answer.json()) as { code: string }).code).toBe('storage_unavailable')
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    await untilServing(origin, run)
+  })
+
   it('starts with Redis down, answering 503 until it comes up (issue 20 F06)', async () => {
     const redis = await startRedis()
     await redis.stop()
