@@ -123,14 +123,14 @@ function storeBudgetText(bytes: number): string {
   return bytes === 0 ? 'no limit on tenant data' : `at most ${showBytes(bytes)} of tenant data`
 }
 
-/** Where tenants live, for the start banner (a Redis URL without its password). */
-function dataLine(argv: ServeArgs, storeBudget: number | undefined): string {
+/** Where tenants live, for the start banner (a Redis URL without its password); `storeBudget`: the one the store holds to. */
+function dataLine(argv: ServeArgs, storeBudget: number): string {
   if (argv['redis-url'] !== undefined) {
     const target = parseRedisUrl(argv['redis-url'])
     // @note A Cluster's scripts see one slot: the budget is not enforced there, as the warning above the banner says (attack17 D1).
-    return `Redis ${target.display} (shared by every replica on it, ${target.mode === 'cluster' ? 'no limit on tenant data enforced on a Cluster' : storeBudgetText(argv['store-budget'])})`
+    return `Redis ${target.display} (shared by every replica on it, ${target.mode === 'cluster' ? 'no limit on tenant data enforced on a Cluster' : storeBudgetText(storeBudget)})`
   }
-  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, ${storeBudgetText(storeBudget ?? argv['store-budget'])})`
+  if (argv['data-dir'] !== undefined) return `${argv['data-dir']} (SQLite, kept across restarts, ${storeBudgetText(storeBudget)})`
   return 'in memory (lost on exit; keep it with --data-dir, share it between replicas with --redis-url)'
 }
 
@@ -262,7 +262,7 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
       `  OpenAPI    ${origin}${ADMIN_BASE_PATH}/openapi.json`,
       `  limits     names ${limits.nameMaxLength} and descriptions ${limits.descriptionMaxLength} characters, ${limits.maxCategories} ${limits.maxCategories === 1 ? 'category' : 'categories'} and a ${showBytes(limits.journalBytes)} journal per tenant, ${showBytes(limits.memoryBudgetBytes)} for all tenants`,
       `             ${limits.maxConnections} connections, headers within ${limits.headersTimeoutMs} ms, requests within ${limits.requestTimeoutMs} ms, scenario switches to ${limits.scenarioAllow === 'any' ? 'any scenario' : limits.scenarioAllow.join(', ') || 'none'}`,
-      `  data       ${dataLine(argv, sandbox.storage.storeBudgetBytes)}`,
+      `  data       ${dataLine(argv, limits.storeBudgetBytes)}`,
       ...(watched ? [`  watching   ${watched.files} scenario and fixture files: edits reload (tenants that never wrote see them at once, the others at their next reset)`] : []),
       ...(argv.workers > 1 ? [`  workers    ${argv.workers} processes on this port (node:cluster), every tenant in Redis; the connection and memory limits hold per process`] : []),
       `  ${READY_LINE}`,

@@ -45,8 +45,7 @@ export interface AdminRoutesOptions {
   readonly maxDelayMs: number
   /** Whether tenants may switch to the scenario with this name. */
   readonly scenarioAllowed: (name: string) => boolean
-  /** Throws `OverCapacityError` when there is no room for the work (a scenario switch grows). */
-  /** Refuses `work` past the memory budget; `growth`: what it adds to what the tenants hold on the heap, when known. */
+  /** Throws `OverCapacityError` when there is no room for the work; `growth`: what it adds to what the tenants hold on the heap, when known (a scenario switch). */
   readonly admit: (work: Work, growth?: number) => void
   /** How a long answer (a tenant's state, its journal) is sent: counted, and for how long a client may take nothing of it. @default not counted, no limit */
   readonly sending?: AnswerSending | undefined
@@ -95,7 +94,6 @@ type ResetBody = z.infer<typeof ResetBody>
 /** A request body judged: what its route keeps of it, or the Error to answer. */
 type Judged<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: ErrorCode; readonly params: ErrorParams }
 
-/** Whether a request carries a body (a length above 0, or a chunked one). */
 /**
  * What switching `tenant` to `scenario` adds to what the tenants hold on the heap (below 0: it
  * gives memory back), for a store that holds its categories there; 0 for one that does not.
@@ -105,6 +103,7 @@ function growthOf(tenant: Tenant, scenario: Scenario): number {
   return store.heldBytesFor === undefined ? 0 : store.heldBytesFor(scenario) - store.heldBytes
 }
 
+/** Whether a request carries a body (a length above 0, or a chunked one). */
 function hasBody(req: Request): boolean {
   const length = req.headers['content-length']
   return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')

@@ -114,15 +114,6 @@ function isFile(file: string): Promise<boolean> {
   )
 }
 
-/**
- * A loader message as health shows it, read without a key: every path cut to its last part (the
- * loader says a JSON fault without the file's characters: attack5 W4, a fixture path naming `.env`
- * showed its first line). The operator's log has the whole message.
- */
-function forHealth(message: string): string {
-  return withoutPaths(message)
-}
-
 export class ScenarioWatcher {
   readonly #options: ScenarioWatcherOptions
   readonly #sources = new Map<string, Source>()
@@ -194,7 +185,8 @@ export class ScenarioWatcher {
       version: start?.version ?? '',
       files: files.size,
       reloadedAt: this.#reloadedAt,
-      errors: [...this.#sources.values()].flatMap((source) => (source.error === undefined ? [] : [{ file: basename(source.file), error: forHealth(source.error) }])),
+      // Health is read without a key: every path cut to its last part (the operator's log has them).
+      errors: [...this.#sources.values()].flatMap((source) => (source.error === undefined ? [] : [{ file: basename(source.file), error: withoutPaths(source.error) }])),
     }
   }
 

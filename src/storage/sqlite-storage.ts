@@ -320,10 +320,11 @@ async function diskBoundBudget(path: string, options: SqliteStorageOptions): Pro
   const room = await roomLeft(dirname(path))
   if (!Number.isFinite(room)) return given
   const held = await Promise.all([path, `${path}-wal`].map((file) => stat(file).then((info) => info.size, () => 0)))
-  const bound = Math.floor((room + held[0]! + held[1]!) / DISK_PER_BUDGET_BYTE)
+  const data = room + held[0]! + held[1]!
+  const bound = Math.floor(data / DISK_PER_BUDGET_BYTE)
   if (bound >= given) return given
   options.warn?.(
-    `storage: ${path}: its disk has room for about ${room + held[0]! + held[1]!} bytes of data: the store budget is ${bound} bytes for this run, not ${given} (a fifth of that room: SQLite's files take up to about twice what the budget counts, and deleting a tenant writes up to about as much again into its log). Give the data directory a larger disk, or set --store-budget to at most this.`,
+    `storage: ${path}: its disk has room for about ${data} bytes of data: the store budget is ${bound} bytes for this run, not ${given} (a fifth of that room: SQLite's files take up to about twice what the budget counts, and deleting a tenant writes up to about as much again into its log). Give the data directory a larger disk, or set --store-budget to at most this.`,
   )
   return bound
 }
