@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { listScenarioNames, loadScenario, PetstoreError, type ScenarioFile } from '../src/index.js'
+import { withoutPaths } from '../src/scenario/scenario-loader.js'
 
 const root = new URL('..', import.meta.url).pathname
 
@@ -83,6 +84,14 @@ describe('loading scenarios', () => {
     const error = await failure(loadScenario(join(dir, 'shop.json')))
     expect(error.code).toBe('scenario_not_readable')
     expect(error.message).toContain('seed.orders.fixture')
+  })
+
+  it('says a message to a client with each path by its last part, the paths it names known whole (spaces and all), and URLs kept (review40 R5)', () => {
+    const message = 'Invalid JSON in /srv/ops notes/env file (named by /srv/scenarios/leaky.json: seed.orders.fixture): see https://example.com/docs/scenarios or C:\\data\\x.json'
+    // Before: "Invalid JSON in notes/env… " cut to "ops env file", and the URL to "scenarios".
+    expect(withoutPaths(message, ['/srv/ops notes/env file', '/srv/scenarios/leaky.json'])).toBe(
+      'Invalid JSON in env file (named by leaky.json: seed.orders.fixture): see https://example.com/docs/scenarios or x.json',
+    )
   })
 
   it('refuses malformed JSON', async () => {

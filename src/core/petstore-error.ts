@@ -31,10 +31,13 @@ export type PetstoreErrorCode =
 export class PetstoreError extends Error {
   override readonly name = 'PetstoreError'
   readonly code: PetstoreErrorCode
+  /** The files the message names by their paths (a scenario file, a fixture), for a client to be told their names alone. */
+  readonly paths: readonly string[]
 
-  constructor(code: PetstoreErrorCode, message: string, options?: ErrorOptions) {
+  constructor(code: PetstoreErrorCode, message: string, options?: ErrorOptions & { readonly paths?: readonly string[] }) {
     super(message, options)
     this.code = code
+    this.paths = options?.paths ?? []
   }
 }
 

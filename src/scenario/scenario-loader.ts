@@ -151,7 +151,7 @@ export async function resolveScenarioFile(
 ): Promise<Scenario> {
   const parsed = ScenarioFile.safeParse(value)
   if (!parsed.success) {
-    throw new PetstoreError('invalid_scenario', `Invalid scenario ${origin}: ${describeIssues(parsed.error)}`)
+    throw new PetstoreError('invalid_scenario', `Invalid scenario ${origin}: ${describeIssues(parsed.error)}`, { paths: [origin] })
   }
   const file = parsed.data
   return {
@@ -206,9 +206,9 @@ async function readSeed(
     if (!isFixtureRef(records)) return records
     const path = baseDir === undefined ? records.fixture : fs.resolve(baseDir, records.fixture)
     reading?.(path)
-    const read = schema.safeParse(await readJson(path, `${origin}: seed.${field}.fixture`))
+    const read = schema.safeParse(await readJson(path, { origin, field }))
     if (!read.success) {
-      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path} (seed.${field}.fixture of ${origin}): ${describeIssues(read.error)}`)
+      throw new PetstoreError('invalid_scenario', `Invalid fixture ${path} (seed.${field}.fixture of ${origin}): ${describeIssues(read.error)}`, { paths: [path, origin] })
     }
     return read.data
   }
@@ -231,8 +231,18 @@ function isFixtureRef(value: unknown): value is { fixture: string } {
  * @note Only `.json` paths were cut: a fixture outside the scenarios' directory (`/proc/self/environ`)
  * was named whole to the tenant (attack42 F4).
  */
-export function withoutPaths(message: string): string {
-  return message.replace(/(?:[A-Za-z]:)?[^\s"'()]*[\\/]([^\s\\/"'()]+)/g, '$1')
+export function withoutPaths(message: string, paths: readonly string[] = []): string {
+  let named = message
+  // @note The paths the message is known to name first, whole: a path with a space kept its first
+  // part when only the pattern below cut them (review40 R5).
+  for (const path of [...paths].sort((a, b) => b.length - a.length)) if (/[\\/]/.test(path)) named = named.split(path).join(lastPart(path))
+  // Any other path by its shape; a URL is not one (its host was lost: review40 R5).
+  return named.replace(/(?:[A-Za-z]:)?[^\s"'()]*[\\/]([^\s\\/"'()]+)/g, (whole: string, last: string) => (whole.includes('://') ? whole : last))
+}
+
+/** A path's last part (`/a/b c.json` and `C:\\a\\b c.json` both `b c.json`). */
+function lastPart(path: string): string {
+  return path.replace(/[\\/]+$/, '').split(/[\\/]/).at(-1) ?? path
 }
 
 /** Paths end in `.json` or hold a separator; anything else is a name. */
@@ -251,16 +261,18 @@ const READ_FAILURES: Readonly<Record<string, string>> = {
   EFBIG: 'larger than 128 MiB',
 }
 
-async function readJson(file: string, referredFrom?: string): Promise<unknown> {
+/** The JSON in `file`: a scenario file, or a fixture named by the scenario `from.origin` at `seed.<from.field>.fixture`. */
+async function readJson(file: string, from?: { readonly origin: string; readonly field: string }): Promise<unknown> {
+  const paths = from === undefined ? [file] : [file, from.origin]
   let text: string
   try {
     text = await fs.readText(file)
   } catch (error) {
     if (error instanceof PetstoreError) throw error
-    const where = referredFrom ? ` (named by ${referredFrom})` : ''
+    const where = from === undefined ? '' : ` (named by ${from.origin}: seed.${from.field}.fixture)`
     const code = (error as NodeJS.ErrnoException).code
     const reason = code === undefined ? String(error) : READ_FAILURES[code] === undefined ? code : `${code} (${READ_FAILURES[code]})`
-    throw new PetstoreError('scenario_not_readable', `Cannot read ${referredFrom ? 'fixture' : 'scenario file'} ${file}${where}: ${reason}. Check the path.`, { cause: error })
+    throw new PetstoreError('scenario_not_readable', `Cannot read ${from === undefined ? 'scenario file' : 'fixture'} ${file}${where}: ${reason}. Check the path.`, { cause: error, paths })
   }
   try {
     return JSON.parse(text)
@@ -270,6 +282,6 @@ async function readJson(file: string, referredFrom?: string): Promise<unknown> {
     // The token quoted too ("Unexpected token 'S'": /proc/self/environ's first byte, attack42 F4): only where it is.
     const at = /at position \d+(?: \(line \d+ column \d+\))?/.exec((error as Error).message)?.[0]
     const fault = /Unexpected end of JSON input/.test((error as Error).message) ? 'it ends too early' : `not valid JSON${at === undefined ? '' : ` (${at})`}`
-    throw new PetstoreError('invalid_scenario', `Invalid JSON in ${file}: ${fault}`, { cause: error })
+    throw new PetstoreError('invalid_scenario', `Invalid JSON in ${file}: ${fault}`, { cause: error, paths })
   }
 }

@@ -275,7 +275,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // @note The loader's message names the file by its path: the operator gets it, the client
       // gets the file's name alone.
       options.warn?.(`${where}: ${error.message}`)
-      sendError(res, 'internal_error', { reason: withoutPaths(error.message) })
+      sendError(res, 'internal_error', { reason: withoutPaths(error.message, error.paths) })
       return undefined
     }
     if (!scenario) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })

@@ -186,7 +186,7 @@ export class ScenarioWatcher {
       files: files.size,
       reloadedAt: this.#reloadedAt,
       // Health is read without a key: every path cut to its last part (the operator's log has them).
-      errors: [...this.#sources.values()].flatMap((source) => (source.error === undefined ? [] : [{ file: basename(source.file), error: withoutPaths(source.error) }])),
+      errors: [...this.#sources.values()].flatMap((source) => (source.error === undefined ? [] : [{ file: basename(source.file), error: withoutPaths(source.error, [...source.files]) }])),
     }
   }
 

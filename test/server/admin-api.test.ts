@@ -1,5 +1,5 @@
 /** The admin API under /__sandbox/: every route with and without auth, and with the admin token. */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -321,6 +321,23 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     expect(error.message).toContain('environ')
     expect(error.message).not.toContain(outside)
     expect(error.message).not.toMatch(/'S'|SECRET|hunter2/)
+  })
+
+  it('answers 500 for a scenario whose fixture is in a directory whose name holds spaces, naming the fixture by its name alone (review40 R5)', async () => {
+    const parent = await mkdtemp(join(tmpdir(), 'sandbox-outside-'))
+    onTestFinished(() => rm(parent, { recursive: true, force: true }))
+    const outside = join(parent, 'private notes of ops')
+    await mkdir(outside)
+    const fixture = join(outside, 'env file')
+    await writeFile(fixture, 'SECRET_TOKEN=hunter2')
+    const scenariosDir = await tempScenariosDir({ 'leaky.json': { name: 'leaky', version: '1.0.0', description: 'A fixture outside', seed: { orders: { fixture } } } })
+    const { fetch } = await startSandbox({ scenariosDir })
+    const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"leaky"}' })
+    const error = (await jsonOf(response)) as { message: string }
+    expectErrorBody(error, 500, 'internal_error')
+    expect(error.message).toContain('Invalid JSON in env file')
+    // Before: "Invalid JSON in /tmp/sandbox-outside-…/private notes of ops/env file" cut to "private notes of env file".
+    expect(error.message).not.toMatch(/private|notes|sandbox-outside/)
   })
 
   it('resets the caller’s data, ids and journal to its scenario', async () => {
