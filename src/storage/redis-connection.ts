@@ -126,6 +126,12 @@ const REPLICAS_SHARE_MS = 30_000
 
 /** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
 const CLOCK_READ_MS = 1000
+/** A server's count of keys it evicted (`INFO`'s `evicted_keys`), and the run counting them (`run_id`: a restart counts from 0). */
+interface EvictedCount {
+  readonly runId: string
+  readonly count: number
+}
+
 /** What a sandbox knows of the keys it serves from (see RedisLink.watchEpoch): the token it took, and the beat Redis must hold at least. */
 export interface RedisEpoch {
   readonly token: string
@@ -649,6 +655,8 @@ interface Server {
   checkedAt: number
   /** Why scripts to it are refused: it may evict keys (see {@link RedisLink.checkEviction}). */
   evicting: string | undefined
+  /** Its count of keys evicted at the last policy read, and the run counting (see {@link EvictedCount}). */
+  evictedSeen: EvictedCount | undefined
   /** It answers again after failing, and its policy has not been read since (the log says which it is). */
   recoveredUnchecked: boolean
   /** How many replicas it had online when last counted (see {@link RedisLink.script}'s `confirm`), undefined before. */
@@ -1201,6 +1209,8 @@ export class RedisLink {
     try {
       await this.#policyRead(server)
       await this.#epochCheck(server)
+      // The policy read may have found keys evicted (attack41 F1): the catch below says so.
+      if (this.#lost !== undefined) throw new Error(this.#lost)
       reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
       if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
@@ -1260,6 +1270,8 @@ export class RedisLink {
     try {
       await this.#policyRead(server)
       await this.#epochCheck(server)
+      // The policy read may have found keys evicted (attack41 F1): the catch below says so.
+      if (this.#lost !== undefined) throw new Error(this.#lost)
     } catch (error) {
       if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
       // Not sent: a plain failure, never an unknown outcome.
@@ -1927,11 +1939,17 @@ export class RedisLink {
     const ms = this.#timeLeft()
     const servers = this.#connection.servers()
     if (servers.length === 0) throw new NotSent("the cluster's masters are not known yet")
-    const found = await Promise.all(servers.map(async (address) => ({ server: this.#server(address), evicting: await this.#readPolicy(address, ms) })))
-    for (const { server, evicting } of found) {
+    const found = await Promise.all(
+      servers.map(async (address) => {
+        const [evicting, evicted] = await Promise.all([this.#readPolicy(address, ms), this.#readEvicted(address, ms)])
+        return { server: this.#server(address), evicting, evicted }
+      }),
+    )
+    for (const { server, evicting, evicted } of found) {
       server.evicting = evicting
       server.checkDue = false
       server.checkedAt = monotonicNow()
+      this.#noteEvicted(server, evicted)
     }
     this.#policiesRead = true
     return found.find((each) => each.evicting !== undefined)?.evicting
@@ -1951,6 +1969,45 @@ export class RedisLink {
       policy = /^maxmemory_policy:(\S+)/m.exec(String(await this.#connection.sendTo(address, ['INFO', 'memory'], ms)))?.[1] ?? 'unknown'
     }
     return policy === 'noeviction' ? undefined : `its maxmemory-policy is ${policy}, which may evict tenant keys (acknowledged writes lost)`
+  }
+
+  /** The server's count of keys evicted (see {@link EvictedCount}), or undefined where `INFO` is refused (an ACL, renamed): not watched there. */
+  async #readEvicted(address: string, ms: number): Promise<EvictedCount | undefined> {
+    let info: string
+    try {
+      info = String(await this.#connection.sendTo(address, ['INFO'], ms))
+    } catch (error) {
+      if (error instanceof ErrorReplied) return undefined
+      throw error
+    }
+    const runId = /^run_id:(\S+)/m.exec(info)?.[1]
+    const count = /^evicted_keys:(\d+)/m.exec(info)?.[1]
+    return runId === undefined || count === undefined ? undefined : { runId, count: Number(count) }
+  }
+
+  /**
+   * Keeps the count of keys `server` evicted, and takes storage for lost when it grew since the
+   * last read: Redis evicts only under a policy other than `noeviction`, and which keys went cannot
+   * be told, a tenant's among them. A new run (a restart) counts from 0; a count below the last in
+   * the same run (`CONFIG RESETSTAT`) is counted on from.
+   * @note Keys evicted while an operator had set `allkeys-lru` (refused meanwhile, 503) were served
+   * as if nothing was lost once `noeviction` was back: 18 to 30 tenants of 40 lost their acknowledged
+   * creates, and their ids were handed out again (attack41 F1).
+   */
+  #noteEvicted(server: Server, seen: EvictedCount | undefined): void {
+    if (seen === undefined) return
+    const before = server.evictedSeen
+    server.evictedSeen = seen
+    if (before === undefined) return
+    const from = before.runId === seen.runId ? before.count : 0
+    if (seen.count > from) this.#keysEvicted(server, from, seen.count)
+  }
+
+  /** Redis evicted keys (its count went from `from` to `to`): every command refused from now on, said once. */
+  #keysEvicted(server: Server, from: number, to: number): void {
+    if (this.#closed || this.#lost !== undefined) return
+    this.#lost = `${this.#display(server)} evicted ${to - from} key${to - from === 1 ? '' : 's'} (INFO evicted_keys ${from} -> ${to}: its maxmemory-policy was not noeviction while it was full): tenants' keys may be among them, so what they stored may be gone in part, and every request is answered 503 storage_unavailable so that no id is handed out twice; restart every sandbox on it to go on from what Redis holds (and reset the tenants whose data matters: which keys went cannot be told)`
+    this.#warn(`storage lost: ${this.#lost}`)
   }
 
   /**
@@ -1988,12 +2045,15 @@ export class RedisLink {
     server.checkDue = false
     server.checkedAt = monotonicNow()
     let evicting: string | undefined
+    let evicted: EvictedCount | undefined
     try {
-      evicting = await this.#readPolicy(server.address, this.#timeLeft())
+      const ms = this.#timeLeft()
+      ;[evicting, evicted] = await Promise.all([this.#readPolicy(server.address, ms), this.#readEvicted(server.address, ms)])
     } catch (error) {
       server.checkDue = true
       throw error
     }
+    this.#noteEvicted(server, evicted)
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
     if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} until it is set to noeviction (or start with --redis-allow-eviction)`)
@@ -2025,6 +2085,7 @@ export class RedisLink {
         checking: undefined,
         checkedAt: Number.NEGATIVE_INFINITY,
         evicting: undefined,
+        evictedSeen: undefined,
         recoveredUnchecked: false,
         replicas: undefined,
         replicasSyncing: 0,

@@ -783,6 +783,41 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect(status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
   })
+  it('takes keys Redis evicted while an operator had set an evicting policy for storage lost: refused until restart once noeviction is back, rather than serve what is left and hand out ids again (attack41 F1)', async () => {
+    const redis = await startRedis()
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, requestTimeoutMs: 5000, headersTimeoutMs: 2000, warn: (line) => lines.push(line) })
+    const tenants = Array.from({ length: 8 }, (_, index) => `tenant-${index}`)
+    for (const key of tenants) for (let i = 0; i < 5; i++) expect((await create(sandbox, `${key} ${i}`, key)).status).toBe(201)
+    // The operator lets Redis evict, and fills it past a lowered maxmemory: keys go, tenants' among them.
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-random')
+    // Refused within about a second, as while serving (the sandbox reads the policy each second).
+    let status = 0
+    for (let attempt = 0; attempt < 40 && status !== 503; attempt++) {
+      const response = await create(sandbox, `while evicting ${attempt}`)
+      status = response.status
+      await response.body?.cancel()
+      if (status !== 503) await sleep(100)
+    }
+    expect(status).toBe(503)
+    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))?.[1])
+    await redis.cli('CONFIG', 'SET', 'maxmemory', String(used + 256 * 1024))
+    const filler = 'f'.repeat(32 * 1024)
+    for (let i = 0; i < 24; i++) await redis.cli('SET', `filler:${i}`, filler)
+    expect(Number(/evicted_keys:(\d+)/.exec(await redis.cli('INFO', 'stats'))?.[1])).toBeGreaterThan(0)
+    await redis.cli('CONFIG', 'SET', 'maxmemory', '0')
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    // Every tenant's create from here on is refused, the lost ones' and the others' (which went cannot be told).
+    for (const key of tenants) {
+      const refused = await create(sandbox, `${key} after`, key)
+      expect(refused.status, key).toBe(503)
+      expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    }
+    expect(await jsonOf(await sandbox.fetch('/__sandbox/health'))).toMatchObject({ status: 'degraded', storage: { ok: false } })
+    const lost = lines.filter((line) => line.startsWith('storage lost'))
+    expect(lost, lines.join('\n')).toHaveLength(1)
+    expect(lost[0]).toContain('INFO evicted_keys')
+  })
 })
 
 describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
