@@ -99,6 +99,9 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   // and hold each connection until a worker says it took it: one that dies first (kill -9, OOM)
   // left those connections open and unanswered forever (attack4 H8). docs/decisions/0007.
   cluster.schedulingPolicy = cluster.SCHED_NONE
+  // @note Only the primary hands an epoch: one left in its own environment (a shell's, a unit
+  // file's) went to its first workers, which refused a healthy Redis as storage lost (attack41 F2).
+  delete process.env[EPOCH_VARIABLE]
   let closing = false
   const crashes: number[] = []
 

@@ -30,9 +30,9 @@ function written(pid: number): number {
   return Number(/wchar: (\d+)/.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))![1])
 }
 
-async function startWorkers(count: number, redisUrl: string, extra: readonly string[] = []) {
+async function startWorkers(count: number, redisUrl: string, extra: readonly string[] = [], env: Record<string, string> = {}) {
   const port = await freePort()
-  const run = runCli(['serve', '--port', String(port), '--workers', String(count), '--redis-url', redisUrl, '--any-key', '--scenario', 'empty', '--log', 'json', '--journal-bytes', '64MiB', ...extra])
+  const run = runCli(['serve', '--port', String(port), '--workers', String(count), '--redis-url', redisUrl, '--any-key', '--scenario', 'empty', '--log', 'json', '--journal-bytes', '64MiB', ...extra], env)
   await run.waitFor(READY)
   return { run, origin: `http://127.0.0.1:${port}` }
 }
@@ -220,6 +220,19 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(((await answer.json()) as { code: string }).code).toBe('storage_unavailable')
     await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
     await untilServing(origin, run)
+  })
+
+  it('hands its first workers no epoch of its own environment: a PETSTORE_WORKER_EPOCH left in the shell is not taken for what Redis held (attack41 F2)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url, [], { PETSTORE_WORKER_EPOCH: JSON.stringify({ token: 'left-in-a-shell', beat: 7 }) })
+    // Each on its own connection, so that both workers answer some.
+    for (let i = 0; i < 6; i++) {
+      const created = await post(origin, 'k', `created ${i}`)
+      expect(created.status, `${i}: ${await created.clone().text()}\n${run.stderr()}`).toBe(201)
+    }
+    const health = await fetch(`${origin}/__sandbox/health`, { headers: { connection: 'close' } })
+    expect(await health.json()).toMatchObject({ status: 'ok' })
+    expect(run.stderr()).not.toContain('storage lost')
   })
 
   it('starts with Redis down, answering 503 until it comes up (issue 20 F06)', async () => {
