@@ -26,6 +26,9 @@ export default defineConfig({
     // Files share modules and globals (see ISOLATED): spies and stubbed globals are undone before
     // each test, so one file's never reach the next.
     restoreMocks: true,
+    // Transformed modules kept between runs, under node_modules (vitest --clearCache empties it):
+    // a second run transforms only what changed (transform 12 s of CPU down to 3 s, imports 50 s to 34 s).
+    experimental: { fsModuleCache: true },
     unstubGlobals: true,
     // @note Most test files wait on sockets, timers and child processes rather than on the
     // CPU: two files a core (vitest's default, one less than the cores, runs one at a time on 2 cores).

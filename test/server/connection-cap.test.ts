@@ -16,6 +16,7 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 import { CLI_BINARY } from '../support/sandbox-cli.js'
 import { freePort } from '../support/redis-server.js'
+import { REPLAYS } from '../support/test-scale.js'
 
 /** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
 failOnUnhandledRejections()
@@ -165,7 +166,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(names.filter((name) => name.startsWith('held ')).sort()).toEqual(created.sort())
   })
 
-  it('runs nothing pipelined behind a delayed request cut for a partner (503, Connection: close): the create behind it is not stored (attack40 F7)', async () => {
+  it.runIf(REPLAYS)('runs nothing pipelined behind a delayed request cut for a partner (503, Connection: close): the create behind it is not stored (attack40 F7)', async () => {
     const { origin, fetch, arrived } = await capped()
     const held = await Promise.all(Array.from({ length: 20 }, () => openSocket(origin)))
     const answers = held.map((socket) => collect(socket, 8000))

@@ -14,7 +14,7 @@ import { PIPELINE_DEPTH, PIPELINE_LIMIT } from '../../src/server/conversation.js
 import { collect, exchange, openSocket, responsesOf, type Parsed } from '../support/raw-http.js'
 import { jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
-import { size } from '../support/test-scale.js'
+import { REPLAYS, size } from '../support/test-scale.js'
 
 const KEY = 'order-key'
 const authz = `Authorization: Bearer ${KEY}`
@@ -270,7 +270,7 @@ describe('what a flood of pipelined requests leaves held (issue 20 attack 2 F2)'
   // whole read (2,500 tiny requests) before any pause: before, each such connection held 5 MB
   // for as long as its first answer took, and 80 of them took a 256 MB heap
   // (`npx tsx bench/pipeline-flood.ts 80 memory 256` for the figures at the attack's sizes).
-  it('holds no more per connection than a waiting line at its limit, while the slow answer ahead is still being made', async () => {
+  it.runIf(REPLAYS)('holds no more per connection than a waiting line at its limit, while the slow answer ahead is still being made', async () => {
     const connections = 20
     const { stdout } = await promisify(execFile)(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/support/pipeline-flood-probe.ts', String(connections)], {
       cwd: fileURLToPath(new URL('../../', import.meta.url)),

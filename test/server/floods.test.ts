@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest'
 import { delayFlood, journalFlood, scenarioFlood, type FloodReport } from '../../bench/flood-load.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { dataDir } from '../support/stores.js'
-import { size } from '../support/test-scale.js'
+import { REPLAYS, size } from '../support/test-scale.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 
 const SIZE = size('FLOOD_SIZE', 1, 2)
@@ -26,7 +26,7 @@ function expectSurvived(report: FloodReport, allowed: readonly number[]): void {
 }
 
 describe('floods', () => {
-  it('survives a journal flood of bloated bodies over many keys, dropping tenants on their seed to stay within the budget', async () => {
+  it.runIf(REPLAYS)('survives a journal flood of bloated bodies over many keys, dropping tenants on their seed to stay within the budget', async () => {
     const { origin, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 8 * 1024 * 1024 })
     const report = await journalFlood({ origin }, 300 * SIZE, 24 * SIZE)
     // 503 only while nothing may be dropped (every tenant in use at once).

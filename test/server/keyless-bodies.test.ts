@@ -10,7 +10,7 @@ import { collect, openSocket, type RawAnswer } from '../support/raw-http.js'
 import { auth, startSandbox } from '../support/sandbox-server.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
 import { runCli } from '../support/sandbox-cli.js'
-import { size } from '../support/test-scale.js'
+import { REPLAYS, size } from '../support/test-scale.js'
 
 /** Bodies of 1 MiB ending together in the turns' tests: 8, 16 in the full run (each still fails on the code before its fix). */
 const TURN_BODIES = size('PETSTORE_TEST_TURN_BODIES', 8, 16)
@@ -103,7 +103,7 @@ describe('request bodies without a key (attack16 B1)', () => {
     return { origin, answered: Promise.all(answered) }
   }
 
-  it.each([
+  it.runIf(REPLAYS).each([
     { flood: TURN_BODIES, bytes: 1024 * 1024, finding: 'attack16 P1' },
     // Just under the size that once took a turn of its own.
     { flood: TURN_BODIES * 12, bytes: 65_000, finding: 'attack22 B1' },
@@ -116,7 +116,7 @@ describe('request bodies without a key (attack16 B1)', () => {
     expect((await answered).filter(({ at }) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
-  it('serves a partner’s create of 2 KB between one key’s bodies of 1 MiB that end together, not after all of them (attack23 T1)', async () => {
+  it.runIf(REPLAYS)('serves a partner’s create of 2 KB between one key’s bodies of 1 MiB that end together, not after all of them (attack23 T1)', async () => {
     const flood = TURN_BODIES
     const { origin, answered } = await bodiesEndingTogether(['--api-key', 'crowd', '--api-key', 'partner'], flood, 1024 * 1024, () => 'crowd')
     // Over the 1 KiB a body is handled as it ends: it waits for a turn, as the crowd's do.
@@ -127,7 +127,7 @@ describe('request bodies without a key (attack16 B1)', () => {
     expect((await answered).filter(({ at }) => at < partnerAt).length).toBeLessThan(flood / 2)
   })
 
-  it('serves a partner’s create of 2 KB from another address between a crowd’s bodies of 1 MiB, each under a key of its own (--any-key), not after all of them (attack25 T1)', async () => {
+  it.runIf(REPLAYS)('serves a partner’s create of 2 KB from another address between a crowd’s bodies of 1 MiB, each under a key of its own (--any-key), not after all of them (attack25 T1)', async () => {
     const flood = 2 * TURN_BODIES
     const { origin, answered } = await bodiesEndingTogether(['--any-key'], flood, 1024 * 1024, (index) => `crowd-${index}`)
     // The partner's own host: another loopback address than the crowd's 127.0.0.1.

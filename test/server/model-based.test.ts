@@ -69,7 +69,7 @@ const SEED = Number(process.env['PETSTORE_MODEL_SEED'] ?? 20_261_126)
 const PATH = process.env['PETSTORE_MODEL_PATH'] || undefined
 /** The commands' own replay path (fast-check prints it as `replayPath` in the counterexample): with SEED and PATH, replays the shrunk sequence exactly. */
 const REPLAY_PATH = process.env['PETSTORE_MODEL_REPLAY_PATH'] || undefined
-const RUNS = size('PETSTORE_MODEL_RUNS', 5, 12)
+const RUNS = size('PETSTORE_MODEL_RUNS', 3, 12)
 const MAX_COMMANDS = size('PETSTORE_MODEL_COMMANDS', 12, 30)
 /** Stop starting new runs (and shrinking) after this long: seconds, not minutes. */
 const TIME_LIMIT_MS = FULL_TESTS ? 60_000 : 15_000

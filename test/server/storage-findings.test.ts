@@ -17,6 +17,7 @@ import { OverCapacityError } from '../../src/core/capacity.js'
 import { openSqliteStorage } from '../../src/storage/sqlite-storage.js'
 import { dataDir, STORES } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
+import { REPLAYS } from '../support/test-scale.js'
 
 
 /** Creates `count` categories of 2,000-character descriptions for `key`, 16 at a time, each answered 201. */
@@ -195,7 +196,7 @@ describe('durable eviction', () => {
     expect((await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('partner') })).status).toBe(200)
   })
 
-  it('keeps every acknowledged create and hands out no id twice: 3 keys, --max-tenants 1, 12 concurrent clients, restart', async () => {
+  it.runIf(REPLAYS)('keeps every acknowledged create and hands out no id twice: 3 keys, --max-tenants 1, 12 concurrent clients, restart', async () => {
     const rejections = unhandledRejections()
     const dir = dataDir()
     const keys = ['a', 'b', 'c']
@@ -259,7 +260,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(rejections).toEqual([])
   })
 
-  it('takes writes again once room is freed on a small full disk, its log copied into the database before the writes take that room (attack36 F1)', async () => {
+  it.runIf(REPLAYS)('takes writes again once room is freed on a small full disk, its log copied into the database before the writes take that room (attack36 F1)', async () => {
     const disk = smallDisk(3072)
     const server = runCli(['serve', '--port', '0', '--quiet', '--any-key', '--data-dir', join(disk.dir, 'data')])
     await server.waitFor('is running')
@@ -397,7 +398,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
-  it('holds the store budget to what a 12 MiB disk has room for: creates of many keys are refused over_capacity before it fills, and resets and the operator’s deletes still free room (attack42 F1)', async () => {
+  it.runIf(REPLAYS)('holds the store budget to what a 12 MiB disk has room for: creates of many keys are refused over_capacity before it fills, and resets and the operator’s deletes still free room (attack42 F1)', async () => {
     const disk = smallDisk(12 * 1024)
     const warnings: string[] = []
     // The default store budget (1 GiB), far past the disk.
@@ -427,7 +428,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
   })
 
-  it('lets a tenant holding the whole store budget a 12 MiB disk allows reset onto empty, and another be deleted (review of attack42 F1)', async () => {
+  it.runIf(REPLAYS)('lets a tenant holding the whole store budget a 12 MiB disk allows reset onto empty, and another be deleted (review of attack42 F1)', async () => {
     const disk = smallDisk(12 * 1024)
     const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: join(disk.dir, 'data'), maxCategories: 20_000 })
     expect(sandbox.sandbox.limits.storeBudgetBytes).toBeLessThan(12 * 1024 * 1024)
@@ -478,7 +479,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     await storage.open('key-0').createCategory({ name: 'after' })
   })
 
-  it('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
+  it.runIf(REPLAYS)('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
     // No store budget (`--store-budget 0`): one held to the disk refuses the tenant's data first.
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000, storeBudgetBytes: 0 })

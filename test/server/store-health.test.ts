@@ -22,6 +22,7 @@ import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sand
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { dataDir } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
+import { REPLAYS } from '../support/test-scale.js'
 
 function post(sandbox: RunningSandbox, key: string, name: string): Promise<Response> {
   return sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
@@ -286,7 +287,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
-  it('refuses writes at once while the log’s fsync fails, so that clients retrying do not grow it, and takes them again once it works (attack9 S1)', async () => {
+  it.runIf(REPLAYS)('refuses writes at once while the log’s fsync fails, so that clients retrying do not grow it, and takes them again once it works (attack9 S1)', async () => {
     const rejections = unhandledRejections()
     const { dir, faults, sandbox } = await withFailingFsyncs(['k1', 'k2'])
     const wal = join(dir, 'sandbox.db-wal')
@@ -313,7 +314,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
-  it('writes nothing into the log while its fsync fails, however long: it finds out whether the disk works with a bare fsync (attack11 W1)', async () => {
+  it.runIf(REPLAYS)('writes nothing into the log while its fsync fails, however long: it finds out whether the disk works with a bare fsync (attack11 W1)', async () => {
     const rejections = unhandledRejections()
     const { faults, sandbox, walGrowth } = await withFsyncsFailing(['k1'])
     // 2.5 s of a client retrying: two or three tries of the disk.
@@ -329,7 +330,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
-  it('writes nothing into the log for health checks while its fsync fails, and says degraded (attack12 W2)', async () => {
+  it.runIf(REPLAYS)('writes nothing into the log for health checks while its fsync fails, and says degraded (attack12 W2)', async () => {
     const rejections = unhandledRejections()
     const { faults, sandbox, walGrowth } = await withFsyncsFailing(['k1'])
     // A health flood: no key needed, past the connection cap.
@@ -346,7 +347,7 @@ describe('write outcomes on SQLite when fsyncs fail (attack6 S1, S2)', () => {
     expect(rejections).toEqual([])
   })
 
-  it('takes the first write after a quiet recovery of the disk: it tries the disk each second, writes or not (attack12 L1)', async () => {
+  it.runIf(REPLAYS)('takes the first write after a quiet recovery of the disk: it tries the disk each second, writes or not (attack12 L1)', async () => {
     const rejections = unhandledRejections()
     const { faults, sandbox } = await withFailingFsyncs(['k1'])
     faults.all = true
@@ -431,7 +432,7 @@ async function stallableServer(dir: string, stallFlag: string): Promise<{ run: C
 }
 
 describe.skipIf(failingFsyncShim() === undefined)('a stalled disk on SQLite (attack8 A1)', () => {
-  it('answers another tenant’s list and health at once while every fsync stalls and the WAL passes its checkpoint size, says degraded, and keeps every acknowledged write after kill -9', async () => {
+  it.runIf(REPLAYS)('answers another tenant’s list and health at once while every fsync stalls and the WAL passes its checkpoint size, says degraded, and keeps every acknowledged write after kill -9', async () => {
     const dir = dataDir()
     const stallFlag = `${dir}-stallsync`
     onTestFinished(() => rmSync(stallFlag, { force: true }))
@@ -474,7 +475,7 @@ describe.skipIf(failingFsyncShim() === undefined)('a stalled disk on SQLite (att
 })
 
 describe('the WAL on SQLite (attack8 A1)', () => {
-  it('stays bounded under a long write load, with SQLite’s automatic checkpoint off', async () => {
+  it.runIf(REPLAYS)('stays bounded under a long write load, with SQLite’s automatic checkpoint off', async () => {
     const dir = dataDir()
     const sandbox = await startSandbox({ apiKeys: ['k1', 'k2'], dataDir: dir })
     let largest = 0
