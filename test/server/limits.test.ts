@@ -15,6 +15,7 @@ import { DEFAULT_MAX_CATEGORIES, DEFAULT_NAME_MAX_LENGTH } from '../../src/contr
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { Tenant } from '../../src/storage/tenant.js'
 import { MemoryBudget, RELIEF_INTERVAL_MS, STALL_MS } from '../../src/server/memory-budget.js'
+import { heldNow } from '../support/long-lists.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
@@ -282,6 +283,31 @@ describe('the memory budget across tenants', () => {
     // Before: refused 503 as growth, the tenant holding most could never give it back.
     expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('large', true), body: '{"name":"empty"}' })).status).toBe(200)
     expect((await create(fetch, 'filler', { name: 'again' })).status).toBe(201)
+  })
+
+  it('holds a --scenarios-dir scenario’s pets and orders once for every tenant on it, not once a switch (attack45 F1, F2)', async () => {
+    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
+    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
+    const pets = Array.from({ length: 40_000 }, (_, index) => ({ id: index + 1, name: `pet ${index}`, tags: [{ name: 'tag' }] }))
+    writeFileSync(join(scenariosDir, 'pets.json'), JSON.stringify(pets))
+    writeFileSync(join(scenariosDir, 'pet-shop.json'), JSON.stringify({ name: 'pet-shop', version: '1.0.0', description: 'Many pets', seed: { pets: { fixture: 'pets.json' } } }))
+    // Files changed within the last 2 s are read again at each load (a change may come while one is read).
+    await new Promise((resolve) => setTimeout(resolve, 2100))
+    const { fetch } = await startSandbox({ anyKey: true, scenariosDir })
+    const switchTo = async (key: string) => {
+      const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: '{"name":"pet-shop"}' })
+      expect(response.status, await response.clone().text()).toBe(200)
+      await response.arrayBuffer()
+    }
+    await switchTo('warm-up')
+    const before = heldNow()
+    // Eleven keys, five of them switching at once.
+    await Promise.all(Array.from({ length: 5 }, (_, index) => switchTo(`together-${index}`)))
+    for (let index = 0; index < 6; index++) await switchTo(`after-${index}`)
+    // One parse of the 40,000 pets holds about 6 MB. Before: each tenant held its own, 68 MB for the eleven.
+    expect(heldNow() - before).toBeLessThan(4 * 1024 * 1024)
+    const pet = await fetch('/v1/pets/40000', { headers: auth('after-5') })
+    expect(await jsonOf(pet)).toMatchObject({ id: 40000, name: 'pet 39999' })
   })
 
   it('asks for room before refusing a write, and after asking in vain waits before asking again', () => {
