@@ -15,6 +15,8 @@ import { runCli } from '../support/sandbox-cli.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { OverCapacityError } from '../../src/core/capacity.js'
 import { openSqliteStorage } from '../../src/storage/sqlite-storage.js'
+import { seedState } from '../../src/storage/storage.js'
+import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 import { dataDir, STORES } from '../support/stores.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
 import { REPLAYS } from '../support/test-scale.js'
@@ -477,6 +479,29 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(said).toContain('done')
     await vi.waitFor(async () => expect(await storage.health()).toEqual({ ok: true }), { timeout: 10_000, interval: 200 })
     await storage.open('key-0').createCategory({ name: 'after' })
+  })
+
+  it('checks small resets and deletes sent together against the disk once together they pass the room the log keeps: 64 at once on a 6 MiB disk never fill it (attack44 F1)', async () => {
+    const disk = smallDisk(6 * 1024)
+    const dir = join(disk.dir, 'data')
+    const seed = seedState(BUILTIN_SCENARIOS.default!)
+    const storage = await openSqliteStorage({ dir, seed, budgetBytes: 1_250_000 })
+    // 64 tenants of 16 rows (the seed's 5 and 11 of 1,000 characters): each reset or delete just under the room
+    // the log's checkpoint keeps, so that, alone, none reads the disk.
+    const tenants = Array.from({ length: 64 }, (_, t) => `key-${t}`)
+    for (let i = 0; i < 11; i++) await Promise.all(tenants.map((t) => storage.open(t).createCategory({ name: `c${i}`, description: 'd'.repeat(1000) }, 10_000)))
+    const empty = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const outcomes = await Promise.allSettled([...tenants.slice(0, 32).map((t) => storage.open(t).replace(empty)), ...tenants.slice(32).map((t) => storage.delete(t))])
+    const said = outcomes.map((outcome) => (outcome.status === 'fulfilled' ? 'done' : outcome.reason instanceof OverCapacityError ? 'over_capacity' : String(outcome.reason)))
+    // Before: none checked, 5.3 MB of log on the 6 MiB disk: full for good, every write refused, a restart too (3 of 3).
+    expect(said.filter((what) => what !== 'done' && what !== 'over_capacity'), said.join(', ')).toEqual([])
+    expect(said).toContain('done')
+    await vi.waitFor(async () => expect(await storage.health()).toEqual({ ok: true }), { timeout: 10_000, interval: 200 })
+    await storage.open('key-63').createCategory({ name: 'after' })
+    await storage.close()
+    const again = await openSqliteStorage({ dir, seed, budgetBytes: 1_250_000 })
+    onTestFinished(() => again.close())
+    expect((await again.open('key-63').listCategories()).map((category) => category.name)).toContain('after')
   })
 
   it.runIf(REPLAYS)('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
