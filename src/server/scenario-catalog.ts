@@ -21,24 +21,36 @@ export function summarize(scenario: Scenario): ScenarioSummary {
   return { name: scenario.name, version: scenario.version, description: scenario.description }
 }
 
-/** A scenario file loaded, and what each file it read was like then (see {@link stampsOf}). */
+/**
+ * A scenario file loaded, and what each file it read was like then (see {@link stampsOf}). Held
+ * weakly: the tenants on it keep it, and once none does it may go (a later load reads it again).
+ * @note Held for good, every scenario ever loaded stayed (`GET /__sandbox/scenarios` loads them all),
+ * deleted and renamed ones too, outside the memory budget (review41 R3).
+ */
 interface Loaded {
-  readonly scenario: Scenario
+  readonly scenario: WeakRef<Scenario>
   readonly stamps: ReadonlyMap<string, string>
 }
 
-/** A file changed this recently (ms) is not kept loaded: the change may have come while it was read. */
+/**
+ * A file whose status changed this close (ms) to the start of its load, or after, is not kept
+ * loaded: the change may have come while it was read (timestamps may be this coarse).
+ */
 const SETTLE_MS = 2000
 
 /**
- * What each file is like now (device, inode, size, times), or undefined when one cannot be told
- * or changed within {@link SETTLE_MS}.
+ * What each file is like now (device, inode, size, times), or undefined when one cannot be told,
+ * or (given `started`, when a load began) changed after `started` less {@link SETTLE_MS}.
+ * @note The status change (ctime), which no one sets by hand: a fixture dated in the future
+ * (mtime) was never kept, every switch loading it anew (review41 R4). Judged from when the stamps
+ * were taken, a file edited during a long load (9 s of a large fixture) was kept as first read,
+ * its edit never served (review41 R2).
  */
-async function stampsOf(paths: Iterable<string>): Promise<Map<string, string> | undefined> {
+async function stampsOf(paths: Iterable<string>, started?: number): Promise<Map<string, string> | undefined> {
   const stamps = new Map<string, string>()
   for (const path of paths) {
     const stats = await stat(path, { bigint: true }).catch(() => undefined)
-    if (stats === undefined || Date.now() - Number(stats.mtimeMs > stats.ctimeMs ? stats.mtimeMs : stats.ctimeMs) < SETTLE_MS) return undefined
+    if (stats === undefined || (started !== undefined && Number(stats.ctimeMs) >= started - SETTLE_MS)) return undefined
     stamps.set(path, `${stats.dev}:${stats.ino}:${stats.size}:${stats.mtimeNs}:${stats.ctimeNs}`)
   }
   return stamps
@@ -54,7 +66,7 @@ export class ScenarioCatalog {
   readonly #scenariosDir: string | undefined
   /**
    * The directory's scenarios loaded, by name: one object for every tenant on it, loaded again
-   * when one of its files changed.
+   * when one of its files changed (or once no tenant holds it).
    * @note Loaded anew for each switch, every tenant held its own parse of the scenario's pets and
    * orders fixtures, which the memory budget does not count (the tenant's categories it does):
    * 35 keys switching to a scenario with a 24 MB pets fixture took the heap to 3.4 GB under a
@@ -82,7 +94,10 @@ export class ScenarioCatalog {
     const dir = this.#scenariosDir
     const file = `${name}.json`
     // A built-in: one object already.
-    if (dir === undefined || !(await readdir(dir).catch((): string[] => [])).includes(file)) return loadScenario(name, { scenariosDir: dir })
+    if (dir === undefined || !(await readdir(dir).catch((): string[] => [])).includes(file)) {
+      this.#loaded.delete(name)
+      return loadScenario(name, { scenariosDir: dir })
+    }
     let loading = this.#loading.get(name)
     if (loading === undefined) {
       loading = this.#loadFile(name, join(dir, file)).finally(() => this.#loading.delete(name))
@@ -94,19 +109,24 @@ export class ScenarioCatalog {
   /** The scenario in `file`: the one loaded before while none of its files changed, else read now. */
   async #loadFile(name: string, file: string): Promise<Scenario> {
     const loaded = this.#loaded.get(name)
-    if (loaded !== undefined && (await unchanged(loaded.stamps))) return loaded.scenario
+    const kept = loaded?.scenario.deref()
+    if (loaded !== undefined && kept !== undefined && (await unchanged(loaded.stamps))) return kept
     this.#loaded.delete(name)
+    const started = Date.now()
     const paths = new Set<string>()
     const scenario = await loadScenarioFile(file, (path) => paths.add(path))
-    const stamps = await stampsOf(paths)
-    if (stamps !== undefined) this.#loaded.set(name, { scenario, stamps })
+    const stamps = await stampsOf(paths, started)
+    if (stamps !== undefined) this.#loaded.set(name, { scenario: new WeakRef(scenario), stamps })
     return scenario
   }
 
   /** Every loadable scenario, in listing order; files that fail to load are left out. */
   async list(): Promise<Scenario[]> {
     const scenarios: Scenario[] = []
-    for (const name of await this.names()) {
+    const names = await this.names()
+    // Scenarios deleted or renamed since: not kept.
+    for (const name of this.#loaded.keys()) if (!names.includes(name)) this.#loaded.delete(name)
+    for (const name of names) {
       try {
         const scenario = await this.load(name)
         if (scenario) scenarios.push(scenario)
