@@ -126,6 +126,9 @@ const REPLICAS_SHARE_MS = 30_000
 
 /** While a replica writes, it reads Redis's clock again at most this often (ms): see {@link RedisLink.redisNow}. */
 const CLOCK_READ_MS = 1000
+/** How many runs (`run_id`) of each server the counts of keys evicted are kept for: a failover and back finds the first's. */
+const EVICTED_RUNS = 8
+
 /** A server's count of keys it evicted (`INFO`'s `evicted_keys`), and the run counting them (`run_id`: a restart counts from 0). */
 interface EvictedCount {
   readonly runId: string
@@ -655,8 +658,8 @@ interface Server {
   checkedAt: number
   /** Why scripts to it are refused: it may evict keys (see {@link RedisLink.checkEviction}). */
   evicting: string | undefined
-  /** Its count of keys evicted at the last policy read, and the run counting (see {@link EvictedCount}). */
-  evictedSeen: EvictedCount | undefined
+  /** Its count of keys evicted at the last policy read of each run seen (see {@link EvictedCount}), by `run_id`: the last {@link EVICTED_RUNS}. */
+  evictedSeen: Map<string, number>
   /** It answers again after failing, and its policy has not been read since (the log says which it is). */
   recoveredUnchecked: boolean
   /** How many replicas it had online when last counted (see {@link RedisLink.script}'s `confirm`), undefined before. */
@@ -1987,20 +1990,24 @@ export class RedisLink {
 
   /**
    * Keeps the count of keys `server` evicted, and takes storage for lost when it grew since the
-   * last read: Redis evicts only under a policy other than `noeviction`, and which keys went cannot
-   * be told, a tenant's among them. A new run (a restart) counts from 0; a count below the last in
-   * the same run (`CONFIG RESETSTAT`) is counted on from.
+   * last read of the same run: Redis evicts only under a policy other than `noeviction`, and which
+   * keys went cannot be told, a tenant's among them. A run first seen (a restart, or another node
+   * behind the same address) is counted from what it says then; a count below the last in the same
+   * run (`CONFIG RESETSTAT`) is counted on from.
+   * @note A run first seen was counted from 0: a failover and back to a node that had evicted keys
+   * before (22 in its life) was taken for keys evicted while serving, every request refused
+   * (review41 R1).
    * @note Keys evicted while an operator had set `allkeys-lru` (refused meanwhile, 503) were served
    * as if nothing was lost once `noeviction` was back: 18 to 30 tenants of 40 lost their acknowledged
    * creates, and their ids were handed out again (attack41 F1).
    */
   #noteEvicted(server: Server, seen: EvictedCount | undefined): void {
     if (seen === undefined) return
-    const before = server.evictedSeen
-    server.evictedSeen = seen
-    if (before === undefined) return
-    const from = before.runId === seen.runId ? before.count : 0
-    if (seen.count > from) this.#keysEvicted(server, from, seen.count)
+    const from = server.evictedSeen.get(seen.runId)
+    server.evictedSeen.delete(seen.runId)
+    server.evictedSeen.set(seen.runId, seen.count)
+    if (server.evictedSeen.size > EVICTED_RUNS) server.evictedSeen.delete(server.evictedSeen.keys().next().value!)
+    if (from !== undefined && seen.count > from) this.#keysEvicted(server, from, seen.count)
   }
 
   /** Redis evicted keys (its count went from `from` to `to`): every command refused from now on, said once. */
@@ -2085,7 +2092,7 @@ export class RedisLink {
         checking: undefined,
         checkedAt: Number.NEGATIVE_INFINITY,
         evicting: undefined,
-        evictedSeen: undefined,
+        evictedSeen: new Map(),
         recoveredUnchecked: false,
         replicas: undefined,
         replicasSyncing: 0,

@@ -783,6 +783,41 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect(status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
   })
+  it('counts a Redis first met behind its address (a failover to a node that evicted keys in its past, and back) from what it says then, not as keys evicted while serving (review41 R1)', async () => {
+    const [first, other] = await Promise.all([startRedis(), startRedis()])
+    // The other node evicted keys once, long before.
+    await other.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-random')
+    const used = Number(/used_memory:(\d+)/.exec(await other.cli('INFO', 'memory'))?.[1])
+    await other.cli('CONFIG', 'SET', 'maxmemory', String(used + 256 * 1024))
+    for (let i = 0; i < 24; i++) await other.cli('SET', `old:${i}`, 'o'.repeat(32 * 1024))
+    expect(Number(/evicted_keys:(\d+)/.exec(await other.cli('INFO', 'stats'))?.[1])).toBeGreaterThan(0)
+    await other.cli('CONFIG', 'SET', 'maxmemory', '0')
+    await other.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    const proxy = await startFlakyProxy(first.port)
+    const lines: string[] = []
+    const link = await connectRedis({ url: proxy.url, warn: (line) => lines.push(line) })
+    onTestFinished(() => link.close())
+    const answered = async (value: string) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await link.call('probe', ['SET', 'probe', value])
+        } catch (error) {
+          if (attempt > 60) throw error
+          await sleep(50)
+        }
+      }
+    }
+    await answered('first')
+    proxy.moveTo(other.port)
+    // Before: "storage lost: … evicted 22 keys (INFO evicted_keys 0 -> 22 …)", every command refused.
+    await answered('other')
+    expect(await other.cli('GET', 'probe')).toContain('other')
+    proxy.moveTo(first.port)
+    await answered('first again')
+    expect(await first.cli('GET', 'probe')).toContain('first again')
+    expect(lines.filter((line) => line.startsWith('storage lost')), lines.join('\n')).toEqual([])
+  })
+
   it('takes keys Redis evicted while an operator had set an evicting policy for storage lost: refused until restart once noeviction is back, rather than serve what is left and hand out ids again (attack41 F1)', async () => {
     const redis = await startRedis()
     const lines: string[] = []
