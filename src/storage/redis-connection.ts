@@ -2064,7 +2064,14 @@ export class RedisLink {
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
     if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} until it is set to noeviction (or start with --redis-allow-eviction)`)
-    else if (evicting === undefined && server.evicting !== undefined) this.#warn(`storage accepted: ${this.#display(server)} no longer evicts keys`)
+    else if (evicting === undefined && server.evicting !== undefined) {
+      this.#warn(`storage accepted: ${this.#display(server)} no longer evicts keys`)
+      // @note While the policy refused scripts, the reads each second could not count the beat
+      // (a script): a backup restored meanwhile in place (DEBUG RELOAD, a REPLICAOF to a copy) was
+      // served from the first command after `noeviction`, ids handed out again until the next
+      // read (attack46 F1). The epoch is checked before it, as after a failure.
+      server.epochDue = true
+    }
     server.evicting = evicting
     server.recoveredUnchecked = false
   }

@@ -3,7 +3,7 @@
  * clock (F11), and a Redis that may evict tenant keys is refused unless the operator accepts it
  * (F02). Each against a real redis-server.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -783,6 +783,41 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect(status).toBe(201)
     expect(await names(sandbox)).toEqual(['before', 'after'])
   })
+  it('checks the epoch before the first command once an evicting policy is fixed: a backup restored in place meanwhile is refused, not served from (attack46 F1)', async () => {
+    const redis = await startRedis()
+    await redis.stop()
+    await redis.start({ extraArgs: ['--enable-debug-command', 'yes'] })
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'in the backup')).status).toBe(201)
+    await redis.cli('SAVE')
+    copyFileSync(join(redis.dir, 'dump.rdb'), join(redis.dir, 'backup.rdb'))
+    for (let i = 0; i < 3; i++) expect((await create(sandbox, `after the backup ${i}`)).status).toBe(201)
+    // The beat counted and confirmed past the backup's (each second).
+    await sleep(2500)
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
+    let status = 0
+    for (let attempt = 0; attempt < 40 && status !== 503; attempt++) {
+      const response = await create(sandbox, `while evicting ${attempt}`)
+      status = response.status
+      await response.body?.cancel()
+      if (status !== 503) await sleep(100)
+    }
+    expect(status).toBe(503)
+    // The backup put back in place, no restart, no failure the sandbox could see.
+    copyFileSync(join(redis.dir, 'backup.rdb'), join(redis.dir, 'dump.rdb'))
+    await redis.cli('DEBUG', 'RELOAD', 'NOSAVE')
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    // Creates from then on, two at a time, for 2.5 s: every one refused (storage lost from the first).
+    const answered: string[] = []
+    for (const until = Date.now() + 2500; Date.now() < until; ) {
+      const responses = await Promise.all([create(sandbox, 'after the fix'), create(sandbox, 'after the fix too')])
+      for (const response of responses) answered.push(`${response.status} ${await response.text()}`)
+      await sleep(20)
+    }
+    // Before: 201 {"id":2} and on, ids answered 201 before the backup was put back, until the next second's read.
+    expect(answered.filter((answer) => !answer.startsWith('503')), answered.slice(0, 3).join('\n')).toEqual([])
+  })
+
   it('counts a Redis first met behind its address (a failover to a node that evicted keys in its past, and back) from what it says then, not as keys evicted while serving (review41 R1)', async () => {
     const [first, other] = await Promise.all([startRedis(), startRedis()])
     // The other node evicted keys once, long before.
