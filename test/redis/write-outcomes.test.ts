@@ -36,6 +36,19 @@ async function names(sandbox: RunningSandbox, key = 'partner'): Promise<string[]
   }
 }
 
+/** Sets an evicting `policy` on `redis`, and resolves once `sandbox` refuses a create (within about a second: it reads the policy each second). */
+async function evictingRefused(sandbox: RunningSandbox, redis: { cli(...args: string[]): Promise<string> }, policy: string): Promise<void> {
+  await redis.cli('CONFIG', 'SET', 'maxmemory-policy', policy)
+  let status = 0
+  for (let attempt = 0; attempt < 40 && status !== 503; attempt++) {
+    const response = await create(sandbox, `while evicting ${attempt}`)
+    status = response.status
+    await response.body?.cancel()
+    if (status !== 503) await sleep(100)
+  }
+  expect(status).toBe(503)
+}
+
 /**
  * What the journals hold, read from Redis in one script: `!journals` in the usage hash, the sum of
  * the journal weights (sorted set), the sum of the weights of the entries the journals' lists
@@ -794,15 +807,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     for (let i = 0; i < 3; i++) expect((await create(sandbox, `after the backup ${i}`)).status).toBe(201)
     // The beat counted and confirmed past the backup's (each second).
     await sleep(2500)
-    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru')
-    let status = 0
-    for (let attempt = 0; attempt < 40 && status !== 503; attempt++) {
-      const response = await create(sandbox, `while evicting ${attempt}`)
-      status = response.status
-      await response.body?.cancel()
-      if (status !== 503) await sleep(100)
-    }
-    expect(status).toBe(503)
+    await evictingRefused(sandbox, redis, 'allkeys-lru')
     // The backup put back in place, no restart, no failure the sandbox could see.
     copyFileSync(join(redis.dir, 'backup.rdb'), join(redis.dir, 'dump.rdb'))
     await redis.cli('DEBUG', 'RELOAD', 'NOSAVE')
@@ -860,16 +865,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     const tenants = Array.from({ length: 8 }, (_, index) => `tenant-${index}`)
     for (const key of tenants) for (let i = 0; i < 5; i++) expect((await create(sandbox, `${key} ${i}`, key)).status).toBe(201)
     // The operator lets Redis evict, and fills it past a lowered maxmemory: keys go, tenants' among them.
-    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'allkeys-random')
-    // Refused within about a second, as while serving (the sandbox reads the policy each second).
-    let status = 0
-    for (let attempt = 0; attempt < 40 && status !== 503; attempt++) {
-      const response = await create(sandbox, `while evicting ${attempt}`)
-      status = response.status
-      await response.body?.cancel()
-      if (status !== 503) await sleep(100)
-    }
-    expect(status).toBe(503)
+    await evictingRefused(sandbox, redis, 'allkeys-random')
     const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))?.[1])
     await redis.cli('CONFIG', 'SET', 'maxmemory', String(used + 256 * 1024))
     const filler = 'f'.repeat(32 * 1024)
