@@ -15,6 +15,8 @@ export interface FloodReport {
   /** Health checks made during the flood, and how many did not answer 200. */
   readonly healthChecks: number
   readonly healthFailures: number
+  /** Why each of the first failed health checks failed: `status 503 …` or the error, with its time into the flood. */
+  readonly healthFailureReasons: readonly string[]
   /** Whether the partner's categories after the flood were those before it. */
   readonly partnerIntact: boolean
   readonly seconds: number
@@ -58,16 +60,22 @@ async function underWatch(
   const statuses: Record<string, number> = {}
   let healthChecks = 0
   let healthFailures = 0
+  const healthFailureReasons: string[] = []
+  const failed = (reason: string) => {
+    healthFailures++
+    if (healthFailureReasons.length < 5) healthFailureReasons.push(`${reason} at ${Math.round(performance.now() - started)} ms`)
+  }
   let flooding = true
   const watcher = (async () => {
     while (flooding) {
       healthChecks++
       try {
         const response = await fetch(`${origin}/__sandbox/health`, { signal: AbortSignal.timeout(5000) })
-        if (response.status !== 200) healthFailures++
-        await response.arrayBuffer()
-      } catch {
-        healthFailures++
+        const body = await response.text()
+        if (response.status !== 200) failed(`status ${response.status} ${body.slice(0, 200)}`)
+      } catch (error) {
+        const cause = (error as { cause?: { code?: string; message?: string } }).cause
+        failed(`${String(error)}${cause === undefined ? '' : ` (cause: ${cause.code ?? ''} ${cause.message ?? ''})`}`)
       }
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
@@ -91,6 +99,7 @@ async function underWatch(
     statuses,
     healthChecks,
     healthFailures,
+    healthFailureReasons,
     partnerIntact: after === before,
     seconds: Math.round((performance.now() - started) / 100) / 10,
   }

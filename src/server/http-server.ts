@@ -74,6 +74,15 @@ class ConnectionShares {
   /** Since when each key has held connections without a break ({@link monotonicNow} ms): a key's age, for the door. */
   readonly #since = new Map<string, number>()
 
+  /**
+   * The connection of the latest health check, while it asks nothing else: never ended for
+   * another (a health probe's keep-alive connection), whatever its key's share.
+   * @note Closed idle for a partner past the cap, the probe's next check raced its close and
+   * failed (`other side closed`: a health check lost during a crowd of delayed requests, stop 41's
+   * CI). One connection only: a crowd sending health checks cannot shelter its connections so.
+   */
+  probe: Connection | undefined
+
   constructor(readonly maxConnections: number) {}
 
   /** `connection` now counts for `key`. */
@@ -143,7 +152,7 @@ class ConnectionShares {
     const any: (Connection | undefined)[] = [undefined, undefined, undefined]
     let young: Connection | undefined
     for (const connection of all) {
-      if (connection.socket.destroyed) continue
+      if (connection.socket.destroyed || connection === this.probe) continue
       if (connection.request === undefined) {
         // Oldest first: the first silent one found is the oldest.
         if (now - connection.openedAt >= SILENT_MS) return connection
@@ -203,6 +212,7 @@ class ConnectionShares {
       // partner's only upload or download, the oldest first (attack10 C1).
       const beyond = set.size > share
       for (const connection of set) {
+        if (connection === this.probe) continue
         if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
         if (idle === undefined && connection.inFlight === 0) idle = connection
         if (delayed === undefined && connection.cut !== undefined) delayed = connection
@@ -230,7 +240,7 @@ class ConnectionShares {
       let oldest: Connection | undefined
       for (const set of this.#byKey.values()) {
         for (const connection of set) {
-          if (connection !== except && connection.inFlight === 0 && connection.cut === undefined && (oldest === undefined || connection.requestAt < oldest.requestAt)) oldest = connection
+          if (connection !== except && connection !== this.probe && connection.inFlight === 0 && connection.cut === undefined && (oldest === undefined || connection.requestAt < oldest.requestAt)) oldest = connection
         }
       }
       if (oldest !== undefined) return this.#end(oldest)
@@ -242,7 +252,7 @@ class ConnectionShares {
     }
     for (const set of [this.#byKey.get(key), most]) {
       for (const connection of set ?? []) {
-        if (connection !== except && connection.inFlight === 0 && connection.cut === undefined) return this.#end(connection)
+        if (connection !== except && connection !== this.probe && connection.inFlight === 0 && connection.cut === undefined) return this.#end(connection)
       }
     }
     return false
@@ -367,7 +377,12 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       // @note Invented tokens are one key, not one each: a crowd of them, needing no key, shrank a
       // partner's share and got its connections reset (attack11 K1).
       const key = bearer.ok && (hooks.accepts?.(bearer.token) ?? true) ? bearer.token : ''
-      if (connection !== undefined) shares.assign(connection, key)
+      const path = (req.url ?? '').split('?', 1)[0]
+      if (connection !== undefined) {
+        shares.assign(connection, key)
+        if (path === healthPath) shares.probe = connection
+        else if (shares.probe === connection) shares.probe = undefined
+      }
       // @note Past the cap, a key within its share is served, and a connection another key holds
       // beyond its own share is ended for it when one can be (attack7 K3: one key's 1,000 delayed
       // requests refused every partner); a key past its share is refused, unless an idle connection
@@ -375,7 +390,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       // reserve) still bounds the connections.
       // @note A browser partner's preflights carry no key: refused with the anonymous crowd's
       // requests past the cap, its app's every fetch failed as a CORS error (attack12 K4).
-      if (open > cap && (req.url ?? '').split('?', 1)[0] !== healthPath && hooks.pastCap?.(req) !== true) {
+      if (open > cap && path !== healthPath && hooks.pastCap?.(req) !== true) {
         if (shares.held(key) > shares.share() && !shares.closeIdle(key, connection)) {
           if (connection !== undefined) shares.remove(connection)
           ;(hooks.stamp ?? stampPlainly)(req, res)
@@ -437,6 +452,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
     socket.once('close', () => {
       open--
       all.delete(connection)
+      if (shares.probe === connection) shares.probe = undefined
       shares.remove(connection)
     })
   })

@@ -510,6 +510,28 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(got.every((answer) => answer.status === 200 || answer.status === 503)).toBe(true)
   })
 
+  it('keeps the health probe’s keep-alive connection while keys past the cap need room: its next check is answered (stop 41’s CI flood)', async () => {
+    const { origin, server } = await startSandbox({ apiKeys: ['a', 'b', 'c'], maxConnections: 2, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
+    let arrived = 0
+    server.prependListener('request', () => arrived++)
+    const probe = await openSocket(origin)
+    probe.on('error', () => undefined)
+    const check = 'GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'
+    expect(await ask(probe, check)).toBe(200)
+    // Two keys wait out delays past the cap; a third key's request, within its share, needs room.
+    const held = await Promise.all(['a', 'b'].map(() => openSocket(origin)))
+    const answers = held.map((socket) => collect(socket, 5000))
+    held.forEach((socket, i) => socket.write(`GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${['a', 'b'][i]!}\r\nPrefer: delay=1500\r\nConnection: close\r\n\r\n`))
+    await expect.poll(() => arrived, { timeout: 5000 }).toBe(3)
+    const third = await globalThis.fetch(`${origin}/v1/categories`, { headers: auth('c') })
+    expect(third.status).toBe(200)
+    // Before: the probe's idle connection, its key's only one, was the first closed for the third key: its next check failed.
+    expect(await ask(probe, check)).toBe(200)
+    // Delayed requests were cut for the newcomers instead (503 over_capacity), as for any key past its share.
+    expect((await Promise.all(answers)).map((answer) => answer.status)).toContain(503)
+    probe.destroy()
+  })
+
   it('lets a new key in at the tenant cap while the other keys wait out delays: a delayed create is cut (503 over_capacity), not waited for', async () => {
     const { origin, fetch, sandbox } = await startSandbox({ anyKey: true, maxTenants: 3 })
     const fired = await Promise.all(
