@@ -1,6 +1,6 @@
 /** `petstore-sandbox scenarios list|validate`: the scenarios `serve --scenario` accepts, and a check of scenario files. */
 import { PetstoreError } from '../core/petstore-error.js'
-import { listScenarioNames, loadScenario, loadScenarioFile } from '../scenario/scenario-loader.js'
+import { fileScenarioName, listScenarioNames, loadScenario, loadScenarioFile } from '../scenario/scenario-loader.js'
 import type { CliIo } from './cli-io.js'
 
 /** Prints one line per scenario: name, version, description (or why it is broken). */
@@ -22,6 +22,9 @@ export async function validateScenarios(files: readonly string[], io: CliIo, red
     try {
       const scenario = await loadScenarioFile(file)
       io.stdout(`ok   ${file}: ${scenario.name} ${scenario.version}\n`)
+      const own = fileScenarioName(file)
+      // A file given by path may carry any name; a scenarios directory serves only the one named as its file.
+      if (scenario.name !== own) io.stderr(`note ${file} is named "${scenario.name}": given by path (--scenario ${file}) it serves as "${scenario.name}", but a --scenarios-dir refuses it (a file there holds the scenario of its own name, "${own}")\n`)
     } catch (error) {
       if (!(error instanceof PetstoreError)) throw error
       failed++

@@ -172,6 +172,12 @@ export const ERROR_TABLE = {
     when: 'Admin API: `PUT /__sandbox/scenario` with a scenario the operator did not allow (`--scenario-allow`)',
     admin: true,
   },
+  invalid_scenario: {
+    status: 500,
+    message: 'The scenario cannot be loaded: {reason}',
+    when: 'Admin API: `PUT /__sandbox/scenario` or `POST /__sandbox/reset` with a scenario of `--scenarios-dir` whose file, or a fixture it names, is broken (not JSON, not a scenario, unreadable, or named otherwise than its file); `{reason}` names the file by its name alone and the problem, the operator\'s log by its path. The operator fixes the file; nothing of the tenant changed',
+    admin: true,
+  },
   unknown_tenant: {
     status: 404,
     message: 'Unknown tenant {tenant}: no tenant has this id, nor this unique prefix of 12 or more hex digits (see GET /__sandbox/tenants)',

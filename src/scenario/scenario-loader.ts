@@ -105,7 +105,11 @@ export async function loadScenario(input: ScenarioInput, options: LoadScenarioOp
     const file = fs.join(options.scenariosDir, `${input}.json`)
     // @note A name the directory lists that is not a regular file (a FIFO, a device) is refused by
     // the file's reader, saying so: it was said "no such scenario", its name among the known ones.
-    if ((await fs.isFile(file)) || (await fs.list(options.scenariosDir)).includes(`${input}.json`)) return loadScenarioFile(file)
+    if ((await fs.isFile(file)) || (await fs.list(options.scenariosDir)).includes(`${input}.json`)) {
+      const scenario = await loadScenarioFile(file)
+      checkOwnName(scenario, file)
+      return scenario
+    }
   }
   const builtin = Object.hasOwn(BUILTIN_SCENARIOS, input) ? BUILTIN_SCENARIOS[input] : undefined
   if (builtin) return builtin
@@ -114,6 +118,26 @@ export async function loadScenario(input: ScenarioInput, options: LoadScenarioOp
     'unknown_scenario',
     `Cannot use scenario "${input}": no such scenario. Known: ${known.join(', ')}`,
   )
+}
+
+/**
+ * Throws {@link PetstoreError} `invalid_scenario` when `scenario`, read from `file` of a scenarios
+ * directory, is not named as its file is (`<name>.json`).
+ * @note Accepted, such a file had two names: listed and switched to by its file's, answered and
+ * listed as active by its own, a switch to which was 404 (trial41 R1). And a backup `shop-backup.json`
+ * named "shop" replaced the scenario "shop" under --watch (attack5 W1).
+ */
+export function checkOwnName(scenario: Scenario, file: string): void {
+  const own = fileScenarioName(file)
+  if (scenario.name !== own) {
+    throw new PetstoreError('invalid_scenario', `Invalid scenario ${file}: it is named "${scenario.name}", not "${own}" as its file; a file of the scenarios directory holds the scenario of its own name (rename the file ${scenario.name}.json, or set "name": "${own}")`, { paths: [file] })
+  }
+}
+
+/** The scenario name a file of a scenarios directory holds: its name less `.json`. */
+export function fileScenarioName(file: string): string {
+  const base = file.slice(Math.max(file.lastIndexOf('/'), file.lastIndexOf('\\')) + 1)
+  return base.endsWith('.json') ? base.slice(0, -'.json'.length) : base
 }
 
 /** The names `loadScenario` accepts: the directory's files, then the built-ins. */

@@ -267,19 +267,25 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowed() })
       return undefined
     }
-    let scenario
+    const scenario = await loaded(name, where, res)
+    if (scenario === null) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
+    return scenario ?? undefined
+  }
+
+  /** The scenario named `name` as its files are now; null when there is none, undefined when it is broken (answered). */
+  async function loaded(name: string, where: string, res: Response): Promise<Scenario | null | undefined> {
     try {
-      scenario = await catalog.load(name)
+      return (await catalog.load(name)) ?? null
     } catch (error) {
       if (!(error instanceof PetstoreError)) throw error
       // @note The loader's message names the file by its path: the operator gets it, the client
       // gets the file's name alone.
+      // @note Answered `internal_error` ("Internal error: …"), a user's broken file read as a fault
+      // of the sandbox (trial41 R3).
       options.warn?.(`${where}: ${error.message}`)
-      sendError(res, 'internal_error', { reason: withoutPaths(error.message, error.paths) })
+      sendError(res, 'invalid_scenario', { reason: withoutPaths(error.message, error.paths) })
       return undefined
     }
-    if (!scenario) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
-    return scenario
   }
 
   route('/scenario', {
@@ -301,8 +307,19 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
 
   route('/reset', {
     post: onTenant(async ({ tenant, payer }, req, res) => {
-      // @note No body (as before): the scenario in use, reseeded. A body may name another, or the initial one.
+      // @note No body (as before): the scenario in use, reseeded as its files are now. A body may name another, or the initial one.
       let scenario = tenant.scenario
+      if (!hasBody(req) && scenario !== tenants.scenario) {
+        // @note Reseeded from the version loaded at the last switch, an edit of the scenario's file or
+        // fixture was not picked up by a reset, only by a switch (trial41 R2). A scenario no longer
+        // listed (its file deleted) is reseeded as the tenant holds it.
+        const now = await loaded(scenario.name, 'POST /__sandbox/reset', res)
+        if (now === undefined) return
+        if (now !== null && now !== scenario) {
+          options.admit('grow', growthOf(tenant, now))
+          scenario = now
+        }
+      }
       if (hasBody(req)) {
         const body = await readBody(req, res, payer, (value): Judged<ResetBody> => {
           const parsed = ResetBody.safeParse(value)

@@ -7,7 +7,7 @@ import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PetstoreError } from '../core/petstore-error.js'
 import type { Scenario } from '../contract/scenario-format.js'
-import { listScenarioNames, loadScenario, loadScenarioFile } from '../scenario/scenario-loader.js'
+import { checkOwnName, listScenarioNames, loadScenario, loadScenarioFile } from '../scenario/scenario-loader.js'
 
 /** What the admin API says of a scenario. */
 export interface ScenarioSummary {
@@ -115,6 +115,7 @@ export class ScenarioCatalog {
     const started = Date.now()
     const paths = new Set<string>()
     const scenario = await loadScenarioFile(file, (path) => paths.add(path))
+    checkOwnName(scenario, file)
     const stamps = await stampsOf(paths, started)
     if (stamps !== undefined) this.#loaded.set(name, { scenario: new WeakRef(scenario), stamps })
     return scenario

@@ -15,7 +15,7 @@ import { readdir, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
 import { PetstoreError } from '../core/petstore-error.js'
 import { ScenarioName, type Scenario } from '../contract/scenario-format.js'
-import { loadScenarioFile, looksLikePath, withoutPaths, type ScenarioInput } from '../scenario/scenario-loader.js'
+import { checkOwnName, loadScenarioFile, looksLikePath, withoutPaths, type ScenarioInput } from '../scenario/scenario-loader.js'
 
 /** How long after a file's last event it is read: one save is several events. */
 const DEBOUNCE_MS = 50
@@ -291,10 +291,7 @@ export class ScenarioWatcher {
       const previous = source.current
       // @note A file of the scenarios directory is its own scenario only (attack5 W1: a backup
       // `shop-backup.json` named "shop", or a `mine.json` named "default", replaced the start seed).
-      const own = basename(source.file).slice(0, -'.json'.length)
-      if (!source.start && scenario.name !== own) {
-        throw new PetstoreError('invalid_scenario', `Invalid scenario ${source.file}: it is named "${scenario.name}", not "${own}" as its file; a file of the scenarios directory holds the scenario of its own name`)
-      }
+      if (!source.start) checkOwnName(scenario, source.file)
       if (!source.start && scenario.name === this.#options.startName) {
         throw new PetstoreError('invalid_scenario', `Invalid scenario ${source.file}: "${scenario.name}" is the start scenario, served from ${this.#options.start === undefined ? 'the package' : 'its own file'}; this file cannot replace it`)
       }

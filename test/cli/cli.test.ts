@@ -376,6 +376,19 @@ describe('petstore-sandbox scenarios', () => {
     expect(stderr()).not.toContain('received undefined')
   })
 
+  it('notes a scenario named otherwise than its file: valid given by path, refused in a scenarios directory; scenarios list says it is broken (trial41 R1)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-validate-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const file = join(dir, 'petdemo.json')
+    await writeFile(file, JSON.stringify({ name: 'other', version: '1.0.0', description: 'Misnamed' }))
+    const validated = await runCliHere(['scenarios', 'validate', file])
+    expect(validated.code).toBe(0)
+    // Before: "ok" alone, while a --scenarios-dir served it under two names.
+    expect(validated.stderr()).toContain(`note ${file} is named "other"`)
+    const listed = await runCliHere(['scenarios', 'list', '--scenarios-dir', dir])
+    expect(listed.stdout()).toMatch(/petdemo\s+broken\s+Invalid scenario \S*petdemo\.json: it is named "other", not "petdemo" as its file/)
+  })
+
   it('exits 1 naming a file that cannot be read', async () => {
     const { code, stderr } = await runCliHere(['scenarios', 'validate', 'no/such/file.json'])
     expect(code).toBe(1)

@@ -301,7 +301,7 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     const { fetch } = await startSandbox({ scenariosDir })
     const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"broken"}' })
     const error = (await jsonOf(response)) as { message: string }
-    expectErrorBody(error, 500, 'internal_error')
+    expectErrorBody(error, 500, 'invalid_scenario')
     expect(error.message).toContain('version')
     expect(error.message).toContain('broken.json')
     expect(error.message).not.toContain(scenariosDir)
@@ -316,7 +316,7 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     const { fetch } = await startSandbox({ scenariosDir })
     const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"leaky"}' })
     const error = (await jsonOf(response)) as { message: string }
-    expectErrorBody(error, 500, 'internal_error')
+    expectErrorBody(error, 500, 'invalid_scenario')
     // Before: "Invalid JSON in /tmp/…/environ: Unexpected token 'S', … is not valid JSON".
     expect(error.message).toContain('environ')
     expect(error.message).not.toContain(outside)
@@ -334,10 +334,47 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     const { fetch } = await startSandbox({ scenariosDir })
     const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"leaky"}' })
     const error = (await jsonOf(response)) as { message: string }
-    expectErrorBody(error, 500, 'internal_error')
+    expectErrorBody(error, 500, 'invalid_scenario')
     expect(error.message).toContain('Invalid JSON in env file')
     // Before: "Invalid JSON in /tmp/sandbox-outside-…/private notes of ops/env file" cut to "private notes of env file".
     expect(error.message).not.toMatch(/private|notes|sandbox-outside/)
+  })
+
+  it('refuses a directory scenario named otherwise than its file, saying both names; it is listed under neither (trial41 R1)', async () => {
+    const scenariosDir = await tempScenariosDir({ 'petdemo.json': { name: 'other', version: '1.0.0', description: 'Misnamed' } })
+    const { fetch } = await startSandbox({ scenariosDir })
+    const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"petdemo"}' })
+    const error = (await jsonOf(response)) as { message: string }
+    // Before: 200 {"scenario":{"name":"other",…}}, a scenario with two names (a switch to "other" 404).
+    expectErrorBody(error, 500, 'invalid_scenario')
+    expect(error.message).toContain('petdemo.json: it is named "other", not "petdemo" as its file')
+    const listed = (await jsonOf(await fetch('/__sandbox/scenarios', { headers: auth() }))) as { name: string }[]
+    expect(listed.map((scenario) => scenario.name)).not.toContain('other')
+    expect(listed.map((scenario) => scenario.name)).not.toContain('petdemo')
+  })
+
+  it('reseeds a directory scenario as its file is now on a reset without a body: an edit is picked up, a broken edit answered (trial41 R2)', async () => {
+    const shop = (names: string[]) => ({ name: 'shop', version: '1.0.0', description: 'A shop', seed: { categories: names.map((name) => ({ name })) } })
+    const scenariosDir = await tempScenariosDir({ 'shop.json': shop(['Before']) })
+    const { fetch } = await startSandbox({ scenariosDir })
+    const names = async () => ((await jsonOf(await fetch('/v1/categories', { headers: auth() }))) as { name: string }[]).map((category) => category.name)
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"shop"}' })).status).toBe(200)
+    expect(await names()).toEqual(['Before'])
+    await writeFile(join(scenariosDir, 'shop.json'), JSON.stringify(shop(['After', 'Edited'])))
+    const reset = await fetch('/__sandbox/reset', { method: 'POST', headers: auth() })
+    // Before: reseeded from the version read at the switch: ["Before"].
+    expect(await jsonOf(reset)).toEqual({ scenario: expect.objectContaining({ name: 'shop' }), categories: 2 })
+    expect(await names()).toEqual(['After', 'Edited'])
+    // A broken edit: the reset is refused, the tenant's data kept.
+    expect((await fetch('/v1/categories', { method: 'POST', headers: auth(undefined, true), body: '{"name":"Mine"}' })).status).toBe(201)
+    await writeFile(join(scenariosDir, 'shop.json'), '{"name":"shop",')
+    const refused = await fetch('/__sandbox/reset', { method: 'POST', headers: auth() })
+    expectErrorBody(await jsonOf(refused), 500, 'invalid_scenario')
+    expect(await names()).toEqual(['After', 'Edited', 'Mine'])
+    // A file deleted since: reseeded as the tenant had it.
+    await rm(join(scenariosDir, 'shop.json'))
+    expect((await fetch('/__sandbox/reset', { method: 'POST', headers: auth() })).status).toBe(200)
+    expect(await names()).toEqual(['After', 'Edited'])
   })
 
   it('resets the caller’s data, ids and journal to its scenario', async () => {
