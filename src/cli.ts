@@ -11,8 +11,10 @@ import { runWorkers } from './cli/serve-workers.js'
 import { runCli } from './cli/run-cli.js'
 import { consoleWriters } from './cli/console-streams.js'
 
-const output = consoleWriters({ stdout: process.stdout, stderr: process.stderr })
-const result = await runCli(hideBin(process.argv), {
+const args = hideBin(process.argv)
+// The command: the first word that is not an option (`serve`, `scenarios`, …).
+const output = consoleWriters({ stdout: process.stdout, stderr: process.stderr }, args.find((arg) => !arg.startsWith('-')) === 'serve')
+const result = await runCli(args, {
   stdout: output.stdout,
   stderr: output.stderr,
   env: process.env,

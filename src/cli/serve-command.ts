@@ -1,4 +1,5 @@
 /** `petstore-sandbox serve`: its options, the start banner, the request log, and a graceful stop. */
+import { readdir } from 'node:fs/promises'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Argv } from 'yargs'
@@ -206,6 +207,16 @@ function inFlagWords(error: unknown): unknown {
   return message === error.message ? error : new UsageError(message, { cause: error })
 }
 
+/** The scenarios of `--scenarios-dir` as the banner says them: how many, the first names, where. */
+async function scenariosLine(dir: string): Promise<string> {
+  const names = (await readdir(dir).catch((): string[] => []))
+    .filter((entry) => /^[A-Za-z0-9_-]{1,64}\.json$/.test(entry))
+    .map((entry) => entry.slice(0, -'.json'.length))
+    .sort()
+  const shown = names.length > 6 ? `${names.slice(0, 6).join(', ')}, …` : names.join(', ')
+  return `${names.length} from ${dir}${names.length === 0 ? '' : ` (${shown})`}, beside the built-ins: tenants switch with PUT ${ADMIN_BASE_PATH}/scenario`
+}
+
 /** Starts the sandbox, prints the start banner, and resolves once it answers. */
 export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox> {
   let failed = false
@@ -256,6 +267,8 @@ export async function serve(argv: ServeArgs, io: CliIo): Promise<RunningSandbox>
       // @note Left out, a sandbox behind a proxy showed only its local address (trial38).
       ...(argv['public-url'] === undefined ? [] : [`  public URL ${argv['public-url']} (listed first in the OpenAPI document's servers)`]),
       argv['proxy'] === undefined ? `  scenario   ${scenario.name} ${scenario.version}: ${scenario.description}` : `  scenario   none used: every API answer is the real service's`,
+      // @note Left out, nothing on screen said the directory was read (trial41 R5).
+      ...(argv['proxy'] === undefined && argv['scenarios-dir'] !== undefined ? [`  scenarios  ${await scenariosLine(argv['scenarios-dir'])}`] : []),
       ...(argv['proxy'] === undefined ? [] : [`  proxy      every API request passed on to ${argv['proxy']}, its answers checked against the contract (Sandbox-Violations header, GET ${ADMIN_BASE_PATH}/violations)`]),
       `  API keys   ${keys}`,
       `  admin API  ${origin}${ADMIN_BASE_PATH}/ (your API key, or the admin token: ${argv['admin-token'] === undefined ? 'not set' : 'set'})`,

@@ -97,6 +97,16 @@ describe('petstore-sandbox serve', () => {
     expect(switched.status).toBe(403)
   })
 
+  it('says in the banner which scenarios --scenarios-dir holds (trial41 R5)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'petstore-banner-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    for (const name of ['shop', 'petdemo']) await writeFile(join(dir, `${name}.json`), JSON.stringify({ name, version: '1.0.0', description: name }))
+    await writeFile(join(dir, 'notes.txt'), 'not a scenario')
+    const run = await runCliHere(['serve', '--port', '0', '--quiet', '--scenarios-dir', dir])
+    // Before: no line of the banner named the directory.
+    expect(run.stdout()).toContain(`\n  scenarios  2 from ${dir} (petdemo, shop), beside the built-ins: tenants switch with PUT /__sandbox/scenario\n`)
+  })
+
   it('lists --public-url as the served document’s first server, and X-Forwarded-Host only with --trust-proxy (issue 20 F14)', async () => {
     const documentUrl = async (args: string[], headers: Record<string, string>, env: Record<string, string> = {}) => {
       const run = await runCliHere(['serve', '--port', '0', '--quiet', ...args], env)

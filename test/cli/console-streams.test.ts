@@ -23,6 +23,7 @@ class FailingStream extends EventEmitter {
   constructor(
     readonly failAt: number,
     readonly how: 'throws' | 'emits',
+    readonly code = 'EPIPE',
   ) {
     super()
   }
@@ -32,7 +33,7 @@ class FailingStream extends EventEmitter {
       this.taken.push(text)
       return true
     }
-    const error = Object.assign(new Error('write EPIPE'), { code: 'EPIPE' })
+    const error = Object.assign(new Error(`write ${this.code}`), { code: this.code })
     if (this.how === 'throws') throw error
     process.nextTick(() => this.emit('error', error))
     return false
@@ -56,6 +57,22 @@ describe('the CLI’s console streams', () => {
     expect(stderr.taken).toEqual(['petstore-sandbox: standard output (the request log) can no longer be written (EPIPE): its lines are dropped from now on; the sandbox serves on\n'])
     output.stderr('still said\n')
     expect(stderr.taken.at(-1)).toBe('still said\n')
+  })
+
+  it('says nothing of a one-shot command’s reader that left (`scenarios list | head -1`), and no "serves on" of other errors (trial41 R6)', async () => {
+    const stdout = new FailingStream(1, 'emits')
+    const stderr = new FailingStream(100, 'throws')
+    const output = consoleWriters({ stdout, stderr }, false)
+    output.stdout('first\n')
+    output.stdout('second\n')
+    await new Promise((resolve) => setImmediate(resolve))
+    // Before: "… standard output (the request log) can no longer be written (EPIPE): … the sandbox serves on".
+    expect(stderr.taken).toEqual([])
+    const full = new FailingStream(0, 'throws', 'ENOSPC')
+    const told: string[] = []
+    const other = consoleWriters({ stdout: full, stderr: { write: (text: string) => told.push(text), on: () => undefined } }, false)
+    other.stdout('a\n')
+    expect(told).toEqual(['petstore-sandbox: standard output can no longer be written (ENOSPC): its lines are dropped from now on\n'])
   })
 
   it('says nothing, and throws nothing, when both streams fail', () => {
