@@ -104,7 +104,15 @@ describe('loading scenarios', () => {
     const { message } = await failure(loadScenario(join(dir, 'shop.json')))
     // Before: "Unexpected token 'r', "root:x:0:0"... is not valid JSON", in a switch's 500 to a tenant (attack42 F4: the
     // token 'r' was still quoted after attack40 F4's fix).
-    expect(message).toMatch(new RegExp(`^Invalid JSON in ${join(dir, 'secret.txt')}: not valid JSON( \\(at position \\d+( \\(line \\d+ column \\d+\\))?\\))?$`))
+    expect(message.startsWith(`Invalid JSON in ${join(dir, 'secret.txt')} (named by ${join(dir, 'shop.json')}: seed.orders.fixture): not valid JSON`)).toBe(true)
+    expect(message).toMatch(/: not valid JSON( \(at position \d+ \(line \d+ column \d+\)\))?$/)
+  })
+
+  it('names the scenario whose fixture is not JSON, and where in the fixture, by line and column (trial41 R4)', async () => {
+    const dir = await scratch({ 'shop.json': { ...minimal, seed: { pets: { fixture: 'pets.json' } } }, 'pets.json': '[\n  { "id": 1 },\n  { "id": 2, }\n]' })
+    const { message } = await failure(loadScenario(join(dir, 'shop.json')))
+    // Before: "Invalid JSON in …/pets.json: not valid JSON (at position 29)", the scenario unnamed (Node 20).
+    expect(message).toBe(`Invalid JSON in ${join(dir, 'pets.json')} (named by ${join(dir, 'shop.json')}: seed.pets.fixture): not valid JSON (at position 30 (line 3 column 14))`)
   })
 
   it.each([
