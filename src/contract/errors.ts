@@ -137,7 +137,7 @@ export const ERROR_TABLE = {
   storage_unavailable: {
     status: 503,
     message: 'Storage unavailable: the sandbox cannot read or write its data {until}',
-    when: `With a data directory, the disk is full, read-only or failing; with \`--redis-url\`, Redis does not answer (the operator's log says which); \`Retry-After\` says when to retry. \`{until}\` is "${STORAGE_UNAVAILABLE_UNTIL.brief}", or once Redis lost the sandbox's keys or went back to an older state (storage lost: only a restart of the sandbox ends it; \`Retry-After: 60\`) "${STORAGE_UNAVAILABLE_UNTIL.restart}"`,
+    when: `With a data directory, the disk is full, read-only or failing, or a create would leave it less room than deleting the tenants needs; with \`--redis-url\`, Redis does not answer (the operator's log says which); \`Retry-After\` says when to retry. \`{until}\` is "${STORAGE_UNAVAILABLE_UNTIL.brief}", or once Redis lost the sandbox's keys or went back to an older state (storage lost: only a restart of the sandbox ends it; \`Retry-After: 60\`) "${STORAGE_UNAVAILABLE_UNTIL.restart}"`,
   },
   write_outcome_unknown: {
     status: 503,

@@ -85,6 +85,10 @@ const CHECKPOINT_BYTES = 1000 * PAGE
  * at most the WAL's size), and on a small disk the WAL never takes the room it would need.
  */
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
+/** How long a reading of the disk's room serves creates, in ms ({@link SqliteStorage} #createRoom): creates between readings are counted against it. */
+const DISK_READ_MS = 200
+/** How close to the room kept for deletes creates read the disk each time, in bytes. */
+const NEAR_KEPT_BYTES = 4 * CHECKPOINT_ROOM_BYTES
 /** The room on the disk a write of a tenant's whole state needs, per byte it stores: its WAL frames (pages, indexes) and their copy into the database. */
 const ROOM_PER_BYTE = 6
 /** What an entry of the categories' index by tenant takes at most, in bytes (a tenant id of 32 characters, a seq, the cell's own). */
@@ -477,6 +481,8 @@ export class SqliteStorage implements TenantStorage {
   #roomShort = false
   /** Bytes of writes that passed the room check and are not done yet (see #roomFor). */
   #roomPledged = 0
+  /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
+  #createDisk = { room: Number.POSITIVE_INFINITY, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
   /** Bytes a tenant's first write stores of the default seed (see #roomFor), once counted. */
   #seedBytes: number | undefined
   /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
@@ -640,7 +646,7 @@ export class SqliteStorage implements TenantStorage {
     // At most a page a row and the index's pages; at most every page of the database, each written once in a transaction.
     const frame = PAGE + WAL_FRAME_HEADER
     const pages = rows + Math.ceil((rows * INDEX_ENTRY_BYTES) / PAGE) + 4
-    const database = (this.#db.pragma('page_count', { simple: true }) as number) + 4
+    const database = this.#usedPages() + 4
     return Math.ceil(Math.min(Math.max(counted, 1.5 * pages * frame), 1.1 * database * frame))
   }
 
@@ -842,7 +848,10 @@ export class SqliteStorage implements TenantStorage {
     } catch {
       // #run and #synced have recorded the failure
     }
-    return this.#failing === undefined ? { ok: true } : { ok: false, detail: this.#failing }
+    if (this.#failing !== undefined) return { ok: false, detail: this.#failing }
+    // @note Creates refused for the room deleting the tenants needs: the disk is nearly full (attack44 F3: health said ok).
+    const short = await this.#createsShort()
+    return short === undefined ? { ok: true } : { ok: false, detail: short }
   }
 
   /**
@@ -1118,9 +1127,82 @@ export class SqliteStorage implements TenantStorage {
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
     this.#seedBytes ??= stateStoredBytes(tenant, this.#seed)
     if (this.#seedBytes > CHECKPOINT_ROOM_BYTES && this.#db.open && this.#sql.tenant.get(tenant) === undefined) {
-      return this.#roomFor(this.#seedBytes).then((release) => this.#create(tenant, input, maxCategories).finally(release))
+      return this.#roomFor(this.#seedBytes, 0, true).then((release) => this.#create(tenant, input, maxCategories).finally(release))
     }
-    return this.#create(tenant, input, maxCategories)
+    const judged = this.#createRoom(categoryStoredBytes(input))
+    if (judged === undefined) return this.#create(tenant, input, maxCategories)
+    return judged.then(() => this.#create(tenant, input, maxCategories))
+  }
+
+  /**
+   * Refuses (503 `over_capacity`) a create that would leave the disk less room than deleting the
+   * tenants needs ({@link #keepForRemovals}): undefined when it may go on at once (the room read in
+   * the last {@link DISK_READ_MS}, less what creates took since, is enough), else a promise settled
+   * once the room is read again (rejected with the refusal).
+   * @note Checked against the store budget alone, creates took the last room on the disk, and then
+   * no reset or delete (API, `tenants delete`) could run, nor the idle sweep after a restart: with
+   * `--store-budget 0` (attack44 F2), or once another program had taken room after start (attack44 F3).
+   */
+  #createRoom(bytes: number): Promise<void> | undefined {
+    const disk = this.#createDisk
+    const need = ROOM_PER_BYTE * bytes
+    const left = () => disk.room - disk.since - this.#roomPledged - need - disk.keep
+    const enough = () => left() >= 0
+    // Near the room kept, each create reads the disk again (a commit's WAL frames are whole pages: counted by what they store, creates between two readings went past it).
+    if (monotonicNow() - disk.at < DISK_READ_MS && left() >= NEAR_KEPT_BYTES) {
+      disk.since += need
+      return undefined
+    }
+    disk.reading ??= (async () => {
+      const room = await this.#roomForWrites()
+      disk.keep = Number.isFinite(room) && this.#db.open ? this.#keepForRemovals() : 0
+      disk.room = room
+      disk.since = 0
+      disk.at = monotonicNow()
+    })().finally(() => (disk.reading = undefined))
+    return disk.reading.then(() => {
+      if (enough()) {
+        this.#roomBack()
+        disk.since += need
+        return
+      }
+      const detail = `${this.path}: ${Math.max(0, disk.room)} bytes left on its disk, and deleting the tenants needs about ${disk.keep} kept free: creates are answered 503 storage_unavailable until there is room (resets, switches to smaller scenarios and deletes go on)`
+      if (disk.short === false) this.#warn(`storage failing: ${detail}`)
+      disk.short = detail
+      throw new StorageUnavailableError(detail)
+    })
+  }
+
+  /** Ends the creates' refusal for the room kept ({@link #createRoom}), saying so once. */
+  #roomBack(): void {
+    if (this.#createDisk.short === false) return
+    this.#createDisk.short = false
+    this.#warn(`storage recovered: ${this.path}: its disk has room for creates again`)
+  }
+
+  /** While creates are refused for the room kept: why, once the disk is read again and still says so; else undefined. */
+  async #createsShort(): Promise<string | undefined> {
+    if (this.#createDisk.short === false || !this.#db.open) return undefined
+    this.#createDisk.at = Number.NEGATIVE_INFINITY
+    await this.#createRoom(0)?.catch(() => undefined)
+    // Read again: the reading just made may have ended it (narrowed by the check above, TS would not see that).
+    const short = this.#createDisk.short as string | false
+    return short === false ? undefined : short
+  }
+
+  /**
+   * The room deleting any tenant needs at most: every page of the database that holds something
+   * written once into the WAL ({@link #removalRoom}'s cap), and the room the WAL's checkpoint keeps
+   * as a margin (creates between two readings of the disk). A tenant's rows may share their pages
+   * with every other tenant's (created side by side), so deleting one may write them all.
+   */
+  #keepForRemovals(): number {
+    return Math.ceil(1.1 * (this.#usedPages() + 4) * (PAGE + WAL_FRAME_HEADER)) + CHECKPOINT_ROOM_BYTES
+  }
+
+  /** The pages of the database that hold something (its free pages, left by deletes, are reused by later writes and written by none). */
+  #usedPages(): number {
+    return (this.#db.pragma('page_count', { simple: true }) as number) - (this.#db.pragma('freelist_count', { simple: true }) as number)
   }
 
   #create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
@@ -1202,7 +1284,7 @@ export class SqliteStorage implements TenantStorage {
    * against the same room, switches sent at once each passed and together filled the disk, every
    * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number, removal = 0): Promise<() => void> {
+  async #roomFor(bytes: number, removal = 0, growth = false): Promise<() => void> {
     // @note A delete writes the pages it empties into the WAL and grows no database ({@link #removalRoom}):
     // charged as stored, a large tenant on a tight disk could never be deleted, though that is what frees
     // room (the review of attack40 F6's fix).
@@ -1221,7 +1303,8 @@ export class SqliteStorage implements TenantStorage {
     // under it) wrote 5.3 MB of WAL on a 6 MiB disk: full for good, a restart refused (attack44 F1).
     if (need + this.#roomPledged <= CHECKPOINT_ROOM_BYTES) return pledge()
     const room = await this.#roomForWrites()
-    if (room >= need + this.#roomPledged) {
+    // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
+    if (room >= need + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals() : 0)) {
       this.#roomShort = false
       return pledge()
     }

@@ -14,6 +14,7 @@ import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sand
 import { runCli } from '../support/sandbox-cli.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { OverCapacityError } from '../../src/core/capacity.js'
+import { StorageUnavailableError } from '../../src/storage/storage.js'
 import { openSqliteStorage } from '../../src/storage/sqlite-storage.js'
 import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
@@ -504,19 +505,56 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await again.open('key-63').listCategories()).map((category) => category.name)).toContain('after')
   })
 
-  it.runIf(REPLAYS)('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, health ok (attack40 F6)', async () => {
+  it.each([
+    { finding: 'attack44 F2', what: 'with no store budget (--store-budget 0)', budgetBytes: undefined, filler: 0 },
+    { finding: 'attack44 F3', what: 'once another program took room after start', budgetBytes: 1_000_000, filler: 5 * 1024 * 1024 },
+  ])('keeps from creates the room deleting the tenants needs $what: creates refused storage_unavailable, health degraded, every tenant still deleted ($finding)', async ({ budgetBytes, filler }) => {
+    const disk = smallDisk(8 * 1024)
+    const dir = join(disk.dir, 'data')
+    const seed = seedState(BUILTIN_SCENARIOS.empty!)
+    const storage = await openSqliteStorage({ dir, seed, budgetBytes })
+    onTestFinished(() => storage.close())
+    // Room another program takes (a log, a backup), after the sandbox started.
+    if (filler > 0) writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(filler, 1))
+    const tenants = ['key-0', 'key-1', 'key-2', 'key-3'].map((key) => tenantId(key))
+    const said: string[] = []
+    const what = (outcome: PromiseSettledResult<unknown>) =>
+      outcome.status === 'fulfilled' ? 'created' : outcome.reason instanceof StorageUnavailableError && /kept free/.test(outcome.reason.message) ? 'room kept' : String(outcome.reason)
+    for (let round = 0; round < 1000 && !said.includes('room kept'); round++) {
+      said.push(...(await Promise.allSettled(tenants.map((t) => storage.open(t).createCategory({ name: `c${round}`, description: 'd'.repeat(2000) }, 100_000)))).map(what))
+    }
+    // Before: creates took the last room (SQLITE_FULL), and then no reset or delete could run, a restart included.
+    expect(said.filter((outcome) => outcome !== 'created' && outcome !== 'room kept'), said.slice(-8).join(', ')).toEqual([])
+    expect(said).toContain('room kept')
+    expect(await storage.health()).toEqual({ ok: false, detail: expect.stringContaining('kept free') })
+    // Each delete in turn: one may wait (over_capacity) for the log of the one before to be copied into the database.
+    for (const t of tenants) await vi.waitFor(() => storage.delete(t), { timeout: 10_000, interval: 200 })
+    // Room again: health ok, creates go on.
+    await vi.waitFor(async () => expect(await storage.health()).toEqual({ ok: true }), { timeout: 10_000, interval: 200 })
+    await storage.open(tenants[0]!).createCategory({ name: 'after' })
+  })
+
+  it.runIf(REPLAYS)('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, then takes it once there is room (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
     // No store budget (`--store-budget 0`): one held to the disk refuses the tenant's data first.
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000, storeBudgetBytes: 0 })
-    // About 5 MB on disk: more than the room left can take in the log that deleting it writes.
-    await createLarge(sandbox, 'big', 1600)
+    // About 2.5 MB on disk; creates keep room for deleting it (attack44 F2): room another program takes then leaves 512 KiB.
+    await createLarge(sandbox, 'big', 800)
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 512 * 1024), 1))
     const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
     // Before: 503 storage_unavailable, its log left filling the disk: health degraded for good (restart included), the
     // tenant's data never removable.
     expectErrorBody(await jsonOf(reset), 503, 'over_capacity')
-    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    // Creates are refused for the room a delete needs, and health says so.
+    expectErrorBody(await jsonOf(await post(sandbox, 'other', 'refused')), 503, 'storage_unavailable')
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))) as unknown[]).length).toBe(805)
+    unlinkSync(join(disk.dir, 'other-program'))
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 200 })
+    const again = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
+    expect(again.status).toBe(200)
     expect((await post(sandbox, 'other', 'after')).status).toBe(201)
-    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))) as unknown[]).length).toBe(1605)
   })
 
   it('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
