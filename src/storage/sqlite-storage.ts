@@ -1147,7 +1147,8 @@ export class SqliteStorage implements TenantStorage {
     const disk = this.#createDisk
     const need = ROOM_PER_BYTE * bytes
     const left = () => disk.room - disk.since - this.#roomPledged - need - disk.keep
-    const enough = () => left() >= 0
+    // Once refused, creates come back with room to spare: health and creates would flap at the edge.
+    const enough = () => left() >= (disk.short === false ? 0 : CHECKPOINT_ROOM_BYTES)
     // Near the room kept, each create reads the disk again (a commit's WAL frames are whole pages: counted by what they store, creates between two readings went past it).
     if (monotonicNow() - disk.at < DISK_READ_MS && left() >= NEAR_KEPT_BYTES) {
       disk.since += need

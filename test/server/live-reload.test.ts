@@ -222,7 +222,7 @@ describe('live reload', () => {
     writeFileSync(file, shop({ categories: { fixture: join(dir, '.env') } }))
     await eventually(async () => (await health(running)).watch?.errors.length, 1)
     const [error] = (await health(running)).watch!.errors
-    expect(error!.error).toMatch(/^Invalid JSON in \.env: /)
+    expect(error!.error).toMatch(/^Invalid JSON in \.env \(named by shop\.json: seed\.categories\.fixture\): /)
     expect(error!.error).not.toContain('STAGING')
     expect(error!.error).not.toContain(dir)
     expect(error!.error).not.toContain('/')
