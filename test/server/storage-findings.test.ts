@@ -542,6 +542,8 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     await createLarge(sandbox, 'big', 800)
     const { bavail, bsize } = statfsSync(disk.dir)
     writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 512 * 1024), 1))
+    // Creates read the disk at most every 200 ms while far from the room kept.
+    await new Promise((resolve) => setTimeout(resolve, 300))
     const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
     // Before: 503 storage_unavailable, its log left filling the disk: health degraded for good (restart included), the
     // tenant's data never removable.
