@@ -287,7 +287,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of held) socket.destroy()
   })
 
-  it('ends another key’s delayed request before a partner’s slow download when there are more keys than the cap', async () => {
+  it.runIf(REPLAYS)('ends another key’s delayed request before a partner’s slow download when there are more keys than the cap', async () => {
     const { origin, server } = await startSandbox({ apiKeys: ['partner', 'k1', 'k2', 'k3'], scenario: BIG_LIST, maxConnections: 3, requestTimeoutMs: 20_000, headersTimeoutMs: 2000 })
     const open = () => new Promise<number>((resolve) => server.getConnections((_error, count) => resolve(count)))
     // The keys' tenants made first (seeding 8,000 categories takes a while): their requests below go straight to their delays.
@@ -364,10 +364,11 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
   })
 
   it('lets a partner and the health probe in while cap + reserve connections send nothing, ending the oldest silent one for each (attack11 K3, C5)', async () => {
-    const { origin } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 5000, headersTimeoutMs: 3000 })
+    // @note Headers within 8 s: with 3 s, on a loaded run the second oldest was answered 408 before the health check came for it.
+    const { origin } = await startSandbox({ apiKeys: ['partner'], maxConnections: 4, requestTimeoutMs: 10_000, headersTimeoutMs: 8000 })
     const silent: Socket[] = []
     for (let i = 0; i < 4 + CONNECTION_RESERVE; i++) silent.push(await openSocket(origin))
-    const closed = silent.map((socket) => collect(socket, 6000))
+    const closed = silent.map((socket) => collect(socket, 12_000))
     // Silent for a second: a connection younger than that may be a partner's whose request is on its way.
     await new Promise((resolve) => setTimeout(resolve, 1100))
     // Before: Node closed every new connection past cap + reserve before reading it.
@@ -443,7 +444,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     for (const socket of crowd) socket.destroy()
   })
 
-  it.runIf(existsSync('/usr/bin/prlimit'))('keeps its door within a low open-file limit (ulimit -n 200), saying so at start, so that silent connections never keep health out (attack14 D2)', async () => {
+  it.runIf(REPLAYS && existsSync('/usr/bin/prlimit'))('keeps its door within a low open-file limit (ulimit -n 200), saying so at start, so that silent connections never keep health out (attack14 D2)', async () => {
     const { port, stderr } = await serveWithOpenFiles(200)
     expect(stderr).toContain('the process may open 200 files (ulimit -n)')
     const origin = `http://127.0.0.1:${port}`

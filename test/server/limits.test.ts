@@ -19,6 +19,7 @@ import { heldNow } from '../support/long-lists.js'
 import { auth, jsonOf, startSandbox } from '../support/sandbox-server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { failOnUnhandledRejections } from '../support/unhandled-rejections.js'
+import { REPLAYS } from '../support/test-scale.js'
 
 /** @note Any unhandled rejection while these tests run is a finding: a client could stop the process. */
 failOnUnhandledRejections()
@@ -270,7 +271,7 @@ describe('the memory budget across tenants', () => {
     expect((await create(fetch, 'partner', { name: 'After' })).status).toBe(201)
   })
 
-  it('lets a tenant switch to a smaller scenario past the budget, giving memory back: the others write again (attack42 F3)', async () => {
+  it.runIf(REPLAYS)('lets a tenant switch to a smaller scenario past the budget, giving memory back: the others write again (attack42 F3)', async () => {
     const budget = 8 * 1024 * 1024
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: budget, journalBytes: 64 * 1024 })
     await (await fetch('/v1/categories', { headers: auth('large') })).arrayBuffer()

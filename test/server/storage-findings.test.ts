@@ -152,7 +152,7 @@ describe.each(STORES)('eviction and admission ($name store)', (kind) => {
     expect(rejections).toEqual([])
   })
 
-  it('refuses no new key while the tenants at the cap can leave once their requests end: 3 keys, maxTenants 1, 12 concurrent clients (issue 20 F12)', async () => {
+  it.runIf(REPLAYS)('refuses no new key while the tenants at the cap can leave once their requests end: 3 keys, maxTenants 1, 12 concurrent clients (issue 20 F12)', async () => {
     const rejections = unhandledRejections()
     const sandbox = await startSandbox({ apiKeys: ['a', 'b', 'c'], maxTenants: 1, scenario: 'empty', ...kind.sandboxOptions() })
     // In memory a tenant that wrote cannot leave without loss: there the clients read (tenants stay on their seed).
@@ -559,7 +559,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await post(sandbox, 'other', 'after')).status).toBe(201)
   })
 
-  it('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
+  it.runIf(REPLAYS)('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
     const disk = smallDisk(12 * 1024)
     const first = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
     await createLarge(first, 'big', 640)
