@@ -133,6 +133,8 @@ const EVICTED_RUNS = 8
 interface EvictedCount {
   readonly runId: string
   readonly count: number
+  /** The master (`host:port`) it replicates, when the same `INFO` says it is a replica. */
+  readonly replicaOf?: string | undefined
 }
 
 /** What a sandbox knows of the keys it serves from (see RedisLink.watchEpoch): the token it took, and the beat Redis must hold at least. */
@@ -171,6 +173,14 @@ export class RedisOutcomeUnknown extends StorageUnavailableError {}
 
 /** A command node-redis refused before writing it (offline, closed, timed out while queued). */
 class NotSent extends Error {}
+
+/** A refusal of Redis for being a replica (see RedisLink's #replicaRefusal). */
+const REPLICA_REFUSAL = /^it is a replica of /
+
+/** How long a refusal of Redis lasts, as the operator is told. */
+function refusedUntil(reason: string): string {
+  return REPLICA_REFUSAL.test(reason) ? 'until it is a master again (or point --redis-url at the master)' : 'until it is set to noeviction (or start with --redis-allow-eviction)'
+}
 
 /** Redis's error reply to a command (`LOADING`, `READONLY`, a script's own error): an answer. */
 class ErrorReplied extends Error {}
@@ -529,8 +539,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // evict keys exited at once, again and again: connections refused, no 503, no health (attack43 F2).
   // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
   if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
-    warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it until it is set to noeviction (or start with --redis-allow-eviction)`)
-  } else if (evicting !== undefined) {
+    warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
+  } else if (evicting !== undefined && !REPLICA_REFUSAL.test(evicting)) {
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.`)
   }
@@ -543,7 +553,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     }
   }
   // @note A read-only replica or a user without write rights was "running", every write refused (attack17 C1).
-  if (target.mode === 'standalone') {
+  // A worker's start ('serve') meets a replica as a running sandbox does: refused until it is a master (attack46 F2).
+  if (target.mode === 'standalone' && !(evicting !== undefined && REPLICA_REFUSAL.test(evicting) && options.unreachableAtStart === 'serve')) {
     // @note A writable replica (`replica-read-only no`) took writes its master's next sync erased (attack19 W1).
     const master = await connected.masterOf().catch(() => undefined)
     if (master !== undefined) {
@@ -1945,7 +1956,7 @@ export class RedisLink {
     const found = await Promise.all(
       servers.map(async (address) => {
         const [evicting, evicted] = await Promise.all([this.#readPolicy(address, ms), this.#readEvicted(address, ms)])
-        return { server: this.#server(address), evicting, evicted }
+        return { server: this.#server(address), evicting: evicting ?? this.#replicaRefusal(evicted), evicted }
       }),
     )
     for (const { server, evicting, evicted } of found) {
@@ -1985,7 +1996,21 @@ export class RedisLink {
     }
     const runId = /^run_id:(\S+)/m.exec(info)?.[1]
     const count = /^evicted_keys:(\d+)/m.exec(info)?.[1]
-    return runId === undefined || count === undefined ? undefined : { runId, count: Number(count) }
+    const replicaOf = /^role:slave\b/m.test(info) ? `${/^master_host:(\S+)/m.exec(info)?.[1] ?? '?'}:${/^master_port:(\d+)/m.exec(info)?.[1] ?? '?'}` : undefined
+    return runId === undefined || count === undefined ? undefined : { runId, count: Number(count), replicaOf }
+  }
+
+  /**
+   * Why commands to the one Redis are refused besides its policy: it is a replica (see
+   * {@link RedisLink.checkEviction}), or undefined (a master, a cluster's node, or `INFO` refused).
+   * @note A worker of `serve --workers` started while its Redis was a replica (a master demoted by a
+   * failover) exited at once, again and again (attack46 F2); a running sandbox whose master was
+   * demoted to a writable replica (`replica-read-only no`) took writes its master's next sync erased
+   * (attack19 W1, found at start only). Refused as an evicting policy is, read again each second.
+   */
+  #replicaRefusal(seen: EvictedCount | undefined): string | undefined {
+    if (this.cluster || seen?.replicaOf === undefined) return undefined
+    return `it is a replica of ${seen.replicaOf}: what is written to it is refused (READONLY) or lost at its next sync, and what is read from it may lag`
   }
 
   /**
@@ -2060,12 +2085,13 @@ export class RedisLink {
       server.checkDue = true
       throw error
     }
+    evicting ??= this.#replicaRefusal(evicted)
     this.#noteEvicted(server, evicted)
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
-    if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} until it is set to noeviction (or start with --redis-allow-eviction)`)
+    if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} ${refusedUntil(evicting)}`)
     else if (evicting === undefined && server.evicting !== undefined) {
-      this.#warn(`storage accepted: ${this.#display(server)} no longer evicts keys`)
+      this.#warn(`storage accepted: ${this.#display(server)} ${REPLICA_REFUSAL.test(server.evicting) ? 'is a master again' : 'no longer evicts keys'}`)
       // @note While the policy refused scripts, the reads each second could not count the beat
       // (a script): a backup restored meanwhile in place (DEBUG RELOAD, a REPLICAOF to a copy) was
       // served from the first command after `noeviction`, ids handed out again until the next

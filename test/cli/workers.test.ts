@@ -222,6 +222,31 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     await untilServing(origin, run)
   })
 
+  it('starts a worker in place of one that died while its Redis is a demoted replica, answering 503 until it is a master again, rather than exit again and again (attack46 F2)', async () => {
+    const redis = await startRedis()
+    const other = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    expect((await post(origin, 'k', 'before')).status).toBe(201)
+    // A failover: the other Redis, a copy of this one, is promoted, and this one demoted to its replica.
+    await other.cli('REPLICAOF', '127.0.0.1', String(redis.port))
+    await until(async () => /master_link_status:up/.test(await other.cli('INFO', 'replication')))
+    await other.cli('REPLICAOF', 'NO', 'ONE')
+    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    await until(async () => /master_link_status:up/.test(await redis.cli('INFO', 'replication')))
+    for (const victim of workersOf(run)) {
+      process.kill(victim, 'SIGKILL')
+      await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
+    }
+    // Before: each replacement exited at start ("Cannot use Redis …: it is a replica of …"), again and again: with both
+    // gone, connections refused, no 503 and no health.
+    const answer = await post(origin, 'k', 'while a replica')
+    expect(answer.status).toBe(503)
+    expect(((await answer.json()) as { code: string }).code).toBe('storage_unavailable')
+    expect(run.stderr()).toContain('it is a replica of 127.0.0.1:')
+    await redis.cli('REPLICAOF', 'NO', 'ONE')
+    await untilServing(origin, run)
+  })
+
   it('hands its first workers no epoch of its own environment: a PETSTORE_WORKER_EPOCH left in the shell is not taken for what Redis held (attack41 F2)', async () => {
     const redis = await startRedis()
     const { run, origin } = await startWorkers(2, redis.url, [], { PETSTORE_WORKER_EPOCH: JSON.stringify({ token: 'left-in-a-shell', beat: 7 }) })
@@ -346,6 +371,15 @@ function rawGet(port: number, key: string): Promise<string> {
 }
 
 /** Waits until the primary's stderr satisfies `done` (30 s at most). */
+/** Waits until `done` holds (each 100 ms, 30 s at most). */
+async function until(done: () => Promise<boolean>): Promise<void> {
+  const signal = AbortSignal.timeout(30_000)
+  while (!(await done())) {
+    if (signal.aborted) throw new Error('what was awaited never held')
+    await sleep(100)
+  }
+}
+
 async function untilStderr(run: CliRun, done: (text: string) => boolean): Promise<void> {
   const signal = AbortSignal.timeout(30_000)
   while (!done(run.stderr())) {
