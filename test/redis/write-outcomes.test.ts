@@ -1350,4 +1350,23 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await replica.cli('CONFIG', 'SET', 'replica-read-only', 'no')
     await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}`)
   })
+
+  it('refuses every request within about a second once its master is demoted to a writable replica, until it is a master again (attack46 F2)', async () => {
+    const [redis, other] = await Promise.all([startRedis(), startRedis()])
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    // A failover: the other Redis, a copy of this one, promoted; this one demoted to a replica that takes writes.
+    await other.cli('REPLICAOF', '127.0.0.1', String(redis.port))
+    await vi.waitFor(async () => expect(await other.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
+    await other.cli('REPLICAOF', 'NO', 'ONE')
+    await redis.cli('CONFIG', 'SET', 'replica-read-only', 'no')
+    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    await vi.waitFor(async () => expect(await redis.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
+    // Before: 201, into a replica whose master's next sync erases it.
+    await vi.waitFor(async () => expect((await create(sandbox, 'onto a replica')).status).toBe(503), { timeout: 5000, interval: 300 })
+    expect((await create(sandbox, 'onto a replica')).status).toBe(503)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    await redis.cli('REPLICAOF', 'NO', 'ONE')
+    await vi.waitFor(async () => expect((await create(sandbox, 'a master again')).status).toBe(201), { timeout: 5000, interval: 300 })
+  })
 })
