@@ -94,6 +94,12 @@ describe('loading scenarios', () => {
     )
   })
 
+  it('says a fixture named "/" as it is, the scenario named by its file alone (review41 R5)', () => {
+    const message = 'Cannot read fixture / (named by /srv/scenarios/root.json: seed.pets.fixture): EISDIR (a directory, not a file). Check the path.'
+    // Before: "Cannot read fixture  (named by root.json: …)": cutting "/" took every separator, the name too.
+    expect(withoutPaths(message, ['/', '/srv/scenarios/root.json'])).toBe('Cannot read fixture / (named by root.json: seed.pets.fixture): EISDIR (a directory, not a file). Check the path.')
+  })
+
   it('refuses malformed JSON', async () => {
     const dir = await scratch({ 'shop.json': '{ "name": ' })
     expect((await failure(loadScenario(join(dir, 'shop.json')))).message).toMatch(/^Invalid JSON in /)

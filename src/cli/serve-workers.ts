@@ -57,7 +57,7 @@ function isEpoch(message: unknown): message is WorkerEpoch {
   return typeof epoch === 'object' && epoch !== null && epoch.kind === 'petstore-sandbox:epoch' && typeof epoch.token === 'string' && epoch.token !== '' && Number.isSafeInteger(epoch.beat) && epoch.beat! >= 0
 }
 
-/** The variable a worker started in place of another finds the epoch in (JSON `{ token, beat }`). */
+/** The variable a worker started in place of another finds the epoch in (JSON `{ token, beat, primary }`, `primary` its primary's pid). */
 const EPOCH_VARIABLE = 'PETSTORE_WORKER_EPOCH'
 
 /**
@@ -67,7 +67,10 @@ const EPOCH_VARIABLE = 'PETSTORE_WORKER_EPOCH'
 export function workerEpochOptions(): { redisEpoch?: RedisEpoch; onRedisEpoch: (epoch: RedisEpoch) => void } {
   let handed: unknown
   try {
-    handed = { kind: 'petstore-sandbox:epoch', ...(JSON.parse(process.env[EPOCH_VARIABLE] ?? 'null') as object) }
+    const value = JSON.parse(process.env[EPOCH_VARIABLE] ?? 'null') as { primary?: unknown } | null
+    // @note Only from this worker's own primary: under another cluster supervisor (PM2's cluster
+    // mode), a variable in its environment was taken for what Redis held (review41 R6, attack41 F2).
+    handed = value !== null && value.primary === process.ppid ? { kind: 'petstore-sandbox:epoch', ...value } : undefined
   } catch {
     handed = undefined
   }
@@ -116,7 +119,7 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     if (epoch === undefined || (message.token === epoch.token && message.beat > epoch.beat)) epoch = { token: message.token, beat: message.beat }
   })
 
-  const epochVariable = () => (epoch === undefined ? undefined : { [EPOCH_VARIABLE]: JSON.stringify(epoch) })
+  const epochVariable = () => (epoch === undefined ? undefined : { [EPOCH_VARIABLE]: JSON.stringify({ ...epoch, primary: process.pid }) })
   const fork = (): Promise<string> =>
     new Promise((resolve, reject) => {
       const worker = cluster.fork(epochVariable())

@@ -259,7 +259,8 @@ export function withoutPaths(message: string, paths: readonly string[] = []): st
   let named = message
   // @note The paths the message is known to name first, whole: a path with a space kept its first
   // part when only the pattern below cut them (review40 R5).
-  for (const path of [...paths].sort((a, b) => b.length - a.length)) if (/[\\/]/.test(path)) named = named.split(path).join(lastPart(path))
+  // @note A path of no last part ("/", a fixture naming the root) is said as it is: cut, every separator of the message went with it, the fixture's name too (review41 R5).
+  for (const path of [...paths].sort((a, b) => b.length - a.length)) if (/[\\/]/.test(path) && lastPart(path) !== '') named = named.split(path).join(lastPart(path))
   // Any other path by its shape; a URL is not one (its host was lost: review40 R5).
   return named.replace(/(?:[A-Za-z]:)?[^\s"'()]*[\\/]([^\s\\/"'()]+)/g, (whole: string, last: string) => (whole.includes('://') ? whole : last))
 }

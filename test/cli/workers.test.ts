@@ -3,13 +3,13 @@
  * in Redis, so that each tenant's rules hold whichever process answers: its list, its ids, its
  * journal, its category cap. Real CLI processes, a real redis-server.
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { connect, createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { runLoad, serverErrors, verifyLoad } from '../support/replicas.js'
-import { runCli, runCliToEnd, type CliRun } from '../support/sandbox-cli.js'
+import { CLI_BINARY, runCli, runCliToEnd, type CliRun } from '../support/sandbox-cli.js'
 import { freePort } from '../support/redis-server.js'
 
 const READY = 'Ctrl+C stops it.'
@@ -258,6 +258,34 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     const health = await fetch(`${origin}/__sandbox/health`, { headers: { connection: 'close' } })
     expect(await health.json()).toMatchObject({ status: 'ok' })
     expect(run.stderr()).not.toContain('storage lost')
+  })
+
+  it('takes no epoch from its environment under another cluster supervisor (PM2 cluster mode): only its own primary hands one (review41 R6)', async () => {
+    const redis = await startRedis()
+    const port = await freePort()
+    // A primary of another kind forks the CLI as its worker, the variable in its environment (a unit file, a shell).
+    const primary = [
+      "const cluster = require('node:cluster')",
+      `cluster.setupPrimary({ exec: ${JSON.stringify(CLI_BINARY)}, args: ['serve', '--port', '${port}', '--redis-url', '${redis.url}', '--scenario', 'empty', '--api-key', 'k'], execArgv: [], silent: false })`,
+      "cluster.fork({ PETSTORE_WORKER_EPOCH: JSON.stringify({ token: 'left-in-a-unit', beat: 7 }) })",
+    ].join(';')
+    // Not a cluster worker itself, whatever runs the test.
+    const env = { ...process.env }
+    delete env['NODE_UNIQUE_ID']
+    const child = spawn(process.execPath, ['-e', primary], { stdio: ['ignore', 'ignore', 'pipe'], env })
+    let stderr = ''
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk))
+    onTestFinished(() => void child.kill('SIGKILL'))
+    const origin = `http://127.0.0.1:${port}`
+    const signal = AbortSignal.timeout(30_000)
+    while (!(await fetch(`${origin}/__sandbox/health`).then(() => true, () => false))) {
+      if (signal.aborted) throw new Error(`the worker never served\n${stderr}`)
+      await sleep(100)
+    }
+    // Before: taken for what Redis held, the token refused it: storage lost, every create 503.
+    const created = await post(origin, 'k', 'created')
+    expect(created.status, `${await created.clone().text()}\n${stderr}`).toBe(201)
+    expect(stderr).not.toContain('storage lost')
   })
 
   it('starts with Redis down, answering 503 until it comes up (issue 20 F06)', async () => {
