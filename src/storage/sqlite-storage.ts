@@ -483,6 +483,8 @@ export class SqliteStorage implements TenantStorage {
   #roomPledged = 0
   /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
   #createDisk = { room: Number.POSITIVE_INFINITY, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
+  /** The most categories a tenant may hold, as creates say it (0 until one does; see {@link #keepForRemovals}). */
+  #maxRows = 0
   /** Bytes a tenant's first write stores of the default seed (see #roomFor), once counted. */
   #seedBytes: number | undefined
   /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
@@ -1129,6 +1131,7 @@ export class SqliteStorage implements TenantStorage {
     if (this.#seedBytes > CHECKPOINT_ROOM_BYTES && this.#db.open && this.#sql.tenant.get(tenant) === undefined) {
       return this.#roomFor(this.#seedBytes, 0, true).then((release) => this.#create(tenant, input, maxCategories).finally(release))
     }
+    if (maxCategories > this.#maxRows) this.#maxRows = maxCategories
     const judged = this.#createRoom(categoryStoredBytes(input))
     if (judged === undefined) return this.#create(tenant, input, maxCategories)
     return judged.then(() => this.#create(tenant, input, maxCategories))
@@ -1198,7 +1201,13 @@ export class SqliteStorage implements TenantStorage {
    * with every other tenant's (created side by side), so deleting one may write them all.
    */
   #keepForRemovals(): number {
-    return Math.ceil(1.1 * (this.#usedPages() + 4) * (PAGE + WAL_FRAME_HEADER)) + CHECKPOINT_ROOM_BYTES
+    const frame = PAGE + WAL_FRAME_HEADER
+    const database = 1.1 * (this.#usedPages() + 4) * frame
+    // @note Never more than deleting the largest tenant creates may make needs (a page a row and the index's, half as much again:
+    // #removalRoom): by the database alone, a large database on a disk less than half free refused every create.
+    const rows = this.#maxRows
+    const tenant = rows > 0 ? 1.5 * (rows + Math.ceil((rows * INDEX_ENTRY_BYTES) / PAGE) + 4) * frame : Number.POSITIVE_INFINITY
+    return Math.ceil(Math.min(database, tenant)) + CHECKPOINT_ROOM_BYTES
   }
 
   /** The pages of the database that hold something (its free pages, left by deletes, are reused by later writes and written by none). */

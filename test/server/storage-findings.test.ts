@@ -534,6 +534,24 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     await storage.open(tenants[0]!).createCategory({ name: 'after' })
   })
 
+  it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
+    const disk = smallDisk(24 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) })
+    onTestFinished(() => storage.close())
+    // 400 tenants of at most 10 categories, side by side: about 5 MB of database.
+    const tenants = Array.from({ length: 400 }, (_, t) => tenantId(`key-${t}`))
+    for (let i = 0; i < 10; i++) await Promise.all(tenants.map((t) => storage.open(t).createCategory({ name: `c${i}`, description: 'd'.repeat(1000) }, 10)))
+    // Another program leaves 2 MiB: less than deleting every tenant at once would write, more than deleting one does.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 2 * 1024 * 1024), 1))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const newcomer = tenantId('newcomer')
+    // Before: refused (storage_unavailable), the whole database's pages kept free.
+    for (let i = 0; i < 10; i++) await storage.open(newcomer).createCategory({ name: `n${i}` }, 10)
+    expect(await storage.health()).toEqual({ ok: true })
+    await storage.delete(tenants[0]!)
+  })
+
   it.runIf(REPLAYS)('refuses over_capacity, writing nothing, a reset onto empty of a tenant holding more than the disk has room for, then takes it once there is room (attack40 F6)', async () => {
     const disk = smallDisk(10 * 1024)
     // No store budget (`--store-budget 0`): one held to the disk refuses the tenant's data first.
