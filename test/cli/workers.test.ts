@@ -209,15 +209,9 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     const { run, origin } = await startWorkers(2, redis.url)
     expect((await post(origin, 'k', 'before')).status).toBe(201)
     await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-lru')
-    for (const victim of workersOf(run)) {
-      process.kill(victim, 'SIGKILL')
-      await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
-    }
     // Before: each replacement exited at start ("Cannot use Redis …: its maxmemory-policy is volatile-lru"), again and
     // again: with both gone, connections refused, no 503 and no health.
-    const answer = await post(origin, 'k', 'while evicting')
-    expect(answer.status).toBe(503)
-    expect(((await answer.json()) as { code: string }).code).toBe('storage_unavailable')
+    await replaceEveryWorkerThenRefused(run, origin)
     await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
     await untilServing(origin, run)
   })
@@ -233,15 +227,9 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     await other.cli('REPLICAOF', 'NO', 'ONE')
     await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
     await until(async () => /master_link_status:up/.test(await redis.cli('INFO', 'replication')))
-    for (const victim of workersOf(run)) {
-      process.kill(victim, 'SIGKILL')
-      await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
-    }
     // Before: each replacement exited at start ("Cannot use Redis …: it is a replica of …"), again and again: with both
     // gone, connections refused, no 503 and no health.
-    const answer = await post(origin, 'k', 'while a replica')
-    expect(answer.status).toBe(503)
-    expect(((await answer.json()) as { code: string }).code).toBe('storage_unavailable')
+    await replaceEveryWorkerThenRefused(run, origin)
     expect(run.stderr()).toContain('it is a replica of 127.0.0.1:')
     await redis.cli('REPLICAOF', 'NO', 'ONE')
     await untilServing(origin, run)
@@ -399,6 +387,17 @@ function rawGet(port: number, key: string): Promise<string> {
 }
 
 /** Waits until the primary's stderr satisfies `done` (30 s at most). */
+/** Kills every worker in turn, each once its replacement serves; then a create is answered 503 storage_unavailable. */
+async function replaceEveryWorkerThenRefused(run: CliRun, origin: string): Promise<void> {
+  for (const victim of workersOf(run)) {
+    process.kill(victim, 'SIGKILL')
+    await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
+  }
+  const answer = await post(origin, 'k', 'while refused')
+  expect(answer.status).toBe(503)
+  expect(((await answer.json()) as { code: string }).code).toBe('storage_unavailable')
+}
+
 /** Waits until `done` holds (each 100 ms, 30 s at most). */
 async function until(done: () => Promise<boolean>): Promise<void> {
   const signal = AbortSignal.timeout(30_000)

@@ -44,6 +44,16 @@ async function tempScenariosDir(files: Record<string, unknown>): Promise<string>
   return dir
 }
 
+/** A sandbox on a scenarios directory of `files`, and its answer to a switch to `name`: 500 invalid_scenario. */
+async function brokenSwitch(files: Record<string, unknown>, name: string) {
+  const scenariosDir = await tempScenariosDir(files)
+  const { fetch } = await startSandbox({ scenariosDir })
+  const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: JSON.stringify({ name }) })
+  const error = (await jsonOf(response)) as { message: string }
+  expectErrorBody(error, 500, 'invalid_scenario')
+  return { error, scenariosDir, fetch }
+}
+
 describe.each(STORES)('admin API ($name store)', (kind) => {
   useStore(kind)
 
@@ -297,11 +307,7 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
   })
 
   it('answers 500 with the reason when a directory scenario is broken, without the file’s path', async () => {
-    const scenariosDir = await tempScenariosDir({ 'broken.json': { name: 'broken', version: 'x', description: 'bad' } })
-    const { fetch } = await startSandbox({ scenariosDir })
-    const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"broken"}' })
-    const error = (await jsonOf(response)) as { message: string }
-    expectErrorBody(error, 500, 'invalid_scenario')
+    const { error, scenariosDir } = await brokenSwitch({ 'broken.json': { name: 'broken', version: 'x', description: 'bad' } }, 'broken')
     expect(error.message).toContain('version')
     expect(error.message).toContain('broken.json')
     expect(error.message).not.toContain(scenariosDir)
@@ -341,12 +347,8 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
   })
 
   it('refuses a directory scenario named otherwise than its file, saying both names; it is listed under neither (trial41 R1)', async () => {
-    const scenariosDir = await tempScenariosDir({ 'petdemo.json': { name: 'other', version: '1.0.0', description: 'Misnamed' } })
-    const { fetch } = await startSandbox({ scenariosDir })
-    const response = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(undefined, true), body: '{"name":"petdemo"}' })
-    const error = (await jsonOf(response)) as { message: string }
     // Before: 200 {"scenario":{"name":"other",…}}, a scenario with two names (a switch to "other" 404).
-    expectErrorBody(error, 500, 'invalid_scenario')
+    const { error, fetch } = await brokenSwitch({ 'petdemo.json': { name: 'other', version: '1.0.0', description: 'Misnamed' } }, 'petdemo')
     expect(error.message).toContain('petdemo.json: it is named "other", not "petdemo" as its file')
     const listed = (await jsonOf(await fetch('/__sandbox/scenarios', { headers: auth() }))) as { name: string }[]
     expect(listed.map((scenario) => scenario.name)).not.toContain('other')
