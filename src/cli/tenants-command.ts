@@ -12,6 +12,8 @@ export async function tenantsCommand(dir: string, remove: string | undefined, io
   try {
     const stored = await storage.list()
     if (remove === undefined) {
+      // @note Nothing at all was printed: a new user could not tell the command had run (trial42). Said on stderr, stdout stays a list.
+      if (stored.length === 0) io.stderr(`no stored tenants in ${dir} (a tenant is stored from its first write)\n`)
       for (const tenant of stored) {
         io.stdout(`${tenant.id}  ${tenant.scenario.padEnd(16)} ${String(tenant.categories).padStart(7)} ${tenant.categories === 1 ? 'category  ' : 'categories'}  last used ${new Date(tenant.updatedAt).toISOString()}\n`)
       }

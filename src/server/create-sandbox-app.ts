@@ -109,6 +109,10 @@ export async function createSandboxApp(options: SandboxAppOptions = {}): Promise
   // finds its own (a tenant in memory only ever names one it switched to, kept in this map too).
   const known = new Map(storage.durable ? (await catalog.list()).map((entry) => [entry.name, entry]) : [])
   known.set(scenario.name, scenario)
+  // @note A tenant the store brings back into memory (evicted, or on Redis) takes its scenario by
+  // name from here: kept as at start, one switched or reset onto an edited version came back with
+  // the start's version (its pets, orders, latency and faults; trial41 R2's reset on Redis).
+  if (storage.durable) catalog.onLoad = (loaded) => known.set(loaded.name, loaded)
   // The store budget the storage holds to (SQLite: less where its disk has not the room for the one given).
   const limits = { ...sandboxLimits(settings), storeBudgetBytes: storage.storeBudgetBytes ?? settings.storeBudgetBytes }
   const { tenants, admit, reserve, sending, mayGrow } = tenancy({ settings, scenario, apiKeys, storage, known, limits, warn })

@@ -76,6 +76,9 @@ export class ScenarioCatalog {
   /** Loads in flight, by name: switches sent together share one (attack45 F2). */
   readonly #loading = new Map<string, Promise<Scenario>>()
 
+  /** Told each version of a directory scenario read from its files (not one kept from before). @default none */
+  onLoad: ((scenario: Scenario) => void) | undefined
+
   constructor(scenariosDir?: string) {
     this.#scenariosDir = scenariosDir
   }
@@ -116,6 +119,7 @@ export class ScenarioCatalog {
     const paths = new Set<string>()
     const scenario = await loadScenarioFile(file, (path) => paths.add(path))
     checkOwnName(scenario, file)
+    this.onLoad?.(scenario)
     const stamps = await stampsOf(paths, started)
     if (stamps !== undefined) this.#loaded.set(name, { scenario: new WeakRef(scenario), stamps })
     return scenario

@@ -188,7 +188,10 @@ describe('durable sandboxes', () => {
     expect(listed.stdout).toContain(tenantId('p1'))
     const deleted = await runCliToEnd(['tenants', 'delete', tenantId('p1').slice(0, 12), '--data-dir', dir])
     expect(deleted.stdout).toContain(`deleted tenant ${tenantId('p1')}`)
-    expect((await runCliToEnd(['tenants', 'list', '--data-dir', dir])).stdout).toBe('')
+    const empty = await runCliToEnd(['tenants', 'list', '--data-dir', dir])
+    expect(empty.stdout).toBe('')
+    // Before: nothing at all (trial42).
+    expect(empty.stderr).toBe(`no stored tenants in ${dir} (a tenant is stored from its first write)\n`)
   })
 
   it('says in one line how to install better-sqlite3 when --data-dir is used without it, and serves in memory without it', async () => {
