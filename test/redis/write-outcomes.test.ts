@@ -882,7 +882,8 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect(await jsonOf(await sandbox.fetch('/__sandbox/health'))).toMatchObject({ status: 'degraded', storage: { ok: false } })
     const lost = lines.filter((line) => line.startsWith('storage lost'))
     expect(lost, lines.join('\n')).toHaveLength(1)
-    expect(lost[0]).toContain('INFO evicted_keys')
+    // Found by the count of evicted keys, or by the epoch key among those evicted (CI saw the latter): both say lost.
+    expect(lost[0]).toMatch(/INFO evicted_keys|no longer holds the sandbox's keys/)
   })
 })
 
