@@ -272,7 +272,7 @@ function tenancy(parts: {
     budgetBytes: limits.memoryBudgetBytes,
     heldBytes: () => tenants.heldBytes(),
     // Tenants still on their seed (readers) make room rather than lock every partner's writes out.
-    relieve: () => tenants.relieve(limits.memoryBudgetBytes),
+    relieve: (room) => tenants.relieve(limits.memoryBudgetBytes - room),
   })
   const admit = (work: 'grow' | 'read', growth?: number) => budget.admit(work, growth)
   // Long answers made per request (a list read from SQLite or Redis, the admin state) count

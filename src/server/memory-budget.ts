@@ -29,9 +29,9 @@ export interface MemoryBudgetOptions {
    * Makes room when the tenants hold more than the budget, before anything is refused: drops what
    * can go without loss (tenants still on their seed), least recently used first; returns how
    * many things it dropped. After a call that dropped nothing, not called again for
-   * {@link RELIEF_INTERVAL_MS}. @default nothing is dropped
+   * {@link RELIEF_INTERVAL_MS}. `room`: bytes to leave free under the budget (the growth asked for). @default nothing is dropped
    */
-  readonly relieve?: (() => number) | undefined
+  readonly relieve?: ((room: number) => number) | undefined
   /** V8's heap figures (a test passes its own). @default v8.getHeapStatistics */
   readonly heap?: (() => { used_heap_size: number; heap_size_limit: number }) | undefined
   /**
@@ -176,7 +176,7 @@ export class MemoryBudget {
     if (share > (this.#options.heapShare ?? 0.75)) return 'the server is close to its memory limit'
     // @note With its growth: judged by what the tenants held before it, one switch to a scenario of 100,000 generated
     // categories was let into a 64 MiB budget, and left every tenant refused (attack42 F3).
-    if (this.#options.heldBytes() + growth > this.#options.budgetBytes && !this.#relieved(growth)) return 'the tenants hold all the memory the operator allowed'
+    if (this.#options.heldBytes() + growth > this.#options.budgetBytes && !this.#relieved(growth, growth)) return 'the tenants hold all the memory the operator allowed'
     return undefined
   }
 
@@ -323,12 +323,15 @@ export class MemoryBudget {
     return this.#answerBytes
   }
 
-  /** Whether dropping what can go without loss brought the tenants (with `more` beside them) within the budget. */
-  #relieved(more = 0): boolean {
+  /**
+   * Whether dropping what can go without loss (until `room` is free under the budget) brought the tenants (with
+   * `more` beside them) within the budget.
+   */
+  #relieved(more = 0, room = 0): boolean {
     const relieve = this.#options.relieve
     const now = monotonicNow()
     if (relieve === undefined || now - this.#fruitlessAt < RELIEF_INTERVAL_MS) return false
-    if (relieve() === 0) this.#fruitlessAt = now
+    if (relieve(room) === 0) this.#fruitlessAt = now
     return this.#options.heldBytes() + more <= this.#options.budgetBytes
   }
 

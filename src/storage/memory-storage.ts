@@ -22,6 +22,8 @@ export class MemoryStorage implements TenantStorage {
    * no one could reach again: an acknowledged create lost.
    */
   readonly #released = new Map<string, WeakRef<PetstoreStore>>()
+  /** The seed each store was made or last reseeded on. */
+  readonly #seedOf = new WeakMap<PetstoreStore, TenantState>()
 
   /** @param seed the state a tenant starts from (the server's scenario's seed) */
   constructor(seed: TenantState) {
@@ -29,9 +31,17 @@ export class MemoryStorage implements TenantStorage {
   }
 
   open(id: string): PetstoreStore {
-    let store = this.#held.get(id) ?? this.#released.get(id)?.deref()
+    let store = this.#held.get(id)
+    const released = store === undefined ? this.#released.get(id)?.deref() : undefined
+    // A released store made on an older seed takes the new one now, in its queue (unless it wrote meanwhile).
+    if (released !== undefined && this.#seedOf.get(released) !== this.#seed) {
+      this.#seedOf.set(released, this.#seed)
+      void released.reseed(this.#seed).catch(() => undefined)
+    }
+    store ??= released
     if (!store) {
       const created = new PetstoreStore(this.#seed)
+      this.#seedOf.set(created, this.#seed)
       // A write to a released store brings it back under the storage's hold.
       created.onModified = () => {
         if (this.#held.get(id) === undefined) {
@@ -90,8 +100,12 @@ export class MemoryStorage implements TenantStorage {
   setSeed(seed: TenantState): void {
     this.#seed = seed
     // Stores on the old seed take the new one in their write queue: one that wrote first keeps its writes.
-    for (const store of this.#held.values()) void store.reseed(seed).catch(() => undefined)
-    for (const ref of this.#released.values()) void ref.deref()?.reseed(seed).catch(() => undefined)
+    // @note Held stores only (writers, and tenants with a request under way); released ones when next opened: each
+    // reseeded at once built the new seed, however many there were (attack47 F1).
+    for (const store of this.#held.values()) {
+      this.#seedOf.set(store, seed)
+      void store.reseed(seed).catch(() => undefined)
+    }
   }
 
   health(): Promise<StorageHealth> {

@@ -206,6 +206,27 @@ describe('the memory budget across tenants', () => {
     expect(live).not.toContain(tenantId('reader-0'))
   })
 
+  it('counts the start seed of each new key against the budget as it enters: new keys at once on a large seed are refused past it, not each admitted (found beside attack47 F1)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-large-seed-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const file = join(dir, 'large.json')
+    const generate = { count: 3000, name: 'Category {n}', description: `About {n} ${'x'.repeat(200)}` }
+    writeFileSync(file, JSON.stringify({ name: 'large', version: '1.0.0', description: 'A large seed', seed: { categories: { generate } } }))
+    const budget = 4 * 1024 * 1024
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, scenario: file, memoryBudgetBytes: budget })
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => fetch('/v1/categories?limit=1', { headers: auth(`new-${i}`) })))
+    const statuses = answers.map((answer) => answer.status)
+    for (const answer of answers) if (answer.status === 503) expectErrorBody(await jsonOf(answer), 503, 'over_capacity')
+    else await answer.arrayBuffer()
+    // Before: each admitted against what the others had not yet built, all 30 answered and ten times the budget held.
+    expect(statuses).toContain(200)
+    expect(statuses).toContain(503)
+    expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+    // A later key is let in as earlier ones on the seed make room (once the relief's pause after a fruitless one ends).
+    await expect.poll(async () => (await fetch('/v1/categories?limit=1', { headers: auth('later') })).status, { timeout: 5000, interval: 250 }).toBe(200)
+    expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+  })
+
   it('never drops a tenant with a request under way to make room, so its journal keeps that request (review finding)', async () => {
     const probe = await startSandbox({ anyKey: true })
     await (await probe.fetch('/v1/categories', { headers: auth('probe') })).arrayBuffer()

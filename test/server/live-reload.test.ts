@@ -176,6 +176,22 @@ describe('live reload', () => {
     expect(await names(running, 'k1')).toEqual(['New sale'])
   })
 
+  it('keeps tenants within the memory budget when an edit makes the start seed large: tenants that never wrote leave memory, and take the new seed on their next request (attack47 F1)', async () => {
+    const budget = 4 * 1024 * 1024
+    const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
+    const readers = Array.from({ length: 40 }, (_, i) => `reader-${i}`)
+    for (const key of readers) expect(await names(running, key)).toEqual(['Dogs'])
+    await create(running, 'writer', 'Mine')
+    // About a megabyte a tenant, by the budget's estimate: 40 of them, ten times the budget.
+    writeFileSync(file, shop({ version: '2.0.0', categories: { generate: { count: 3000, name: 'Category {n}', description: `About {n} ${'x'.repeat(200)}` } } }))
+    await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+    // Before: every reader's store built the new seed at once, unadmitted (the attack's 150 of 100,000: out of memory).
+    expect(running.sandbox.tenants.heldBytes()).toBeLessThan(budget)
+    expect((await names(running, readers[0]!)).length).toBe(3000)
+    expect(await names(running, 'writer')).toEqual(['Dogs', 'Mine'])
+    expect(running.sandbox.tenants.heldBytes()).toBeLessThan(budget)
+  })
+
   it('reports a broken file of the scenarios directory on health, the start scenario serving on', async () => {
     const dir = scenarioDir()
     writeFileSync(join(dir, 'shop.json'), shop())
