@@ -539,6 +539,24 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     await storage.open(tenants[0]!).createCategory({ name: 'after' })
   })
 
+  it('charges a delete of a tenant whose rows lie side by side (a generated seed) by the pages they fill, not a page a row: each such tenant deleted on a disk with room for it (attack48 F1)', async () => {
+    const disk = smallDisk(24 * 1024)
+    const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
+    const first = await openSqliteStorage(options)
+    // Six tenants switched to 10,000 generated categories (about 7 MB of database), its log copied in at close.
+    const tenants = Array.from({ length: 6 }, (_, t) => `key-${t}`)
+    for (const t of tenants) await first.open(t).replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))
+    await first.close()
+    const storage = await openSqliteStorage(options)
+    onTestFinished(() => storage.close())
+    // Another program leaves 4 MiB: less than the database, several times what deleting one such tenant writes.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 4 * 1024 * 1024), 1))
+    // Before: each charged 1.5 pages a row (10,000 rows: 62 MB), capped at the whole database: refused over_capacity.
+    for (const t of tenants) await vi.waitFor(() => storage.delete(t), { timeout: 10_000, interval: 200 })
+    expect(await storage.list()).toEqual([])
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
