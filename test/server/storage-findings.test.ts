@@ -401,6 +401,33 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
+  it('sweeps together only as many small idle tenants as the disk has room to delete: the sweep never fails for a full disk (attack48 F2)', async () => {
+    const disk = smallDisk(16 * 1024)
+    const dir = join(disk.dir, 'data')
+    const seed = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const first = await openSqliteStorage({ dir, seed })
+    // 300 small tenants created side by side (each charged under the room the log's checkpoint keeps, together about
+    // every page of a 2 MB database).
+    const tenants = Array.from({ length: 300 }, (_, t) => `idle-${t}`)
+    for (let i = 0; i < 8; i++) await Promise.all(tenants.map((t) => first.open(t).createCategory({ name: `c${i}`, description: 'd'.repeat(600) }, 1000)))
+    await first.close()
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - 1024 * 1024)))
+    const storage = await openSqliteStorage({ dir, seed })
+    onTestFinished(() => storage.close())
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    // Before: each small one let through unchecked, all 300 in one transaction: SQLITE_FULL, none swept, at every sweep.
+    const swept = await storage.expire(10)
+    expect(swept.length).toBeGreaterThanOrEqual(1)
+    expect(swept.length).toBeLessThan(300)
+    expect(await storage.health()).toEqual({ ok: true })
+    // Room again: later sweeps (each what the room takes, as charged) forget the rest.
+    unlinkSync(join(disk.dir, 'filler'))
+    for (let sweep = 0; sweep < 20 && swept.length < tenants.length; sweep++) swept.push(...(await storage.expire(10)))
+    expect(swept.sort()).toEqual([...tenants].sort())
+    expect(await storage.health()).toEqual({ ok: true })
+  })
+
   it.runIf(REPLAYS)('holds the store budget to what a 12 MiB disk has room for: creates of many keys are refused over_capacity before it fills, and resets and the operator’s deletes still free room (attack42 F1)', async () => {
     const disk = smallDisk(12 * 1024)
     const warnings: string[] = []
