@@ -50,14 +50,25 @@ export interface WorkerEpoch {
   readonly kind: 'petstore-sandbox:epoch'
   readonly token: string
   readonly beat: number
+  /** Why the worker took storage for lost, once it did. */
+  readonly lost?: string | undefined
 }
 
 function isEpoch(message: unknown): message is WorkerEpoch {
   const epoch = message as Partial<WorkerEpoch> | null
-  return typeof epoch === 'object' && epoch !== null && epoch.kind === 'petstore-sandbox:epoch' && typeof epoch.token === 'string' && epoch.token !== '' && Number.isSafeInteger(epoch.beat) && epoch.beat! >= 0
+  return (
+    typeof epoch === 'object' &&
+    epoch !== null &&
+    epoch.kind === 'petstore-sandbox:epoch' &&
+    typeof epoch.token === 'string' &&
+    epoch.token !== '' &&
+    Number.isSafeInteger(epoch.beat) &&
+    epoch.beat! >= 0 &&
+    (epoch.lost === undefined || (typeof epoch.lost === 'string' && epoch.lost !== ''))
+  )
 }
 
-/** The variable a worker started in place of another finds the epoch in (JSON `{ token, beat, primary }`, `primary` its primary's pid). */
+/** The variable a worker started in place of another finds the epoch in (JSON `{ token, beat, lost?, primary }`, `primary` its primary's pid). */
 const EPOCH_VARIABLE = 'PETSTORE_WORKER_EPOCH'
 
 /**
@@ -75,12 +86,13 @@ export function workerEpochOptions(): { redisEpoch?: RedisEpoch; onRedisEpoch: (
     handed = undefined
   }
   const tell = (epoch: RedisEpoch) => {
-    const message: WorkerEpoch = { kind: 'petstore-sandbox:epoch', token: epoch.token, beat: epoch.beat }
+    const message: WorkerEpoch = { kind: 'petstore-sandbox:epoch', token: epoch.token, beat: epoch.beat, ...(epoch.lost === undefined ? {} : { lost: epoch.lost }) }
     // @note With a callback, a channel closed meanwhile (the primary gone, the worker stopping) is an
     // error handed to it, not one emitted on the process: uncaught, that ended the worker (review39 R7).
     if (process.connected) process.send?.(message, undefined, {}, () => undefined)
   }
-  return isEpoch(handed) ? { redisEpoch: { token: handed.token, beat: handed.beat }, onRedisEpoch: tell } : { onRedisEpoch: tell }
+  if (!isEpoch(handed)) return { onRedisEpoch: tell }
+  return { redisEpoch: { token: handed.token, beat: handed.beat, ...(handed.lost === undefined ? {} : { lost: handed.lost }) }, onRedisEpoch: tell }
 }
 
 /** Whether this process is a worker of `serve --workers`. */
@@ -93,7 +105,7 @@ function describeExit(code: number | null, signal: string | null): string {
 /**
  * Runs the primary: forks one worker and waits for it to listen (so that a port in use or an
  * unreachable Redis is reported once, by that worker, and the primary exits 1), then the others;
- * prints the first one's banner once all listen.
+ * prints the first one's banner once the others listened (or failed: replaced as any worker that exits).
  */
 export async function runWorkers(count: number, say: (text: string) => void, complain: (line: string) => void): Promise<void> {
   // @note No connection is lost with a worker: each worker accepts from the shared socket itself,
@@ -114,9 +126,13 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   // for a new Redis: it served it, health ok, and handed ids out again while its sibling refused;
   // so did one replacing a worker that died after they had both refused (attack39 F6).
   let epoch: RedisEpoch | undefined
+  // Once a worker took storage for lost, that goes to every worker started later (attack49 F1: one replacing a worker that
+  // had found keys evicted counted them from its own first read, and served the evicted state).
   cluster.on('message', (_worker: Worker, message: unknown) => {
     if (!isEpoch(message)) return
-    if (epoch === undefined || (message.token === epoch.token && message.beat > epoch.beat)) epoch = { token: message.token, beat: message.beat }
+    const lost = epoch?.lost ?? message.lost
+    if (epoch === undefined || (message.token === epoch.token && message.beat > epoch.beat)) epoch = { token: message.token, beat: message.beat, lost }
+    else if (lost !== epoch.lost) epoch = { ...epoch, lost }
   })
 
   const epochVariable = () => (epoch === undefined ? undefined : { [EPOCH_VARIABLE]: JSON.stringify({ ...epoch, primary: process.pid }) })
@@ -136,16 +152,8 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   const stopAll = () => {
     for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM')
   }
-
-  try {
-    const banner = await fork()
-    await Promise.all(Array.from({ length: count - 1 }, fork))
-    say(banner)
-  } catch (error) {
-    // The worker said why on stderr (one line); the others are stopped.
-    stopAll()
-    process.exit(error instanceof WorkerStartError ? error.exitCode || 1 : 1)
-  }
+  /** Whether the first worker listened: from then on the sandbox serves, and a worker that exits is replaced. */
+  let serving = false
 
   /** Restarts waiting for their delay. */
   const pending = new Set<NodeJS.Timeout>()
@@ -159,6 +167,8 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     worker.on('message', onMessage)
   }
   cluster.on('exit', (worker: Worker, code, signal) => {
+    // The first worker exiting before it listened: the start failed (said below).
+    if (!serving) return
     if (closing) {
       if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0)
       return
@@ -178,6 +188,21 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     }, delay)
     pending.add(timer)
   })
+
+  let banner: string
+  try {
+    banner = await fork()
+  } catch (error) {
+    // The worker said why on stderr (one line).
+    stopAll()
+    process.exit(error instanceof WorkerStartError ? error.exitCode || 1 : 1)
+  }
+  // @note The first worker serves from here: another exiting (at its start too), or the first, is replaced as later.
+  // Taken for a failed start until every worker listened, a failover meeting a starting worker stopped every worker and
+  // the primary, 201s already answered (attack49 F3); and the first worker dying meanwhile was never replaced (F4).
+  serving = true
+  await Promise.all(Array.from({ length: count - 1 }, () => fork().catch(() => undefined)))
+  say(banner)
 
   const shutdown = (signal: NodeJS.Signals) => {
     if (closing) return

@@ -109,11 +109,12 @@ export interface SandboxAppOptions {
    * sandbox starts from it: a Redis that lost its keys or went back to an older snapshot before it
    * started is refused from the first command (503 storage_unavailable, it starts all the same,
    * until restarted without this epoch: on what Redis holds then), rather
-   * than served as new. What `serve --workers` gives a worker it starts in place of one that died;
-   * a supervisor restarting a sandbox in place can do the same.
+   * than served as new. With `lost` (the sandbox it replaces had taken storage for lost: keys evicted,
+   * or gone), it starts lost, refusing as that one did. What `serve --workers` gives a worker it starts
+   * in place of one that died; a supervisor restarting a sandbox in place can do the same.
    */
   redisEpoch?: RedisEpoch
-  /** With `redisUrl`: called with the epoch each time this sandbox knows a newer one (at most once a second), for a `redisEpoch` later. */
+  /** With `redisUrl`: called with the epoch each time this sandbox knows a newer one (at most once a second), and once with `lost` when it takes storage for lost, for a `redisEpoch` later. */
   onRedisEpoch?: (epoch: RedisEpoch) => void
   /**
    * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): it
@@ -283,7 +284,7 @@ const Options = z
     redisUrl: z.string().min(1).optional(),
     redisPrefix: z.string().optional(),
     redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
-    redisEpoch: z.object({ token: z.string().min(1), beat: z.int().min(0).max(Number.MAX_SAFE_INTEGER) }).strict().optional(),
+    redisEpoch: z.object({ token: z.string().min(1), beat: z.int().min(0).max(Number.MAX_SAFE_INTEGER), lost: z.string().min(1).optional() }).strict().optional(),
     onRedisEpoch: z.function().optional(),
     redisAllowEviction: z.boolean().default(false),
     redisAllowFailoverLoss: z.boolean().default(false),
@@ -421,7 +422,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisUrl: 'a Redis URL (redis://127.0.0.1:6379)',
   redisPrefix: 'a key prefix (petstore-sandbox)',
   redisUnreachableAtStart: `'refuse' or 'serve'`,
-  redisEpoch: 'the { token, beat } an onRedisEpoch call gave',
+  redisEpoch: 'the { token, beat, lost? } an onRedisEpoch call gave',
   onRedisEpoch: 'a function called with each newer epoch',
   redisAllowEviction: 'true or false',
   redisAllowFailoverLoss: 'true or false',

@@ -141,6 +141,8 @@ interface EvictedCount {
 export interface RedisEpoch {
   readonly token: string
   readonly beat: number
+  /** Why storage was taken for lost (every request refused until restart), once it was. */
+  readonly lost?: string | undefined
 }
 
 /** A reading of Redis's clock is kept over a later, looser one (an answer that took longer) this long (ms). */
@@ -1096,6 +1098,8 @@ export class RedisLink {
   #tokenUnusable = false
   /** See {@link RedisLinkOptions.onEpoch}. */
   readonly #onEpoch: ((epoch: RedisEpoch) => void) | undefined
+  /** Whether {@link #onEpoch} was told storage is lost (or it was handed so). */
+  #lostTold = false
   /** The epoch last told to {@link #onEpoch}. */
   #epochTold: RedisEpoch | undefined
   /** When (monotonic ms) this process last counted the beat loosely (see #countLoosely). */
@@ -1186,6 +1190,14 @@ export class RedisLink {
     if (options.epoch !== undefined && this.epochKey !== undefined) {
       this.#epoch = options.epoch.token
       this.#beat = options.epoch.beat
+      // @note Lost before this process started, for the process it replaces: lost for it too. Started without it, a worker
+      // replacing one that had found keys evicted (every worker refusing) counted the evictions from its own first read
+      // and served the evicted state, ids handed out again (attack49 F1).
+      if (options.epoch.lost !== undefined) {
+        this.#lost = options.epoch.lost
+        this.#lostTold = true
+        warn(`storage lost: ${this.#lost}`)
+      }
     }
     this.#onEpoch = options.onEpoch
     this.#open = open
@@ -2273,10 +2285,20 @@ export class RedisLink {
     return this.#epochReading
   }
 
-  /** Tells {@link #onEpoch} the epoch, when it is newer than the one told last; nothing once storage is lost. */
+  /** Tells {@link #onEpoch} the epoch, when it is newer than the one told last; once storage is lost, that (once). */
   #tellEpoch(): void {
     const token = this.#epoch
-    if (this.#onEpoch === undefined || token === undefined || this.#lost !== undefined || this.#closed) return
+    if (this.#onEpoch === undefined || token === undefined || this.#closed) return
+    if (this.#lost !== undefined) {
+      if (this.#lostTold) return
+      this.#lostTold = true
+      try {
+        this.#onEpoch({ token, beat: this.#remembered, lost: this.#lost })
+      } catch {
+        // The listener's own failure: nothing of the link's.
+      }
+      return
+    }
     const beat = this.#remembered
     if (this.#epochTold?.token === token && this.#epochTold.beat >= beat) return
     this.#epochTold = { token, beat }
@@ -2310,6 +2332,11 @@ export class RedisLink {
         this.#epoch = taken
         return
       }
+      // @note The policy and the count of keys evicted read each second here too (the beat's script reads them, but a
+      // sandbox with --redis-allow-failover-loss runs none): an idle such sandbox never read them, and evictions
+      // followed by a restart (a new run, counting from 0) were never seen, ids handed out again (attack49 F2).
+      await this.#policyRead(this.#serverFor(key))
+      if (this.#lost !== undefined) return
       const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
       if (held !== this.#epoch) {
         if (held === null && (await this.#tokenAloneGone(key, beatKey, this.#commandTimeoutMs))) return

@@ -4,7 +4,9 @@
  * journal, its category cap. Real CLI processes, a real redis-server.
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { connect, createServer, type AddressInfo } from 'node:net'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
@@ -235,6 +237,25 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     await untilServing(origin, run)
   })
 
+  it('starts a worker in place of one that died after the workers found keys evicted lost too: it refuses, never serving the evicted state (attack49 F1)', async () => {
+    const redis = await startRedis()
+    await redis.cli('CONFIG', 'RESETSTAT')
+    const { run, origin } = await startWorkers(2, redis.url)
+    for (let tenant = 0; tenant < 10; tenant++) for (let i = 0; i < 5; i++) expect((await post(origin, `k${tenant}`, `c${i}`)).status).toBe(201)
+    // An operator lets Redis evict keys with a time to live (tenants' keys; the epoch's have none), a moment, and back.
+    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))?.[1])
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-random')
+    await redis.cli('CONFIG', 'SET', 'maxmemory', String(used - 20_000))
+    await redis.cli('SET', 'filler', 'f'.repeat(1000))
+    await redis.cli('CONFIG', 'SET', 'maxmemory', '0')
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    expect(Number(/evicted_keys:(\d+)/.exec(await redis.cli('INFO', 'stats'))?.[1])).toBeGreaterThan(0)
+    // Each worker finds it at its next read of the count.
+    await untilStderr(run, (text) => text.split('storage lost:').length > 2)
+    // Before: each replacement counted the evictions from its own first read and answered 201, ids handed out again.
+    await replaceEveryWorkerThenRefused(run, origin)
+  })
+
   it('hands its first workers no epoch of its own environment: a PETSTORE_WORKER_EPOCH left in the shell is not taken for what Redis held (attack41 F2)', async () => {
     const redis = await startRedis()
     const { run, origin } = await startWorkers(2, redis.url, [], { PETSTORE_WORKER_EPOCH: JSON.stringify({ token: 'left-in-a-shell', beat: 7 }) })
@@ -336,6 +357,40 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
       if (tries > 50) throw new Error(`workers still running: ${workers.filter(existsProcess).join(', ')}`)
       await sleep(100)
     }
+  })
+
+  it.each([
+    { finding: 'attack49 F3', what: 'a worker failing to start while the first serves is replaced; the sandbox serves on', preload: 'process.exit(1)', victim: 'second' },
+    { finding: 'attack49 F4', what: 'the first worker dying while the others start is replaced', preload: 'Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3000)', victim: 'first' },
+  ])('once the first worker serves: $what ($finding)', async ({ preload, victim }) => {
+    const redis = await startRedis()
+    // Run in every process before the CLI (NODE_OPTIONS): the second worker forked fails at its start, or starts slowly.
+    const dir = mkdtempSync(join(tmpdir(), 'petstore-workers-preload-'))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+    const count = JSON.stringify(join(dir, 'workers'))
+    writeFileSync(
+      join(dir, 'preload.cjs'),
+      `const fs = require('node:fs'); if (require('node:cluster').isWorker) { fs.appendFileSync(${count}, '.'); if (fs.readFileSync(${count}, 'utf8').length === 2) { ${preload} } }`,
+    )
+    const port = await freePort()
+    const run = runCli(['serve', '--port', String(port), '--workers', '2', '--redis-url', redis.url, '--any-key', '--scenario', 'empty'], { NODE_OPTIONS: `--require ${join(dir, 'preload.cjs')}` })
+    const origin = `http://127.0.0.1:${port}`
+    await until(async () => (await fetch(`${origin}/__sandbox/health`).catch(() => undefined))?.status === 200)
+    if (victim === 'first') {
+      const [first] = workersOf(run)
+      process.kill(first!, 'SIGKILL')
+      // Before: never replaced, nothing said.
+      await untilStderr(run, (text) => text.includes(`worker ${first} exited (killed by SIGKILL); starting another`))
+    } else {
+      // Before: the primary stopped every worker and exited 1.
+      await untilStderr(run, (text) => /worker \d+ exited \(exit code 1\); starting another/.test(text))
+    }
+    await untilStderr(run, (text) => text.includes('is serving (in place of worker'))
+    await run.waitFor(READY)
+    expect(workersOf(run)).toHaveLength(2)
+    expect((await post(origin, 'k', 'after')).status).toBe(201)
+    run.child.kill('SIGTERM')
+    expect(await run.exited).toBe(0)
   })
 
   it('reports a port in use once and exits 1', async () => {

@@ -858,6 +858,33 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     expect(lines.filter((line) => line.startsWith('storage lost')), lines.join('\n')).toEqual([])
   })
 
+  it('reads the count of keys evicted each second when idle with --redis-allow-failover-loss: evictions, then a restart (a new run counting from 0), are storage lost, not served (attack49 F2)', async () => {
+    const redis = await startRedis({ aof: true })
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', anyKey: true, redisAllowFailoverLoss: true, warn: (line) => lines.push(line) })
+    const tenants = Array.from({ length: 8 }, (_, index) => `tenant-${index}`)
+    for (const key of tenants) for (let i = 0; i < 5; i++) expect((await create(sandbox, `${key} ${i}`, key)).status).toBe(201)
+    // Idle, the sandbox: an operator lets Redis evict keys with a time to live (tenants'), a moment, and back.
+    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))?.[1])
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-random')
+    await redis.cli('CONFIG', 'SET', 'maxmemory', String(used - 20_000))
+    await redis.cli('SET', 'filler', 'f'.repeat(1000))
+    await redis.cli('CONFIG', 'SET', 'maxmemory', '0')
+    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+    expect(Number(/evicted_keys:(\d+)/.exec(await redis.cli('INFO', 'stats'))?.[1])).toBeGreaterThan(0)
+    await sleep(2500)
+    // Restarted from its AOF (which holds the evictions): a new run, its count from 0.
+    await redis.stop('SIGTERM')
+    await redis.start()
+    // Before: never read while idle, the evictions unseen: every create 201, ids handed out again.
+    for (const key of tenants) {
+      const refused = await create(sandbox, `${key} after`, key)
+      expect(refused.status, key).toBe(503)
+      expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+    }
+    expect(lines.filter((line) => line.startsWith('storage lost'))).toHaveLength(1)
+  })
+
   it('takes keys Redis evicted while an operator had set an evicting policy for storage lost: refused until restart once noeviction is back, rather than serve what is left and hand out ids again (attack41 F1)', async () => {
     const redis = await startRedis()
     const lines: string[] = []
