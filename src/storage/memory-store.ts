@@ -51,7 +51,8 @@ export class PetstoreStore implements TenantStore {
   /** Told of every change to {@link heldBytes}. */
   meter: HeldBytesMeter | undefined
   #categories = emptyCollection()
-  readonly #defaultScenario: string
+  /** The storage's default seed, as last given: a store that holds it (the very state) is not {@link modified}. */
+  #defaultSeed: TenantState
   #scenario: string
   #nextCategoryId = 1
   #modified = false
@@ -74,7 +75,7 @@ export class PetstoreStore implements TenantStore {
 
   /** Starts on `seed`, the storage's default: a store that still holds it is not {@link modified}. */
   constructor(seed: TenantState) {
-    this.#defaultScenario = seed.scenario
+    this.#defaultSeed = seed
     this.#scenario = seed.scenario
     this.seeded = this.replace(seed)
     this.seeded.catch(() => undefined)
@@ -101,6 +102,8 @@ export class PetstoreStore implements TenantStore {
    * @note Judged in the queue, so a create queued first is never wiped by the reload.
    */
   reseed(seed: TenantState): Promise<boolean> {
+    // The new default from now on, for a reset onto it too (a store holding writes keeps them meanwhile).
+    this.#defaultSeed = seed
     return this.#serial(async () => {
       if (this.#modified) return false
       await this.#replace(seed)
@@ -121,7 +124,10 @@ export class PetstoreStore implements TenantStore {
     }
     this.#scenario = state.scenario
     this.#nextCategoryId = state.nextCategoryId
-    this.#setModified(state.scenario !== this.#defaultScenario)
+    // @note By the very seed, as SQLite judges it: by its scenario's name, a tenant switched to a newer version of the
+    // start scenario (its file edited) was taken for one on its seed, evicted as losing nothing and back on the start's
+    // version, torn (attack47 F5).
+    this.#setModified(state !== this.#defaultSeed)
     this.#wrote()
   }
 
