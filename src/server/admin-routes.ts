@@ -299,8 +299,14 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!body.ok) return sendError(res, body.code, body.params)
       const scenario = await switchable(body.value, 'PUT /__sandbox/scenario', res)
       if (!scenario) return
-      options.admit('grow', growthOf(tenant, scenario))
-      await tenant.useScenario(scenario)
+      const growth = growthOf(tenant, scenario)
+      options.admit('grow', growth)
+      const release = tenants.pledge(Math.max(0, growth))
+      try {
+        await tenant.useScenario(scenario)
+      } finally {
+        release()
+      }
       res.json({ scenario: summarize(scenario) })
     }),
   })
@@ -309,6 +315,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     post: onTenant(async ({ tenant, payer }, req, res) => {
       // @note No body (as before): the scenario in use, reseeded as its files are now. A body may name another, or the initial one.
       let scenario = tenant.scenario
+      let growth = 0
       if (!hasBody(req) && scenario !== tenants.scenario) {
         // @note Reseeded from the version loaded at the last switch, an edit of the scenario's file or
         // fixture was not picked up by a reset, only by a switch (trial41 R2). A scenario no longer
@@ -316,7 +323,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         const now = await loaded(scenario.name, 'POST /__sandbox/reset', res)
         if (now === undefined) return
         if (now !== null && now !== scenario) {
-          options.admit('grow', growthOf(tenant, now))
+          growth = growthOf(tenant, now)
+          options.admit('grow', growth)
           scenario = now
         }
       }
@@ -336,9 +344,18 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
           if (!named) return
           scenario = named
         }
-        if (scenario !== tenant.scenario) options.admit('grow', growthOf(tenant, scenario))
+        if (scenario !== tenant.scenario) {
+          growth = growthOf(tenant, scenario)
+          options.admit('grow', growth)
+        }
       }
-      await tenant.resetTo(scenario)
+      // Counted until done, as a switch's.
+      const release = tenants.pledge(Math.max(0, growth))
+      try {
+        await tenant.resetTo(scenario)
+      } finally {
+        release()
+      }
       res.json({ scenario: summarize(tenant.scenario), categories: await tenant.store.countCategories() })
     }),
   })

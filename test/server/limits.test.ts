@@ -277,6 +277,25 @@ describe('the memory budget across tenants', () => {
     expect(list.map((category) => category.name)).toContain('Partner data')
   })
 
+  it('counts each switch to a scenarios-directory scenario as admitted: keys switching together (one load of its file) are refused past the budget, not all let in (attack50 F6)', async () => {
+    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
+    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
+    const generate = { count: 3000, name: 'C {n}', description: `${'D'.repeat(200)} {n}` }
+    writeFileSync(join(scenariosDir, 'mid.json'), JSON.stringify({ name: 'mid', version: '1.0.0', description: 'A generated seed', seed: { categories: { generate } } }))
+    const budget = 8 * 1024 * 1024
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: budget, scenariosDir, scenario: 'empty' })
+    const keys = Array.from({ length: 30 }, (_, i) => `switch-${i}`)
+    for (const key of keys) await (await fetch('/v1/categories', { headers: auth(key) })).arrayBuffer()
+    const answers = await Promise.all(keys.map((key) => fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: '{"name":"mid"}' })))
+    const statuses = answers.map((answer) => answer.status)
+    for (const answer of answers) if (answer.status === 503) expectErrorBody(await jsonOf(answer), 503, 'over_capacity')
+    else await answer.arrayBuffer()
+    // Before: all 30 answered 200, about four times the budget held.
+    expect(statuses).toContain(200)
+    expect(statuses).toContain(503)
+    expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+  })
+
   it('judges a switch by what it adds: one key’s switch to a scenario of 100,000 generated categories is refused past a 64 MiB budget, and the partner writes on (attack42 F3)', async () => {
     const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
     onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
