@@ -122,6 +122,16 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   const sendCounted = (res: Response, value: unknown, tenant: Tenant | undefined) =>
     writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending, tenant)
 
+  /** Runs a switch or reset admitted with `growth`, counted in what the tenants hold until it is done ({@link TenantRegistry.pledge}). */
+  async function counted(growth: number, write: () => Promise<unknown>): Promise<void> {
+    const release = tenants.pledge(Math.max(0, growth))
+    try {
+      await write()
+    } finally {
+      release()
+    }
+  }
+
   /** Authenticates the caller; answers the error itself and returns undefined when it fails. */
   function authenticate(req: Request, res: Response): Caller | undefined {
     const auth = readBearer(req.headers.authorization ?? null)
@@ -301,12 +311,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!scenario) return
       const growth = growthOf(tenant, scenario)
       options.admit('grow', growth)
-      const release = tenants.pledge(Math.max(0, growth))
-      try {
-        await tenant.useScenario(scenario)
-      } finally {
-        release()
-      }
+      await counted(growth, () => tenant.useScenario(scenario))
       res.json({ scenario: summarize(scenario) })
     }),
   })
@@ -349,13 +354,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
           options.admit('grow', growth)
         }
       }
-      // Counted until done, as a switch's.
-      const release = tenants.pledge(Math.max(0, growth))
-      try {
-        await tenant.resetTo(scenario)
-      } finally {
-        release()
-      }
+      await counted(growth, () => tenant.resetTo(scenario))
       res.json({ scenario: summarize(tenant.scenario), categories: await tenant.store.countCategories() })
     }),
   })

@@ -17,7 +17,7 @@ import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/sto
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { CLOCK_OFFSET_FILE_VARIABLE, CLOCK_OFFSET_VARIABLE, clockShim } from '../support/clock-shim.js'
-import { freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
+import { evictForAMoment, freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -865,13 +865,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     const tenants = Array.from({ length: 8 }, (_, index) => `tenant-${index}`)
     for (const key of tenants) for (let i = 0; i < 5; i++) expect((await create(sandbox, `${key} ${i}`, key)).status).toBe(201)
     // Idle, the sandbox: an operator lets Redis evict keys with a time to live (tenants'), a moment, and back.
-    const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))?.[1])
-    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-random')
-    await redis.cli('CONFIG', 'SET', 'maxmemory', String(used - 20_000))
-    await redis.cli('SET', 'filler', 'f'.repeat(1000))
-    await redis.cli('CONFIG', 'SET', 'maxmemory', '0')
-    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
-    expect(Number(/evicted_keys:(\d+)/.exec(await redis.cli('INFO', 'stats'))?.[1])).toBeGreaterThan(0)
+    expect(await evictForAMoment(redis)).toBeGreaterThan(0)
     await sleep(2500)
     // Restarted from its AOF (which holds the evictions): a new run, its count from 0.
     await redis.stop('SIGTERM')

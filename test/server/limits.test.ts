@@ -27,6 +27,17 @@ failOnUnhandledRejections()
 const create = (fetch: (path: string, init?: RequestInit) => Promise<Response>, key: string, body: unknown) =>
   fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify(body) })
 
+/** Requests sent together past the memory budget: some answered, the rest 503 over_capacity, what the tenants hold within it. */
+async function someRefusedWithinBudget(sent: Promise<Response>[], sandbox: { tenants: { heldBytes(): number } }, budget: number): Promise<void> {
+  const answers = await Promise.all(sent)
+  for (const answer of answers) if (answer.status === 503) expectErrorBody(await jsonOf(answer), 503, 'over_capacity')
+  else await answer.arrayBuffer()
+  const statuses = answers.map((answer) => answer.status)
+  expect(statuses).toContain(200)
+  expect(statuses).toContain(503)
+  expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+}
+
 describe('name, description and category limits', () => {
   it('refuses a 1 MiB category name with 400 and keeps the list answering 200', async () => {
     const { fetch } = await startSandbox({ apiKeys: ['k'] })
@@ -214,14 +225,8 @@ describe('the memory budget across tenants', () => {
     writeFileSync(file, JSON.stringify({ name: 'large', version: '1.0.0', description: 'A large seed', seed: { categories: { generate } } }))
     const budget = 4 * 1024 * 1024
     const { fetch, sandbox } = await startSandbox({ anyKey: true, scenario: file, memoryBudgetBytes: budget })
-    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => fetch('/v1/categories?limit=1', { headers: auth(`new-${i}`) })))
-    const statuses = answers.map((answer) => answer.status)
-    for (const answer of answers) if (answer.status === 503) expectErrorBody(await jsonOf(answer), 503, 'over_capacity')
-    else await answer.arrayBuffer()
     // Before: each admitted against what the others had not yet built, all 30 answered and ten times the budget held.
-    expect(statuses).toContain(200)
-    expect(statuses).toContain(503)
-    expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+    await someRefusedWithinBudget(Array.from({ length: 30 }, (_, i) => fetch('/v1/categories?limit=1', { headers: auth(`new-${i}`) })), sandbox, budget)
     // A later key is let in as earlier ones on the seed make room (once the relief's pause after a fruitless one ends).
     await expect.poll(async () => (await fetch('/v1/categories?limit=1', { headers: auth('later') })).status, { timeout: 5000, interval: 250 }).toBe(200)
     expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
@@ -286,14 +291,8 @@ describe('the memory budget across tenants', () => {
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: budget, scenariosDir, scenario: 'empty' })
     const keys = Array.from({ length: 30 }, (_, i) => `switch-${i}`)
     for (const key of keys) await (await fetch('/v1/categories', { headers: auth(key) })).arrayBuffer()
-    const answers = await Promise.all(keys.map((key) => fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: '{"name":"mid"}' })))
-    const statuses = answers.map((answer) => answer.status)
-    for (const answer of answers) if (answer.status === 503) expectErrorBody(await jsonOf(answer), 503, 'over_capacity')
-    else await answer.arrayBuffer()
     // Before: all 30 answered 200, about four times the budget held.
-    expect(statuses).toContain(200)
-    expect(statuses).toContain(503)
-    expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+    await someRefusedWithinBudget(keys.map((key) => fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: '{"name":"mid"}' })), sandbox, budget)
   })
 
   it('judges a switch by what it adds: one key’s switch to a scenario of 100,000 generated categories is refused past a 64 MiB budget, and the partner writes on (attack42 F3)', async () => {

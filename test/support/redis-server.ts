@@ -147,6 +147,20 @@ export async function promoteBehindAddress(master: RedisServer, replica: RedisSe
   await master.start()
 }
 
+/**
+ * What an operator's slip does: lets `redis` evict keys with a time to live (tenants' keys; the epoch's have none) for a
+ * moment, past a `maxmemory` just under what it holds, and sets `noeviction` back. Resolves to how many keys it evicted.
+ */
+export async function evictForAMoment(redis: { cli(...args: string[]): Promise<string> }): Promise<number> {
+  const used = Number(/used_memory:(\d+)/.exec(await redis.cli('INFO', 'memory'))?.[1])
+  await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'volatile-random')
+  await redis.cli('CONFIG', 'SET', 'maxmemory', String(used - 20_000))
+  await redis.cli('SET', 'filler', 'f'.repeat(1000))
+  await redis.cli('CONFIG', 'SET', 'maxmemory', '0')
+  await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
+  return Number(/evicted_keys:(\d+)/.exec(await redis.cli('INFO', 'stats'))?.[1])
+}
+
 /** Starts a standalone redis-server for one test and stops it (and removes its directory) when the test ends. */
 export async function startRedis(options: RedisServerOptions = {}): Promise<RedisServer> {
   const server = await newServer(options)
