@@ -99,6 +99,27 @@ const WAL_FRAME_HEADER = 24
 const DISK_PER_BUDGET_BYTE = 5
 /** What a category's row takes in the table beyond its text (the tenant's id, its name and description), in bytes at most: its record's header, seq and id, the cell's own. */
 const ROW_OVERHEAD_BYTES = 32
+/** How many pages a delete of rows sharing pages may write for each it empties: itself, and up to two neighbours SQLite's rebalancing rewrites. */
+const REBALANCED = 3
+/** The margin on what a reset or delete is charged for the pages it writes. */
+const REMOVAL_MARGIN = 1.1
+/** What deleting a tenant may write more for one more row of `bytes` (by the budget's count), by {@link SqliteStorage} #removalRoom's rule for rows sharing pages. */
+function removalRoomOfRow(bytes: number): number {
+  // Dropped (itself and two neighbours) and moved to a hold (itself), with the index's entry three times.
+  return Math.ceil(REMOVAL_MARGIN * ((REBALANCED + 1) * (1 + spillPages(spilledBytes(bytes))) + (3 * INDEX_ENTRY_BYTES) / PAGE) * (PAGE + WAL_FRAME_HEADER))
+}
+/**
+ * The bytes of a row of `bytes` that go to overflow pages at most: none while it fits a page (SQLite keeps a row of up
+ * to 4,061 bytes on a 4 KiB page whole), else all but the 489 bytes it keeps at least (both rounded down here; the
+ * tenant's rows' statement, `tenantRows`, says the same in SQL).
+ */
+function spilledBytes(bytes: number): number {
+  return bytes > 4000 ? bytes - 480 : 0
+}
+/** The overflow pages `spilled` bytes take at most (a quarter again for their pages' own headers and last ones part full). */
+function spillPages(spilled: number): number {
+  return Math.ceil((1.25 * spilled) / PAGE)
+}
 /** What an entry of the categories' index by tenant takes beyond the tenant's id, in bytes at most: its record's header, seq, the cell's own. */
 const INDEX_ENTRY_OVERHEAD_BYTES = 16
 /** A b-tree leaf page's header, in bytes (and page 1's file header, for every page: a bound). */
@@ -487,8 +508,14 @@ export class SqliteStorage implements TenantStorage {
   #roomPledged = 0
   /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
   #createDisk = { room: Number.POSITIVE_INFINITY, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
-  /** The most categories a tenant may hold, as creates say it (0 until one does; see {@link #keepForRemovals}). */
-  #maxRows = 0
+  /**
+   * What deleting each tenant may write into the log ({@link #removalRoom}) as last computed, plus what each create
+   * of it added since ({@link removalRoomOfRow}): creates keep the largest ({@link #keepForRemovals}). Read whole at the
+   * first need; a tenant's computed again after each replace.
+   */
+  #charges: Map<string, number> | undefined
+  /** The tenants whose charge creates added to since it was last computed (a bound: computed again when it may be the largest). */
+  readonly #charged = new Set<string>()
   /** Bytes a tenant's first write stores of the default seed (see #roomFor), once counted. */
   #seedBytes: number | undefined
   /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
@@ -546,6 +573,7 @@ export class SqliteStorage implements TenantStorage {
     this.#settleWaitMs = options.settleWaitMs ?? SETTLE_WAIT_MS
     this.#sql = {
       tenant: db.prepare<[string], { scenario: string; next: number }>('SELECT scenario, next_category_id AS next FROM tenants WHERE id = ?'),
+      tenantIds: db.prepare<[], { id: string }>('SELECT id FROM tenants'),
       floored: db.prepare<[string], { floored: number }>('SELECT floored FROM tenants WHERE id = ?'),
       setFloored: db.prepare<[number, string]>('UPDATE tenants SET floored = ? WHERE id = ?'),
       lapsing: db.prepare<[number, string, number], { id: string }>('SELECT id FROM tenants WHERE floored = 1 AND used_at < ? AND id <> ? ORDER BY used_at LIMIT ?'),
@@ -577,11 +605,10 @@ export class SqliteStorage implements TenantStorage {
       clock: db.prepare<[], { n: number }>(`SELECT MAX(COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'clock'), 0), COALESCE((SELECT MAX(used_at) FROM tenants), 0)) AS n`),
       saveClock: db.prepare<[number]>("INSERT OR REPLACE INTO meta (key, value) VALUES ('clock', CAST(? AS TEXT))"),
       // Its rows, their runs side by side in the table (a run's first row has no row of the tenant just before it), and their text's bytes.
-      tenantRows: db.prepare<[string], { n: number; runs: number | null; text: number | null; longest: number | null }>(
-        `SELECT COUNT(*) AS n, SUM(NOT EXISTS (SELECT 1 FROM categories p WHERE p.seq = c.seq - 1 AND p.tenant = c.tenant)) AS runs,
-           SUM(LENGTH(CAST(c.tenant AS BLOB)) + LENGTH(CAST(c.name AS BLOB)) + IFNULL(LENGTH(CAST(c.description AS BLOB)), 0)) AS text,
-           MAX(LENGTH(CAST(c.tenant AS BLOB)) + LENGTH(CAST(c.name AS BLOB)) + IFNULL(LENGTH(CAST(c.description AS BLOB)), 0)) AS longest
-         FROM categories c WHERE c.tenant = ?`,
+      tenantRows: db.prepare<[string], { n: number; runs: number | null; text: number | null; longest: number | null; spilled: number | null }>(
+        `WITH c AS (SELECT seq, tenant, LENGTH(CAST(tenant AS BLOB)) + LENGTH(CAST(name AS BLOB)) + IFNULL(LENGTH(CAST(description AS BLOB)), 0) AS len FROM categories WHERE tenant = ?)
+         SELECT COUNT(*) AS n, SUM(NOT EXISTS (SELECT 1 FROM categories p WHERE p.seq = c.seq - 1 AND p.tenant = c.tenant)) AS runs,
+           SUM(len) AS text, MAX(len) AS longest, SUM(CASE WHEN len > 4000 THEN len - 480 ELSE 0 END) AS spilled FROM c`,
       ),
       tenantBytes: db.prepare<[string, string], { n: number }>(
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
@@ -643,13 +670,15 @@ export class SqliteStorage implements TenantStorage {
 
   /**
    * The room on the disk deleting tenant `id`'s rows needs: the WAL frames of the pages they empty
-   * or change. Where its rows share their pages with other tenants' (created side by side), a page
-   * a row (and the pages its longer rows overflow into) and the index's, half as much again as a
-   * margin. Where they lie side by side in the table (a seed, written in one go: appended, so each
-   * page filled but for less than its longest row), the pages they fill and the two each run of them
-   * starts and ends in, and the index's (its entries side by side, pages two thirds full), written
-   * twice (the rows are moved to a hold, then dropped once durable: two transactions), a tenth again
-   * as a margin. Whichever is less, and never more than every page of the database.
+   * or change, in two transactions (the rows moved to a hold, rewritten in place, their index entries
+   * out of its range and into the hold's; then dropped once durable, rewriting the pages emptied and
+   * the neighbours SQLite's rebalancing moves rows into), or in one (`once`: the idle sweep drops them
+   * at once), a tenth again as a margin. Where its rows share their pages with other tenants' (created
+   * side by side), a page a row (and the pages its longer rows overflow into) and up to two neighbours
+   * each when dropped. Where they lie side by side in the table (a seed, written in one go: appended,
+   * so each page filled but for less than its longest row), the pages they fill and the two each run
+   * of them starts and ends in. Whichever is less, and in each transaction never more than every page
+   * of the database.
    * @note Charged by what the budget counts only, deletes of tenants whose ~2 KB rows had been created
    * side by side with 11 other keys' each wrote about 3.6 times that into the WAL (attack42 F2);
    * charged past the database's size, a tenant holding most of the store budget could never be
@@ -658,19 +687,28 @@ export class SqliteStorage implements TenantStorage {
    * a generated seed of 3,000 rows were charged 9.8 MB where deleting one wrote 0.5 MB: on a disk
    * holding a database more than half its size, none could be reset or deleted, by the API or
    * `tenants delete` (attack48 F1).
+   * @note Charged once a page where a delete writes it twice and rewrites neighbours, one reset of
+   * 65 rows among 40 keys' was admitted and filled the disk for good (attack50 F2, F3).
    */
-  #removalRoom(id: string): number {
-    const { n: rows = 0, runs, text, longest } = this.#sql.tenantRows.get(id) ?? {}
-    const frame = PAGE + WAL_FRAME_HEADER
+  #removalRoom(id: string, once = false): number {
+    const { n: rows = 0, runs: counted, text, longest, spilled } = this.#sql.tenantRows.get(id) ?? {}
+    const runs = counted ?? 0
     const rowBytes = (text ?? 0) + rows * ROW_OVERHEAD_BYTES
-    const scattered = 1.5 * (rows + Math.ceil((1.25 * rowBytes) / PAGE) + Math.ceil((rows * INDEX_ENTRY_BYTES) / PAGE) + 4)
+    // Its rows sharing pages: a page a row and those its longer rows overflow into; the index's, its entries side by side.
+    const own = rows + spillPages(spilled ?? 0)
+    const ownIndex = 2 + Math.ceil((rows * INDEX_ENTRY_BYTES) / PAGE)
+    // Its rows side by side: the pages they fill (each but for less than its longest row) and the two ends of each run.
     const filled = Math.max(PAGE / 2, PAGE - PAGE_HEADER_BYTES - (longest ?? 0) - ROW_OVERHEAD_BYTES)
-    const table = 2 * (runs ?? 0) + Math.ceil(rowBytes / filled)
+    const table = 2 * runs + Math.ceil(rowBytes / filled)
     const index = 2 + Math.ceil((1.5 * rows * (Buffer.byteLength(id) + INDEX_ENTRY_OVERHEAD_BYTES)) / PAGE)
-    const sideBySide = 1.1 * (2 * table + 3 * index + 4)
-    const database = 1.1 * (this.#usedPages() + 4)
-    return Math.ceil(Math.min(scattered, sideBySide, database) * frame)
+    // Dropped: the pages emptied, and the neighbours SQLite's rebalancing rewrites (up to two a page; at a run's two ends).
+    // Moved to a hold: rewritten in place, the index's entries twice (out of the tenant's range, into the hold's).
+    const used = this.#usedPages()
+    const drop = Math.min(REBALANCED * own + ownIndex, table + 2 * runs + index, used)
+    const move = Math.min(own + 2 * ownIndex, table + 2 * index, used)
+    return Math.ceil(REMOVAL_MARGIN * ((once ? drop : drop + move) + 4) * (PAGE + WAL_FRAME_HEADER))
   }
+
 
   /**
    * Decides a tenant going from holding `old` to `next` bytes (`storeCharge`): past the budget,
@@ -797,7 +835,7 @@ export class SqliteStorage implements TenantStorage {
     let need = 0
     const sweepable = new Set<string>()
     for (const { id } of this.#guard(() => this.#sql.idle.all(before), 0)) {
-      const more = this.#removalRoom(id)
+      const more = this.#removalRoom(id, true)
       if (need + more > room && need + more + this.#roomPledged > CHECKPOINT_ROOM_BYTES) continue
       need += more
       sweepable.add(id)
@@ -830,6 +868,10 @@ export class SqliteStorage implements TenantStorage {
       }
       return [ids, held] as const
     }))
+    for (const id of ids) {
+      this.#charges?.delete(id)
+      this.#charged.delete(id)
+    }
     // @note Followed once committed, before the fsync: pages reading a tenant between the two
     // found its rows gone and ended, a list cut short that looked whole (attack10 T1).
     for (const [id, hold] of held) this.#follow(id, hold)
@@ -1153,8 +1195,7 @@ export class SqliteStorage implements TenantStorage {
     if (this.#seedBytes > CHECKPOINT_ROOM_BYTES && this.#db.open && this.#sql.tenant.get(tenant) === undefined) {
       return this.#roomFor(this.#seedBytes, 0, true).then((release) => this.#create(tenant, input, maxCategories).finally(release))
     }
-    if (maxCategories > this.#maxRows) this.#maxRows = maxCategories
-    const judged = this.#createRoom(categoryStoredBytes(input))
+    const judged = this.#createRoom(categoryStoredBytes(input), tenant)
     if (judged === undefined) return this.#create(tenant, input, maxCategories)
     return judged.then(() => this.#create(tenant, input, maxCategories))
   }
@@ -1168,15 +1209,18 @@ export class SqliteStorage implements TenantStorage {
    * no reset or delete (API, `tenants delete`) could run, nor the idle sweep after a restart: with
    * `--store-budget 0` (attack44 F2), or once another program had taken room after start (attack44 F3).
    */
-  #createRoom(bytes: number): Promise<void> | undefined {
+  #createRoom(bytes: number, tenant?: string): Promise<void> | undefined {
     const disk = this.#createDisk
     const need = ROOM_PER_BYTE * bytes
-    const left = () => disk.room - disk.since - this.#roomPledged - need - disk.keep
+    // The room kept: deleting the largest tenant, this one with this row included.
+    const grown = () => (tenant === undefined || !this.#db.open ? 0 : this.#chargeOf(tenant) + removalRoomOfRow(bytes) + CHECKPOINT_ROOM_BYTES)
+    const left = () => disk.room - disk.since - this.#roomPledged - need - Math.max(disk.keep, grown())
     // Once refused, creates come back with room to spare: health and creates would flap at the edge.
     const enough = () => left() >= (disk.short === false ? 0 : CHECKPOINT_ROOM_BYTES)
     // Near the room kept, each create reads the disk again (a commit's WAL frames are whole pages: counted by what they store, creates between two readings went past it).
     if (monotonicNow() - disk.at < DISK_READ_MS && left() >= NEAR_KEPT_BYTES) {
       disk.since += need
+      this.#addCharge(tenant, bytes)
       return undefined
     }
     disk.reading ??= (async () => {
@@ -1190,6 +1234,7 @@ export class SqliteStorage implements TenantStorage {
       if (enough()) {
         this.#roomBack()
         disk.since += need
+        this.#addCharge(tenant, bytes)
         return
       }
       const detail = `${this.path}: ${Math.max(0, disk.room)} bytes left on its disk, and deleting the tenants needs about ${disk.keep} kept free: creates are answered 503 storage_unavailable until there is room (resets, switches to smaller scenarios and deletes go on)`
@@ -1217,19 +1262,63 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /**
-   * The room deleting any tenant needs at most: every page of the database that holds something
-   * written once into the WAL ({@link #removalRoom}'s cap), and the room the WAL's checkpoint keeps
-   * as a margin (creates between two readings of the disk). A tenant's rows may share their pages
-   * with every other tenant's (created side by side), so deleting one may write them all.
+   * The room deleting any tenant needs at most ({@link #removalRoom}: each tenant's as last computed, and what its
+   * creates added since), and the room the WAL's checkpoint keeps as a margin (creates between two readings of the disk).
+   * @note A page a row for `--max-categories` rows kept instead, less than a delete was then charged: rows that overflow
+   * a page (long descriptions), tenants on a seed past that many rows (`large-catalog`), a delete written twice (moved
+   * aside, then dropped): creates stopped at that line, and no tenant could be reset or deleted again, or one reset
+   * filled the disk for good (attack50 F1, F2, F3).
    */
   #keepForRemovals(): number {
-    const frame = PAGE + WAL_FRAME_HEADER
-    const database = 1.1 * (this.#usedPages() + 4) * frame
-    // @note Never more than deleting the largest tenant creates may make needs (a page a row and the index's, half as much again:
-    // #removalRoom): by the database alone, a large database on a disk less than half free refused every create.
-    const rows = this.#maxRows
-    const tenant = rows > 0 ? 1.5 * (rows + Math.ceil((rows * INDEX_ENTRY_BYTES) / PAGE) + 4) * frame : Number.POSITIVE_INFINITY
-    return Math.ceil(Math.min(database, tenant)) + CHECKPOINT_ROOM_BYTES
+    const charges = this.#allCharges()
+    let most = 0
+    for (const [id, charge] of charges) if (!this.#charged.has(id)) most = Math.max(most, charge)
+    // Those created in since, as many as may be the largest, computed again: counted a page a row (and its neighbours),
+    // one key's creates side by side took as much room as rows scattered among others' (a tenant of 800 long rows on a
+    // 10 MiB disk refused its creates).
+    for (const id of [...this.#charged].sort((a, b) => charges.get(b)! - charges.get(a)!)) {
+      if (charges.get(id)! <= most) break
+      this.#charged.delete(id)
+      const charge = this.#removalRoom(id)
+      charges.set(id, charge)
+      most = Math.max(most, charge)
+    }
+    return Math.ceil(most) + CHECKPOINT_ROOM_BYTES
+  }
+
+  /** {@link #charges}, read whole the first time. */
+  #allCharges(): Map<string, number> {
+    if (this.#charges === undefined) {
+      this.#charges = new Map()
+      for (const { id } of this.#sql.tenantIds.all()) this.#charges.set(id, this.#removalRoom(id))
+    }
+    return this.#charges
+  }
+
+  /** What deleting tenant `id` may write into the log now, by {@link #charges}. */
+  #chargeOf(id: string): number {
+    const charges = this.#allCharges()
+    let charge = charges.get(id)
+    if (charge === undefined) {
+      charge = this.#removalRoom(id)
+      charges.set(id, charge)
+    }
+    return charge
+  }
+
+  /** Adds a create of `bytes` to what deleting `tenant` may write. */
+  #addCharge(tenant: string | undefined, bytes: number): void {
+    if (tenant === undefined || !this.#db.open) return
+    this.#allCharges().set(tenant, this.#chargeOf(tenant) + removalRoomOfRow(bytes))
+    this.#charged.add(tenant)
+  }
+
+  /** Computes what deleting `id` may write again, after a replace or delete of it (forgotten once it holds nothing). */
+  #recharge(id: string): void {
+    if (this.#charges === undefined || !this.#db.open) return
+    this.#charged.delete(id)
+    if (this.#sql.tenant.get(id) === undefined) this.#charges.delete(id)
+    else this.#charges.set(id, this.#removalRoom(id))
   }
 
   /** The pages of the database that hold something (its free pages, left by deletes, are reused by later writes and written by none). */
@@ -1375,7 +1464,9 @@ export class SqliteStorage implements TenantStorage {
       const removal = this.#db.open ? this.#removalRoom(id) : 0
       const release = await this.#roomFor(bytes, removal)
       try {
-        return await this.#exclusiveNow(id, bytes, deadline, task)
+        const done = await this.#exclusiveNow(id, bytes, deadline, task)
+        this.#recharge(id)
+        return done
       } finally {
         release?.()
       }

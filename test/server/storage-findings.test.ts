@@ -15,7 +15,7 @@ import { runCli } from '../support/sandbox-cli.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
 import { OverCapacityError } from '../../src/core/capacity.js'
 import { StorageUnavailableError, type StorageHealth } from '../../src/storage/storage.js'
-import { openSqliteStorage } from '../../src/storage/sqlite-storage.js'
+import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite-storage.js'
 import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 import { dataDir, STORES } from '../support/stores.js'
@@ -584,6 +584,46 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.list()).toEqual([])
   })
 
+  it.each([
+    {
+      finding: 'attack50 F1',
+      what: 'rows overflowing their pages (150,000-character descriptions), 50 a tenant',
+      resetKey: 'second',
+      fill: async (storage: SqliteStorage) => {
+        for (const key of ['large', 'second']) for (let i = 0; i < 50; i++) await storage.open(key).createCategory({ name: `c${i}`, description: 'd'.repeat(150_000) }, 50)
+      },
+    },
+    {
+      finding: 'attack50 F3',
+      what: 'a tenant on large-catalog (10,000 rows, past --max-categories) beside keys creating',
+      resetKey: 'key-3',
+      fill: async (storage: SqliteStorage) => {
+        await storage.open('large').replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))
+        await storage.open('second').createCategory({ name: 'second' })
+        const keys = Array.from({ length: 40 }, (_, k) => `key-${k}`)
+        for (let i = 0; i < 100; i++) await Promise.all(keys.map((key) => storage.open(key).createCategory({ name: `c${i}`, description: 'd'.repeat(2000) }, 100)))
+      },
+    },
+  ])('keeps from creates the room deleting its largest tenant needs, however large its rows or its seed: $what is still deleted, creates refused first ($finding)', async ({ fill, resetKey }) => {
+    const disk = smallDisk(12 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) })
+    onTestFinished(() => storage.close())
+    // Creates until the room kept refuses them (no store budget: --store-budget 0).
+    const refused = await fill(storage).then(() => undefined, (error: unknown) => error)
+    expect(refused).toBeInstanceOf(StorageUnavailableError)
+    expect(String(refused)).toContain('kept free')
+    // Before: creates kept a page a row of --max-categories, and the delete, charged what its rows really take, was
+    // refused over_capacity for good (API, `tenants delete`, restart); or a reset admitted filled the disk for good.
+    // A smaller tenant's reset onto empty first (its rows among the others'): done, or refused over_capacity, never
+    // filling the disk (before, on large-catalog: admitted, SQLITE_FULL, the disk full for good).
+    const reset = await storage.open(resetKey).replace(seedState(BUILTIN_SCENARIOS.empty!)).then(() => 'done', (error: unknown) => (error instanceof OverCapacityError ? 'over_capacity' : String(error)))
+    expect(['done', 'over_capacity']).toContain(reset)
+    expect(await storage.health()).not.toEqual({ ok: false, detail: expect.stringContaining('SQLITE_FULL') })
+    await vi.waitFor(() => storage.delete('large'), { timeout: 10_000, interval: 200 })
+    await vi.waitFor(() => storage.open(resetKey).replace(seedState(BUILTIN_SCENARIOS.empty!)), { timeout: 10_000, interval: 200 })
+    expect((await storage.list()).map((tenant) => tenant.id)).not.toContain('large')
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
@@ -610,8 +650,9 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     const disk = smallDisk(10 * 1024)
     // No store budget (`--store-budget 0`): one held to the disk refuses the tenant's data first.
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000, storeBudgetBytes: 0 })
-    // About 2.5 MB on disk; creates keep room for deleting it (attack44 F2): room another program takes then leaves 512 KiB.
-    await createLarge(sandbox, 'big', 800)
+    // About 1.3 MB on disk (deleting it writes each page twice: creates keep that room, attack44 F2, attack50 F1; 800 rows
+    // here did not fit a 10 MiB disk any more): room another program takes then leaves 512 KiB.
+    await createLarge(sandbox, 'big', 400)
     const { bavail, bsize } = statfsSync(disk.dir)
     writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 512 * 1024), 1))
     // Creates read the disk at most every 200 ms while far from the room kept.
@@ -623,7 +664,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     // Creates are refused for the room a delete needs, and health says so.
     expectErrorBody(await jsonOf(await post(sandbox, 'other', 'refused')), 503, 'storage_unavailable')
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
-    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))) as unknown[]).length).toBe(805)
+    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('big') }))) as unknown[]).length).toBe(405)
     unlinkSync(join(disk.dir, 'other-program'))
     await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 200 })
     const again = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('big', true), body: JSON.stringify({ scenario: 'empty' }) })
@@ -634,8 +675,8 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
   it.runIf(REPLAYS)('takes a reset onto empty that frees room on a tight disk: a delete is charged the log its pages take, not as a store (review39 R3)', async () => {
     const disk = smallDisk(12 * 1024)
     const first = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
-    await createLarge(first, 'big', 640)
-    // Stopped, its log copied into the database; about 1.3 MB counted, 2.6 MB on disk; the room left brought to about 6 MB.
+    await createLarge(first, 'big', 400)
+    // Stopped, its log copied into the database; about 0.8 MB counted, 1.6 MB on disk; the room left brought to about 6 MB.
     await stop(first)
     const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data'), maxCategories: 10_000 })
     const { bavail, bsize } = statfsSync(disk.dir)
