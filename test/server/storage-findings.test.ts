@@ -624,6 +624,26 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await storage.list()).map((tenant) => tenant.id)).not.toContain('large')
   })
 
+  it('keeps from creates the room deleting a new key on a large start seed needs once its first write stored the seed (review43 R11)', async () => {
+    const disk = smallDisk(24 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS['large-catalog']!) })
+    onTestFinished(() => storage.close())
+    // A small key creates first: the room kept is read, every tenant's charge with it.
+    await storage.open('small').replace(seedState(BUILTIN_SCENARIOS.empty!))
+    await storage.open('small').createCategory({ name: 'first' }, 20_000)
+    // A new key's first create stores its 10,000 seed rows (about 1 MB).
+    await storage.open('large').createCategory({ name: 'first' }, 20_000)
+    // Another program leaves little room: the next create is refused, saying what is kept.
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 256 * 1024), 1))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const refused = await storage.open('small').createCategory({ name: 'second' }, 20_000).then(() => undefined, (error: unknown) => error)
+    const kept = Number(/needs about (\d+) kept free/.exec(String(refused))?.[1])
+    // Before: its charge counted one row (about 40 KB kept); deleting it writes its thousand pages, twice.
+    expect(kept, String(refused)).toBeGreaterThan(1024 * 1024)
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
