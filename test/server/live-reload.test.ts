@@ -192,6 +192,20 @@ describe('live reload', () => {
     expect(running.sandbox.tenants.heldBytes()).toBeLessThan(budget)
   })
 
+  it('admits writers’ resets onto a start seed a --watch edit made large: past the memory budget they are refused, not all built (review43 R4)', async () => {
+    const budget = 4 * 1024 * 1024
+    const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
+    const writers = Array.from({ length: 12 }, (_, i) => `writer-${i}`)
+    for (const key of writers) await create(running, key, 'Mine')
+    // About a megabyte a tenant, by the budget's estimate.
+    writeFileSync(file, shop({ version: '2.0.0', categories: { generate: { count: 3000, name: 'Category {n}', description: `About {n} ${'x'.repeat(200)}` } } }))
+    await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+    const statuses = await Promise.all(writers.map((key) => running.fetch('/__sandbox/reset', { method: 'POST', headers: auth(key) }).then(async (answer) => (await answer.arrayBuffer(), answer.status))))
+    // Before: all 12 answered 200, three times the budget held.
+    expect(statuses).toContain(503)
+    expect(running.sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
+  })
+
   it('reports a broken file of the scenarios directory on health, the start scenario serving on', async () => {
     const dir = scenarioDir()
     writeFileSync(join(dir, 'shop.json'), shop())
