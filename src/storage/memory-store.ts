@@ -102,9 +102,11 @@ export class PetstoreStore implements TenantStore {
    * @note Judged in the queue, so a create queued first is never wiped by the reload.
    */
   reseed(seed: TenantState): Promise<boolean> {
-    // The new default from now on, for a reset onto it too (a store holding writes keeps them meanwhile).
-    this.#defaultSeed = seed
     return this.#serial(async () => {
+      // The new default from now on, for a reset onto it too (a store holding writes keeps them meanwhile).
+      // @note In the queue: set at once, the store's first seed (or a reset onto the old one) still queued was then
+      // taken for a write, and the store kept the old seed as a writer for good (attack52 F1).
+      this.#defaultSeed = seed
       if (this.#modified) return false
       await this.#replace(seed)
       return true
