@@ -87,6 +87,8 @@ const CHECKPOINT_BYTES = 1000 * PAGE
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
 /** How long a reading of the disk's room serves creates, in ms ({@link SqliteStorage} #createRoom): creates between readings are counted against it. */
 const DISK_READ_MS = 200
+/** How often creates' readings of the disk compute a creating tenant's charge again at most, in ms (see {@link SqliteStorage} #keepForRemovals). */
+const RECHARGE_MS = 1000
 /** How close to the room kept for deletes creates read the disk each time, in bytes. */
 const NEAR_KEPT_BYTES = 4 * CHECKPOINT_ROOM_BYTES
 /** The room on the disk a write of a tenant's whole state needs, per byte it stores: its WAL frames (pages, indexes) and their copy into the database. */
@@ -103,10 +105,32 @@ const ROW_OVERHEAD_BYTES = 32
 const REBALANCED = 3
 /** The margin on what a reset or delete is charged for the pages it writes. */
 const REMOVAL_MARGIN = 1.1
+/**
+ * The pages deleting a tenant's rows writes into the log, before the margin and not yet capped by the database's size
+ * (a transaction never writes more pages than the database has): dropped, and, before, moved to a hold (a reset, or a
+ * delete through the API; the idle sweep drops them at once). See {@link SqliteStorage} #removalRoom.
+ */
+interface RemovalPages {
+  readonly drop: number
+  readonly move: number
+}
 /** What deleting a tenant may write more for one more row of `bytes` (by the budget's count), by {@link SqliteStorage} #removalRoom's rule for rows sharing pages. */
-function removalRoomOfRow(bytes: number): number {
+function removalPagesOfRow(bytes: number): RemovalPages {
   // Dropped (itself and two neighbours) and moved to a hold (itself), with the index's entry three times.
-  return Math.ceil(REMOVAL_MARGIN * ((REBALANCED + 1) * (1 + spillPages(spilledBytes(bytes))) + (3 * INDEX_ENTRY_BYTES) / PAGE) * (PAGE + WAL_FRAME_HEADER))
+  const pages = 1 + spillPages(spilledBytes(bytes))
+  return { drop: REBALANCED * pages + INDEX_ENTRY_BYTES / PAGE, move: pages + (2 * INDEX_ENTRY_BYTES) / PAGE }
+}
+/** Two counts of removal pages added. */
+function addRemovalPages(a: RemovalPages, b: RemovalPages): RemovalPages {
+  return { drop: a.drop + b.drop, move: a.move + b.move }
+}
+/**
+ * The room on the disk a removal of `pages` needs, in bytes, on a database of `used` pages: each transaction's pages
+ * capped by `used`, their WAL frames, a tenth again as a margin (`once`: dropped at once, the idle sweep).
+ */
+function removalBytes(pages: RemovalPages, used: number, once = false): number {
+  const drop = Math.min(pages.drop, used)
+  return Math.ceil(REMOVAL_MARGIN * ((once ? drop : drop + Math.min(pages.move, used)) + 4) * (PAGE + WAL_FRAME_HEADER))
 }
 /**
  * The bytes of a row of `bytes` that go to overflow pages at most: none while it fits a page (SQLite keeps a row of up
@@ -509,13 +533,19 @@ export class SqliteStorage implements TenantStorage {
   /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
   #createDisk = { room: Number.POSITIVE_INFINITY, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
   /**
-   * What deleting each tenant may write into the log ({@link #removalRoom}) as last computed, plus what each create
-   * of it added since ({@link removalRoomOfRow}): creates keep the largest ({@link #keepForRemovals}). Read whole at the
-   * first need; a tenant's computed again after each replace.
+   * What deleting each tenant may write into the log ({@link #removalPages}) as last computed, plus what each create
+   * of it added since ({@link removalPagesOfRow}): creates keep the largest ({@link #keepForRemovals}). Read whole at the
+   * first need; a tenant's computed again after each replace. Only tenants with a row: a key whose creates were all
+   * refused leaves nothing here.
+   * @note Kept in pages, capped by the database's size at each use: kept capped as they were when computed, a tenant's
+   * charge stayed below what its reset then asked once other keys' creates had grown the database, and creates filled
+   * the disk up to that stale line (review43 R1: a reset asked 36.7 MB where 12.6 MB was kept).
    */
-  #charges: Map<string, number> | undefined
+  #charges: Map<string, RemovalPages> | undefined
   /** The tenants whose charge creates added to since it was last computed (a bound: computed again when it may be the largest). */
   readonly #charged = new Set<string>()
+  /** When {@link #keepForRemovals} last computed a charge again (monotonic ms). */
+  #rechargedAt = Number.NEGATIVE_INFINITY
   /** Bytes a tenant's first write stores of the default seed (see #roomFor), once counted. */
   #seedBytes: number | undefined
   /** Whether the failure under way is a write that found no room (see #checkpointWhenFull). */
@@ -691,6 +721,11 @@ export class SqliteStorage implements TenantStorage {
    * 65 rows among 40 keys' was admitted and filled the disk for good (attack50 F2, F3).
    */
   #removalRoom(id: string, once = false): number {
+    return removalBytes(this.#removalPages(id), this.#usedPages(), once)
+  }
+
+  /** {@link #removalRoom}'s pages for tenant `id`, before the margin and the cap by the database's size. */
+  #removalPages(id: string): RemovalPages {
     const { n: rows = 0, runs: counted, text, longest, spilled } = this.#sql.tenantRows.get(id) ?? {}
     const runs = counted ?? 0
     const rowBytes = (text ?? 0) + rows * ROW_OVERHEAD_BYTES
@@ -703,10 +738,7 @@ export class SqliteStorage implements TenantStorage {
     const index = 2 + Math.ceil((1.5 * rows * (Buffer.byteLength(id) + INDEX_ENTRY_OVERHEAD_BYTES)) / PAGE)
     // Dropped: the pages emptied, and the neighbours SQLite's rebalancing rewrites (up to two a page; at a run's two ends).
     // Moved to a hold: rewritten in place, the index's entries twice (out of the tenant's range, into the hold's).
-    const used = this.#usedPages()
-    const drop = Math.min(REBALANCED * own + ownIndex, table + 2 * runs + index, used)
-    const move = Math.min(own + 2 * ownIndex, table + 2 * index, used)
-    return Math.ceil(REMOVAL_MARGIN * ((once ? drop : drop + move) + 4) * (PAGE + WAL_FRAME_HEADER))
+    return { drop: Math.min(REBALANCED * own + ownIndex, table + 2 * runs + index), move: Math.min(own + 2 * ownIndex, table + 2 * index) }
   }
 
 
@@ -1203,8 +1235,30 @@ export class SqliteStorage implements TenantStorage {
       )
     }
     const judged = this.#createRoom(categoryStoredBytes(input), tenant)
-    if (judged === undefined) return this.#create(tenant, input, maxCategories)
-    return judged.then(() => this.#create(tenant, input, maxCategories))
+    const refused = (error: unknown): never => {
+      this.#forgetUnstored(tenant)
+      throw error
+    }
+    if (judged === undefined) return this.#create(tenant, input, maxCategories).catch(refused)
+    return judged.then(() => this.#create(tenant, input, maxCategories)).catch(refused)
+  }
+
+  /**
+   * Forgets what deleting `tenant` was charged ({@link #charges}) once a create of it was refused and it holds nothing
+   * and has no write under way.
+   * @note Kept, each distinct key whose creates were refused (the flood of new keys past the store budget) left its
+   * entry for good, walked at every reading of the disk (review43 R2).
+   */
+  #forgetUnstored(tenant: string): void {
+    if (this.#charges === undefined || !this.#db.open || this.#unsettled.has(tenant) || this.#gates.has(tenant)) return
+    if (this.#pending.some((item) => item.tenant === tenant) || this.#sql.tenant.get(tenant) !== undefined) return
+    this.#charges.delete(tenant)
+    this.#charged.delete(tenant)
+  }
+
+  /** How many tenants' removal charges are kept (a test's view of {@link #charges}). */
+  get chargesKept(): number {
+    return this.#charges?.size ?? 0
   }
 
   /**
@@ -1220,19 +1274,22 @@ export class SqliteStorage implements TenantStorage {
     const disk = this.#createDisk
     const need = ROOM_PER_BYTE * bytes
     // The room kept: deleting the largest tenant, this one with this row included.
-    const grown = () => (tenant === undefined || !this.#db.open ? 0 : this.#chargeOf(tenant) + removalRoomOfRow(bytes) + CHECKPOINT_ROOM_BYTES)
+    // (None while the charges are not read: the room kept is then what deleting any tenant may write, as much as the database twice.)
+    const grown = () =>
+      tenant === undefined || !this.#db.open || this.#charges === undefined ? 0 : removalBytes(addRemovalPages(this.#chargeOf(tenant), removalPagesOfRow(bytes)), this.#usedPages()) + CHECKPOINT_ROOM_BYTES
     const left = () => disk.room - disk.since - this.#roomPledged - need - Math.max(disk.keep, grown())
     // Once refused, creates come back with room to spare: health and creates would flap at the edge.
     const enough = () => left() >= (disk.short === false ? 0 : CHECKPOINT_ROOM_BYTES)
     // Near the room kept, each create reads the disk again (a commit's WAL frames are whole pages: counted by what they store, creates between two readings went past it).
     if (monotonicNow() - disk.at < DISK_READ_MS && left() >= NEAR_KEPT_BYTES) {
-      disk.since += need
+      // The room kept grows with the database too (a charge is capped by its size: review43 R1), by what deleting the row's pages writes.
+      disk.since += need + removalBytes(removalPagesOfRow(bytes), Number.POSITIVE_INFINITY, true)
       this.#addCharge(tenant, bytes)
       return undefined
     }
     disk.reading ??= (async () => {
       const room = await this.#roomForWrites()
-      disk.keep = Number.isFinite(room) && this.#db.open ? this.#keepForRemovals() : 0
+      disk.keep = Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
       disk.room = room
       disk.since = 0
       disk.at = monotonicNow()
@@ -1276,56 +1333,71 @@ export class SqliteStorage implements TenantStorage {
    * aside, then dropped): creates stopped at that line, and no tenant could be reset or deleted again, or one reset
    * filled the disk for good (attack50 F1, F2, F3).
    */
-  #keepForRemovals(): number {
+  #keepForRemovals(room: number): number {
+    const used = this.#usedPages()
+    // What deleting any tenant may write at most (the whole database, twice): while the disk has that room and more, the
+    // tenants' charges are not read (a query over each tenant's rows: seconds on a database of millions, review43 R7).
+    const bound = removalBytes({ drop: used + 1, move: used + 1 }, used + 1) + CHECKPOINT_ROOM_BYTES
+    if (this.#charges === undefined && room >= bound + 2 * NEAR_KEPT_BYTES) return bound
     const charges = this.#allCharges()
     let most = 0
-    for (const [id, charge] of charges) if (!this.#charged.has(id)) most = Math.max(most, charge)
+    for (const [id, charge] of charges) if (!this.#charged.has(id)) most = Math.max(most, removalBytes(charge, used))
     // Those created in since, as many as may be the largest, computed again: counted a page a row (and its neighbours),
     // one key's creates side by side took as much room as rows scattered among others' (a tenant of 800 long rows on a
     // 10 MiB disk refused its creates).
-    for (const id of [...this.#charged].sort((a, b) => charges.get(b)! - charges.get(a)!)) {
-      if (charges.get(id)! <= most) break
+    const charged = (id: string) => removalBytes(charges.get(id)!, used)
+    // Computed again at most once a second (else bounded by what their creates added): a tenant of 100,000 rows creating
+    // near the line took ~0.1 s of the event loop at each create (review43 R7).
+    const recompute = monotonicNow() - this.#rechargedAt >= RECHARGE_MS
+    for (const id of [...this.#charged].sort((a, b) => charged(b) - charged(a))) {
+      if (charged(id) <= most) break
+      if (!recompute) {
+        most = charged(id)
+        break
+      }
+      this.#rechargedAt = monotonicNow()
       this.#charged.delete(id)
-      const charge = this.#removalRoom(id)
+      const charge = this.#removalPages(id)
       charges.set(id, charge)
-      most = Math.max(most, charge)
+      most = Math.max(most, removalBytes(charge, used))
     }
     return Math.ceil(most) + CHECKPOINT_ROOM_BYTES
   }
 
   /** {@link #charges}, read whole the first time. */
-  #allCharges(): Map<string, number> {
+  #allCharges(): Map<string, RemovalPages> {
     if (this.#charges === undefined) {
       this.#charges = new Map()
-      for (const { id } of this.#sql.tenantIds.all()) this.#charges.set(id, this.#removalRoom(id))
+      for (const { id } of this.#sql.tenantIds.all()) this.#charges.set(id, this.#removalPages(id))
     }
     return this.#charges
   }
 
-  /** What deleting tenant `id` may write into the log now, by {@link #charges}. */
-  #chargeOf(id: string): number {
+  /** What deleting tenant `id` may write into the log now, by {@link #charges} (computed, not kept, for a tenant with no row). */
+  #chargeOf(id: string): RemovalPages {
     const charges = this.#allCharges()
     let charge = charges.get(id)
     if (charge === undefined) {
-      charge = this.#removalRoom(id)
-      charges.set(id, charge)
+      charge = this.#removalPages(id)
+      if (this.#sql.tenant.get(id) !== undefined) charges.set(id, charge)
     }
     return charge
   }
 
   /** Adds a create of `bytes` to what deleting `tenant` may write. */
   #addCharge(tenant: string | undefined, bytes: number): void {
-    if (tenant === undefined || !this.#db.open) return
-    this.#allCharges().set(tenant, this.#chargeOf(tenant) + removalRoomOfRow(bytes))
+    // (Not read yet: read from the rows, this one's included, when first needed.)
+    if (tenant === undefined || !this.#db.open || this.#charges === undefined) return
+    this.#charges.set(tenant, addRemovalPages(this.#chargeOf(tenant), removalPagesOfRow(bytes)))
     this.#charged.add(tenant)
   }
 
-  /** Computes what deleting `id` may write again, after a replace or delete of it (forgotten once it holds nothing). */
+  /** Computes what deleting `id` may write again, after a replace or delete of it, or a create refused (forgotten once it holds nothing). */
   #recharge(id: string): void {
     if (this.#charges === undefined || !this.#db.open) return
     this.#charged.delete(id)
     if (this.#sql.tenant.get(id) === undefined) this.#charges.delete(id)
-    else this.#charges.set(id, this.#removalRoom(id))
+    else this.#charges.set(id, this.#removalPages(id))
   }
 
   /** The pages of the database that hold something (its free pages, left by deletes, are reused by later writes and written by none). */
@@ -1432,7 +1504,7 @@ export class SqliteStorage implements TenantStorage {
     if (need + this.#roomPledged <= CHECKPOINT_ROOM_BYTES) return pledge()
     const room = await this.#roomForWrites()
     // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
-    if (room >= need + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals() : 0)) {
+    if (room >= need + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0)) {
       this.#roomShort = false
       return pledge()
     }

@@ -644,6 +644,51 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(kept, String(refused)).toBeGreaterThan(1024 * 1024)
   })
 
+  it('keeps from creates the room a reset of a tenant whose rows share pages needs as other keys grow the database: it is reset once they are refused (review43 R1)', async () => {
+    const disk = smallDisk(16 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) })
+    onTestFinished(() => storage.close())
+    // Two keys' rows side by side in turn: each of theirs shares its page with the other's.
+    for (let i = 0; i < 400; i++) for (const key of ['a', 'b']) await storage.open(key).createCategory({ name: `c${i}`, description: 'd'.repeat(1000) }, 1000)
+    // Many keys each creating a little, side by side, grow the database until the room kept refuses them.
+    const refused = await (async () => {
+      for (let k = 0; k < 2000; k++) for (let i = 0; i < 20; i++) await storage.open(`key-${k}`).createCategory({ name: `c${i}`, description: 'd'.repeat(3500) }, 20)
+    })().then(() => undefined, (error: unknown) => error)
+    expect(refused).toBeInstanceOf(StorageUnavailableError)
+    // Before: 'a' was charged what its reset wrote when the database was small, the line creates kept did not move as it
+    // grew, and its reset then asked more than the disk had left: refused over_capacity for good.
+    await vi.waitFor(() => storage.open('a').replace(seedState(BUILTIN_SCENARIOS.empty!)), { timeout: 10_000, interval: 200 })
+    expect(await storage.open('a').listCategories()).toEqual([])
+  })
+
+  it('forgets what deleting a key whose creates were all refused would have written (review43 R2)', async () => {
+    const disk = smallDisk(16 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!), budgetBytes: 64 * 1024 })
+    onTestFinished(() => storage.close())
+    await expect((async () => {
+      for (let i = 0; i < 100; i++) await storage.open('full').createCategory({ name: `c${i}`, description: 'd'.repeat(1000) }, 100)
+    })()).rejects.toBeInstanceOf(OverCapacityError)
+    // Another program leaves 1 MiB: the disk tight enough that creates read every tenant's charge.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 1024 * 1024), 1))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // A flood of new keys, each refused for the store budget (or, sent together, for the room they would take).
+    const outcomes = await Promise.all(
+      Array.from({ length: 200 }, (_, k) =>
+        storage
+          .open(`new-${k}`)
+          .createCategory({ name: 'x', description: 'd'.repeat(1000) })
+          .then(
+            () => 'stored',
+            (error: unknown) => (error instanceof OverCapacityError || error instanceof StorageUnavailableError ? 'refused' : String(error)),
+          ),
+      ),
+    )
+    expect(new Set(outcomes)).toEqual(new Set(['refused']))
+    // Before: one charge kept for each of the 200 (never pruned, sorted at each reading of the disk).
+    expect(storage.chargesKept).toBe(1)
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
