@@ -689,6 +689,35 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(storage.chargesKept).toBe(1)
   })
 
+  it.each([
+    { kib: 7 * 1024, what: 'on a 7 MiB disk holding nothing, the first switch to large-catalog is taken' },
+    { kib: 10 * 1024, what: 'on a 10 MiB disk, a switch after a delete of a large-catalog tenant is taken' },
+  ])('charges a switch what its rows take on disk: $what (attack52 F2)', async ({ kib }) => {
+    const disk = smallDisk(kib)
+    const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: join(disk.dir, 'data') })
+    onTestFinished(() => stop(sandbox))
+    const toLarge = (key: string) => sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: JSON.stringify({ name: 'large-catalog' }) })
+    // Before: charged six times what it stores (8.4 MB): refused over_capacity on 7 MiB.
+    expect((await toLarge('s1')).status).toBe(200)
+    expect((await sandbox.fetch(`/__sandbox/tenants/${tenantId('s1')}`, { method: 'DELETE', headers: auth('root') })).status).toBe(204)
+    // Before: beside the delete's 3.4 MB log (never copied back), every switch was refused until a restart.
+    await vi.waitFor(async () => expect((await toLarge('s2')).status).toBe(200), { timeout: 10_000, interval: 500 })
+    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('s2') }))) as unknown[]).length).toBe(10_000)
+  })
+
+  it('resets a tenant on large-catalog onto its own seed on a disk that took it (attack52 F2b)', async () => {
+    const disk = smallDisk(11 * 1024)
+    const sandbox = await startSandbox({ anyKey: true, dataDir: join(disk.dir, 'data') })
+    onTestFinished(() => stop(sandbox))
+    expect((await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('s1', true), body: JSON.stringify({ name: 'large-catalog' }) })).status).toBe(200)
+    expect((await post(sandbox, 's1', 'mine')).status).toBe(201)
+    // Before: charged what storing it again and removing its rows take, about 11.5 MB: refused for good, restart included.
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('s1') })).status).toBe(200), { timeout: 10_000, interval: 500 })
+    const names = ((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('s1') }))) as Category[]).map((category) => category.name)
+    expect(names).toHaveLength(10_000)
+    expect(names).not.toContain('mine')
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
