@@ -123,8 +123,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     writeJson(res, 200, { 'content-type': 'application/json; charset=utf-8' }, JSON.stringify(value), options.sending, tenant)
 
   /** Runs a switch or reset admitted with `growth`, counted in what the tenants hold until it is done ({@link TenantRegistry.pledge}). */
-  async function counted(growth: number, write: () => Promise<unknown>): Promise<void> {
-    const release = tenants.pledge(Math.max(0, growth))
+  async function counted(growth: number, tenant: Tenant, write: () => Promise<unknown>): Promise<void> {
+    const release = tenants.pledge(Math.max(0, growth), tenant)
     try {
       await write()
     } finally {
@@ -311,7 +311,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       if (!scenario) return
       const growth = growthOf(tenant, scenario)
       options.admit('grow', growth)
-      await counted(growth, () => tenant.useScenario(scenario))
+      await counted(growth, tenant, () => tenant.useScenario(scenario))
       res.json({ scenario: summarize(scenario) })
     }),
   })
@@ -360,7 +360,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         growth = growthOf(tenant, scenario)
         options.admit('grow', growth)
       }
-      await counted(growth, () => tenant.resetTo(scenario))
+      await counted(growth, tenant, () => tenant.resetTo(scenario))
       res.json({ scenario: summarize(tenant.scenario), categories: await tenant.store.countCategories() })
     }),
   })

@@ -160,6 +160,8 @@ export class TenantRegistry implements TenantResolver {
    * against a budget none of the others had reached yet: 1.1 GB, every request timed out.
    */
   #enteringBytes = 0
+  /** The meters a pledge lends a tenant's store while it builds ({@link pledge}): counted as {@link #meter} is. */
+  readonly #pledgeMeters = new WeakSet<HeldBytesMeter>()
   #evictions = 0
   /** Requests for tenants not in memory waiting for room, in arrival order. */
   readonly #waiters: Waiter[] = []
@@ -412,12 +414,29 @@ export class TenantRegistry implements TenantResolver {
    * (waiting for one load of its file, then admitted one after the other in the same turn) all passed the budget: 200
    * at once ran out of memory (attack50 F6).
    */
-  pledge(bytes: number): () => void {
+  pledge(bytes: number, tenant?: Tenant): () => void {
     this.#enteringBytes += bytes
-    let pledged = true
+    let left = bytes
+    // @note Taken over by what the tenant's store counts as it builds the new state: counted both ways until the build
+    // ended, a switch held the budget twice meanwhile, and partners' writes were refused for bytes not there (review43 R3).
+    const store = tenant?.store
+    const meter: HeldBytesMeter = {
+      add: (delta) => {
+        this.#heldBytes += delta
+        const taken = Math.min(Math.max(0, delta), left)
+        left -= taken
+        this.#enteringBytes -= taken
+      },
+    }
+    const takesOver = store !== undefined && store.meter === this.#meter
+    if (takesOver) {
+      store.meter = meter
+      this.#pledgeMeters.add(meter)
+    }
     return () => {
-      if (pledged) this.#enteringBytes -= bytes
-      pledged = false
+      this.#enteringBytes -= left
+      left = 0
+      if (takesOver && store.meter === meter) store.meter = this.#meter
     }
   }
 
@@ -695,7 +714,7 @@ export class TenantRegistry implements TenantResolver {
   }
 
   #uncount(tenant: Tenant): void {
-    if (tenant.store.meter === this.#meter) tenant.store.meter = undefined
+    if (tenant.store.meter === this.#meter || (tenant.store.meter !== undefined && this.#pledgeMeters.has(tenant.store.meter))) tenant.store.meter = undefined
     if (tenant.journal.meter === this.#meter) tenant.journal.meter = undefined
     this.#heldBytes -= tenant.heldBytes
   }

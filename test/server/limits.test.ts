@@ -295,6 +295,25 @@ describe('the memory budget across tenants', () => {
     await someRefusedWithinBudget(keys.map((key) => fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: '{"name":"mid"}' })), sandbox, budget)
   })
 
+  it('counts a switch once while its store builds the new seed, not its pledge beside it (review43 R3)', async () => {
+    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
+    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
+    const generate = { count: 30_000, name: 'C {n}', description: `${'D'.repeat(200)} {n}` }
+    writeFileSync(join(scenariosDir, 'big.json'), JSON.stringify({ name: 'big', version: '1.0.0', description: 'A generated seed', seed: { categories: { generate } } }))
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 256 * 1024 * 1024, scenariosDir, scenario: 'empty' })
+    await (await fetch('/v1/categories', { headers: auth('switcher') })).arrayBuffer()
+    const before = sandbox.tenants.heldBytes()
+    let peak = before
+    const polling = setInterval(() => (peak = Math.max(peak, sandbox.tenants.heldBytes())), 2)
+    onTestFinished(() => clearInterval(polling))
+    expect((await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('switcher', true), body: '{"name":"big"}' })).status).toBe(200)
+    clearInterval(polling)
+    const grown = sandbox.tenants.heldBytes() - before
+    expect(grown).toBeGreaterThan(10 * 1024 * 1024)
+    // Before: the pledge and the store's own count both held while it built: about twice what it adds.
+    expect(peak - before).toBeLessThan(1.2 * grown)
+  })
+
   it('judges a switch by what it adds: one key’s switch to a scenario of 100,000 generated categories is refused past a 64 MiB budget, and the partner writes on (attack42 F3)', async () => {
     const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
     onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
