@@ -192,6 +192,24 @@ describe('live reload', () => {
     expect(running.sandbox.tenants.heldBytes()).toBeLessThan(budget)
   })
 
+  it('keeps tenants within the memory budget when an edit makes the start seed large while they wait out a latency: they take it on their next request (review43 R5)', async () => {
+    const budget = 4 * 1024 * 1024
+    const slow = (version: string, categories: unknown) => JSON.stringify({ name: 'shop', version, description: 'A slow shop', latency: { min: 1500, max: 1500 }, seed: { categories } })
+    const { file, running } = await watchedShop(slow('1.0.0', [{ name: 'Dogs' }]), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
+    const readers = Array.from({ length: 30 }, (_, i) => `reader-${i}`)
+    // Each reader's request waits out the latency while the file is saved.
+    const waiting = readers.map((key) => running.fetch('/v1/categories', { headers: auth(key) }).then((answer) => answer.arrayBuffer()))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    // About a megabyte a tenant, by the budget's estimate: 30 of them, seven times the budget.
+    writeFileSync(file, slow('2.0.0', { generate: { count: 3000, name: 'Category {n}', description: `About {n} ${'x'.repeat(200)}` } }))
+    await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+    // Before: each busy reader's store built the new seed at once, unadmitted.
+    expect(running.sandbox.tenants.heldBytes()).toBeLessThan(budget)
+    await Promise.all(waiting)
+    expect(running.sandbox.tenants.heldBytes()).toBeLessThan(budget)
+    expect((await names(running, readers[0]!)).length).toBe(3000)
+  })
+
   it('admits writers’ resets onto a start seed a --watch edit made large: past the memory budget they are refused, not all built (review43 R4)', async () => {
     const budget = 4 * 1024 * 1024
     const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
