@@ -25,7 +25,7 @@ import { readNodeBody } from '../node-bridge/node-request.js'
 import { bodyReservation } from '../pipeline/request-body.js'
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 import { withoutPaths } from '../scenario/scenario-loader.js'
-import { summarize, type ScenarioCatalog } from './scenario-catalog.js'
+import { sameScenario, summarize, type ScenarioCatalog } from './scenario-catalog.js'
 import type { WatchStatus } from './scenario-watcher.js'
 import { DISPLAY_ID_LENGTH, tenantId, type TenantRegistry } from './tenant-registry.js'
 
@@ -279,7 +279,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     }
     const scenario = await loaded(name, where, res)
     if (scenario === null) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
-    return scenario ?? undefined
+    return scenario ? sameScenario(scenario, tenants.scenario) : undefined
   }
 
   /** The scenario named `name` as its files are now; null when there is none, undefined when it is broken (answered). */
@@ -325,8 +325,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         // @note Reseeded from the version loaded at the last switch, an edit of the scenario's file or
         // fixture was not picked up by a reset, only by a switch (trial41 R2). A scenario no longer
         // listed (its file deleted) is reseeded as the tenant holds it.
-        const now = await loaded(scenario.name, 'POST /__sandbox/reset', res)
-        if (now === undefined) return
+        const read = await loaded(scenario.name, 'POST /__sandbox/reset', res)
+        if (read === undefined) return
+        const now = read && sameScenario(read, tenants.scenario)
         if (now !== null && now !== scenario) {
           growth = growthOf(tenant, now)
           options.admit('grow', growth)

@@ -295,6 +295,27 @@ describe('the memory budget across tenants', () => {
     await someRefusedWithinBudget(keys.map((key) => fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(key, true), body: '{"name":"mid"}' })), sandbox, budget)
   })
 
+  it('takes a switch to the start scenario by its name, its files unchanged, for the start seed: such tenants lose nothing by leaving, and relief makes room (review43 R8)', async () => {
+    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
+    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
+    const generate = { count: 3000, name: 'C {n}', description: `${'D'.repeat(200)} {n}` }
+    writeFileSync(join(scenariosDir, 'shop.json'), JSON.stringify({ name: 'shop', version: '1.0.0', description: 'A generated seed', seed: { categories: { generate } } }))
+    const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 8 * 1024 * 1024, scenariosDir, scenario: 'shop' })
+    // Each key's suite switches to the scenario it needs in its setup: the start one, by name.
+    const statuses: number[] = []
+    for (let i = 0; i < 20; i++) {
+      const answer = await fetch('/__sandbox/scenario', { method: 'PUT', headers: auth(`suite-${i}`, true), body: '{"name":"shop"}' })
+      await answer.arrayBuffer()
+      statuses.push(answer.status)
+    }
+    // Before: each was taken for a writer (another load of the same file): never relieved, later keys refused 503.
+    expect(new Set(statuses)).toEqual(new Set([200]))
+    expect(await sandbox.tenants.storage.list()).toEqual([])
+    const newcomer = await fetch('/v1/categories', { headers: auth('newcomer') })
+    expect(newcomer.status).toBe(200)
+    expect(((await jsonOf(newcomer)) as unknown[]).length).toBe(3000)
+  })
+
   it('counts a switch once while its store builds the new seed, not its pledge beside it (review43 R3)', async () => {
     const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
     onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
