@@ -342,6 +342,9 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
           return { ok: true, value: parsed.data }
         })
         if (!body.ok) return sendError(res, body.code, body.params)
+        // @note Read again once the body is in: the one read before it, a --watch edit landing while the body came put a
+        // tenant that never wrote back on the old version, taken for a writer for good (attack53 F1).
+        scenario = tenant.scenario
         const { scenario: name, initial } = body.value
         if (name !== undefined && initial === true) return sendError(res, 'invalid_field', { reason: 'give scenario or initial, not both' })
         if (initial === true) scenario = tenants.scenario

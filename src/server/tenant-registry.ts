@@ -373,6 +373,9 @@ export class TenantRegistry implements TenantResolver {
    * holding writes keep them until their next reset, which seeds the new version.
    */
   reload(scenario: Scenario): void {
+    // A tenant still opening reads its scenario once opened (#scenarioOf): the new one then. Those leaving memory below
+    // too: a request of theirs under way (a reset reading its body) goes on with the new version (attack53 F1).
+    for (const entry of this.#tenants.values()) if (entry.tenant?.scenario.name === scenario.name) entry.tenant.follow(scenario)
     if (scenario.name === this.#scenario.name) {
       this.#scenario = scenario
       // @note In memory, tenants still on the seed leave first, to take the new seed on their next request, admitted
@@ -385,8 +388,6 @@ export class TenantRegistry implements TenantResolver {
       }
       this.#options.storage.setSeed(seedState(scenario))
     }
-    // A tenant still opening reads its scenario once opened (#scenarioOf): the new one then.
-    for (const entry of this.#tenants.values()) if (entry.tenant?.scenario.name === scenario.name) entry.tenant.follow(scenario)
   }
 
 

@@ -106,6 +106,9 @@ export class MemoryStorage implements TenantStorage {
       this.#seedOf.set(store, seed)
       void store.reseed(seed).catch(() => undefined)
     }
+    // Released ones (a request of theirs may still be under way) take it as their default now, laid when next opened:
+    // a reset onto the new version meanwhile is then on its seed, not a write (attack53 F1).
+    for (const ref of this.#released.values()) ref.deref()?.adoptSeed(seed)
   }
 
   health(): Promise<StorageHealth> {

@@ -113,6 +113,13 @@ export class PetstoreStore implements TenantStore {
     })
   }
 
+  /** Takes `seed` as its default from its turn in the queue on, holding what it holds (laid by a later {@link reseed}). */
+  adoptSeed(seed: TenantState): void {
+    void this.#serial(() => {
+      this.#defaultSeed = seed
+    })
+  }
+
   async #replace(state: TenantState): Promise<void> {
     this.#forgetListText()
     this.#categories = emptyCollection()

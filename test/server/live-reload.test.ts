@@ -210,6 +210,35 @@ describe('live reload', () => {
     expect((await names(running, readers[0]!)).length).toBe(3000)
   })
 
+  it('resets a tenant that never wrote onto the new version when a --watch edit lands while its reset’s body comes: on its seed, not a writer (attack53 F1)', async () => {
+    const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true })
+    expect(await names(running, 'reader')).toEqual(['Dogs'])
+    const { request } = await import('node:http')
+    const url = new URL('/__sandbox/reset', running.origin)
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const sent = request(url, { method: 'POST', headers: { ...auth('reader', true), 'content-length': '2' } }, (res) => {
+        let body = ''
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      sent.on('error', reject)
+      sent.write('{')
+      // The edit lands while the body is on its way.
+      void (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        writeFileSync(file, shop({ version: '2.0.0', categories: [{ name: 'Cats' }] }))
+        await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+        sent.end('}')
+      })().catch(reject)
+    })
+    const { status, body } = await answer
+    expect(status).toBe(200)
+    // Before: reset onto version 1.0.0 (read before its body), a writer for good.
+    expect(JSON.parse(body)).toMatchObject({ scenario: { version: '2.0.0' } })
+    expect(await names(running, 'reader')).toEqual(['Cats'])
+    expect(await running.sandbox.tenants.storage.list()).toEqual([])
+  })
+
   it('admits writers’ resets onto a start seed a --watch edit made large: past the memory budget they are refused, not all built (review43 R4)', async () => {
     const budget = 4 * 1024 * 1024
     const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
