@@ -163,7 +163,7 @@ export const ERROR_TABLE = {
   unknown_scenario: {
     status: 404,
     message: 'Unknown scenario {name}; known: {known}',
-    when: 'Admin API: `PUT /__sandbox/scenario` with a name the sandbox does not have',
+    when: 'Admin API: `PUT /__sandbox/scenario` with a name the sandbox does not have; a `POST /__sandbox/reset` without a body of a tenant whose scenario file is gone since a restart',
     admin: true,
   },
   scenario_not_allowed: {

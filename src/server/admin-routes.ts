@@ -321,7 +321,20 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // @note No body (as before): the scenario in use, reseeded as its files are now. A body may name another, or the initial one.
       let scenario = tenant.scenario
       let growth = 0
-      if (!hasBody(req) && scenario !== tenants.scenario) {
+      // @note Its store holds a scenario not known when it was read back (its file broken or gone at a restart): looked
+      // up again by that name. Reset onto the start scenario it stood in for, its data and chosen scenario were wiped
+      // onto `default`, and kept there once the file was fixed (attack50 F4).
+      const unknown = tenant.unknownScenario
+      if (!hasBody(req) && unknown !== undefined) {
+        const read = await loaded(unknown, 'POST /__sandbox/reset', res)
+        if (read === undefined) return
+        if (read === null) {
+          return sendError(res, 'unknown_scenario', { name: `${JSON.stringify(unknown)} (the tenant's own, whose file is gone; reset onto another with {"scenario": …} or {"initial": true})`, known: (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none' })
+        }
+        scenario = sameScenario(read, tenants.scenario)
+        growth = growthOf(tenant, scenario)
+        options.admit('grow', growth)
+      } else if (!hasBody(req) && scenario !== tenants.scenario) {
         // @note Reseeded from the version loaded at the last switch, an edit of the scenario's file or
         // fixture was not picked up by a reset, only by a switch (trial41 R2). A scenario no longer
         // listed (its file deleted) is reseeded as the tenant holds it.

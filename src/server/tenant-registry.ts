@@ -589,7 +589,9 @@ export class TenantRegistry implements TenantResolver {
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const answers = store.answers ?? this.#answers.of(id)
-        const tenant = new Tenant(this.#scenarioOf(id, name), overrides, store, journal, Promise.resolve(), answers)
+        const scenario = this.#scenarioOf(id, name)
+        const tenant = new Tenant(scenario, overrides, store, journal, Promise.resolve(), answers)
+        if (scenario.name !== name) tenant.unknownScenario = name
         this.#idOfTenant.set(tenant, id)
         // Every request routed to it meanwhile is in use from now on, until it leaves.
         for (; entry.claims > 0; entry.claims--) tenant.enter()

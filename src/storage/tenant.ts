@@ -67,6 +67,13 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
     )
   }
 
+  /**
+   * The scenario its store holds when the server does not know it (its file broken or gone when it was read back): it is
+   * served the start scenario's pets and orders meanwhile, and a reset without a body looks that name up again.
+   * @default none
+   */
+  unknownScenario: string | undefined
+
   /** Told when its last request under way ends ({@link leave} brings {@link busy} back to false). @default none */
   onIdle: (() => void) | undefined
 
@@ -148,6 +155,7 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    */
   follow(scenario: Scenario): void {
     if (scenario === this.#scenario) return
+    this.unknownScenario = undefined
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
   }
@@ -159,6 +167,7 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    */
   useScenario(scenario: Scenario): Promise<void> {
     const take = () => {
+      this.unknownScenario = undefined
       this.#scenario = scenario
       this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
     }

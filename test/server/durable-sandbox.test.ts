@@ -3,7 +3,7 @@
  * directory, refusals of unsound files, group commit, and every acknowledged create surviving
  * `kill -9`.
  */
-import { readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { Category } from '../../src/index.js'
@@ -39,6 +39,42 @@ async function stop(running: RunningSandbox): Promise<void> {
 const originOf = (stdout: string) => /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout)![1]!
 
 describe('durable sandboxes', () => {
+  it.each([
+    { what: 'broken', then: 'answers 500 invalid_scenario, its data kept, and reseeds it once the file is fixed', broken: true },
+    { what: 'deleted', then: 'answers 404 unknown_scenario, its data kept', broken: false },
+  ])('resets a tenant whose --scenarios-dir scenario file was $what at a restart by that name, not onto the start scenario: $then (attack50 F4)', async ({ broken }) => {
+    const dir = dataDir()
+    const scenariosDir = join(dir, '..', `scenarios-${broken ? 'broken' : 'deleted'}`)
+    mkdirSync(scenariosDir, { recursive: true })
+    const file = join(scenariosDir, 'other.json')
+    const other = (version: string) => JSON.stringify({ name: 'other', version, description: 'Another shop', seed: { categories: [{ name: `other ${version}` }] } })
+    writeFileSync(file, other('5.0.0'))
+    const options = { anyKey: true, scenariosDir, dataDir: dir }
+    const first = await startSandbox(options)
+    expect((await first.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('g', true), body: '{"name":"other"}' })).status).toBe(200)
+    await create(first.fetch, 'g', 'mine')
+    await stop(first)
+    if (broken) writeFileSync(file, '{"name":"other", broken')
+    else unlinkSync(file)
+    const second = await startSandbox(options)
+    try {
+      const reset = await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('g') })
+      // Before: 200 onto `default` (the start scenario stood in for the unknown one): its data and choice wiped.
+      expect(reset.status).toBe(broken ? 500 : 404)
+      expect(((await jsonOf(reset)) as { code: string }).code).toBe(broken ? 'invalid_scenario' : 'unknown_scenario')
+      expect(await names(second.fetch, 'g')).toEqual(['other 5.0.0', 'mine'])
+      if (broken) {
+        writeFileSync(file, other('6.0.0'))
+        const again = await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('g') })
+        expect(again.status).toBe(200)
+        expect(await jsonOf(again)).toMatchObject({ scenario: { name: 'other', version: '6.0.0' } })
+        expect(await names(second.fetch, 'g')).toEqual(['other 6.0.0'])
+      }
+    } finally {
+      await stop(second)
+    }
+  })
+
   it('keeps each tenant’s creates across a restart, apart from the other tenant’s', async () => {
     const dir = dataDir()
     const first = await startSandbox({ apiKeys: KEYS, scenario: 'empty', dataDir: dir })
