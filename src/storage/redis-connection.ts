@@ -83,6 +83,29 @@ export function redisScript(source: string): RedisScript {
 }
 
 /**
+ * Lua, first in each script sent to one Redis (not a cluster's node): refuses it, before it reads or writes anything, on
+ * a replica (its `INFO replication` says `role:slave`), as a read-only replica refuses a write (`READONLY`).
+ */
+const REPLICA_GUARD = `if string.find(redis.call('INFO', 'replication'), 'role:slave', 1, true) then return redis.error_reply('READONLY it is a replica now (INFO replication says role:slave): the script was refused before it wrote anything') end
+`
+
+/** Each script with {@link REPLICA_GUARD} first, once made. */
+const guardedScripts = new WeakMap<RedisScript, RedisScript>()
+
+/** `script` with {@link REPLICA_GUARD} first. */
+function guarded(script: RedisScript): RedisScript {
+  let made = guardedScripts.get(script)
+  if (made === undefined) {
+    made = redisScript(REPLICA_GUARD + script.source)
+    guardedScripts.set(script, made)
+  }
+  return made
+}
+
+/** Redis's refusal of a script's `INFO` to a user not allowed it (an ACL): the guard is then left out. */
+const INFO_DENIED = /NOPERM|can't run this command/
+
+/**
  * Lua: `now`, Redis's own clock in ms. @note Every time stored or compared in Redis (last write,
  * last use, the registry's scores, the sweep's cut-off) is Redis's: replicas' clocks may differ,
  * and one running a month ahead would otherwise see every tenant idle (issue 20 F11).
@@ -1144,6 +1167,8 @@ export class RedisLink {
    * server's ({@link checkEviction}) on, or from a start that serves while Redis is unreachable.
    */
   #policiesRead = false
+  /** Whether Redis refused the scripts' replica guard its `INFO` (an ACL): scripts are sent without it from then on. */
+  #guardDenied = false
   /** Redis's clock less this process's monotonic clock (ms), at most, and when that reading came: see {@link redisNow}. */
   #clock: { offset: number; at: number } | undefined
   /** When Redis's clock was last read (monotonic ms). */
@@ -1321,14 +1346,30 @@ export class RedisLink {
     const looselyAt = this.#looselyAt
     const counting = options.confirm === true && script !== EPOCH_BEAT ? this.#countLoosely(keys[0], options.countsLoosely === true) : undefined
     const tail = [String(keys.length), ...keys, ...args.map(String), ...(options.countsLoosely === true ? (counting ?? NOT_COUNTING) : [])]
-    let reply: Reply
-    try {
+    const evaluate = async (sent: RedisScript): Promise<Reply> => {
       try {
-        reply = await connection.send(keys[0], ['EVALSHA', script.sha, ...tail], this.#timeLeft())
+        return await connection.send(keys[0], ['EVALSHA', sent.sha, ...tail], this.#timeLeft())
       } catch (error) {
         if (!messageOf(error).startsWith('NOSCRIPT')) throw error
         // Redis does not know the script yet (first use, or after a restart): send its text once.
-        reply = await connection.send(keys[0], ['EVAL', script.source, ...tail], this.#timeLeft())
+        return await connection.send(keys[0], ['EVAL', sent.source, ...tail], this.#timeLeft())
+      }
+    }
+    let reply: Reply
+    try {
+      // @note Guarded in the script itself: by the read of the replica's role each second alone, writes went on to a
+      // master demoted to a writable replica for up to a second after a switchover (201s lost, their ids handed out
+      // again, with --redis-allow-failover-loss), and for good with --redis-allow-eviction, which skips that read
+      // (attack51 F1, F2).
+      const guard = !this.cluster && !this.#guardDenied
+      try {
+        reply = await evaluate(guard ? guarded(script) : script)
+      } catch (error) {
+        // A user not allowed INFO: refused before the script ran; sent again without the guard (the read each second,
+        // by ROLE, finds a replica then).
+        if (!guard || !(error instanceof ErrorReplied) || !INFO_DENIED.test(messageOf(error))) throw error
+        reply = await evaluate(script)
+        this.#guardDenied = true
       }
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
@@ -2012,6 +2053,15 @@ export class RedisLink {
     return runId === undefined || count === undefined ? undefined : { runId, count: Number(count), replicaOf }
   }
 
+  /** Where `INFO` is refused: whether the server is a replica, by `ROLE` (undefined when that is refused too). */
+  async #readRole(address: string): Promise<EvictedCount | undefined> {
+    if (this.cluster) return undefined
+    const role = (await this.#connection.sendTo(address, ['ROLE'], this.#timeLeft())) as unknown[]
+    if (!Array.isArray(role) || String(role[0]) !== 'slave') return undefined
+    // Only its replicaOf is read from here (#replicaRefusal): not counted as evictions.
+    return { runId: '', count: 0, replicaOf: `${String(role[1])}:${String(role[2])}` }
+  }
+
   /**
    * Why commands to the one Redis are refused besides its policy: it is a replica (see
    * {@link RedisLink.checkEviction}), or undefined (a master, a cluster's node, or `INFO` refused).
@@ -2097,7 +2147,9 @@ export class RedisLink {
       server.checkDue = true
       throw error
     }
-    evicting ??= this.#replicaRefusal(evicted)
+    // @note Where INFO is refused, ROLE tells a replica: not read, a sandbox on a master demoted to a writable replica
+    // wrote there for good, health ok (attack51 F1b: 6,818 of 10,334 201s lost).
+    evicting ??= this.#replicaRefusal(evicted ?? (await this.#readRole(server.address).catch(() => undefined)))
     this.#noteEvicted(server, evicted)
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).

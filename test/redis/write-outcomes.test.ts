@@ -1373,6 +1373,35 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}`)
   })
 
+  it.each([
+    { finding: 'attack51 F1', what: 'with --redis-allow-failover-loss', flags: { redisAllowFailoverLoss: true }, user: false },
+    { finding: 'attack51 F1b', what: 'with --redis-allow-failover-loss and a user without INFO', flags: { redisAllowFailoverLoss: true }, user: true },
+    { finding: 'attack51 F2', what: 'with --redis-allow-eviction', flags: { redisAllowEviction: true }, user: false },
+  ])('never answers 201 for a create onto a master just demoted to a writable replica, $what ($finding)', async ({ flags, user }) => {
+    const [redis, other] = await Promise.all([startRedis(), startRedis()])
+    if (user) await Promise.all([redis, other].map((server) => server.cli('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '&*', '+@all', '-info')))
+    const url = user ? `redis://noinfo:secret@127.0.0.1:${redis.port}` : redis.url
+    const sandbox = await startSandbox({ redisUrl: url, scenario: 'empty', apiKeys: ['partner'], ...flags })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await other.cli('REPLICAOF', '127.0.0.1', String(redis.port))
+    await vi.waitFor(async () => expect(await other.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
+    // A switchover: the other promoted, this one demoted to a replica that takes writes; a create sent at once.
+    await other.cli('REPLICAOF', 'NO', 'ONE')
+    await redis.cli('CONFIG', 'SET', 'replica-read-only', 'no')
+    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    const statuses: number[] = []
+    for (let i = 0; i < (user ? 1 : 5); i++) statuses.push((await create(sandbox, `onto a replica ${i}`)).status)
+    // Before: 201 for up to a second after the switchover (for good with --redis-allow-eviction, and with a user without
+    // INFO), into a replica whose master's next sync erases it.
+    if (!user) expect(statuses).not.toContain(201)
+    // Without INFO the scripts cannot tell at once: within about a second (by ROLE), then never again.
+    await vi.waitFor(async () => expect((await create(sandbox, 'later')).status).toBe(503), { timeout: 5000, interval: 300 })
+    expect((await create(sandbox, 'later still')).status).toBe(503)
+    await redis.cli('REPLICAOF', 'NO', 'ONE')
+    await vi.waitFor(async () => expect((await create(sandbox, 'a master again')).status).toBe(201), { timeout: 5000, interval: 300 })
+  })
+
   it('refuses every request within about a second once its master is demoted to a writable replica, until it is a master again (attack46 F2)', async () => {
     const [redis, other] = await Promise.all([startRedis(), startRedis()])
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
