@@ -571,12 +571,7 @@ export class TenantRegistry implements TenantResolver {
     // In memory its store builds the seed (durable stores read what they hold as asked).
     const seed = storage.durable ? 0 : scenarioHeldBytes(this.#scenario)
     this.#options.admit?.('grow', seed)
-    this.#enteringBytes += seed
-    let entering = true
-    const entered = () => {
-      if (entering) this.#enteringBytes -= seed
-      entering = false
-    }
+    const entered = this.pledge(seed)
     const store = storage.open(id)
     storage.touch(id).catch(() => undefined)
     const entry: Entry = {

@@ -164,13 +164,17 @@ function removalBytes(pages: RemovalPages, used: number, once = false): number {
   const drop = Math.min(pages.drop, used)
   return Math.ceil(REMOVAL_MARGIN * ((once ? drop : drop + Math.min(pages.move, used)) + 4) * (PAGE + WAL_FRAME_HEADER))
 }
+/** A row past this many bytes overflows its page ({@link spilledBytes}). */
+const SPILL_FROM_BYTES = 4000
+/** What a row overflowing its page keeps on it at least, in bytes ({@link spilledBytes}). */
+const SPILL_KEPT_BYTES = 480
 /**
  * The bytes of a row of `bytes` that go to overflow pages at most: none while it fits a page (SQLite keeps a row of up
  * to 4,061 bytes on a 4 KiB page whole), else all but the 489 bytes it keeps at least (both rounded down here; the
  * tenant's rows' statement, `tenantRows`, says the same in SQL).
  */
 function spilledBytes(bytes: number): number {
-  return bytes > 4000 ? bytes - 480 : 0
+  return bytes > SPILL_FROM_BYTES ? bytes - SPILL_KEPT_BYTES : 0
 }
 /** The overflow pages `spilled` bytes take at most (a quarter again for their pages' own headers and last ones part full). */
 function spillPages(spilled: number): number {
@@ -672,7 +676,7 @@ export class SqliteStorage implements TenantStorage {
       tenantRows: db.prepare<[string], { n: number; runs: number | null; text: number | null; longest: number | null; spilled: number | null }>(
         `WITH c AS (SELECT seq, tenant, LENGTH(CAST(tenant AS BLOB)) + LENGTH(CAST(name AS BLOB)) + IFNULL(LENGTH(CAST(description AS BLOB)), 0) AS len FROM categories WHERE tenant = ?)
          SELECT COUNT(*) AS n, SUM(NOT EXISTS (SELECT 1 FROM categories p WHERE p.seq = c.seq - 1 AND p.tenant = c.tenant)) AS runs,
-           SUM(len) AS text, MAX(len) AS longest, SUM(CASE WHEN len > 4000 THEN len - 480 ELSE 0 END) AS spilled FROM c`,
+           SUM(len) AS text, MAX(len) AS longest, SUM(CASE WHEN len > ${SPILL_FROM_BYTES} THEN len - ${SPILL_KEPT_BYTES} ELSE 0 END) AS spilled FROM c`,
       ),
       tenantBytes: db.prepare<[string, string], { n: number }>(
         `SELECT COALESCE((SELECT ${TENANT_BYTES_SQL} FROM tenants WHERE id = ?), 0) + (SELECT COALESCE(SUM(${CATEGORY_BYTES_SQL}), 0) FROM categories WHERE tenant = ?) AS n`,
@@ -933,10 +937,7 @@ export class SqliteStorage implements TenantStorage {
       }
       return [ids, held] as const
     }))
-    for (const id of ids) {
-      this.#charges?.delete(id)
-      this.#charged.delete(id)
-    }
+    for (const id of ids) this.#recharge(id)
     // @note Followed once committed, before the fsync: pages reading a tenant between the two
     // found its rows gone and ended, a list cut short that looked whole (attack10 T1).
     for (const [id, hold] of held) this.#follow(id, hold)
