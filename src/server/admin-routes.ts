@@ -259,10 +259,10 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         if (!target) return
         active = target.tenant.scenario.name
       }
-      const scenarios = await catalog.list()
+      const scenarios = await catalog.summaries()
       res.json(
         scenarios.map((scenario) => ({
-          ...summarize(scenario),
+          ...scenario,
           active: scenario.name === active,
           switchable: options.scenarioAllowed(scenario.name),
         })),

@@ -98,6 +98,12 @@ export class ScenarioCatalog {
    * 64 MiB budget, every key refused, then the process out of memory (attack45 F1).
    */
   readonly #loaded = new Map<string, Loaded>()
+  /**
+   * What the list says of each file of the directory loaded, while its files are as they were then (held strongly: a few
+   * strings). @note Listed from the scenarios themselves, held weakly, every `GET /__sandbox/scenarios` parsed every
+   * file and fixture again: one key looping it held every partner ~1 s a request (attack47 F3).
+   */
+  readonly #summaries = new Map<string, { readonly summary: ScenarioSummary; readonly stamps: ReadonlyMap<string, string> }>()
   /** Loads in flight, by name: switches sent together share one (attack45 F2). */
   readonly #loading = new Map<string, Promise<Scenario>>()
 
@@ -146,8 +152,33 @@ export class ScenarioCatalog {
     checkOwnName(scenario, file)
     this.onLoad?.(scenario)
     const stamps = await stampsOf(paths, started)
-    if (stamps !== undefined) this.#loaded.set(name, { scenario: new WeakRef(scenario), stamps })
+    if (stamps !== undefined) {
+      this.#loaded.set(name, { scenario: new WeakRef(scenario), stamps })
+      this.#summaries.set(name, { summary: summarize(scenario), stamps })
+    }
     return scenario
+  }
+
+  /** What {@link list} says of each scenario (a file's summary read again only once one of its files changed). */
+  async summaries(): Promise<ScenarioSummary[]> {
+    const summaries: ScenarioSummary[] = []
+    const names = await this.names()
+    for (const name of this.#summaries.keys()) if (!names.includes(name)) this.#summaries.delete(name)
+    for (const name of names) {
+      const kept = this.#summaries.get(name)
+      if (kept !== undefined && (await unchanged(kept.stamps))) {
+        summaries.push(kept.summary)
+        continue
+      }
+      this.#summaries.delete(name)
+      try {
+        const scenario = await this.load(name)
+        if (scenario) summaries.push(summarize(scenario))
+      } catch (error) {
+        if (!(error instanceof PetstoreError)) throw error
+      }
+    }
+    return summaries
   }
 
   /** Every loadable scenario, in listing order; files that fail to load are left out. */
