@@ -709,6 +709,8 @@ interface Server {
   replicasExpected: number
   /** On a Cluster, whether `CLUSTER NODES` says one of its replicas is failing (`fail`, `fail?`): missing, whatever else is online. */
   replicaFailing: boolean
+  /** Why its replicas cannot be counted since `INFO` was last refused (its user reconfigured while serving), or undefined. */
+  replicasUncounted: string | undefined
   /** Its replication history's id (`master_replid`) at the last count: a new one (a promotion) starts the count expected anew. */
   replid: string | undefined
   /** When this process last read the count other processes expect (see RedisLink's sharedExpected). */
@@ -1435,7 +1437,7 @@ export class RedisLink {
     const online = server.replicas ?? 0
     // @note One expected and not online makes writes unknown even while others confirm: another
     // online may be one never promoted (`cluster-replica-no-failover`: attack19 S2).
-    if (online < this.#expected(server) || server.replicaFailing || (this.#countUnreadable !== undefined && this.#replicasDeclared === undefined && !this.cluster)) return 'expected'
+    if (online < this.#expected(server) || server.replicaFailing || server.replicasUncounted !== undefined || (this.#countUnreadable !== undefined && this.#replicasDeclared === undefined && !this.cluster)) return 'expected'
     return online > 0 ? 'online' : 'none'
   }
 
@@ -1590,12 +1592,19 @@ export class RedisLink {
         } catch (error) {
           if (!(error instanceof ErrorReplied)) throw error
           // Refused at start (connectRedis): only a Redis reconfigured since gets here.
-          if (server.replicas !== 0) this.#warn(`storage replicas: ${this.#display(server)} no longer lets its replicas be counted (${messageOf(error)}): writes are answered without waiting for a replica until it does; allow INFO for the sandbox's user`)
+          // @note Taken for no replica, writes were answered 201 without waiting for one attached since, and a failover to
+          // it lost 2,534 of them, nothing said (attack54 F1): now unknown, as a replica expected and not online.
+          const uncounted = `its replicas cannot be counted (INFO refused: ${messageOf(error)}; allow INFO for the sandbox's user)`
+          if (server.replicasUncounted === undefined) {
+            this.#warn(`storage replicas: ${this.#display(server)}: ${uncounted}: ${this.#allowFailoverLoss ? 'writes are answered without waiting for a replica (--redis-allow-failover-loss)' : 'writes are answered 503 write_outcome_unknown until it does'}`)
+          }
+          server.replicasUncounted = uncounted
           server.replicas = 0
           server.replicasReadAt = monotonicNow()
           return
         }
         const now = monotonicNow()
+        server.replicasUncounted = undefined
         // @note A replica met at the server's address (a virtual IP or DNS name that moved for a
         // while, a master demoted): its links are its own chained replicas, and its history id its
         // master's; counted as the master's, two chained replicas raised the count every process
@@ -1710,7 +1719,7 @@ export class RedisLink {
           `${online} of the ${expected} replicas expected ${online === 1 ? 'is' : 'are'} online, and a failover to one missing would lose the write (${server.replicasSyncing > 0 ? `${server.replicasSyncing === 1 ? 'a replica is' : `${server.replicasSyncing} replicas are`} still syncing in full: writes are confirmed once ${server.replicasSyncing === 1 ? 'it is' : 'they are'} online` : `if one was removed for good, start with --redis-replicas ${online}`})`
         : server.replicaFailing
           ? 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
-          : `${this.#countUnreadable ?? 'the replicas expected cannot be read'}, and a failover to one missing would lose the write`
+          : `${server.replicasUncounted ?? this.#countUnreadable ?? 'the replicas expected cannot be read'}, and a failover to one missing would lose the write`
     const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : missing}`
     // @note Said again when the reason changes (at most every BEHIND_HOLD_MS): only the first was,
     // and a lock-out by the count ("1 of the 2 replicas expected …", with the flag that ends it)
@@ -2195,6 +2204,7 @@ export class RedisLink {
         replicasSyncing: 0,
         replicasExpected: 0,
         replicaFailing: false,
+        replicasUncounted: undefined,
         replid: undefined,
         replicasSharedAt: Number.NEGATIVE_INFINITY,
         replicaAddresses: noReplicaAddresses(),

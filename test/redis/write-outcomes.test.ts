@@ -1373,6 +1373,22 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}`)
   })
 
+  it('answers write_outcome_unknown, not 201, once its user may no longer run INFO while it serves: its replicas cannot be counted (attack54 F1)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-info')
+    // Before: taken for no replica, 201 without waiting (a replica attached since lost them at a failover).
+    await vi.waitFor(async () => expect((await create(sandbox, 'after')).status).toBe(503), { timeout: 5000, interval: 300 })
+    const answer = await create(sandbox, 'after again')
+    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
+    expect(lines.join('\n')).toContain('its replicas cannot be counted (INFO refused')
+    await redis.cli('ACL', 'SETUSER', 'sb', '+info')
+    await vi.waitFor(async () => expect((await create(sandbox, 'counted again')).status).toBe(201), { timeout: 5000, interval: 300 })
+  })
+
   it.each([
     { finding: 'attack51 F1', what: 'with --redis-allow-failover-loss', flags: { redisAllowFailoverLoss: true }, user: false },
     { finding: 'attack51 F1b', what: 'with --redis-allow-failover-loss and a user without INFO', flags: { redisAllowFailoverLoss: true }, user: true },
