@@ -312,7 +312,9 @@ function scenarioWatcher(
     scenariosDir: settings.scenariosDir,
     startName: start.scenario.name,
     apply: (reloaded) => {
-      known.set(reloaded.name, reloaded)
+      // @note In memory a tenant holds its scenario itself and is only ever read back on the start one: every file ever
+      // saved in the directory kept here (fixtures and all), deleted ones too, filled the heap (attack47 F4).
+      if (tenants.storage.durable || reloaded.name === start.scenario.name) known.set(reloaded.name, reloaded)
       tenants.reload(reloaded)
     },
     report: (settings.onReload as SandboxAppOptions['onReload']) ?? ((reload) => reload.error !== undefined && warn?.(reload.message)),

@@ -239,6 +239,29 @@ describe('live reload', () => {
     expect(await running.sandbox.tenants.storage.list()).toEqual([])
   })
 
+  it('keeps no scenario of the directory a --watch save read once its file is gone and no tenant holds it, in memory (attack47 F4)', async () => {
+    const { setFlagsFromString } = await import('node:v8')
+    const { runInNewContext } = await import('node:vm')
+    setFlagsFromString('--expose-gc')
+    const collect = runInNewContext('gc') as () => void
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'shop.json'), shop())
+    const read: WeakRef<object>[] = []
+    const running = await startSandbox({ scenario: 'shop', scenariosDir: dir, watch: true, anyKey: true, onReload: (reload) => reload.scenario && reload.scenario.name !== 'shop' && read.push(new WeakRef(reload.scenario)) })
+    for (let i = 0; i < 5; i++) {
+      writeFileSync(join(dir, `draft-${i}.json`), shop({ name: `draft-${i}` }))
+      await eventually(async () => read.length, i + 1)
+      unlinkSync(join(dir, `draft-${i}.json`))
+    }
+    expect(await names(running, 'reader')).toEqual(['Dogs'])
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    collect()
+    await new Promise((resolve) => setTimeout(resolve, 10))
+    collect()
+    // Before: each kept for good (fixtures and all), the heap filled by drafts saved and deleted.
+    expect(read.filter((ref) => ref.deref() !== undefined)).toHaveLength(0)
+  })
+
   it('admits writers’ resets onto a start seed a --watch edit made large: past the memory budget they are refused, not all built (review43 R4)', async () => {
     const budget = 4 * 1024 * 1024
     const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
