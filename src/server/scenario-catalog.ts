@@ -148,10 +148,17 @@ export class ScenarioCatalog {
     this.#loaded.delete(name)
     const started = Date.now()
     const paths = new Set<string>()
-    const scenario = await loadScenarioFile(file, (path) => paths.add(path))
+    // Each file's stamp as it is read too: one swapped while the load went on (a symlink to an older file, a directory
+    // renamed in place), its old times passing the settle rule, was kept as first read for good (attack47 F2).
+    const before = new Map<string, Promise<string | undefined>>()
+    const scenario = await loadScenarioFile(file, (path) => {
+      paths.add(path)
+      before.set(path, stampsOf([path]).then((stamps) => stamps?.get(path)))
+    })
     checkOwnName(scenario, file)
     this.onLoad?.(scenario)
-    const stamps = await stampsOf(paths, started)
+    let stamps = await stampsOf(paths, started)
+    for (const [path, stamp] of before) if (stamps !== undefined && (await stamp) !== stamps.get(path)) stamps = undefined
     if (stamps !== undefined) {
       this.#loaded.set(name, { scenario: new WeakRef(scenario), stamps })
       this.#summaries.set(name, { summary: summarize(scenario), stamps })
