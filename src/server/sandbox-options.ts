@@ -111,7 +111,8 @@ export interface SandboxAppOptions {
    * until restarted without this epoch: on what Redis holds then), rather
    * than served as new. With `lost` (the sandbox it replaces had taken storage for lost: keys evicted,
    * or gone), it starts lost, refusing as that one did. What `serve --workers` gives a worker it starts
-   * in place of one that died; a supervisor restarting a sandbox in place can do the same.
+   * in place of one that died; a supervisor restarting a sandbox in place can do the same. Not to be passed to a
+   * sandbox the operator restarts after fixing Redis: with `lost`, it would refuse the fixed Redis too.
    */
   redisEpoch?: RedisEpoch
   /** With `redisUrl`: called with the epoch each time this sandbox knows a newer one (at most once a second), and once with `lost` when it takes storage for lost, for a `redisEpoch` later. */
