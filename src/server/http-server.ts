@@ -69,19 +69,32 @@ const SILENT_MS = 1000
  * The connections by the key of their latest request, and the share rule at the cap (attack7 K3):
  * one key's connections, delayed requests or not, never keep another key's request out.
  */
+/** How many health checks' connections are sheltered at once ({@link ConnectionShares.probes}). */
+const PROBES = 4
+
 class ConnectionShares {
   readonly #byKey = new Map<string, Set<Connection>>()
   /** Since when each key has held connections without a break ({@link monotonicNow} ms): a key's age, for the door. */
   readonly #since = new Map<string, number>()
 
   /**
-   * The connection of the latest health check, while it asks nothing else: never ended for
-   * another (a health probe's keep-alive connection), whatever its key's share.
+   * The connections of the latest health checks ({@link PROBES} at most, the latest last), each while it asks nothing
+   * else: never ended for another (a health probe's keep-alive connection), whatever its key's share.
    * @note Closed idle for a partner past the cap, the probe's next check raced its close and
    * failed (`other side closed`: a health check lost during a crowd of delayed requests, stop 41's
-   * CI). One connection only: a crowd sending health checks cannot shelter its connections so.
+   * CI). A few only: a crowd sending health checks cannot shelter its connections so.
+   * @note One only, any other client asking health (a second balancer node, a liveness and a readiness probe, a
+   * monitor) took it from the balancer's probe, whose connection was closed for partners again (attack51 F3).
    */
-  probe: Connection | undefined
+  readonly probes = new Set<Connection>()
+
+  /** `connection` asked health last (sheltered), or something else (not). */
+  noteProbe(connection: Connection, health: boolean): void {
+    this.probes.delete(connection)
+    if (!health) return
+    this.probes.add(connection)
+    if (this.probes.size > PROBES) this.probes.delete(this.probes.values().next().value!)
+  }
 
   constructor(readonly maxConnections: number) {}
 
@@ -152,7 +165,7 @@ class ConnectionShares {
     const any: (Connection | undefined)[] = [undefined, undefined, undefined]
     let young: Connection | undefined
     for (const connection of all) {
-      if (connection.socket.destroyed || connection === this.probe) continue
+      if (connection.socket.destroyed || this.probes.has(connection)) continue
       if (connection.request === undefined) {
         // Oldest first: the first silent one found is the oldest.
         if (now - connection.openedAt >= SILENT_MS) return connection
@@ -212,7 +225,7 @@ class ConnectionShares {
       // partner's only upload or download, the oldest first (attack10 C1).
       const beyond = set.size > share
       for (const connection of set) {
-        if (connection === this.probe) continue
+        if (this.probes.has(connection)) continue
         if (connection.cut !== undefined && connection.halfClosed) return this.#end(connection)
         if (idle === undefined && connection.inFlight === 0) idle = connection
         if (delayed === undefined && connection.cut !== undefined) delayed = connection
@@ -240,7 +253,7 @@ class ConnectionShares {
       let oldest: Connection | undefined
       for (const set of this.#byKey.values()) {
         for (const connection of set) {
-          if (connection !== except && connection !== this.probe && connection.inFlight === 0 && connection.cut === undefined && (oldest === undefined || connection.requestAt < oldest.requestAt)) oldest = connection
+          if (connection !== except && !this.probes.has(connection) && connection.inFlight === 0 && connection.cut === undefined && (oldest === undefined || connection.requestAt < oldest.requestAt)) oldest = connection
         }
       }
       if (oldest !== undefined) return this.#end(oldest)
@@ -252,7 +265,7 @@ class ConnectionShares {
     }
     for (const set of [this.#byKey.get(key), most]) {
       for (const connection of set ?? []) {
-        if (connection !== except && connection !== this.probe && connection.inFlight === 0 && connection.cut === undefined) return this.#end(connection)
+        if (connection !== except && !this.probes.has(connection) && connection.inFlight === 0 && connection.cut === undefined) return this.#end(connection)
       }
     }
     return false
@@ -380,8 +393,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       const path = (req.url ?? '').split('?', 1)[0]
       if (connection !== undefined) {
         shares.assign(connection, key)
-        if (path === healthPath) shares.probe = connection
-        else if (shares.probe === connection) shares.probe = undefined
+        shares.noteProbe(connection, path === healthPath)
       }
       // @note Past the cap, a key within its share is served, and a connection another key holds
       // beyond its own share is ended for it when one can be (attack7 K3: one key's 1,000 delayed
@@ -452,7 +464,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
     socket.once('close', () => {
       open--
       all.delete(connection)
-      if (shares.probe === connection) shares.probe = undefined
+      shares.probes.delete(connection)
       shares.remove(connection)
     })
   })

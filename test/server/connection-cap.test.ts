@@ -511,7 +511,10 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     expect(got.every((answer) => answer.status === 200 || answer.status === 503)).toBe(true)
   })
 
-  it('keeps the health probe’s keep-alive connection while keys past the cap need room: its next check is answered (stop 41’s CI flood)', async () => {
+  it.each([
+    { monitors: 0, what: 'stop 41’s CI flood' },
+    { monitors: 1, what: 'attack51 F3: another client asks health after it, on its own connection' },
+  ])('keeps the health probe’s keep-alive connection while keys past the cap need room: its next check is answered ($what)', async ({ monitors }) => {
     const { origin, server } = await startSandbox({ apiKeys: ['a', 'b', 'c'], maxConnections: 2, requestTimeoutMs: 5000, headersTimeoutMs: 1000 })
     let arrived = 0
     server.prependListener('request', () => arrived++)
@@ -519,6 +522,13 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     probe.on('error', () => undefined)
     const check = 'GET /__sandbox/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'
     expect(await ask(probe, check)).toBe(200)
+    // Before (one sheltered): the monitor's check took the shelter from the probe.
+    const others = await Promise.all(Array.from({ length: monitors }, () => openSocket(origin)))
+    for (const other of others) {
+      other.on('error', () => undefined)
+      expect(await ask(other, check)).toBe(200)
+    }
+    arrived -= monitors
     // Two keys wait out delays past the cap; a third key's request, within its share, needs room.
     const held = await Promise.all(['a', 'b'].map(() => openSocket(origin)))
     const answers = held.map((socket) => collect(socket, 5000))
@@ -531,6 +541,7 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     // Delayed requests were cut for the newcomers instead (503 over_capacity), as for any key past its share.
     expect((await Promise.all(answers)).map((answer) => answer.status)).toContain(503)
     probe.destroy()
+    for (const other of others) other.destroy()
   })
 
   it('lets a new key in at the tenant cap while the other keys wait out delays: a delayed create is cut (503 over_capacity), not waited for', async () => {
