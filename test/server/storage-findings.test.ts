@@ -718,6 +718,21 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(names).not.toContain('mine')
   })
 
+  it('charges a new key’s first write of the seed a --watch edit made larger by that seed, not the old one (review44 F1)', async () => {
+    const disk = smallDisk(3 * 1024)
+    const small = { scenario: 'shop', nextCategoryId: 1501, categories: Array.from({ length: 1500 }, (_, i) => ({ id: i + 1, name: `c${i}`, description: 'd'.repeat(100) })) }
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: small })
+    onTestFinished(() => storage.close())
+    // (Ids of one length: the room is kept for each length of id.)
+    await storage.open('first1').createCategory({ name: 'mine' }, 20_000)
+    // The edit: the start seed is now large-catalog's 10,000 categories (about 2.9 MB written, log and copy).
+    storage.setSeed(seedState(BUILTIN_SCENARIOS['large-catalog']!))
+    const outcome = await storage.open('second').createCategory({ name: 'mine' }, 20_000).then(() => 'stored', (error: unknown) => (error instanceof OverCapacityError ? 'over_capacity' : String(error)))
+    // Before: charged the small seed's room, let in, and the disk filled (SQLITE_FULL, health degraded).
+    expect(outcome).toBe('over_capacity')
+    expect(await storage.health()).toEqual({ ok: true })
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
