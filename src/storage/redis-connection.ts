@@ -102,8 +102,10 @@ function guarded(script: RedisScript): RedisScript {
   return made
 }
 
-/** Redis's refusal of a script's `INFO` to a user not allowed it (an ACL): the guard is then left out. */
-const INFO_DENIED = /NOPERM|can't run this command/
+/** Redis's refusal of a script's `INFO` (an ACL, or the command renamed away): the guard is then left out a while. */
+const INFO_DENIED = /NOPERM|can't run this command|[Uu]nknown (?:Redis )?command/
+/** How long scripts go without {@link REPLICA_GUARD} once Redis refused its `INFO`, before it is tried again (ms). */
+const GUARD_RETRY_MS = 10_000
 
 /**
  * Lua: `now`, Redis's own clock in ms. @note Every time stored or compared in Redis (last write,
@@ -1169,8 +1171,8 @@ export class RedisLink {
    * server's ({@link checkEviction}) on, or from a start that serves while Redis is unreachable.
    */
   #policiesRead = false
-  /** Whether Redis refused the scripts' replica guard its `INFO` (an ACL): scripts are sent without it from then on. */
-  #guardDenied = false
+  /** When Redis last refused the scripts' replica guard its `INFO` (monotonic ms): scripts go without it for {@link GUARD_RETRY_MS}. */
+  #guardDeniedAt = Number.NEGATIVE_INFINITY
   /** Redis's clock less this process's monotonic clock (ms), at most, and when that reading came: see {@link redisNow}. */
   #clock: { offset: number; at: number } | undefined
   /** When Redis's clock was last read (monotonic ms). */
@@ -1363,7 +1365,7 @@ export class RedisLink {
       // master demoted to a writable replica for up to a second after a switchover (201s lost, their ids handed out
       // again, with --redis-allow-failover-loss), and for good with --redis-allow-eviction, which skips that read
       // (attack51 F1, F2).
-      const guard = !this.cluster && !this.#guardDenied
+      const guard = !this.cluster && monotonicNow() - this.#guardDeniedAt >= GUARD_RETRY_MS
       try {
         reply = await evaluate(guard ? guarded(script) : script)
       } catch (error) {
@@ -1371,7 +1373,8 @@ export class RedisLink {
         // by ROLE, finds a replica then).
         if (!guard || !(error instanceof ErrorReplied) || !INFO_DENIED.test(messageOf(error))) throw error
         reply = await evaluate(script)
-        this.#guardDenied = true
+        // @note Tried again later: left out for good, INFO allowed again did not bring the guard back (review44 F5).
+        this.#guardDeniedAt = monotonicNow()
       }
     } catch (error) {
       const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK)\b/.exec(messageOf(error))
