@@ -324,14 +324,20 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       // @note Its store holds a scenario not known when it was read back (its file broken or gone at a restart): looked
       // up again by that name. Reset onto the start scenario it stood in for, its data and chosen scenario were wiped
       // onto `default`, and kept there once the file was fixed (attack50 F4).
-      const unknown = tenant.unknownScenario
-      if (!hasBody(req) && unknown !== undefined) {
+      const own = async (): Promise<Scenario | undefined> => {
+        const unknown = tenant.unknownScenario!
         const read = await loaded(unknown, 'POST /__sandbox/reset', res)
-        if (read === undefined) return
+        if (read === undefined) return undefined
         if (read === null) {
-          return sendError(res, 'unknown_scenario', { name: `${JSON.stringify(unknown)} (the tenant's own, whose file is gone; reset onto another with {"scenario": …} or {"initial": true})`, known: (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none' })
+          sendError(res, 'unknown_scenario', { name: `${JSON.stringify(unknown)} (the tenant's own, whose file is gone; reset onto another with {"scenario": …} or {"initial": true})`, known: (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none' })
+          return undefined
         }
-        scenario = sameScenario(read, tenants.scenario)
+        return sameScenario(read, tenants.scenario)
+      }
+      if (!hasBody(req) && tenant.unknownScenario !== undefined) {
+        const found = await own()
+        if (found === undefined) return
+        scenario = found
         growth = growthOf(tenant, scenario)
         options.admit('grow', growth)
       } else if (!hasBody(req) && scenario !== tenants.scenario) {
@@ -361,6 +367,12 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         const { scenario: name, initial } = body.value
         if (name !== undefined && initial === true) return sendError(res, 'invalid_field', { reason: 'give scenario or initial, not both' })
         if (initial === true) scenario = tenants.scenario
+        // A body naming nothing (`{}`) resets onto its own, as no body does (review44 F4).
+        if (name === undefined && initial !== true && tenant.unknownScenario !== undefined) {
+          const found = await own()
+          if (found === undefined) return
+          scenario = found
+        }
         if (name !== undefined) {
           const named = await switchable(name, 'POST /__sandbox/reset', res)
           if (!named) return

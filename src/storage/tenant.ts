@@ -155,7 +155,9 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    */
   follow(scenario: Scenario): void {
     if (scenario === this.#scenario) return
-    this.unknownScenario = undefined
+    // @note Only by its own: a save of the start scenario it stands in for cleared it, and the next reset wiped the
+    // tenant onto the start scenario after all (review44 F4).
+    if (scenario.name === this.unknownScenario) this.unknownScenario = undefined
     this.#scenario = scenario
     this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
   }

@@ -40,11 +40,12 @@ const originOf = (stdout: string) => /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exe
 
 describe('durable sandboxes', () => {
   it.each([
-    { what: 'broken', then: 'answers 500 invalid_scenario, its data kept, and reseeds it once the file is fixed', broken: true },
-    { what: 'deleted', then: 'answers 404 unknown_scenario, its data kept', broken: false },
-  ])('resets a tenant whose --scenarios-dir scenario file was $what at a restart by that name, not onto the start scenario: $then (attack50 F4)', async ({ broken }) => {
+    { what: 'broken', then: 'answers 500 invalid_scenario, its data kept, and reseeds it once the file is fixed', broken: true, body: undefined },
+    { what: 'deleted', then: 'answers 404 unknown_scenario, its data kept', broken: false, body: undefined },
+    { what: 'broken', then: 'a reset with the body {} too (review44 F4)', broken: true, body: '{}' },
+  ])('resets a tenant whose --scenarios-dir scenario file was $what at a restart by that name, not onto the start scenario: $then (attack50 F4)', async ({ broken, body }) => {
     const dir = dataDir()
-    const scenariosDir = join(dir, '..', `scenarios-${broken ? 'broken' : 'deleted'}`)
+    const scenariosDir = join(dir, '..', `scenarios-${broken ? 'broken' : 'deleted'}${body === undefined ? '' : '-body'}`)
     mkdirSync(scenariosDir, { recursive: true })
     const file = join(scenariosDir, 'other.json')
     const other = (version: string) => JSON.stringify({ name: 'other', version, description: 'Another shop', seed: { categories: [{ name: `other ${version}` }] } })
@@ -58,14 +59,14 @@ describe('durable sandboxes', () => {
     else unlinkSync(file)
     const second = await startSandbox(options)
     try {
-      const reset = await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('g') })
+      const reset = await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('g', body !== undefined), body })
       // Before: 200 onto `default` (the start scenario stood in for the unknown one): its data and choice wiped.
       expect(reset.status).toBe(broken ? 500 : 404)
       expect(((await jsonOf(reset)) as { code: string }).code).toBe(broken ? 'invalid_scenario' : 'unknown_scenario')
       expect(await names(second.fetch, 'g')).toEqual(['other 5.0.0', 'mine'])
       if (broken) {
         writeFileSync(file, other('6.0.0'))
-        const again = await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('g') })
+        const again = await second.fetch('/__sandbox/reset', { method: 'POST', headers: auth('g', body !== undefined), body })
         expect(again.status).toBe(200)
         expect(await jsonOf(again)).toMatchObject({ scenario: { name: 'other', version: '6.0.0' } })
         expect(await names(second.fetch, 'g')).toEqual(['other 6.0.0'])
