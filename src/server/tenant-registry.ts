@@ -119,6 +119,8 @@ interface Entry {
   claims: number
   /** Chosen to leave for a waiting key once its requests end: new requests wait instead of keeping it busy. */
   draining: boolean
+  /** On an older version of the start seed (a --watch save came while it was busy): leaves once idle, if it still may without loss. */
+  stale: boolean
 }
 
 /** A request for a tenant not in memory, waiting for room. */
@@ -380,13 +382,22 @@ export class TenantRegistry implements TenantResolver {
       this.#scenario = scenario
       // @note In memory, tenants still on the seed leave first, to take the new seed on their next request, admitted
       // then: reseeded where they stood, each built the new seed at once past the memory budget (attack47 F1: one
-      // edit to 100,000 categories with 150 readers live, out of memory). Those with a request under way too: their
-      // requests end on the store they hold (released, it is the one the next request finds if it wrote); kept, each
-      // was reseeded at once, unadmitted (review43 R5: 40 readers waiting out a scenario's latency, 110 MB against 4 MiB).
+      // edit to 100,000 categories with 150 readers live, out of memory). Those with a request under way leave once
+      // their requests end, on the old seed meanwhile: reseeded at once, each built it unadmitted (review43 R5: 40
+      // readers waiting out a scenario's latency, 110 MB against 4 MiB); sent out at once, a switch their request then
+      // made was built uncounted, and the journal entry of a write it made was lost (review44 F3).
+      const later = new Set<string>()
       if (!this.#options.storage.durable) {
-        for (const [id, entry] of this.#tenants) if (this.#leavesWithoutLoss(entry)) this.#evict(id, false)
+        for (const [id, entry] of this.#tenants) {
+          if (!this.#leavesWithoutLoss(entry)) continue
+          if (!this.#busy(entry)) this.#evict(id, false)
+          else {
+            entry.stale = true
+            later.add(id)
+          }
+        }
       }
-      this.#options.storage.setSeed(seedState(scenario))
+      this.#options.storage.setSeed(seedState(scenario), later)
     }
   }
 
@@ -581,6 +592,7 @@ export class TenantRegistry implements TenantResolver {
       tenant: undefined,
       claims: 1,
       draining: false,
+      stale: false,
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const answers = store.answers ?? this.#answers.of(id)
@@ -615,7 +627,8 @@ export class TenantRegistry implements TenantResolver {
   #idle(id: string, entry: Entry): void {
     entry.usedAt = monotonicNow()
     if (this.#tenants.get(id) !== entry) return
-    if (entry.draining && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
+    if ((entry.draining || entry.stale) && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
+    entry.stale = false
     if (this.#waiters.length > 0) this.#serveWaiters()
   }
 

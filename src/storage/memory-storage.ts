@@ -97,12 +97,17 @@ export class MemoryStorage implements TenantStorage {
     return Promise.resolve(expired)
   }
 
-  setSeed(seed: TenantState): void {
+  setSeed(seed: TenantState, later?: ReadonlySet<string>): void {
     this.#seed = seed
     // Stores on the old seed take the new one in their write queue: one that wrote first keeps its writes.
     // @note Held stores only (writers, and tenants with a request under way); released ones when next opened: each
-    // reseeded at once built the new seed, however many there were (attack47 F1).
-    for (const store of this.#held.values()) {
+    // reseeded at once built the new seed, however many there were (attack47 F1). Those `later` names too (tenants with
+    // a request under way: they leave once it ends), taking it as their default meanwhile (review43 R5, review44 F3).
+    for (const [id, store] of this.#held) {
+      if (later?.has(id)) {
+        store.adoptSeed(seed)
+        continue
+      }
       this.#seedOf.set(store, seed)
       void store.reseed(seed).catch(() => undefined)
     }

@@ -186,8 +186,9 @@ export interface TenantStorage {
   /**
    * A new version of the default seed (the start scenario's file was reloaded, same name): a
    * tenant that never wrote, or was reset since, reads it from now on; one holding writes keeps them.
+   * In memory, the tenants `later` names (on the seed, with a request under way) take it once they leave memory.
    */
-  setSeed(seed: TenantState): void
+  setSeed(seed: TenantState, later?: ReadonlySet<string>): void
   /** Finishes pending writes and lets go of files and locks. */
   close(): Promise<void>
 }

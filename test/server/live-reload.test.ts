@@ -262,6 +262,45 @@ describe('live reload', () => {
     expect(read.filter((ref) => ref.deref() !== undefined)).toHaveLength(0)
   })
 
+  it('counts a switch, and journals a create, that a request under way at a --watch save makes (review44 F3)', async () => {
+    const dir = scenarioDir()
+    const file = join(dir, 'shop.json')
+    writeFileSync(file, shop())
+    writeFileSync(join(dir, 'big.json'), shop({ name: 'big', categories: { generate: { count: 3000, name: 'Category {n}', description: `About {n} ${'x'.repeat(200)}` } } }))
+    const running = await startSandbox({ scenario: file, scenariosDir: dir, watch: true, anyKey: true, onReload: () => undefined })
+    expect(await names(running, 'switcher')).toEqual(['Dogs'])
+    expect(await names(running, 'writer')).toEqual(['Dogs'])
+    const { request } = await import('node:http')
+    // Each request's body comes in two parts, the save landing between them.
+    const slow = (key: string, path: string, method: string, body: string) =>
+      new Promise<number>((resolve, reject) => {
+        const sent = request(new URL(path, running.origin), { method, headers: { ...auth(key, true), 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+          res.resume()
+          res.on('end', () => resolve(res.statusCode ?? 0))
+        })
+        sent.on('error', reject)
+        sent.write(body.slice(0, 1))
+        void (async () => {
+          await saved
+          sent.end(body.slice(1))
+        })().catch(reject)
+      })
+    let save!: () => void
+    const saved = new Promise<void>((resolve) => (save = resolve))
+    const answers = [slow('switcher', '/__sandbox/scenario', 'PUT', '{"name":"big"}'), slow('writer', '/v1/categories', 'POST', '{"name":"Mine"}')]
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const before = running.sandbox.tenants.heldBytes()
+    writeFileSync(file, shop({ version: '2.0.0', categories: [{ name: 'Cats' }] }))
+    await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+    save()
+    expect(await Promise.all(answers)).toEqual([200, 201])
+    // Before: both had left memory at the save; the switch's 3,000 categories were built uncounted.
+    expect(running.sandbox.tenants.heldBytes() - before).toBeGreaterThan(500_000)
+    const journal = (await jsonOf(await running.fetch('/__sandbox/requests', { headers: auth('writer') }))) as { method: string }[]
+    expect(journal.map((entry) => entry.method)).toContain('POST')
+    expect(await names(running, 'writer')).toEqual(['Dogs', 'Mine'])
+  })
+
   it('admits writers’ resets onto a start seed a --watch edit made large: past the memory budget they are refused, not all built (review43 R4)', async () => {
     const budget = 4 * 1024 * 1024
     const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
