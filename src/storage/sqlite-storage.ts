@@ -582,6 +582,8 @@ export class SqliteStorage implements TenantStorage {
   readonly #charged = new Set<string>()
   /** When {@link #keepForRemovals} last computed a charge again (monotonic ms). */
   #rechargedAt = Number.NEGATIVE_INFINITY
+  /** The default seeds replaced by {@link setSeed} (held weakly). */
+  readonly #formerSeeds = new WeakSet<TenantState>()
   /** Bytes a tenant's first write stores of the default seed (see #roomFor), once counted. */
   #seedBytes: number | undefined
   /** The room on the disk a tenant's first write of the default seed needs ({@link stateWriteRoom}), once counted for each length of its id. */
@@ -1050,6 +1052,7 @@ export class SqliteStorage implements TenantStorage {
 
   /** A tenant without a row reads `seed` from now on (rows are never touched: they hold writes). */
   setSeed(seed: TenantState): void {
+    this.#formerSeeds.add(this.#seed)
     this.#seedBytes = undefined
     // @note Kept, a new key's first write of a seed a --watch edit made larger was charged the old one's room: 201, and
     // a 33 MB log filled a 48 MiB disk (review44 F1).
@@ -1475,7 +1478,10 @@ export class SqliteStorage implements TenantStorage {
    */
   replace(id: string, state: TenantState): Promise<boolean> {
     // Back on the default seed: nothing to keep, so the tenant leaves the disk.
-    const seeded = state === this.#seed
+    // @note An older version of it too (a reset decided before a --watch save, written after): stored as rows, the old
+    // seed was taken for the tenant's own data, and after a restart its categories and scenario were of two versions
+    // (attack53 F1's SQLite variant).
+    const seeded = state === this.#seed || this.#formerSeeds.has(state)
     const bytes = seeded ? 0 : stateStoredBytes(id, state)
     return this.#exclusive(id, bytes, seeded ? 0 : stateWriteRoom(id, state), (old) => {
       const refusal = this.#charge(id, old, bytes)

@@ -733,6 +733,21 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
+  it('takes a reset onto the start seed’s former version, written after a --watch edit replaced it, for the new one: no rows kept (attack53 F1, SQLite)', async () => {
+    const dir = join(dataDir(), 'former')
+    const v1 = seedState({ ...BUILTIN_SCENARIOS.default!, version: '1.0.0' })
+    const v2 = seedState({ ...BUILTIN_SCENARIOS.default!, version: '2.0.0', seed: { ...BUILTIN_SCENARIOS.default!.seed, categories: [{ id: 1, name: 'Cats' }] } })
+    const storage = await openSqliteStorage({ dir, seed: v1 })
+    onTestFinished(() => storage.close())
+    await storage.open('reader').createCategory({ name: 'mine' })
+    storage.setSeed(v2)
+    // The reset was decided on version 1 before the edit; its write comes after.
+    await storage.open('reader').replace(v1)
+    // Before: version 1's seed stored as the tenant's own rows (its scenario read back as version 2 after a restart).
+    expect(await storage.list()).toEqual([])
+    expect((await storage.open('reader').listCategories()).map((category) => category.name)).toEqual(['Cats'])
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
