@@ -87,6 +87,8 @@ const CHECKPOINT_BYTES = 1000 * PAGE
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
 /** How long a reading of the disk's room serves creates, in ms ({@link SqliteStorage} #createRoom): creates between readings are counted against it. */
 const DISK_READ_MS = 200
+/** How often a refusal for the room left on the disk is said at most, in ms (see {@link SqliteStorage} #roomFor). */
+const ROOM_SHORT_HOLD_MS = 10_000
 /** How often creates' readings of the disk compute a creating tenant's charge again at most, in ms (see {@link SqliteStorage} #keepForRemovals). */
 const RECHARGE_MS = 1000
 /** How close to the room kept for deletes creates read the disk each time, in bytes. */
@@ -564,6 +566,8 @@ export class SqliteStorage implements TenantStorage {
   #fullCheckpointAt = Number.NEGATIVE_INFINITY
   /** Whether a write was last refused for the room left on the disk (see #roomFor): told once. */
   #roomShort = false
+  /** When the refusal for room was last said (monotonic ms): said again at most every {@link ROOM_SHORT_HOLD_MS}. */
+  #roomShortSaidAt = Number.NEGATIVE_INFINITY
   /** Bytes of writes that passed the room check and are not done yet (see #roomFor). */
   #roomPledged = 0
   /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
@@ -1559,7 +1563,12 @@ export class SqliteStorage implements TenantStorage {
     // after commits only, the WAL of the deletes before stayed, and the next delete was refused for good (attack48 F1).
     this.#roomCheckedAt = 0
     this.#checkpointWhenLarge(true)
-    if (!this.#roomShort) this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing a tenant's rows needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    // @note Said again only after a while: re-armed by every smaller write that passed, the line was said 504 times in
+    // 20 s beside a storm of refused switches (attack48 N1).
+    if (!this.#roomShort && monotonicNow() - this.#roomShortSaidAt >= ROOM_SHORT_HOLD_MS) {
+      this.#roomShortSaidAt = monotonicNow()
+      this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing a tenant's rows needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+    }
     this.#roomShort = true
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }

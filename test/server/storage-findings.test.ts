@@ -748,6 +748,19 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await storage.open('reader').listCategories()).map((category) => category.name)).toEqual(['Cats'])
   })
 
+  it('says a refusal for the room left once in a while, not again after each smaller write that passed (attack48 N1)', async () => {
+    const disk = smallDisk(1536)
+    const lines: string[] = []
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!), warn: (line) => lines.push(line) })
+    onTestFinished(() => storage.close())
+    for (let i = 0; i < 5; i++) {
+      await expect(storage.open('large').replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))).rejects.toBeInstanceOf(OverCapacityError)
+      await storage.open('small').replace(seedState(BUILTIN_SCENARIOS.default!))
+    }
+    // Before: said five times (each passing write re-armed it).
+    expect(lines.filter((line) => line.includes('bytes left on its disk; a scenario switch'))).toHaveLength(1)
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
