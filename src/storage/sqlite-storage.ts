@@ -143,6 +143,25 @@ function indexPages(rows: number, idBytes: number): number {
  * resettable onto it on a 10-12 MiB disk (attack52 F2, F2b).
  */
 function stateWriteRoom(id: string, state: TenantState): number {
+  const { table, index } = statePages(id, state)
+  return Math.ceil(REMOVAL_MARGIN * 2 * (2 + table + index) * (PAGE + WAL_FRAME_HEADER))
+}
+/**
+ * The room on the disk a tenant holding `state` (written in one go) keeps being reset onto it and deleted with, once it
+ * is written: what it grows the database by, and a reset onto it (written again, its rows removed: {@link
+ * stateWriteRoom}, {@link SqliteStorage} #removalRoom's rule for rows side by side).
+ * @note Let in with room for itself only, one switch (or a new key's first write of a large seed) left too little to
+ * reset or delete it, for good, restart included: every other key's creates refused for the room it kept (attack55 F1,
+ * F3, F5: 1,000 rows of a page each on 12 MiB, default flags), and a tenant on `large-catalog` never reset onto it on a
+ * 7-8 MiB disk (attack55 F4, attack52 F2b).
+ */
+function stateKeepRoom(id: string, state: TenantState): number {
+  const { table, index } = statePages(id, state)
+  const removal = removalBytes({ drop: table + 2 + index, move: table + 2 * index }, Number.POSITIVE_INFINITY)
+  return Math.ceil(REMOVAL_MARGIN * (2 + table + index) * PAGE) + stateWriteRoom(id, state) + removal
+}
+/** The table's and the index's pages `state`'s rows take written side by side for tenant `id` ({@link tablePages}, {@link indexPages}). */
+function statePages(id: string, state: TenantState): { table: number; index: number } {
   const idBytes = Buffer.byteLength(id)
   let text = textOfStates.get(state.categories)
   if (text === undefined) {
@@ -155,8 +174,7 @@ function stateWriteRoom(id: string, state: TenantState): number {
     if (Object.isFrozen(state.categories)) textOfStates.set(state.categories, text)
   }
   const rows = state.categories.length
-  const pages = 2 + tablePages(text.bytes + rows * (idBytes + ROW_OVERHEAD_BYTES), text.longest + idBytes, 1) + indexPages(rows, idBytes)
-  return Math.ceil(REMOVAL_MARGIN * 2 * pages * (PAGE + WAL_FRAME_HEADER))
+  return { table: tablePages(text.bytes + rows * (idBytes + ROW_OVERHEAD_BYTES), text.longest + idBytes, 1), index: indexPages(rows, idBytes) }
 }
 /** What each state's categories' text takes in all and at most one, once read ({@link stateWriteRoom}: attack48 F3). */
 const textOfStates = new WeakMap<readonly unknown[], { bytes: number; longest: number }>()
@@ -876,7 +894,7 @@ export class SqliteStorage implements TenantStorage {
   }
 
   delete(id: string): Promise<boolean> {
-    return this.#exclusive(id, 0, 0, (old) => {
+    return this.#exclusive(id, 0, 0, 0, (old) => {
       this.#charge(id, old, 0)
       return this.#sql.deleteTenant.run(id).changes > 0
     })
@@ -1278,9 +1296,10 @@ export class SqliteStorage implements TenantStorage {
       const length = Buffer.byteLength(tenant)
       const write = this.#seedWriteRoom.get(length) ?? stateWriteRoom(tenant, this.#seed)
       this.#seedWriteRoom.set(length, write)
+      const kept = stateKeepRoom(tenant, this.#seed)
       // @note Its charge computed again once its seed is in: counted a row, a new key on `large-catalog` left creates keeping
       // a fraction of what deleting it then needed (review43 R11).
-      return this.#roomFor(this.#seedBytes, write, true).then((release) =>
+      return this.#roomFor(this.#seedBytes, write, true, kept).then((release) =>
         this.#create(tenant, input, maxCategories).finally(() => {
           release()
           this.#recharge(tenant)
@@ -1493,7 +1512,7 @@ export class SqliteStorage implements TenantStorage {
     // (attack53 F1's SQLite variant).
     const seeded = state === this.#seed || this.#formerSeeds.has(state)
     const bytes = seeded ? 0 : stateStoredBytes(id, state)
-    return this.#exclusive(id, bytes, seeded ? 0 : stateWriteRoom(id, state), (old) => {
+    return this.#exclusive(id, bytes, seeded ? 0 : stateWriteRoom(id, state), seeded ? 0 : stateKeepRoom(id, state), (old) => {
       const refusal = this.#charge(id, old, bytes)
       if (refusal) throw refusal
       if (seeded) {
@@ -1542,7 +1561,7 @@ export class SqliteStorage implements TenantStorage {
    * against the same room, switches sent at once each passed and together filled the disk, every
    * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number, need: number, growth = false): Promise<() => void> {
+  async #roomFor(bytes: number, need: number, growth = false, keep = 0): Promise<() => void> {
     // @note A delete writes the pages it empties into the WAL and grows no database ({@link #removalRoom}):
     // charged as stored, a large tenant on a tight disk could never be deleted, though that is what frees
     // room (the review of attack40 F6's fix).
@@ -1558,10 +1577,11 @@ export class SqliteStorage implements TenantStorage {
     // disk, alone: pledged still, so that such writes sent together are checked once they pass it.
     // Left unpledged and unchecked, 64 resets onto empty sent at once (each a tenant of 16 rows, just
     // under it) wrote 5.3 MB of WAL on a 6 MiB disk: full for good, a restart refused (attack44 F1).
-    if (need + this.#roomPledged <= CHECKPOINT_ROOM_BYTES) return pledge()
+    if (Math.max(need, keep) + this.#roomPledged <= CHECKPOINT_ROOM_BYTES) return pledge()
     const room = await this.#roomForWrites()
     // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
-    if (room >= need + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0)) {
+    // Room for the write now, and once written for a reset onto what it writes (`keep`: stateKeepRoom), as for deleting the others.
+    if (room >= Math.max(need, keep) + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0)) {
       this.#roomShort = false
       return pledge()
     }
@@ -1589,7 +1609,7 @@ export class SqliteStorage implements TenantStorage {
    * {@link WriteOutcomeUnknownError}. The tenant's reads and later writes wait for it meanwhile.
    * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
    */
-  #exclusive<T>(id: string, bytes: number, writeRoom: number, task: (old: number) => T): Promise<T> {
+  #exclusive<T>(id: string, bytes: number, writeRoom: number, keepRoom: number, task: (old: number) => T): Promise<T> {
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
     this.#flush()
@@ -1603,7 +1623,10 @@ export class SqliteStorage implements TenantStorage {
       // Counted by what it stores only, a reset onto `empty` of a tenant larger than the room left filled
       // the disk with that WAL: health degraded for good, the tenant's data never removable (attack40 F6).
       const removal = this.#db.open ? this.#removalRoom(id) : 0
-      const release = await this.#roomFor(bytes, writeRoom + removal)
+      // A state larger than the one it replaces keeps the room to reset onto it and delete it after, and what deleting
+      // the other tenants needs, as creates do (not a reset onto as much or less: the room it takes is the one it leaves).
+      const grows = this.#db.open && bytes > this.#tenantBytes(id)
+      const release = await this.#roomFor(bytes, writeRoom + removal, grows, grows ? keepRoom : 0)
       try {
         const done = await this.#exclusiveNow(id, bytes, deadline, task)
         this.#recharge(id)
