@@ -1373,6 +1373,18 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}`)
   })
 
+  it('writes on to a master whose replica announces itself under an address holding "role:slave" (attack55 F2)', async () => {
+    const [redis, replica] = await Promise.all([startRedis(), startRedis()])
+    await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true })
+    await replica.cli('CONFIG', 'SET', 'replica-announce-ip', 'role:slave')
+    await replica.cli('REPLICAOF', '127.0.0.1', String(redis.port))
+    await vi.waitFor(async () => expect(await redis.cli('INFO', 'replication')).toMatch(/ip=role:slave/), { timeout: 10_000, interval: 100 })
+    // Before: the guard found "role:slave" anywhere in the master's INFO: every request refused, health degraded.
+    const answer = await create(sandbox, 'on a master')
+    expect(answer.status, await answer.clone().text()).toBe(201)
+  })
+
   it('answers write_outcome_unknown, not 201, once its user may no longer run INFO while it serves: its replicas cannot be counted (attack54 F1)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
