@@ -38,6 +38,15 @@ async function someRefusedWithinBudget(sent: Promise<Response>[], sandbox: { ten
   expect(sandbox.tenants.heldBytes()).toBeLessThanOrEqual(budget)
 }
 
+/** A --scenarios-dir holding `name`.json: `count` generated categories of descriptions of `length` characters (removed after the test). */
+function generatedScenario(name: string, count: number, length: number, description = 'A generated seed'): string {
+  const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
+  onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
+  const generate = { count, name: 'C {n}', description: `${'D'.repeat(length)} {n}` }
+  writeFileSync(join(scenariosDir, `${name}.json`), JSON.stringify({ name, version: '1.0.0', description, seed: { categories: { generate } } }))
+  return scenariosDir
+}
+
 describe('name, description and category limits', () => {
   it('refuses a 1 MiB category name with 400 and keeps the list answering 200', async () => {
     const { fetch } = await startSandbox({ apiKeys: ['k'] })
@@ -283,10 +292,7 @@ describe('the memory budget across tenants', () => {
   })
 
   it('counts each switch to a scenarios-directory scenario as admitted: keys switching together (one load of its file) are refused past the budget, not all let in (attack50 F6)', async () => {
-    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
-    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
-    const generate = { count: 3000, name: 'C {n}', description: `${'D'.repeat(200)} {n}` }
-    writeFileSync(join(scenariosDir, 'mid.json'), JSON.stringify({ name: 'mid', version: '1.0.0', description: 'A generated seed', seed: { categories: { generate } } }))
+    const scenariosDir = generatedScenario('mid', 3000, 200)
     const budget = 8 * 1024 * 1024
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: budget, scenariosDir, scenario: 'empty' })
     const keys = Array.from({ length: 30 }, (_, i) => `switch-${i}`)
@@ -296,10 +302,7 @@ describe('the memory budget across tenants', () => {
   })
 
   it('takes a switch to the start scenario by its name, its files unchanged, for the start seed: such tenants lose nothing by leaving, and relief makes room (review43 R8)', async () => {
-    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
-    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
-    const generate = { count: 3000, name: 'C {n}', description: `${'D'.repeat(200)} {n}` }
-    writeFileSync(join(scenariosDir, 'shop.json'), JSON.stringify({ name: 'shop', version: '1.0.0', description: 'A generated seed', seed: { categories: { generate } } }))
+    const scenariosDir = generatedScenario('shop', 3000, 200)
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 8 * 1024 * 1024, scenariosDir, scenario: 'shop' })
     // Each key's suite switches to the scenario it needs in its setup: the start one, by name.
     const statuses: number[] = []
@@ -317,10 +320,7 @@ describe('the memory budget across tenants', () => {
   })
 
   it('counts a switch once while its store builds the new seed, not its pledge beside it (review43 R3)', async () => {
-    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
-    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
-    const generate = { count: 30_000, name: 'C {n}', description: `${'D'.repeat(200)} {n}` }
-    writeFileSync(join(scenariosDir, 'big.json'), JSON.stringify({ name: 'big', version: '1.0.0', description: 'A generated seed', seed: { categories: { generate } } }))
+    const scenariosDir = generatedScenario('big', 30_000, 200)
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 256 * 1024 * 1024, scenariosDir, scenario: 'empty' })
     await (await fetch('/v1/categories', { headers: auth('switcher') })).arrayBuffer()
     const before = sandbox.tenants.heldBytes()
@@ -336,10 +336,7 @@ describe('the memory budget across tenants', () => {
   })
 
   it('judges a switch by what it adds: one key’s switch to a scenario of 100,000 generated categories is refused past a 64 MiB budget, and the partner writes on (attack42 F3)', async () => {
-    const scenariosDir = mkdtempSync(join(tmpdir(), 'petstore-scenarios-'))
-    onTestFinished(() => rmSync(scenariosDir, { recursive: true, force: true }))
-    const generate = { count: 100_000, name: 'C {n}', description: `${'D'.repeat(1000)} {n}` }
-    writeFileSync(join(scenariosDir, 'huge.json'), JSON.stringify({ name: 'huge', version: '1.0.0', description: 'A large generated seed', seed: { categories: { generate } } }))
+    const scenariosDir = generatedScenario('huge', 100_000, 1000, 'A large generated seed')
     const { fetch, sandbox } = await startSandbox({ anyKey: true, memoryBudgetBytes: 64 * 1024 * 1024, scenariosDir })
     expect((await create(fetch, 'partner', { name: 'Partner data' })).status).toBe(201)
     await (await fetch('/v1/categories', { headers: auth('switcher') })).arrayBuffer()
