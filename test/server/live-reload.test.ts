@@ -262,7 +262,7 @@ describe('live reload', () => {
     expect(read.filter((ref) => ref.deref() !== undefined)).toHaveLength(0)
   })
 
-  it('counts a switch, and journals a create, that a request under way at a --watch save makes (review44 F3)', async () => {
+  it('counts a switch, and journals a create, that a request under way at a --watch save makes (review44 F3, attack55 F6, F7)', async () => {
     const dir = scenarioDir()
     const file = join(dir, 'shop.json')
     writeFileSync(file, shop())
@@ -294,8 +294,12 @@ describe('live reload', () => {
     await eventually(async () => (await health(running)).watch?.version, '2.0.0')
     save()
     expect(await Promise.all(answers)).toEqual([200, 201])
-    // Before: both had left memory at the save; the switch's 3,000 categories were built uncounted.
+    // Before: both had left memory at the save; the switch's 3,000 categories were built uncounted (attack55 F7), and the
+    // tenant read back as on the start scenario over big's categories (attack55 F6).
     expect(running.sandbox.tenants.heldBytes() - before).toBeGreaterThan(500_000)
+    const state = (await jsonOf(await running.fetch('/__sandbox/state', { headers: auth('switcher') }))) as { scenario: { name: string }; categories: unknown[] }
+    expect(state.scenario.name).toBe('big')
+    expect(state.categories).toHaveLength(3000)
     const journal = (await jsonOf(await running.fetch('/__sandbox/requests', { headers: auth('writer') }))) as { method: string }[]
     expect(journal.map((entry) => entry.method)).toContain('POST')
     expect(await names(running, 'writer')).toEqual(['Dogs', 'Mine'])
