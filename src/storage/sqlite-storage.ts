@@ -155,11 +155,18 @@ function stateWriteRoom(id: string, state: TenantState): number {
  * F3, F5: 1,000 rows of a page each on 12 MiB, default flags), and a tenant on `large-catalog` never reset onto it on a
  * 7-8 MiB disk (attack55 F4, attack52 F2b).
  */
-function stateKeepRoom(id: string, state: TenantState): number {
+function stateKeepRoom(id: string, state: TenantState): KeepRoom {
   const { table, index } = statePages(id, state)
   const removal = removalBytes({ drop: table + 2 + index, move: table + 2 * index }, Number.POSITIVE_INFINITY)
-  return Math.ceil(REMOVAL_MARGIN * (2 + table + index) * PAGE) + stateWriteRoom(id, state) + removal
+  return { grow: Math.ceil(REMOVAL_MARGIN * (2 + table + index) * PAGE), then: stateWriteRoom(id, state) + removal }
 }
+/** {@link stateKeepRoom}: what a write grows the database by at most (less its free pages, which it fills first), and the room a reset onto it and its delete need then. */
+interface KeepRoom {
+  readonly grow: number
+  readonly then: number
+}
+/** No room to keep. */
+const NO_KEEP: KeepRoom = { grow: 0, then: 0 }
 /** The table's and the index's pages `state`'s rows take written side by side for tenant `id` ({@link tablePages}, {@link indexPages}). */
 function statePages(id: string, state: TenantState): { table: number; index: number } {
   const idBytes = Buffer.byteLength(id)
@@ -894,7 +901,7 @@ export class SqliteStorage implements TenantStorage {
   }
 
   delete(id: string): Promise<boolean> {
-    return this.#exclusive(id, 0, 0, 0, (old) => {
+    return this.#exclusive(id, 0, 0, NO_KEEP, (old) => {
       this.#charge(id, old, 0)
       return this.#sql.deleteTenant.run(id).changes > 0
     })
@@ -1512,7 +1519,7 @@ export class SqliteStorage implements TenantStorage {
     // (attack53 F1's SQLite variant).
     const seeded = state === this.#seed || this.#formerSeeds.has(state)
     const bytes = seeded ? 0 : stateStoredBytes(id, state)
-    return this.#exclusive(id, bytes, seeded ? 0 : stateWriteRoom(id, state), seeded ? 0 : stateKeepRoom(id, state), (old) => {
+    return this.#exclusive(id, bytes, seeded ? 0 : stateWriteRoom(id, state), seeded ? NO_KEEP : stateKeepRoom(id, state), (old) => {
       const refusal = this.#charge(id, old, bytes)
       if (refusal) throw refusal
       if (seeded) {
@@ -1561,7 +1568,12 @@ export class SqliteStorage implements TenantStorage {
    * against the same room, switches sent at once each passed and together filled the disk, every
    * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number, need: number, growth = false, keep = 0): Promise<() => void> {
+  async #roomFor(bytes: number, need: number, growth = false, kept: KeepRoom = NO_KEEP): Promise<() => void> {
+    // @note The database's free pages (left by deletes: SQLite never gives them back to the disk) are filled first:
+    // counted as growth, a switch back to a large state after a reset onto empty was refused for good on a disk that had
+    // the room (review45 F1).
+    const free = kept.grow > 0 && this.#db.open ? (this.#db.pragma('freelist_count', { simple: true }) as number) * PAGE : 0
+    const keep = kept.grow + kept.then === 0 ? 0 : Math.max(0, kept.grow - free) + kept.then
     // @note A delete writes the pages it empties into the WAL and grows no database ({@link #removalRoom}):
     // charged as stored, a large tenant on a tight disk could never be deleted, though that is what frees
     // room (the review of attack40 F6's fix).
@@ -1609,7 +1621,7 @@ export class SqliteStorage implements TenantStorage {
    * {@link WriteOutcomeUnknownError}. The tenant's reads and later writes wait for it meanwhile.
    * @note Replaces and deletes were answered 503 while staying applied (attack6 S1).
    */
-  #exclusive<T>(id: string, bytes: number, writeRoom: number, keepRoom: number, task: (old: number) => T): Promise<T> {
+  #exclusive<T>(id: string, bytes: number, writeRoom: number, keepRoom: KeepRoom, task: (old: number) => T): Promise<T> {
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
     this.#flush()
@@ -1626,7 +1638,7 @@ export class SqliteStorage implements TenantStorage {
       // A state larger than the one it replaces keeps the room to reset onto it and delete it after, and what deleting
       // the other tenants needs, as creates do (not a reset onto as much or less: the room it takes is the one it leaves).
       const grows = this.#db.open && bytes > this.#tenantBytes(id)
-      const release = await this.#roomFor(bytes, writeRoom + removal, grows, grows ? keepRoom : 0)
+      const release = await this.#roomFor(bytes, writeRoom + removal, grows, grows ? keepRoom : NO_KEEP)
       try {
         const done = await this.#exclusiveNow(id, bytes, deadline, task)
         this.#recharge(id)

@@ -717,6 +717,22 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     if (taken) await vi.waitFor(async () => expect((await toLarge('s2')).status).toBe(200), { timeout: 10_000, interval: 500 })
   })
 
+  it('counts the database’s free pages as room for a switch back to a large state after a reset onto empty (review45 F1)', async () => {
+    const disk = smallDisk(7 * 1024 + 256)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.default!) })
+    onTestFinished(() => storage.close())
+    const large = seedState(BUILTIN_SCENARIOS['large-catalog']!)
+    await vi.waitFor(() => storage.open('t1').replace(large), { timeout: 10_000, interval: 300 })
+    for (let i = 0; i < 2; i++) {
+      await storage.open('t1').createCategory({ name: 'mine' })
+      await vi.waitFor(() => storage.open('t1').replace(large), { timeout: 10_000, interval: 300 })
+    }
+    await storage.open('t1').replace(seedState(BUILTIN_SCENARIOS.empty!))
+    // Before: its growth counted whole though the database held its pages free: refused for good.
+    await vi.waitFor(() => storage.open('t1').replace(large), { timeout: 10_000, interval: 300 })
+    expect(await storage.open('t1').countCategories()).toBe(10_000)
+  })
+
   it.each([
     { what: 'switches to large-catalog one after another, --store-budget 0, 12 MiB (attack55 F1)', budget: 0, scenario: 'large-catalog', kib: 12 * 1024, keys: 8, least: 1 },
     { what: 'a switch to a scenario of a page a row within the default budget, 12 MiB (attack55 F3)', budget: undefined, scenario: 'fat', kib: 12 * 1024, keys: 2, least: 0 },
