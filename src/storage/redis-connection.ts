@@ -84,10 +84,11 @@ export function redisScript(source: string): RedisScript {
 
 /**
  * Lua, first in each script sent to one Redis (not a cluster's node): refuses it, before it reads or writes anything, on
- * a replica (its `INFO replication` says `role:slave` on a line of its own: a replica's announced address may hold that
- * text, attack55 F2), as a read-only replica refuses a write (`READONLY`).
+ * a replica (the first `role:` line of its `INFO replication` says `slave`: a replica's announced address, listed after
+ * it, may hold that text, even after a line break: attack55 F2, review45 F6), as a read-only replica refuses a write
+ * (`READONLY`).
  */
-const REPLICA_GUARD = `if string.find(redis.call('INFO', 'replication'), '\\nrole:slave', 1, true) then return redis.error_reply('READONLY it is a replica now (INFO replication says role:slave): the script was refused before it wrote anything') end
+const REPLICA_GUARD = `if string.match(redis.call('INFO', 'replication'), '\\nrole:(%a+)') == 'slave' then return redis.error_reply('READONLY it is a replica now (INFO replication says role:slave): the script was refused before it wrote anything') end
 `
 
 /** Each script with {@link REPLICA_GUARD} first, once made. */

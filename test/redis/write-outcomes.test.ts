@@ -1373,13 +1373,16 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(createSandboxApp({ redisUrl: replica.url, demoDir: false })).rejects.toThrow(`it is a replica of 127.0.0.1:${master.port}`)
   })
 
-  it('writes on to a master whose replica announces itself under an address holding "role:slave" (attack55 F2)', async () => {
+  it.each([
+    { announced: 'role:slave', finding: 'attack55 F2' },
+    { announced: 'x\r\nrole:slave', finding: 'review45 F6' },
+  ])('writes on to a master whose replica announces itself under an address holding "role:slave" ($finding)', async ({ announced }) => {
     const [redis, replica] = await Promise.all([startRedis(), startRedis()])
     await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true })
-    await replica.cli('CONFIG', 'SET', 'replica-announce-ip', 'role:slave')
+    await replica.cli('CONFIG', 'SET', 'replica-announce-ip', announced)
     await replica.cli('REPLICAOF', '127.0.0.1', String(redis.port))
-    await vi.waitFor(async () => expect(await redis.cli('INFO', 'replication')).toMatch(/ip=role:slave/), { timeout: 10_000, interval: 100 })
+    await vi.waitFor(async () => expect(await redis.cli('INFO', 'replication')).toMatch(/role:slave,port=/), { timeout: 10_000, interval: 100 })
     // Before: the guard found "role:slave" anywhere in the master's INFO: every request refused, health degraded.
     const answer = await create(sandbox, 'on a master')
     expect(answer.status, await answer.clone().text()).toBe(201)
