@@ -603,6 +603,7 @@ export class TenantRegistry implements TenantResolver {
         // Every request routed to it meanwhile is in use from now on, until it leaves.
         for (; entry.claims > 0; entry.claims--) tenant.enter()
         tenant.onIdle = () => this.#idle(id, entry)
+        tenant.startScenario = () => this.#scenario
         entry.tenant = tenant
         // An entry removed while it opened (deleted, expired) never counts.
         entered()

@@ -74,6 +74,9 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    */
   unknownScenario: string | undefined
 
+  /** The start scenario as it is now (a --watch save may have replaced it), whose seed is its store's default. @default none */
+  startScenario: (() => Scenario) | undefined
+
   /** Told when its last request under way ends ({@link leave} brings {@link busy} back to false). @default none */
   onIdle: (() => void) | undefined
 
@@ -169,9 +172,14 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    */
   useScenario(scenario: Scenario): Promise<void> {
     const take = () => {
+      // @note A store back on its default seed holds the start scenario's as it is now: a reset decided on a former
+      // version (a --watch save landed while it was under way) took that version's pets, orders and faults beside the
+      // new version's categories (review45 F5).
+      const start = this.store.modified ? undefined : this.startScenario?.()
+      const taken = start?.name === scenario.name ? start : scenario
       this.unknownScenario = undefined
-      this.#scenario = scenario
-      this.#faults = new FaultInjector(faultSettings(scenario, this.#overrides))
+      this.#scenario = taken
+      this.#faults = new FaultInjector(faultSettings(taken, this.#overrides))
     }
     const write = this.store.replace(seedState(scenario)).then(take, async (error: unknown) => {
       // @note The store may hold the new state (its undo failed): the name shown must be the one stored.

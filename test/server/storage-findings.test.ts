@@ -20,6 +20,7 @@ import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite-
 import { seedState } from '../../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 import { dataDir, STORES } from '../support/stores.js'
+import { TenantRegistry } from '../../src/server/tenant-registry.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
 import { REPLAYS } from '../support/test-scale.js'
 
@@ -796,6 +797,23 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     // Before: version 1's seed stored as the tenant's own rows (its scenario read back as version 2 after a restart).
     expect(await storage.list()).toEqual([])
     expect((await storage.open('reader').listCategories()).map((category) => category.name)).toEqual(['Cats'])
+  })
+
+  it('leaves a tenant reset onto the start seed’s former version on the new version whole, its scenario with its categories (review45 F5)', async () => {
+    const v1 = { ...BUILTIN_SCENARIOS.default!, version: '1.0.0' }
+    const v2 = { ...BUILTIN_SCENARIOS.default!, version: '2.0.0', seed: { ...BUILTIN_SCENARIOS.default!.seed, categories: [{ id: 1, name: 'Cats' }] } }
+    const storage = await openSqliteStorage({ dir: join(dataDir(), 'former-tenant'), seed: seedState(v1) })
+    onTestFinished(() => storage.close())
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage })
+    const tenant = (await tenants.resolve('writer'))!
+    await tenant.createCategory({ name: 'mine' })
+    // The reset was decided on version 1; the --watch edit lands while its write is under way.
+    const reset = tenant.resetTo(v1)
+    tenants.reload(v2)
+    await reset
+    // Before: version 2's categories under version 1 (its pets, orders, faults and the version it said).
+    expect((await tenant.store.listCategories()).map((category) => category.name)).toEqual(['Cats'])
+    expect(tenant.scenario.version).toBe('2.0.0')
   })
 
   it('says a refusal for the room left once in a while, not again after each smaller write that passed (attack48 N1)', async () => {
