@@ -119,8 +119,13 @@ interface Entry {
   claims: number
   /** Chosen to leave for a waiting key once its requests end: new requests wait instead of keeping it busy. */
   draining: boolean
-  /** On an older version of the start seed (a --watch save came while it was busy): leaves once idle, if it still may without loss. */
+  /**
+   * On an older version of the start seed (a --watch save came while it was busy or opening): leaves once idle, if it
+   * still may without loss. Its new requests wait for that meanwhile ({@link staleWaiters}).
+   */
   stale: boolean
+  /** Requests that came while it was stale, waiting for its requests under way to end: routed again then. */
+  readonly staleWaiters: (() => void)[]
 }
 
 /** A request for a tenant not in memory, waiting for room. */
@@ -202,7 +207,7 @@ export class TenantRegistry implements TenantResolver {
     if (id === undefined) return undefined
     const entry = this.#tenants.get(id)
     // The common case, a live tenant whose scenario no other process changes: no promise to wait for.
-    if (entry?.tenant !== undefined && !entry.draining && !this.#options.storage.shared) {
+    if (entry?.tenant !== undefined && !entry.draining && !entry.stale && !this.#options.storage.shared) {
       this.#used(id, entry)
       entry.tenant.enter()
       return entry.tenant
@@ -247,8 +252,35 @@ export class TenantRegistry implements TenantResolver {
    */
   open(id: string): Promise<Tenant> {
     const entry = this.#tenants.get(id)
+    if (entry?.stale) return this.#afterStale(id, entry)
     if (entry && !entry.draining) return this.#claim(id, entry)
     return this.#admit(id)
+  }
+
+  /**
+   * A request for a stale tenant waits for its requests under way to end (it then leaves, and the request takes the new
+   * seed, admitted), at most the admission wait: then it is served where the tenant stands.
+   * @note Served at once, a partner whose requests always overlapped (a poller, a scenario's latency) kept the tenant
+   * busy, and was served the old seed's categories beside the new version's pets and orders for good (review45 F3).
+   */
+  #afterStale(id: string, entry: Entry): Promise<Tenant> {
+    return new Promise<Tenant>((resolve, reject) => {
+      const routed = () => {
+        clearTimeout(timer)
+        this.open(id).then(resolve, reject)
+      }
+      const timer = setTimeout(() => {
+        const at = entry.staleWaiters.indexOf(routed)
+        if (at !== -1) entry.staleWaiters.splice(at, 1)
+        ;(this.#tenants.get(id) === entry ? this.#claim(id, entry) : this.open(id)).then(resolve, reject)
+      }, this.#options.admissionWaitMs ?? DEFAULT_ADMISSION_WAIT_MS)
+      entry.staleWaiters.push(routed)
+    })
+  }
+
+  /** Routes again the requests waiting for a stale tenant (it left, or it stays, no longer stale). */
+  #routeStaleWaiters(entry: Entry): void {
+    for (const routed of entry.staleWaiters.splice(0)) queueMicrotask(routed)
   }
 
   /** Routes a request to a tenant in memory (or opening): it is marked in use at once. */
@@ -389,7 +421,9 @@ export class TenantRegistry implements TenantResolver {
       const later = new Set<string>()
       if (!this.#options.storage.durable) {
         for (const [id, entry] of this.#tenants) {
-          if (!this.#leavesWithoutLoss(entry)) continue
+          // @note One still opening too: its store was admitted for the old seed, and reseeded here it built the new
+          // one unadmitted (review45 F4).
+          if (entry.tenant !== undefined && !this.#leavesWithoutLoss(entry)) continue
           if (!this.#busy(entry)) this.#evict(id, false)
           else {
             entry.stale = true
@@ -593,6 +627,7 @@ export class TenantRegistry implements TenantResolver {
       claims: 1,
       draining: false,
       stale: false,
+      staleWaiters: [],
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const answers = store.answers ?? this.#answers.of(id)
@@ -630,6 +665,7 @@ export class TenantRegistry implements TenantResolver {
     if (this.#tenants.get(id) !== entry) return
     if ((entry.draining || entry.stale) && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
     entry.stale = false
+    this.#routeStaleWaiters(entry)
     if (this.#waiters.length > 0) this.#serveWaiters()
   }
 
@@ -717,6 +753,7 @@ export class TenantRegistry implements TenantResolver {
     if (entry === undefined) return false
     this.#tenants.delete(id)
     if (entry.tenant) this.#uncount(entry.tenant)
+    this.#routeStaleWaiters(entry)
     return true
   }
 

@@ -210,6 +210,32 @@ describe('live reload', () => {
     expect((await names(running, readers[0]!)).length).toBe(3000)
   })
 
+  it('gives a tenant whose requests always overlap the new seed once those under way at a --watch save end (review45 F3)', async () => {
+    const slow = (version: string, categories: unknown) => JSON.stringify({ name: 'shop', version, description: 'A slow shop', latency: { min: 300, max: 300 }, seed: { categories } })
+    const { file, running } = await watchedShop(slow('1.0.0', [{ name: 'Dogs' }]), { apiKeys: undefined, anyKey: true })
+    // A request every 100 ms, each taking 300 ms: at every moment one or more is under way.
+    const seen: string[][] = []
+    let saved = false
+    let until = Number.POSITIVE_INFINITY
+    const load = (async () => {
+      const running_: Promise<void>[] = []
+      while (Date.now() < until) {
+        running_.push(names(running, 'poller').then((list) => void (saved && seen.push(list))))
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      await Promise.all(running_)
+    })()
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    writeFileSync(file, slow('2.0.0', [{ name: 'Cats' }]))
+    await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+    saved = true
+    until = Date.now() + 2000
+    await load
+    // Before: the old seed for as long as its requests overlapped (every answer 'Dogs').
+    expect(seen.at(-1)).toEqual(['Cats'])
+    expect(seen.filter((list) => list[0] === 'Cats').length).toBeGreaterThan(10)
+  })
+
   it('resets a tenant that never wrote onto the new version when a --watch edit lands while its reset’s body comes: on its seed, not a writer (attack53 F1)', async () => {
     const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true })
     expect(await names(running, 'reader')).toEqual(['Dogs'])

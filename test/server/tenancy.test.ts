@@ -9,6 +9,7 @@ import { TenantRegistry, type TenantRegistryOptions } from '../../src/server/ten
 import { expectErrorBody, expectOperationResponse } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
+import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 
 type Category = { id: number; name: string }
 
@@ -239,5 +240,41 @@ describe('tenant registry at the cap: a tenant with a request under way never le
     expect(tenants.idOf((await again)!)).toBe(tenantId('a'))
     expect(tenants.waiting).toBe(0)
     expect(tenants.evictions).toBe(2)
+  })
+})
+
+describe('tenant registry at a --watch save of the start scenario, in memory', () => {
+  const shop = (version: string, count: number) => ({ ...BUILTIN_SCENARIOS.empty!, name: 'shop', version, seed: { ...BUILTIN_SCENARIOS.empty!.seed, categories: Array.from({ length: count }, (_, i) => ({ id: i + 1, name: `${version} ${i}` })) } })
+
+  it('admits the new seed of a tenant still opening at the save before it is built: it leaves once its request ends (review45 F4)', async () => {
+    const v1 = shop('1.0.0', 10)
+    const v2 = shop('2.0.0', 2000)
+    const admitted: number[] = []
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)), admit: (_work, growth) => void admitted.push(growth) })
+    const opening = tenants.resolve('newcomer')
+    tenants.reload(v2)
+    const first = (await opening)!
+    // Before: its store was reseeded where it stood, 2,000 categories built with nothing admitted for them.
+    expect(await first.store.countCategories()).toBe(10)
+    first.leave()
+    const second = (await tenants.resolve('newcomer'))!
+    expect(await second.store.countCategories()).toBe(2000)
+    expect(admitted).toHaveLength(2)
+    expect(admitted[1]).toBeGreaterThan(admitted[0]! * 50)
+  })
+
+  it('routes the requests that come while a tenant is stale once its requests under way end, onto the new seed (review45 F3)', async () => {
+    const v1 = shop('1.0.0', 1)
+    const v2 = shop('2.0.0', 2)
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)), admissionWaitMs: 60_000 })
+    const busy = (await tenants.resolve('poller'))!
+    tenants.reload(v2)
+    const next = tenants.resolve('poller')
+    // Before: entered at once, keeping it busy on the old seed.
+    expect(next).toBeInstanceOf(Promise)
+    busy.leave()
+    const routed = (await next)!
+    expect(routed).not.toBe(busy)
+    expect((await routed.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
   })
 })
