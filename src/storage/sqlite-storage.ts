@@ -595,8 +595,6 @@ export class SqliteStorage implements TenantStorage {
   #walFailing = false
   /** When ({@link monotonicNow}) a write that found no room last made a checkpoint (see #checkpointWhenFull). */
   #fullCheckpointAt = Number.NEGATIVE_INFINITY
-  /** Whether a write was last refused for the room left on the disk (see #roomFor): told once. */
-  #roomShort = false
   /** When the refusal for room was last said (monotonic ms): said again at most every {@link ROOM_SHORT_HOLD_MS}. */
   #roomShortSaidAt = Number.NEGATIVE_INFINITY
   /** Bytes of writes that passed the room check and are not done yet (see #roomFor). */
@@ -1594,7 +1592,6 @@ export class SqliteStorage implements TenantStorage {
     // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
     // Room for the write now, and once written for a reset onto what it writes (`keep`: stateKeepRoom), as for deleting the others.
     if (room >= Math.max(need, keep) + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0)) {
-      this.#roomShort = false
       return pledge()
     }
     // @note The WAL copied into the database may give the room (a delete's frames do, emptied once copied): checked
@@ -1602,12 +1599,12 @@ export class SqliteStorage implements TenantStorage {
     this.#roomCheckedAt = 0
     this.#checkpointWhenLarge(true)
     // @note Said again only after a while: re-armed by every smaller write that passed, the line was said 504 times in
-    // 20 s beside a storm of refused switches (attack48 N1).
-    if (!this.#roomShort && monotonicNow() - this.#roomShortSaidAt >= ROOM_SHORT_HOLD_MS) {
+    // 20 s beside a storm of refused switches (attack48 N1); said once for as long as refusals went on, a refusal held
+    // after a passing write left the line unsaid for good (review45 N1).
+    if (monotonicNow() - this.#roomShortSaidAt >= ROOM_SHORT_HOLD_MS) {
       this.#roomShortSaidAt = monotonicNow()
       this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing a tenant's rows needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
     }
-    this.#roomShort = true
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }
 

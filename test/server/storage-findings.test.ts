@@ -829,6 +829,30 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(lines.filter((line) => line.includes('bytes left on its disk; a scenario switch'))).toHaveLength(1)
   })
 
+  it('says a refusal for the room left again once the hold passed, though a refusal held before it left none said since (review45 N1)', async () => {
+    const disk = smallDisk(1536)
+    const lines: string[] = []
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!), warn: (line) => lines.push(line) })
+    onTestFinished(() => storage.close())
+    // The monotonic clock, moved on at will.
+    const now = performance.now.bind(performance)
+    let ahead = 0
+    vi.spyOn(performance, 'now').mockImplementation(() => now() + ahead)
+    onTestFinished(() => void vi.restoreAllMocks())
+    const refused = () => expect(storage.open('large').replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))).rejects.toBeInstanceOf(OverCapacityError)
+    const said = () => lines.filter((line) => line.includes('bytes left on its disk; a scenario switch')).length
+    await refused()
+    await storage.open('small').replace(seedState(BUILTIN_SCENARIOS.default!))
+    ahead += 2000
+    await refused()
+    expect(said()).toBe(1)
+    // Refusals go on for a minute: said again, with the room as it is then.
+    ahead += 60_000
+    await refused()
+    // Before: the refusal held at 2 s left the refusal marked as said, and nothing was said again for as long as they went on.
+    expect(said()).toBe(2)
+  })
+
   it('keeps from creates only what deleting the largest tenant they may make needs: a database larger than the room left takes creates still', async () => {
     const disk = smallDisk(24 * 1024)
     const options = { dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!) }
