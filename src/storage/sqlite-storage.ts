@@ -158,15 +158,22 @@ function stateWriteRoom(id: string, state: TenantState): number {
 function stateKeepRoom(id: string, state: TenantState): KeepRoom {
   const { table, index } = statePages(id, state)
   const removal = removalBytes({ drop: table + 2 + index, move: table + 2 * index }, Number.POSITIVE_INFINITY)
-  return { grow: Math.ceil(REMOVAL_MARGIN * (2 + table + index) * PAGE), then: stateWriteRoom(id, state) + removal }
+  const grow = Math.ceil(REMOVAL_MARGIN * (2 + table + index) * PAGE)
+  const reset = stateWriteRoom(id, state)
+  return { grow, then: reset + removal, fills: grow + Math.ceil(reset / 2) }
 }
-/** {@link stateKeepRoom}: what a write grows the database by at most (less its free pages, which it fills first), and the room a reset onto it and its delete need then. */
+/**
+ * {@link stateKeepRoom}: what a write grows the database by at most, and the room a reset onto it and its delete need
+ * then; of those, what the database's free pages may take instead of the disk (`fills`: the write's growth, and the
+ * copy of the reset's log into the database, not the log itself).
+ */
 interface KeepRoom {
   readonly grow: number
   readonly then: number
+  readonly fills: number
 }
 /** No room to keep. */
-const NO_KEEP: KeepRoom = { grow: 0, then: 0 }
+const NO_KEEP: KeepRoom = { grow: 0, then: 0, fills: 0 }
 /** The table's and the index's pages `state`'s rows take written side by side for tenant `id` ({@link tablePages}, {@link indexPages}). */
 function statePages(id: string, state: TenantState): { table: number; index: number } {
   const idBytes = Buffer.byteLength(id)
@@ -1571,7 +1578,9 @@ export class SqliteStorage implements TenantStorage {
     // counted as growth, a switch back to a large state after a reset onto empty was refused for good on a disk that had
     // the room (review45 F1).
     const free = kept.grow > 0 && this.#db.open ? (this.#db.pragma('freelist_count', { simple: true }) as number) * PAGE : 0
-    const keep = kept.grow + kept.then === 0 ? 0 : Math.max(0, kept.grow - free) + kept.then
+    // @note Its growth only, not the reset's copy after it: on 11 MiB, a switch to large-catalog taken on an empty database
+    // was refused for good once its tenant was deleted, the database holding 2.4 MB of free pages (review45 T1).
+    const keep = kept.grow + kept.then - Math.min(free, kept.fills)
     // @note A delete writes the pages it empties into the WAL and grows no database ({@link #removalRoom}):
     // charged as stored, a large tenant on a tight disk could never be deleted, though that is what frees
     // room (the review of attack40 F6's fix).
