@@ -270,15 +270,19 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
     },
   })
 
+  /** The names tenants may switch to, for an error's message: "none" when there is none. */
+  async function allowedNames(): Promise<string> {
+    return (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none'
+  }
+
   /** The scenario named `name`, when tenants may switch to it; answers the error itself when not. */
   async function switchable(name: string, where: string, res: Response): Promise<Scenario | undefined> {
-    const allowed = async () => (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none'
     if (!options.scenarioAllowed(name)) {
-      sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowed() })
+      sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowedNames() })
       return undefined
     }
     const scenario = await loaded(name, where, res)
-    if (scenario === null) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowed() })
+    if (scenario === null) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowedNames() })
     return scenario ? sameScenario(scenario, tenants.scenario) : undefined
   }
 
@@ -329,7 +333,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         const read = await loaded(unknown, 'POST /__sandbox/reset', res)
         if (read === undefined) return undefined
         if (read === null) {
-          sendError(res, 'unknown_scenario', { name: `${JSON.stringify(unknown)} (the tenant's own, whose file is gone; reset onto another with {"scenario": …} or {"initial": true})`, known: (await catalog.names()).filter(options.scenarioAllowed).join(', ') || 'none' })
+          sendError(res, 'unknown_scenario', { name: `${JSON.stringify(unknown)} (the tenant's own, whose file is gone; reset onto another with {"scenario": …} or {"initial": true})`, known: await allowedNames() })
           return undefined
         }
         return sameScenario(read, tenants.scenario)

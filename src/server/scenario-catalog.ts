@@ -178,12 +178,8 @@ export class ScenarioCatalog {
         continue
       }
       this.#summaries.delete(name)
-      try {
-        const scenario = await this.load(name)
-        if (scenario) summaries.push(summarize(scenario))
-      } catch (error) {
-        if (!(error instanceof PetstoreError)) throw error
-      }
+      const scenario = await this.#loadable(name)
+      if (scenario) summaries.push(summarize(scenario))
     }
     return summaries
   }
@@ -195,13 +191,19 @@ export class ScenarioCatalog {
     // Scenarios deleted or renamed since: not kept.
     for (const name of this.#loaded.keys()) if (!names.includes(name)) this.#loaded.delete(name)
     for (const name of names) {
-      try {
-        const scenario = await this.load(name)
-        if (scenario) scenarios.push(scenario)
-      } catch (error) {
-        if (!(error instanceof PetstoreError)) throw error
-      }
+      const scenario = await this.#loadable(name)
+      if (scenario) scenarios.push(scenario)
     }
     return scenarios
+  }
+
+  /** {@link load}, a file that fails to load (a user's error, not the sandbox's) taken as none. */
+  async #loadable(name: string): Promise<Scenario | undefined> {
+    try {
+      return await this.load(name)
+    } catch (error) {
+      if (!(error instanceof PetstoreError)) throw error
+      return undefined
+    }
   }
 }

@@ -22,7 +22,10 @@ export class MemoryStorage implements TenantStorage {
    * no one could reach again: an acknowledged create lost.
    */
   readonly #released = new Map<string, WeakRef<PetstoreStore>>()
-  /** The seed each store was made or last reseeded on. */
+  /**
+   * The seed each store was made or last reseeded on: not its default (`PetstoreStore`'s), which a save gives released
+   * stores at once (adoptSeed), while this one is laid only when the store is next opened.
+   */
   readonly #seedOf = new WeakMap<PetstoreStore, TenantState>()
 
   /** @param seed the state a tenant starts from (the server's scenario's seed) */

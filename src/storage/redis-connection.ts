@@ -2068,12 +2068,11 @@ export class RedisLink {
   }
 
   /** Where `INFO` is refused: whether the server is a replica, by `ROLE` (undefined when that is refused too). */
-  async #readRole(address: string): Promise<EvictedCount | undefined> {
+  async #readRole(address: string): Promise<Pick<EvictedCount, 'replicaOf'> | undefined> {
     if (this.cluster) return undefined
     const role = (await this.#connection.sendTo(address, ['ROLE'], this.#timeLeft())) as unknown[]
     if (!Array.isArray(role) || String(role[0]) !== 'slave') return undefined
-    // Only its replicaOf is read from here (#replicaRefusal): not counted as evictions.
-    return { runId: '', count: 0, replicaOf: `${String(role[1])}:${String(role[2])}` }
+    return { replicaOf: `${String(role[1])}:${String(role[2])}` }
   }
 
   /**
@@ -2084,7 +2083,7 @@ export class RedisLink {
    * demoted to a writable replica (`replica-read-only no`) took writes its master's next sync erased
    * (attack19 W1, found at start only). Refused as an evicting policy is, read again each second.
    */
-  #replicaRefusal(seen: EvictedCount | undefined): string | undefined {
+  #replicaRefusal(seen: Pick<EvictedCount, 'replicaOf'> | undefined): string | undefined {
     if (this.cluster || seen?.replicaOf === undefined) return undefined
     return `it is a replica of ${seen.replicaOf}: what is written to it is refused (READONLY) or lost at its next sync, and what is read from it may lag`
   }
