@@ -548,6 +548,8 @@ export class RedisStorage implements TenantStorage {
   readonly #journalBytes: number
   readonly #registry: string
   #seedJson: string[]
+  /** The default seeds replaced by {@link setSeed} (held weakly). */
+  readonly #formerSeeds = new WeakSet<TenantState>()
   /** The usage hash (`Pusage`: tenant id → data held, `!total` → all tenants' data, `!claimed`, `!journals` → all journals' weight), with a budget. */
   readonly #usage: string | undefined
   /** The last reading of the shared keys' types (see {@link #sharedKeyOfWrongType}). */
@@ -852,6 +854,7 @@ export class RedisStorage implements TenantStorage {
    * own seed (its own scenario file), so replicas reload their files each for itself.
    */
   setSeed(seed: TenantState): void {
+    this.#formerSeeds.add(this.seed)
     this.seed = seed
     this.#seedJson = seed.categories.map((category) => JSON.stringify(toCategory(category)))
   }
@@ -969,8 +972,11 @@ export class RedisStorage implements TenantStorage {
 
   /** @internal Replaces a tenant's state; resolves to whether it now has keys. */
   async replace(id: string, state: TenantState): Promise<boolean> {
-    const toDefault = state === this.seed
-    await this.#writeState(id, toDefault ? 'default' : 'replace', state)
+    // @note An older version of it too (a reset decided before a --watch save, sent after): written as the tenant's own,
+    // the old seed was taken for its data, a writer for good, and read back beside the new version's pets and orders
+    // (attack53 F1's Redis variant).
+    const toDefault = state === this.seed || this.#formerSeeds.has(state)
+    await this.#writeState(id, toDefault ? 'default' : 'replace', toDefault ? this.seed : state)
     await this.#indexAfterWrite(id, toDefault ? 'remove' : 'any')
     return !toDefault
   }

@@ -14,6 +14,10 @@ import { freePort, promoteBehindAddress, REQUIRE_REDIS, startRedis, startRedisCl
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { unhandledRejections } from '../support/unhandled-rejections.js'
+import { openRedisStorage } from '../../src/storage/redis-storage.js'
+import { seedState } from '../../src/storage/storage.js'
+import { TenantRegistry } from '../../src/server/tenant-registry.js'
+import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -791,6 +795,25 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect(wrong.code).toBe(1)
     expect(wrong.stderr).toMatch(/Cannot reach Redis at redis:\/\/:\*\*\*@127\.0\.0\.1/)
     expect(wrong.stderr).not.toContain('nope')
+  })
+
+  it('takes a reset onto the start seed’s former version, written after a --watch edit replaced it, for the new one: no keys kept, the tenant whole (attack53 F1, Redis)', async () => {
+    const redis = await startRedis()
+    const v1 = { ...BUILTIN_SCENARIOS.default!, version: '1.0.0' }
+    const v2 = { ...BUILTIN_SCENARIOS.default!, version: '2.0.0', seed: { ...BUILTIN_SCENARIOS.default!.seed, categories: [{ id: 1, name: 'Cats' }] } }
+    const storage = await openRedisStorage({ url: redis.url, seed: seedState(v1) })
+    onTestFinished(() => storage.close())
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage })
+    const tenant = (await tenants.resolve('writer'))!
+    await tenant.createCategory({ name: 'mine' })
+    // The reset was decided on version 1 (its scenario read); the --watch edit lands before its write is sent.
+    tenants.reload(v2)
+    await tenant.resetTo(v1)
+    // Before: version 1's seed written as the tenant's own categories (a writer for good; after a restart, version 2's
+    // pets and orders over them).
+    expect(await storage.count(tenantId('writer'))).toBeUndefined()
+    expect((await tenant.store.listCategories()).map((category) => category.name)).toEqual(['Cats'])
+    expect(tenant.scenario.version).toBe('2.0.0')
   })
 })
 
