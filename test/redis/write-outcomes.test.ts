@@ -1435,6 +1435,26 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await vi.waitFor(async () => expect((await create(sandbox, 'a master again')).status).toBe(201), { timeout: 5000, interval: 300 })
   })
 
+  it('sends its scripts with the replica guard again once its user, refused INFO, is allowed it and 10 s have passed (review44 F5)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '&*', '+@all', '-info')
+    const storage = await openRedisStorage({ url: `redis://noinfo:secret@127.0.0.1:${redis.port}`, seed: NO_SEED, allowFailoverLoss: true })
+    onTestFinished(() => storage.close())
+    const partner = tenantId('partner')
+    await storage.create(partner, { name: 'without INFO' }, Number.POSITIVE_INFINITY)
+    await redis.cli('ACL', 'SETUSER', 'noinfo', '+info')
+    // The monotonic clock, moved past the wait.
+    const now = performance.now.bind(performance)
+    vi.spyOn(performance, 'now').mockImplementation(() => now() + 11_000)
+    onTestFinished(() => void vi.restoreAllMocks())
+    await redis.cli('CONFIG', 'RESETSTAT')
+    for (let i = 0; i < 20; i++) await storage.create(partner, { name: `with INFO ${i}` }, Number.POSITIVE_INFINITY)
+    // Each guarded script reads INFO in Redis (the reads each second outside them, a few at most).
+    const calls = Number(/cmdstat_info:calls=(\d+)/.exec(await redis.cli('INFO', 'commandstats'))?.[1] ?? 0)
+    // Before: left out for good once refused.
+    expect(calls).toBeGreaterThanOrEqual(20)
+  })
+
   it('refuses every request within about a second once its master is demoted to a writable replica, until it is a master again (attack46 F2)', async () => {
     const [redis, other] = await Promise.all([startRedis(), startRedis()])
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
