@@ -121,11 +121,9 @@ interface Entry {
   draining: boolean
   /**
    * On an older version of the start seed (a --watch save came while it was busy or opening): leaves once idle, if it
-   * still may without loss. Its new requests wait for that meanwhile ({@link staleWaiters}).
+   * still may without loss, or takes the new seed where it stands, admitted, at its next request ({@link #refresh}).
    */
   stale: boolean
-  /** Requests that came while it was stale, waiting for its requests under way to end: routed again then. */
-  readonly staleWaiters: (() => void)[]
 }
 
 /** A request for a tenant not in memory, waiting for room. */
@@ -207,7 +205,8 @@ export class TenantRegistry implements TenantResolver {
     if (id === undefined) return undefined
     const entry = this.#tenants.get(id)
     // The common case, a live tenant whose scenario no other process changes: no promise to wait for.
-    if (entry?.tenant !== undefined && !entry.draining && !entry.stale && !this.#options.storage.shared) {
+    if (entry?.tenant !== undefined && !entry.draining && !this.#options.storage.shared) {
+      if (entry.stale) this.#refresh(entry.tenant, entry)
       this.#used(id, entry)
       entry.tenant.enter()
       return entry.tenant
@@ -252,35 +251,29 @@ export class TenantRegistry implements TenantResolver {
    */
   open(id: string): Promise<Tenant> {
     const entry = this.#tenants.get(id)
-    if (entry?.stale) return this.#afterStale(id, entry)
     if (entry && !entry.draining) return this.#claim(id, entry)
     return this.#admit(id)
   }
 
   /**
-   * A request for a stale tenant waits for its requests under way to end (it then leaves, and the request takes the new
-   * seed, admitted), at most the admission wait: then it is served where the tenant stands.
-   * @note Served at once, a partner whose requests always overlapped (a poller, a scenario's latency) kept the tenant
-   * busy, and was served the old seed's categories beside the new version's pets and orders for good (review45 F3).
+   * A stale tenant's next request: unless it wrote meanwhile, its store takes the new seed where it stands, admitted by
+   * the memory budget as a new key's (throws the refusal, {@link TenantRegistryOptions.admit}: it stays stale then), in
+   * its queue: its requests under way read the old seed, this one and later ones the new.
+   * @note Left on the old seed until its requests ended, a partner whose requests always overlapped (a poller, a
+   * scenario's latency) was served the old seed's categories beside the new version's pets and orders for good (review45
+   * F3). Made to wait for them instead, a waiter refused admission threw where nothing caught it (the process exited), a
+   * request under way past the wait kept every later one waiting it, and at the tenant cap a newcomer took the slot
+   * (review46 F1-F4).
    */
-  #afterStale(id: string, entry: Entry): Promise<Tenant> {
-    return new Promise<Tenant>((resolve, reject) => {
-      const routed = () => {
-        clearTimeout(timer)
-        this.open(id).then(resolve, reject)
-      }
-      const timer = setTimeout(() => {
-        const at = entry.staleWaiters.indexOf(routed)
-        if (at !== -1) entry.staleWaiters.splice(at, 1)
-        ;(this.#tenants.get(id) === entry ? this.#claim(id, entry) : this.open(id)).then(resolve, reject)
-      }, this.#options.admissionWaitMs ?? DEFAULT_ADMISSION_WAIT_MS)
-      entry.staleWaiters.push(routed)
-    })
-  }
-
-  /** Routes again the requests waiting for a stale tenant (it left, or it stays, no longer stale). */
-  #routeStaleWaiters(entry: Entry): void {
-    for (const routed of entry.staleWaiters.splice(0)) queueMicrotask(routed)
+  #refresh(tenant: Tenant, entry: Entry): void {
+    const { store } = tenant
+    if (!store.modified && store.reseed !== undefined) {
+      const growth = Math.max(0, (store.heldBytesFor?.(this.#scenario) ?? 0) - store.heldBytes)
+      this.#options.admit?.('grow', growth)
+      const release = this.pledge(growth, tenant)
+      store.reseed(seedState(this.#scenario)).then(release, release)
+    }
+    entry.stale = false
   }
 
   /** Routes a request to a tenant in memory (or opening): it is marked in use at once. */
@@ -288,6 +281,13 @@ export class TenantRegistry implements TenantResolver {
     this.#used(id, entry)
     const tenant = entry.tenant
     const shared = this.#options.storage.shared
+    if (tenant !== undefined && entry.stale) {
+      try {
+        this.#refresh(tenant, entry)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
     if (tenant === undefined) {
       entry.claims++
       // @note Shared: the opening's read was sent before this request arrived, so it may miss a
@@ -627,7 +627,6 @@ export class TenantRegistry implements TenantResolver {
       claims: 1,
       draining: false,
       stale: false,
-      staleWaiters: [],
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const answers = store.answers ?? this.#answers.of(id)
@@ -665,7 +664,6 @@ export class TenantRegistry implements TenantResolver {
     if (this.#tenants.get(id) !== entry) return
     if ((entry.draining || entry.stale) && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
     entry.stale = false
-    this.#routeStaleWaiters(entry)
     if (this.#waiters.length > 0) this.#serveWaiters()
   }
 
@@ -753,7 +751,6 @@ export class TenantRegistry implements TenantResolver {
     if (entry === undefined) return false
     this.#tenants.delete(id)
     if (entry.tenant) this.#uncount(entry.tenant)
-    this.#routeStaleWaiters(entry)
     return true
   }
 

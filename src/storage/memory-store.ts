@@ -53,6 +53,8 @@ export class PetstoreStore implements TenantStore {
   #categories = emptyCollection()
   /** The storage's default seed, as last given: a store that holds it (the very state) is not {@link modified}. */
   #defaultSeed: TenantState
+  /** The state its last replace laid (what it holds while it is not {@link modified}). */
+  #laid: TenantState | undefined
   #scenario: string
   #nextCategoryId = 1
   #modified = false
@@ -108,6 +110,8 @@ export class PetstoreStore implements TenantStore {
       // taken for a write, and the store kept the old seed as a writer for good (attack52 F1).
       this.#defaultSeed = seed
       if (this.#modified) return false
+      // Laid already (a tenant reseeded at its next request, then released and opened again): not built twice.
+      if (this.#laid === seed) return true
       await this.#replace(seed)
       return true
     })
@@ -137,6 +141,7 @@ export class PetstoreStore implements TenantStore {
     // start scenario (its file edited) was taken for one on its seed, evicted as losing nothing and back on the start's
     // version, torn (attack47 F5).
     this.#setModified(state !== this.#defaultSeed)
+    this.#laid = state
     this.#wrote()
   }
 

@@ -71,6 +71,12 @@ export interface TenantStore {
   /** Replaces the whole state in one step (a reset, a scenario switch). */
   replace(state: TenantState): Promise<void>
   /**
+   * Takes `seed` as its default and lays it, unless it holds writes when its turn in its queue comes (writes queued
+   * before it are never wiped): resolves to whether it laid it. For a new version of the start seed (`--watch`).
+   * @default none: the storage lays a new default seed itself (durable stores: a tenant without data reads it)
+   */
+  reseed?(seed: TenantState): Promise<boolean>
+  /**
    * Whether the store itself holds the tenant's reads and writes until its writes under way have
    * settled, for a bounded time (SQLite: their fsync), so that the tenant need not hold its
    * requests (unbounded) while a switch is under way.

@@ -171,19 +171,21 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    * when its outcome is unknown, it takes the scenario its store now holds (attack6 S1).
    */
   useScenario(scenario: Scenario): Promise<void> {
-    const take = () => {
+    /** Takes the scenario; `seeded`: whether the store says it is on its default seed (unknown after an unknown outcome). */
+    const take = (seeded: boolean | undefined) => {
       // @note A store back on its default seed holds the start scenario's as it is now: a reset decided on a former
       // version (a --watch save landed while it was under way) took that version's pets, orders and faults beside the
-      // new version's categories (review45 F5).
-      const start = this.store.modified ? undefined : this.startScenario?.()
+      // new version's categories (review45 F5). After an unknown outcome, by the name alone: durable stores lay any
+      // version of the start seed as the current one (review46 N1: `modified` is the handle's from before the write).
+      const start = seeded === false ? undefined : this.startScenario?.()
       const taken = start?.name === scenario.name ? start : scenario
       this.unknownScenario = undefined
       this.#scenario = taken
       this.#faults = new FaultInjector(faultSettings(taken, this.#overrides))
     }
-    const write = this.store.replace(seedState(scenario)).then(take, async (error: unknown) => {
+    const write = this.store.replace(seedState(scenario)).then(() => take(!this.store.modified), async (error: unknown) => {
       // @note The store may hold the new state (its undo failed): the name shown must be the one stored.
-      if (error instanceof WriteOutcomeUnknownError && (await this.store.scenario().catch(() => undefined)) === scenario.name) take()
+      if (error instanceof WriteOutcomeUnknownError && (await this.store.scenario().catch(() => undefined)) === scenario.name) take(undefined)
       throw error
     })
     // @note A store that holds reads until its writes settle bounds that wait; `ready` would not (attack6 S2).

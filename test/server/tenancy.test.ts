@@ -10,6 +10,7 @@ import { expectErrorBody, expectOperationResponse } from '../support/openapi-val
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
 import { STORES } from '../support/stores.js'
 import { BUILTIN_SCENARIOS } from '../../src/scenario/builtin-scenarios.js'
+import { OverCapacityError } from '../../src/core/capacity.js'
 
 type Category = { id: number; name: string }
 
@@ -263,18 +264,64 @@ describe('tenant registry at a --watch save of the start scenario, in memory', (
     expect(admitted[1]).toBeGreaterThan(admitted[0]! * 50)
   })
 
-  it('routes the requests that come while a tenant is stale once its requests under way end, onto the new seed (review45 F3)', async () => {
+  it('gives a stale tenant’s next request the new seed at once, admitted, while its request under way goes on (review45 F3, review46 F2)', async () => {
     const v1 = shop('1.0.0', 1)
     const v2 = shop('2.0.0', 2)
-    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)), admissionWaitMs: 60_000 })
+    const admitted: number[] = []
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)), admissionWaitMs: 60_000, admit: (_work, growth) => void admitted.push(growth) })
+    // A request under way at the save, and for as long as this test runs (a delay, a slow reader).
     const busy = (await tenants.resolve('poller'))!
     tenants.reload(v2)
+    // Before: entered on the old seed, for as long as its requests overlapped (review45 F3); then made to wait for the
+    // request under way, every later request waited the whole admission wait, on the old seed still (review46 F2).
     const next = tenants.resolve('poller')
-    // Before: entered at once, keeping it busy on the old seed.
-    expect(next).toBeInstanceOf(Promise)
-    busy.leave()
-    const routed = (await next)!
-    expect(routed).not.toBe(busy)
-    expect((await routed.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
+    expect(next).toBe(busy)
+    expect((await busy.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
+    expect(admitted.at(-1)).toBeGreaterThan(0)
+  })
+
+  it('answers a stale tenant’s next request the memory budget’s refusal when the new seed does not fit, and takes it once it does (review46 F1)', async () => {
+    const v1 = shop('1.0.0', 1)
+    const v2 = shop('2.0.0', 2)
+    let full = false
+    const tenants = new TenantRegistry({
+      scenario: v1,
+      keys: 'any',
+      maxTenants: 10,
+      overrides: {},
+      storage: new MemoryStorage(seedState(v1)),
+      admit: (_work, growth) => {
+        if (full && growth > 0) throw new OverCapacityError('the tenants hold all the memory the operator allowed', 30)
+      },
+    })
+    const busy = (await tenants.resolve('poller'))!
+    tenants.reload(v2)
+    full = true
+    // Before: the waiting request was routed where nothing caught the refusal: the process exited.
+    expect(() => tenants.resolve('poller')).toThrow(OverCapacityError)
+    expect((await busy.store.listCategories()).map((category) => category.name)).toEqual(['1.0.0 0'])
+    full = false
+    expect(tenants.resolve('poller')).toBe(busy)
+    expect((await busy.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
+  })
+
+  it('gives a stale tenant’s request queued at the tenant cap the new seed, not the old (review46 F3, F4)', async () => {
+    const v1 = shop('1.0.0', 1)
+    const v2 = shop('2.0.0', 2)
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 2, overrides: {}, storage: new MemoryStorage(seedState(v1)), admissionWaitMs: 60_000 })
+    const k = (await tenants.resolve('k'))!
+    const l = (await tenants.resolve('l'))!
+    // A newcomer waits at the cap (k is drained for it); k's next request queues behind it.
+    const newcomer = tenants.resolve('j')
+    const again = tenants.resolve('k')
+    expect(tenants.waiting).toBe(2)
+    tenants.reload(v2)
+    l.leave()
+    const j = (await newcomer)!
+    expect(tenants.idOf(j)).toBe(tenantId('j'))
+    const served = (await again)!
+    expect(served).toBe(k)
+    // Before: claimed into the stale tenant, on the old seed.
+    expect((await served.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
   })
 })
