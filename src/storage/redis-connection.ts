@@ -990,6 +990,18 @@ export interface ListedLink {
 }
 
 /**
+ * The master (`host:port`) a Redis replicates, by its `INFO`, or undefined when it is a master: its first `role:` line,
+ * as the scripts' guard reads it ({@link REPLICA_GUARD}).
+ * @note Any line starting `role:slave`, a healthy master was taken for a replica, refused at start and every request
+ * 503, for as long as a replica announcing an address holding a line break and `role:slave` was attached; and that
+ * replica was never counted, so writes were answered without waiting for it (attack57 F2, F2b).
+ */
+export function replicaOfInfo(info: string): string | undefined {
+  if (/^role:(\w+)/m.exec(info)?.[1] !== 'slave') return undefined
+  return `${/^master_host:(\S+)/m.exec(info)?.[1] ?? '?'}:${/^master_port:(\d+)/m.exec(info)?.[1] ?? '?'}`
+}
+
+/**
  * Every replica link `INFO replication` lists, in its order (a link is added at the end as it asks
  * for a sync), and whether it counts (see {@link countedReplicas}).
  * @note Redis 7 lists a link that acknowledged within the current second with `lag=-1` (its
@@ -1529,9 +1541,7 @@ export class RedisLink {
 
   /** @internal The master (`host:port`) the one Redis replicates, or undefined when it is a master. */
   async masterOf(): Promise<string | undefined> {
-    const info = String(await this.#connection.sendTo('', ['INFO', 'replication'], this.#commandTimeoutMs))
-    if (!/^role:slave\b/m.test(info)) return undefined
-    return `${/^master_host:(\S+)/m.exec(info)?.[1] ?? '?'}:${/^master_port:(\d+)/m.exec(info)?.[1] ?? '?'}`
+    return replicaOfInfo(String(await this.#connection.sendTo('', ['INFO', 'replication'], this.#commandTimeoutMs)))
   }
 
   /**
@@ -1615,7 +1625,7 @@ export class RedisLink {
         // master's; counted as the master's, two chained replicas raised the count every process
         // expects for good, every write unknown (attack30 F5). Its writes are refused (READONLY):
         // nothing is counted, the count as it was.
-        if (/^role:slave\b/m.test(info)) {
+        if (replicaOfInfo(info) !== undefined) {
           server.replicasReadAt = now
           return
         }
@@ -2063,7 +2073,7 @@ export class RedisLink {
     }
     const runId = /^run_id:(\S+)/m.exec(info)?.[1]
     const count = /^evicted_keys:(\d+)/m.exec(info)?.[1]
-    const replicaOf = /^role:slave\b/m.test(info) ? `${/^master_host:(\S+)/m.exec(info)?.[1] ?? '?'}:${/^master_port:(\d+)/m.exec(info)?.[1] ?? '?'}` : undefined
+    const replicaOf = replicaOfInfo(info)
     return runId === undefined || count === undefined ? undefined : { runId, count: Number(count), replicaOf }
   }
 

@@ -1377,7 +1377,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
 
   it.each([
     { announced: 'role:slave', finding: 'attack55 F2' },
-    { announced: 'x\r\nrole:slave', finding: 'review45 F6' },
+    { announced: 'x\r\nrole:slave', finding: 'review45 F6, attack57 F2' },
   ])('writes on to a master whose replica announces itself under an address holding "role:slave" ($finding)', async ({ announced }) => {
     const [redis, replica] = await Promise.all([startRedis(), startRedis()])
     await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
@@ -1388,6 +1388,13 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     // Before: the guard found "role:slave" anywhere in the master's INFO: every request refused, health degraded.
     const answer = await create(sandbox, 'on a master')
     expect(answer.status, await answer.clone().text()).toBe(201)
+    // And the role read each second (past two of them), and at start: before, a line break in the address made the
+    // master a replica there, every request 503, and a sandbox started on it refused (attack57 F2).
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    expect((await create(sandbox, 'still on a master')).status).toBe(201)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    const started = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true })
+    expect((await create(started, 'through another')).status).toBe(201)
   })
 
   it('answers write_outcome_unknown, not 201, once its user may no longer run INFO while it serves: its replicas cannot be counted (attack54 F1)', async () => {
