@@ -205,10 +205,21 @@ class NotSent extends Error {}
 
 /** A refusal of Redis for being a replica (see RedisLink's #replicaRefusal). */
 const REPLICA_REFUSAL = /^it is a replica of /
+/** The refusal of a Redis whose role its user may not read (INFO and ROLE refused): it may be a replica. */
+const ROLE_UNREAD = /^whether it is a replica cannot be read/
 
 /** How long a refusal of Redis lasts, as the operator is told. */
 function refusedUntil(reason: string): string {
-  return REPLICA_REFUSAL.test(reason) ? 'until it is a master again (or point --redis-url at the master)' : 'until it is set to noeviction (or start with --redis-allow-eviction)'
+  if (REPLICA_REFUSAL.test(reason)) return 'until it is a master again (or point --redis-url at the master)'
+  if (ROLE_UNREAD.test(reason)) return "until INFO or ROLE is allowed for the sandbox's Redis user"
+  return 'until it is set to noeviction (or start with --redis-allow-eviction)'
+}
+
+/** What the operator is told to do about a refusal at start. */
+function startAdvice(reason: string): string {
+  if (REPLICA_REFUSAL.test(reason)) return 'Point --redis-url at the master.'
+  if (ROLE_UNREAD.test(reason)) return "Allow INFO (or at least ROLE) for the sandbox's Redis user."
+  return 'Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.'
 }
 
 /** Redis's error reply to a command (`LOADING`, `READONLY`, a script's own error): an answer. */
@@ -569,14 +580,21 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
   if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
     warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
-  } else if (evicting !== undefined && !REPLICA_REFUSAL.test(evicting)) {
+  } else if (evicting !== undefined && (!REPLICA_REFUSAL.test(evicting) || options.unreachableAtStart !== 'serve')) {
+    // @note A replica too, where its user may not read INFO (by ROLE): a start on a writable replica served, and
+    // answered its first creates 201 there until the first reading each second (attack57 F6).
     await connected.close().catch(() => undefined)
-    throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.`)
+    throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. ${startAdvice(evicting)}`)
   }
   // @note Replicas that cannot be counted cannot be waited for: the confirmation was off silently (attack18 F5).
   if (!options.allowFailoverLoss) {
     const uncounted = await connected.replicasUncounted().catch(() => undefined)
-    if (uncounted !== undefined) {
+    // @note A worker started in place of another (an epoch handed) serves as the one it replaces did: writes answered
+    // write_outcome_unknown until INFO and WAIT are allowed. Refused, while INFO was taken away, replacements exited again
+    // and again, and with both workers gone nothing answered, health included (attack57 F5).
+    if (uncounted !== undefined && options.unreachableAtStart === 'serve' && options.epoch !== undefined) {
+      warn(`storage replicas: Redis at ${target.display}: its replicas cannot be counted or waited for (${uncounted}): writes are answered 503 write_outcome_unknown until INFO and WAIT are allowed for the sandbox's Redis user`)
+    } else if (uncounted !== undefined) {
       await connected.close().catch(() => undefined)
       throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: its replicas cannot be counted or waited for (${uncounted}), so writes cannot wait for them. Allow INFO and WAIT for the sandbox's Redis user, or accept that a failover may lose writes with --redis-allow-failover-loss.`)
     }
@@ -1584,7 +1602,9 @@ export class RedisLink {
           await this.#connection.sendTo(address, command, this.#commandTimeoutMs)
         } catch (error) {
           // A replica refuses WAIT too ("cannot be used with replica instances"): refused as one, below.
-          if (error instanceof ErrorReplied && (command[0] === 'INFO' || /NOPERM/.test(messageOf(error)))) return messageOf(error)
+          // @note WAIT renamed away (a managed Redis may) too: passed, every write was answered write_outcome_unknown at
+          // once, for good, the log blaming a replica that was online and caught up (attack57 F4).
+          if (error instanceof ErrorReplied && (command[0] === 'INFO' || INFO_DENIED.test(messageOf(error)))) return messageOf(error)
         }
       }
     }
@@ -2033,7 +2053,7 @@ export class RedisLink {
     const found = await Promise.all(
       servers.map(async (address) => {
         const [evicting, evicted] = await Promise.all([this.#readPolicy(address, ms), this.#readEvicted(address, ms)])
-        return { server: this.#server(address), evicting: evicting ?? this.#replicaRefusal(evicted), evicted }
+        return { server: this.#server(address), evicting: evicting ?? (evicted !== undefined ? this.#replicaRefusal(evicted) : await this.#roleRefusal(address)), evicted }
       }),
     )
     for (const { server, evicting, evicted } of found) {
@@ -2077,12 +2097,24 @@ export class RedisLink {
     return runId === undefined || count === undefined ? undefined : { runId, count: Number(count), replicaOf }
   }
 
-  /** Where `INFO` is refused: whether the server is a replica, by `ROLE` (undefined when that is refused too). */
-  async #readRole(address: string): Promise<Pick<EvictedCount, 'replicaOf'> | undefined> {
+  /**
+   * Where `INFO` is refused: why the server is refused for its role, by `ROLE` (a replica, or a role that cannot be read:
+   * `ROLE` refused too), or undefined for a master (and a cluster's node).
+   * @note A refused ROLE was taken for a master: with a user allowed neither, writes went on to a master demoted to a
+   * writable replica for good, 201s lost, health ok, nothing said; taken away while serving, the demoted node was said to
+   * be "a master again" (attack57 F1, F1b).
+   */
+  async #roleRefusal(address: string): Promise<string | undefined> {
     if (this.cluster) return undefined
-    const role = (await this.#connection.sendTo(address, ['ROLE'], this.#timeLeft())) as unknown[]
+    let role: unknown
+    try {
+      role = await this.#connection.sendTo(address, ['ROLE'], this.#timeLeft())
+    } catch (error) {
+      if (!(error instanceof ErrorReplied)) throw error
+      return `whether it is a replica cannot be read (INFO and ROLE refused: ${messageOf(error)}), and what is written to a replica is lost at its next sync`
+    }
     if (!Array.isArray(role) || String(role[0]) !== 'slave') return undefined
-    return { replicaOf: `${String(role[1])}:${String(role[2])}` }
+    return this.#replicaRefusal({ replicaOf: `${String(role[1])}:${String(role[2])}` })
   }
 
   /**
@@ -2172,13 +2204,14 @@ export class RedisLink {
     }
     // @note Where INFO is refused, ROLE tells a replica: not read, a sandbox on a master demoted to a writable replica
     // wrote there for good, health ok (attack51 F1b: 6,818 of 10,334 201s lost).
-    evicting ??= this.#replicaRefusal(evicted ?? (await this.#readRole(server.address).catch(() => undefined)))
+    // Where ROLE cannot be asked now (a timeout), the refusal as it was.
+    evicting ??= evicted !== undefined ? this.#replicaRefusal(evicted) : await this.#roleRefusal(server.address).catch(() => (server.evicting !== undefined && (REPLICA_REFUSAL.test(server.evicting) || ROLE_UNREAD.test(server.evicting)) ? server.evicting : undefined))
     this.#noteEvicted(server, evicted)
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
     if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} ${refusedUntil(evicting)}`)
     else if (evicting === undefined && server.evicting !== undefined) {
-      this.#warn(`storage accepted: ${this.#display(server)} ${REPLICA_REFUSAL.test(server.evicting) ? 'is a master again' : 'no longer evicts keys'}`)
+      this.#warn(`storage accepted: ${this.#display(server)} ${REPLICA_REFUSAL.test(server.evicting) ? 'is a master again' : ROLE_UNREAD.test(server.evicting) ? 'is a master, its role read again' : 'no longer evicts keys'}`)
       // @note While the policy refused scripts, the reads each second could not count the beat
       // (a script): a backup restored meanwhile in place (DEBUG RELOAD, a REPLICAOF to a copy) was
       // served from the first command after `noeviction`, ids handed out again until the next

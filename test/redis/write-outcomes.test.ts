@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { createSandboxApp, tenantId } from '../../src/server.js'
 import { monotonicNow } from '../../src/core/clock.js'
-import { redisDelayLimit, withRedisDeadline } from '../../src/storage/redis-connection.js'
+import { redisDelayLimit, withRedisDeadline, type RedisEpoch } from '../../src/storage/redis-connection.js'
 import { connectRedis, redisScript } from '../../src/storage/redis-connection.js'
 import { operationId, OUTCOME_RECORD_TOTAL, replayOutcome, settleOutcome } from '../../src/storage/redis-outcomes.js'
 import { openRedisStorage, type RedisStorage } from '../../src/storage/redis-storage.js'
@@ -1440,6 +1440,70 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect((await create(sandbox, 'later still')).status).toBe(503)
     await redis.cli('REPLICAOF', 'NO', 'ONE')
     await vi.waitFor(async () => expect((await create(sandbox, 'a master again')).status).toBe(201), { timeout: 5000, interval: 300 })
+  })
+
+  it('refuses to start where its user may read neither INFO nor ROLE, --redis-allow-failover-loss too: it could not tell a replica (attack57 F1)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'blind', 'on', '>secret', '~*', '&*', '+@all', '-info', '-role')
+    // Before: started, and wrote on to a master demoted to a writable replica for good, 201s lost, nothing said.
+    await expect(startSandbox({ redisUrl: `redis://blind:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true })).rejects.toThrow(/whether it is a replica cannot be read \(INFO and ROLE refused.*Allow INFO \(or at least ROLE\)/)
+  })
+
+  it('stays refused on a master demoted to a writable replica once its user may no longer read ROLE either: never "a master again" (attack57 F1b)', async () => {
+    const [redis, other] = await Promise.all([startRedis(), startRedis()])
+    await Promise.all([redis, other].map((server) => server.cli('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '&*', '+@all', '-info')))
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: `redis://noinfo:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true, warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await other.cli('REPLICAOF', '127.0.0.1', String(redis.port))
+    await vi.waitFor(async () => expect(await other.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
+    await other.cli('REPLICAOF', 'NO', 'ONE')
+    await redis.cli('CONFIG', 'SET', 'replica-read-only', 'no')
+    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    await vi.waitFor(async () => expect((await create(sandbox, 'refused')).status).toBe(503), { timeout: 5000, interval: 300 })
+    await redis.cli('ACL', 'SETUSER', 'noinfo', '-role')
+    // Two readings each second later: before, the refused ROLE was read as a master, and every create 201 on the replica.
+    await new Promise((resolve) => setTimeout(resolve, 2500))
+    expect((await create(sandbox, 'still refused')).status).toBe(503)
+    expect(lines.join('\n')).not.toContain('storage accepted')
+  })
+
+  it('refuses to start on a writable replica as a user without INFO, by ROLE (attack57 F6)', async () => {
+    const [master, replica] = await Promise.all([startRedis(), startRedis()])
+    await replica.cli('CONFIG', 'SET', 'replica-read-only', 'no')
+    await replica.cli('REPLICAOF', '127.0.0.1', String(master.port))
+    await replica.cli('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '&*', '+@all', '-info')
+    // Before: it served, its first creates 201 on the replica (lost at its next sync), until the first reading each second.
+    await expect(startSandbox({ redisUrl: `redis://noinfo:secret@127.0.0.1:${replica.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true })).rejects.toThrow(new RegExp(`it is a replica of 127\\.0\\.0\\.1:${master.port}.*Point --redis-url at the master`))
+  })
+
+  it('refuses to start on a Redis whose WAIT is renamed away, saying why, unless --redis-allow-failover-loss (attack57 F4)', async () => {
+    const redis = await startRedis()
+    await redis.stop()
+    await redis.start({ extraArgs: ['--rename-command', 'WAIT', ''] })
+    // Before: started, then every write answered write_outcome_unknown at once, for good, a replica blamed.
+    await expect(startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })).rejects.toThrow(/its replicas cannot be counted or waited for \(.*unknown command/i)
+    const accepted = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true })
+    expect((await create(accepted, 'accepted')).status).toBe(201)
+  })
+
+  it('starts a worker in place of another while its user may not run INFO, answering writes unknown, not exiting (attack57 F5)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    let epoch: RedisEpoch | undefined
+    const first = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', onEpoch: (told) => (epoch = told) })
+    await first.create(tenantId('partner'), { name: 'before' }, Number.POSITIVE_INFINITY)
+    await vi.waitFor(() => expect(epoch).toBeDefined(), { timeout: 5000, interval: 100 })
+    await first.close()
+    await redis.cli('ACL', 'SETUSER', 'sb', '-info')
+    const warnings: string[] = []
+    // Before: refused at start ("its replicas cannot be counted or waited for"), again and again, nothing serving.
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', epoch, warn: (line) => warnings.push(line) })
+    onTestFinished(() => replacement.close())
+    expect(warnings.join('\n')).toContain('writes are answered 503 write_outcome_unknown until INFO and WAIT are allowed')
+    await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
   })
 
   it('sends its scripts with the replica guard again once its user, refused INFO, is allowed it and 10 s have passed (review44 F5)', async () => {
