@@ -1406,6 +1406,9 @@ export class RedisLink {
         if (!guard || !(error instanceof ErrorReplied) || !INFO_DENIED.test(messageOf(error))) throw error
         reply = await evaluate(script)
         // @note Tried again later: left out for good, INFO allowed again did not bring the guard back (review44 F5).
+        if (this.#guardDeniedAt === Number.NEGATIVE_INFINITY) {
+          this.#warn(`storage: Redis refuses INFO to the sandbox's user (${messageOf(error)}): its scripts go without their check that Redis is not a replica, and ROLE is read each second instead, until INFO is allowed again`)
+        }
         this.#guardDeniedAt = monotonicNow()
       }
     } catch (error) {
@@ -2207,6 +2210,12 @@ export class RedisLink {
     // Where ROLE cannot be asked now (a timeout), the refusal as it was.
     evicting ??= evicted !== undefined ? this.#replicaRefusal(evicted) : await this.#roleRefusal(server.address).catch(() => (server.evicting !== undefined && (REPLICA_REFUSAL.test(server.evicting) || ROLE_UNREAD.test(server.evicting)) ? server.evicting : undefined))
     this.#noteEvicted(server, evicted)
+    // @note INFO read again: the scripts' guard is back at once, not after its wait: off 10 s after INFO was refused for
+    // a second, a switchover within them lost a second of 201s, nothing said (attack57 F3).
+    if (evicted !== undefined && this.#guardDeniedAt !== Number.NEGATIVE_INFINITY) {
+      this.#guardDeniedAt = Number.NEGATIVE_INFINITY
+      this.#warn(`storage: Redis allows INFO to the sandbox's user again: its scripts check again that Redis is not a replica`)
+    }
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
     if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} ${refusedUntil(evicting)}`)

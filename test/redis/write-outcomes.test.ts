@@ -1506,6 +1506,28 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
   })
 
+  it('checks in its scripts again that Redis is not a replica within about a second once INFO, refused a moment, is allowed again, saying both (attack57 F3)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true, warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'guarded')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-info')
+    expect((await create(sandbox, 'unguarded')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', '+info')
+    // The reading each second sees INFO allowed (a request brings it about).
+    await new Promise((resolve) => setTimeout(resolve, 1200))
+    expect((await create(sandbox, 'a second on')).status).toBe(201)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await redis.cli('CONFIG', 'RESETSTAT')
+    for (let i = 0; i < 20; i++) expect((await create(sandbox, `guarded again ${i}`)).status).toBe(201)
+    // Before: the guard stayed off 10 s after INFO was back (a switchover then lost a second of 201s), nothing said.
+    const calls = Number(/cmdstat_info:calls=(\d+)/.exec(await redis.cli('INFO', 'commandstats'))?.[1] ?? 0)
+    expect(calls).toBeGreaterThanOrEqual(20)
+    expect(lines.join('\n')).toContain('its scripts go without their check that Redis is not a replica')
+    expect(lines.join('\n')).toContain('its scripts check again that Redis is not a replica')
+  })
+
   it('sends its scripts with the replica guard again once its user, refused INFO, is allowed it and 10 s have passed (review44 F5)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '&*', '+@all', '-info')
