@@ -264,6 +264,8 @@ type Database = BetterSqlite3.Database
 
 interface PendingCreate {
   readonly tenant: string
+  /** The default seed it was judged with: a tenant's first write stores that one, or is judged again (see {@link SeedReplaced}). */
+  readonly seed: TenantState
   readonly input: NewCategory
   /** What it stores, counted against the budget. */
   readonly bytes: number
@@ -271,6 +273,12 @@ interface PendingCreate {
   readonly resolve: (category: Category) => void
   readonly reject: (error: Error) => void
 }
+
+/**
+ * A tenant's first write found the default seed replaced (a `--watch` save) since it was judged: judged again, with the
+ * new one. Never reaches a caller.
+ */
+class SeedReplaced extends Error {}
 
 /** A create committed in a batch: the category and its row, in case it must be withdrawn. */
 interface Inserted {
@@ -1303,6 +1311,16 @@ export class SqliteStorage implements TenantStorage {
    * good, restart included (attack40 F1).
    */
   create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
+    // @note Judged for the seed as it was, a first write stored the seed as it was at its commit: a save between the two
+    // stored a seed 50 times the one judged, the disk filled for good or the tenant never removable (attack56 F1).
+    return this.#judgedCreate(tenant, input, maxCategories).catch((error: unknown) => {
+      if (error instanceof SeedReplaced) return this.create(tenant, input, maxCategories)
+      throw error
+    })
+  }
+
+  #judgedCreate(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
+    const seed = this.#seed
     this.#seedBytes ??= stateStoredBytes(tenant, this.#seed)
     if (this.#seedBytes > CHECKPOINT_ROOM_BYTES && this.#db.open && this.#sql.tenant.get(tenant) === undefined) {
       const length = Buffer.byteLength(tenant)
@@ -1312,7 +1330,7 @@ export class SqliteStorage implements TenantStorage {
       // @note Its charge computed again once its seed is in: counted a row, a new key on `large-catalog` left creates keeping
       // a fraction of what deleting it then needed (review43 R11).
       return this.#roomFor(this.#seedBytes, write, true, kept).then((release) =>
-        this.#create(tenant, input, maxCategories).finally(() => {
+        this.#create(tenant, input, maxCategories, seed).finally(() => {
           release()
           this.#recharge(tenant)
         }),
@@ -1323,8 +1341,8 @@ export class SqliteStorage implements TenantStorage {
       this.#forgetUnstored(tenant)
       throw error
     }
-    if (judged === undefined) return this.#create(tenant, input, maxCategories).catch(refused)
-    return judged.then(() => this.#create(tenant, input, maxCategories)).catch(refused)
+    if (judged === undefined) return this.#create(tenant, input, maxCategories, seed).catch(refused)
+    return judged.then(() => this.#create(tenant, input, maxCategories, seed)).catch(refused)
   }
 
   /**
@@ -1490,13 +1508,13 @@ export class SqliteStorage implements TenantStorage {
     return (this.#db.pragma('page_count', { simple: true }) as number) - (this.#db.pragma('freelist_count', { simple: true }) as number)
   }
 
-  #create(tenant: string, input: NewCategory, maxCategories: number): Promise<Category> {
+  #create(tenant: string, input: NewCategory, maxCategories: number, seed: TenantState): Promise<Category> {
     // During a checkpoint: queued once it is done, or answered 503 past the settle wait.
-    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.#create(tenant, input, maxCategories))
+    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.#create(tenant, input, maxCategories, seed))
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
-      const item = { tenant, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
+      const item = { tenant, seed, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
       // After the tenant's writes under way: a replace or delete (it goes onto the state that one
       // leaves), or a batch of its creates (so that a withdrawal can put its row back exactly).
       if (this.#gates.has(tenant) || this.#unsettled.has(tenant)) this.#afterGates(tenant, () => this.#queue(item), true).catch(reject)
@@ -2182,10 +2200,11 @@ export class SqliteStorage implements TenantStorage {
     }
   }
 
-  #insert({ tenant, input, bytes, maxCategories }: PendingCreate): Inserted | Error {
+  #insert({ tenant, seed, input, bytes, maxCategories }: PendingCreate): Inserted | Error {
     const now = Date.now()
     const used = this.now()
     const row = this.#sql.tenant.get(tenant)
+    if (!row && seed !== this.#seed) return new SeedReplaced()
     // The tenant's first write stores its seed too.
     const cost = bytes + (row ? 0 : stateStoredBytes(tenant, this.#seed))
     const held = row ? this.#tenantBytes(tenant) : 0

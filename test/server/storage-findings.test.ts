@@ -791,6 +791,20 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
+  it('judges a new key’s first write again when a --watch save replaced the seed after it was judged: never stores the new seed unjudged (attack56 F1)', async () => {
+    const disk = smallDisk(6 * 1024)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.default!) })
+    onTestFinished(() => storage.close())
+    // Judged for the default seed (five rows); the save lands before its commit.
+    const outcome = storage.open('newcomer').createCategory({ name: 'mine' }, 20_000).then(() => 'stored', (error: unknown) => (error instanceof OverCapacityError ? 'over_capacity' : String(error)))
+    storage.setSeed(seedState(BUILTIN_SCENARIOS['large-catalog']!))
+    // Before: stored large-catalog's 10,000 rows under the default seed's judgement, on a disk that has not the room
+    // to reset and delete them (on smaller disks: full for good).
+    expect(await outcome).toBe('over_capacity')
+    expect(await storage.list()).toEqual([])
+    expect(await storage.health()).toEqual({ ok: true })
+  })
+
   it('takes a reset onto the start seed’s former version, written after a --watch edit replaced it, for the new one: no rows kept (attack53 F1, SQLite)', async () => {
     const dir = join(dataDir(), 'former')
     const v1 = seedState({ ...BUILTIN_SCENARIOS.default!, version: '1.0.0' })
