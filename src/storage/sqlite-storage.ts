@@ -1618,9 +1618,9 @@ export class SqliteStorage implements TenantStorage {
     const room = await this.#roomForWrites()
     // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
     // Room for the write now, and once written for a reset onto what it writes (`keep`: stateKeepRoom), as for deleting the others.
-    if (room >= Math.max(need, keep) + this.#roomPledged + (growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0)) {
-      return pledge()
-    }
+    const others = growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
+    const required = Math.max(need, keep) + this.#roomPledged + others
+    if (room >= required) return pledge()
     // @note The WAL copied into the database may give the room (a delete's frames do, emptied once copied): checked
     // after commits only, the WAL of the deletes before stayed, and the next delete was refused for good (attack48 F1).
     this.#roomCheckedAt = 0
@@ -1630,7 +1630,13 @@ export class SqliteStorage implements TenantStorage {
     // after a passing write left the line unsaid for good (review45 N1).
     if (monotonicNow() - this.#roomShortSaidAt >= ROOM_SHORT_HOLD_MS) {
       this.#roomShortSaidAt = monotonicNow()
-      this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes and removing a tenant's rows needs about ${need} (its log and its copy into the database): answered 503 over_capacity, and such writes until there is room`)
+      // @note The figure compared, not the write's own: "18022400 bytes left ... needs about 4196633" told the operator
+      // nothing of what to give (attack56 F2).
+      const parts = [`its log and its copy into the database ${need}`]
+      if (keep > need) parts.push(`with the room to reset its tenant onto it and delete it after ${keep}`)
+      if (this.#roomPledged > 0) parts.push(`writes under way ${this.#roomPledged}`)
+      if (others > 0) parts.push(`the room deleting the other tenants needs ${others}`)
+      this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes needs about ${required} (${parts.join('; ')}): answered 503 over_capacity, and such writes until there is room`)
     }
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
   }

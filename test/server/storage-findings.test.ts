@@ -837,6 +837,23 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(tenant.scenario.version).toBe('2.0.0')
   })
 
+  it('says in a refusal for the room left the room it compared, more than the room left (attack56 F2)', async () => {
+    const disk = smallDisk(8 * 1024)
+    const lines: string[] = []
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!), warn: (line) => lines.push(line) })
+    onTestFinished(() => storage.close())
+    // Another program leaves 6.5 MiB: more than the switch's own write, less than that and the room to reset and delete it after.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 6.5 * 1024 * 1024), 1))
+    await expect(storage.open('large').replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))).rejects.toBeInstanceOf(OverCapacityError)
+    const line = lines.find((text) => text.includes('bytes left on its disk; a scenario switch'))!
+    const left = Number(/(\d+) bytes left/.exec(line)?.[1])
+    const needs = Number(/needs about (\d+)/.exec(line)?.[1])
+    // Before: "needs about" the write's own log (4.2 MB), less than the room left it was refused with.
+    expect(needs).toBeGreaterThan(left)
+    expect(line).toContain('with the room to reset its tenant onto it and delete it after')
+  })
+
   it('says a refusal for the room left once in a while, not again after each smaller write that passed (attack48 N1)', async () => {
     const disk = smallDisk(1536)
     const lines: string[] = []
