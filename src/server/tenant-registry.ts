@@ -268,10 +268,19 @@ export class TenantRegistry implements TenantResolver {
   #refresh(tenant: Tenant, entry: Entry): void {
     const { store } = tenant
     if (!store.modified && store.reseed !== undefined) {
-      const growth = Math.max(0, (store.heldBytesFor?.(this.#scenario) ?? 0) - store.heldBytes)
+      // Signed: a save that makes the seed smaller gives memory back, as a switch to a smaller state does (review47 F2).
+      const growth = (store.heldBytesFor?.(this.#scenario) ?? 0) - store.heldBytes
       this.#options.admit?.('grow', growth)
-      const release = this.pledge(growth, tenant)
-      store.reseed(seedState(this.#scenario)).then(release, release)
+      const release = this.pledge(Math.max(0, growth), tenant)
+      // @note In use until it is built: left to a request that read nothing, the tenant was idle, then dropped to make
+      // room mid-build and uncounted, and every stale tenant's build ran at once past the budget (review47 F1: 12 of
+      // 9.4 MB under 28 MB).
+      tenant.enter()
+      const built = () => {
+        release()
+        tenant.leave()
+      }
+      store.reseed(seedState(this.#scenario)).then(built, built)
     }
     entry.stale = false
   }
@@ -292,7 +301,21 @@ export class TenantRegistry implements TenantResolver {
       entry.claims++
       // @note Shared: the opening's read was sent before this request arrived, so it may miss a
       // scenario switch or a plan acknowledged before the request was sent: it reads its own.
-      return shared ? entry.opening.then((opened) => this.#readBack(id, opened)) : entry.opening
+      if (shared) return entry.opening.then((opened) => this.#readBack(id, opened))
+      // @note A request that came after a --watch save while the tenant opened takes the new seed too: served the old
+      // one's categories beside the new version's pets and orders, one state answer mixed the two (review47 F3).
+      if (!entry.stale) return entry.opening
+      return entry.opening.then((opened) => {
+        if (entry.stale && this.#tenants.get(id) === entry) {
+          try {
+            this.#refresh(opened, entry)
+          } catch (error) {
+            opened.leave()
+            throw error
+          }
+        }
+        return opened
+      })
     }
     tenant.enter()
     if (!shared) return Promise.resolve(tenant)

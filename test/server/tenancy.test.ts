@@ -305,6 +305,48 @@ describe('tenant registry at a --watch save of the start scenario, in memory', (
     expect((await busy.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
   })
 
+  it('keeps a stale tenant in use while its next request’s reseed builds: not dropped to make room mid-build, uncounted (review47 F1)', async () => {
+    const v1 = shop('1.0.0', 1)
+    const v2 = shop('2.0.0', 20_000)
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)) })
+    const busy = (await tenants.resolve('reader'))!
+    tenants.reload(v2)
+    // Its next request reads nothing of the seed (GET /store/orders) and ends at once; so does the one under way.
+    const next = tenants.resolve('reader') as Tenant
+    next.leave()
+    busy.leave()
+    // Before: idle and on its seed, dropped at once to make room, its 20,000 categories built on, counted nowhere.
+    expect(tenants.relieve(tenants.heldBytes() - 1)).toBe(0)
+    expect(await next.store.countCategories()).toBe(20_000)
+    expect(tenants.heldBytes()).toBeGreaterThan(1_000_000)
+  })
+
+  it('asks the memory budget with the signed growth of a stale tenant’s new seed: a smaller one gives memory back (review47 F2)', async () => {
+    const v1 = shop('1.0.0', 2000)
+    const v2 = shop('2.0.0', 1)
+    const admitted: number[] = []
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)), admit: (_work, growth) => void admitted.push(growth) })
+    const busy = (await tenants.resolve('reader'))!
+    await busy.store.countCategories()
+    tenants.reload(v2)
+    expect(tenants.resolve('reader')).toBe(busy)
+    // Before: 0, refused as growth near the heap's limit or past the budget, where a switch to the same state was let in.
+    expect(admitted.at(-1)).toBeLessThan(0)
+  })
+
+  it('gives a request that comes after the save while the tenant still opens the new seed (review47 F3)', async () => {
+    const v1 = shop('1.0.0', 3000)
+    const v2 = shop('2.0.0', 2)
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)) })
+    const opening = tenants.resolve('newcomer')
+    tenants.reload(v2)
+    const after = (await tenants.resolve('newcomer'))!
+    await opening
+    // Before: version 1's 3,000 categories beside version 2's scenario.
+    expect(after.scenario.version).toBe('2.0.0')
+    expect((await after.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
+  })
+
   it('gives a stale tenant’s request queued at the tenant cap the new seed, not the old (review46 F3, F4)', async () => {
     const v1 = shop('1.0.0', 1)
     const v2 = shop('2.0.0', 2)
