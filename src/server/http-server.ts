@@ -60,14 +60,10 @@ interface Connection {
   requestAt: number
   /** When it was accepted ({@link monotonicNow} ms). */
   readonly openedAt: number
-  /** When its client last took what the server had buffered for it (the socket drained; {@link monotonicNow} ms). */
-  drainedAt: number
 }
 
 /** A connection that has sent no request this long (ms) after connecting may be ended for a new one past the hard limit. */
 const SILENT_MS = 1000
-/** An answer its client has taken nothing of for this long (ms) may be ended for a new connection past the hard limit, last of all. */
-const STALLED_MS = 1000
 
 /**
  * The connections by the key of their latest request, and the share rule at the cap (attack7 K3):
@@ -145,9 +141,8 @@ class ConnectionShares {
    * key holding the most, the one arriving longest); with more keys than the cap (every key at its
    * share of 1), an idle one of the youngest key; then one that has sent nothing yet, however
    * young (the oldest: a partner's whose request is on its way is the youngest); then of any key,
-   * an idle one (of the youngest key), a delay, a body arriving; last, an answer its client has taken
-   * nothing of for a second (the one stalled longest, of a key beyond its share first). Never a
-   * request running nor an answer being read.
+   * an idle one (of the youngest key), a delay, a body arriving. Never a request running nor an
+   * answer being read.
    * @note Node refused every new connection past the hard limit before reading it: cap + reserve
    * connections that sent nothing for the headers timeout, renewed, or (with `--any-key`) slow
    * bodies under as many keys, kept every partner and the health probe out (attack11 K3, C5).
@@ -158,8 +153,6 @@ class ConnectionShares {
    * one at its share: the young silent connection went first (a partner's fresh connection, the
    * health probe), then the oldest idle one (a partner's keep-alive connection) (attack16 K1). A
    * key's age is how long it has held connections: a crowd that reopens its connections is young.
-   * @note A crowd of keys each holding a download it did not read kept every newcomer out at connect, the health probe
-   * included, for the request timeout (attack51 F4).
    */
   door(all: Iterable<Connection>): Connection | undefined {
     const now = monotonicNow()
@@ -171,8 +164,6 @@ class ConnectionShares {
     const expendable: (Connection | undefined)[] = [undefined, undefined, undefined]
     const any: (Connection | undefined)[] = [undefined, undefined, undefined]
     let young: Connection | undefined
-    /** The answer not taken longest, of keys beyond their share and of any key. */
-    const stalled: (Connection | undefined)[] = [undefined, undefined]
     for (const connection of all) {
       if (connection.socket.destroyed || this.probes.has(connection)) continue
       if (connection.request === undefined) {
@@ -182,17 +173,7 @@ class ConnectionShares {
         continue
       }
       const kind = connection.cut !== undefined ? 1 : connection.inFlight === 0 ? 0 : connection.request.complete === false ? 2 : -1
-      if (kind === -1) {
-        const since = Math.max(connection.requestAt, connection.drainedAt)
-        if (connection.socket.writableNeedDrain && now - since >= STALLED_MS) {
-          const over = connection.key === undefined || connection.key === '' || this.held(connection.key) > share
-          for (const at of over ? [0, 1] : [1]) {
-            const held = stalled[at]
-            if (held === undefined || since < Math.max(held.requestAt, held.drainedAt)) stalled[at] = connection
-          }
-        }
-        continue
-      }
+      if (kind === -1) continue
       const over = connection.key === undefined || connection.key === '' || this.held(connection.key) > share
       // @note By the time of its latest request, not its key's age: a crowd that keeps its tokens is
       // older than a partner arriving after it, and took the partner's keep-alive connection (attack19 D1).
@@ -202,7 +183,7 @@ class ConnectionShares {
         if (held === undefined || (kind === 2 && (this.#weight(connection) > this.#weight(held) || (this.#weight(connection) === this.#weight(held) && connection.requestAt < held.requestAt)))) found[kind] = connection
       }
     }
-    return expendable.find((connection) => connection !== undefined) ?? (crowded ? youngestIdle : undefined) ?? young ?? youngestIdle ?? any.find((connection) => connection !== undefined) ?? stalled[0] ?? stalled[1]
+    return expendable.find((connection) => connection !== undefined) ?? (crowded ? youngestIdle : undefined) ?? young ?? youngestIdle ?? any.find((connection) => connection !== undefined)
   }
 
   /** How many connections the key of `connection` holds. */
@@ -476,8 +457,7 @@ export function createSandboxServer(listener: RequestListener, limits: ServerLim
       else shares.end(ended)
     }
     open++
-    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined, request: undefined, requestAt: 0, openedAt: monotonicNow(), drainedAt: 0 }
-    socket.on('drain', () => (connection.drainedAt = monotonicNow()))
+    const connection: Connection = { socket, key: undefined, inFlight: 0, halfClosed: false, cut: undefined, request: undefined, requestAt: 0, openedAt: monotonicNow() }
     connections.set(socket, connection)
     all.add(connection)
     socket.once('end', () => (connection.halfClosed = true))
