@@ -26,6 +26,10 @@ export default defineConfig({
     // Files share modules and globals (see ISOLATED): spies and stubbed globals are undone before
     // each test, so one file's never reach the next.
     restoreMocks: true,
+    // @note 10 s for expect.poll, not 1 s: a line or a log entry that comes after a socket's close or a child's write
+    // was missed within the second on a loaded 2-core machine (a fresh-clone CI beside attackers); a poll that passes
+    // takes no longer.
+    expect: { poll: { timeout: 10_000 } },
     // Transformed modules kept between runs, under node_modules (vitest --clearCache empties it):
     // a second run transforms only what changed (transform 12 s of CPU down to 3 s, imports 50 s to 34 s).
     experimental: { fsModuleCache: true },
