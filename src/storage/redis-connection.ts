@@ -580,9 +580,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
   if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
     warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
-  } else if (evicting !== undefined && (!REPLICA_REFUSAL.test(evicting) || options.unreachableAtStart !== 'serve')) {
-    // @note A replica too, where its user may not read INFO (by ROLE): a start on a writable replica served, and
-    // answered its first creates 201 there until the first reading each second (attack57 F6).
+  } else if (evicting !== undefined && !REPLICA_REFUSAL.test(evicting)) {
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. ${startAdvice(evicting)}`)
   }
@@ -1560,9 +1558,20 @@ export class RedisLink {
     return { count, failing }
   }
 
-  /** @internal The master (`host:port`) the one Redis replicates, or undefined when it is a master. */
+  /**
+   * @internal The master (`host:port`) the one Redis replicates, or undefined when it is a master: by `INFO`, or by
+   * `ROLE` where INFO is refused.
+   * @note By INFO alone, a start on a writable replica as a user without INFO served, and answered its first creates 201
+   * there until the first reading each second (attack57 F6).
+   */
   async masterOf(): Promise<string | undefined> {
-    return replicaOfInfo(String(await this.#connection.sendTo('', ['INFO', 'replication'], this.#commandTimeoutMs)))
+    try {
+      return replicaOfInfo(String(await this.#connection.sendTo('', ['INFO', 'replication'], this.#commandTimeoutMs)))
+    } catch (error) {
+      if (!(error instanceof ErrorReplied)) throw error
+      const role = (await this.#connection.sendTo('', ['ROLE'], this.#commandTimeoutMs)) as unknown[]
+      return Array.isArray(role) && String(role[0]) === 'slave' ? `${String(role[1])}:${String(role[2])}` : undefined
+    }
   }
 
   /**
