@@ -17,7 +17,7 @@ import { StorageUnavailableError, WriteOutcomeUnknownError } from '../../src/sto
 import { startFlakyProxy } from '../support/flaky-proxy.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { CLOCK_OFFSET_FILE_VARIABLE, CLOCK_OFFSET_VARIABLE, clockShim } from '../support/clock-shim.js'
-import { evictForAMoment, freePort, REQUIRE_REDIS, startRedis, startRedisCluster } from '../support/redis-server.js'
+import { evictForAMoment, freePort, REQUIRE_REDIS, startRedis, startRedisCluster, type RedisServer } from '../support/redis-server.js'
 import { runCli, runCliToEnd } from '../support/sandbox-cli.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 
@@ -198,6 +198,16 @@ async function clearJournals(storage: RedisStorage, count: number): Promise<void
 }
 
 const NO_SEED = { scenario: 'default', categories: [], nextCategoryId: 1 } as const
+
+/** A switchover of `master` to `other`: `other` replicates it, caught up, is promoted, and `master` is demoted to a replica that takes writes. */
+async function switchOver(master: RedisServer, other: RedisServer): Promise<void> {
+  await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+  await other.cli('REPLICAOF', '127.0.0.1', String(master.port))
+  await vi.waitFor(async () => expect(await other.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
+  await other.cli('REPLICAOF', 'NO', 'ONE')
+  await master.cli('CONFIG', 'SET', 'replica-read-only', 'no')
+  await master.cli('REPLICAOF', '127.0.0.1', String(other.port))
+}
 
 /**
  * A redis-server under the clock shim, its offset read from a file (`step(ms)` moves its clock),
@@ -1423,13 +1433,8 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     const url = user ? `redis://noinfo:secret@127.0.0.1:${redis.port}` : redis.url
     const sandbox = await startSandbox({ redisUrl: url, scenario: 'empty', apiKeys: ['partner'], ...flags })
     expect((await create(sandbox, 'before')).status).toBe(201)
-    await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
-    await other.cli('REPLICAOF', '127.0.0.1', String(redis.port))
-    await vi.waitFor(async () => expect(await other.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
     // A switchover: the other promoted, this one demoted to a replica that takes writes; a create sent at once.
-    await other.cli('REPLICAOF', 'NO', 'ONE')
-    await redis.cli('CONFIG', 'SET', 'replica-read-only', 'no')
-    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    await switchOver(redis, other)
     const statuses: number[] = []
     for (let i = 0; i < (user ? 1 : 5); i++) statuses.push((await create(sandbox, `onto a replica ${i}`)).status)
     // Before: 201 for up to a second after the switchover (for good with --redis-allow-eviction, and with a user without
@@ -1455,12 +1460,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     const lines: string[] = []
     const sandbox = await startSandbox({ redisUrl: `redis://noinfo:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true, warn: (line) => lines.push(line) })
     expect((await create(sandbox, 'before')).status).toBe(201)
-    await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
-    await other.cli('REPLICAOF', '127.0.0.1', String(redis.port))
-    await vi.waitFor(async () => expect(await other.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
-    await other.cli('REPLICAOF', 'NO', 'ONE')
-    await redis.cli('CONFIG', 'SET', 'replica-read-only', 'no')
-    await redis.cli('REPLICAOF', '127.0.0.1', String(other.port))
+    await switchOver(redis, other)
     await vi.waitFor(async () => expect((await create(sandbox, 'refused')).status).toBe(503), { timeout: 5000, interval: 300 })
     await redis.cli('ACL', 'SETUSER', 'noinfo', '-role')
     // Two readings each second later: before, the refused ROLE was read as a master, and every create 201 on the replica.
