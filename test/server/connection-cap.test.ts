@@ -264,6 +264,9 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
 
   it('resets a key’s connections whose long answers their clients do not take, for another key past the cap (attack9 C4)', async () => {
     const { origin, server } = await startSandbox({ apiKeys: ['k', 'partner'], scenario: BIG_LIST, maxConnections: 3, requestTimeoutMs: 60_000, headersTimeoutMs: 2000 })
+    // The server's side of each connection: stuck once Node's buffer for its answer is full.
+    const serverSide: Socket[] = []
+    server.on('connection', (socket: Socket) => serverSide.push(socket))
     const held = await Promise.all(Array.from({ length: 3 }, () => openSocket(origin)))
     for (const socket of held) {
       socket.on('error', () => undefined)
@@ -273,10 +276,10 @@ describe('the connection cap, shared between keys (attack7 K3)', () => {
     // Each answer is under way and stuck: its client reads nothing.
     const open = () => new Promise<number>((resolve) => server.getConnections((_error, count) => resolve(count)))
     await expect.poll(open, { timeout: 5000 }).toBe(3)
-    // @note Time for the answers to fill Node's buffers (a connection is reset only once its client is seen not to
-    // take its answer): 300 ms was too short for it under a loaded run (load 12 on 2 cores), the partner then
-    // served past the cap and no connection reset.
-    await new Promise((resolve) => setTimeout(resolve, 1000))
+    // @note Until the answers fill Node's buffers (a connection is reset only once its client is seen not to take its
+    // answer): a fixed 300 ms, then 1 s, was too short under loaded runs (load 12 on 2 cores; a full run beside two
+    // attackers, stop 45), the partner then served past the cap and no connection reset.
+    await expect.poll(() => serverSide.filter((socket) => socket.writableNeedDrain).length, { timeout: 30_000 }).toBe(3)
     const partner = await globalThis.fetch(`${origin}/__sandbox/state`, { headers: auth('partner') })
     expect(partner.status).toBe(200)
     // One of the key's is reset for it (before, none was ended until the request timeout, here 60 s): 2 of the key's and
