@@ -323,7 +323,10 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
   route('/reset', {
     post: onTenant(async ({ tenant, payer }, req, res) => {
       // @note No body (as before): the scenario in use, reseeded as its files are now. A body may name another, or the initial one.
-      let scenario = tenant.scenario
+      // @note Its own scenario as it is now: the start one's latest version for a tenant on it (one a --watch save left
+      // stale keeps the old version until its next request; reset onto that, it became a writer of the old seed).
+      const current = () => (tenant.scenario.name === tenants.scenario.name ? tenants.scenario : tenant.scenario)
+      let scenario = current()
       let growth = 0
       // @note Its store holds a scenario not known when it was read back (its file broken or gone at a restart): looked
       // up again by that name. Reset onto the start scenario it stood in for, its data and chosen scenario were wiped
@@ -367,7 +370,7 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
         if (!body.ok) return sendError(res, body.code, body.params)
         // @note Read again once the body is in: the one read before it, a --watch edit landing while the body came put a
         // tenant that never wrote back on the old version, taken for a writer for good (attack53 F1).
-        scenario = tenant.scenario
+        scenario = current()
         const { scenario: name, initial } = body.value
         if (name !== undefined && initial === true) return sendError(res, 'invalid_field', { reason: 'give scenario or initial, not both' })
         if (initial === true) scenario = tenants.scenario
@@ -389,7 +392,8 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       }
       // @note Onto its own scenario, what the seed holds more than the tenant now: after a --watch edit made the start
       // seed larger, writers' resets built it unadmitted (review43 R4).
-      if (scenario === tenant.scenario && growthOf(tenant, scenario) > 0) {
+      // (Its own scenario's latest version too: a stale tenant's, review47/attack58.)
+      if (growth === 0 && growthOf(tenant, scenario) > 0) {
         growth = growthOf(tenant, scenario)
         options.admit('grow', growth)
       }

@@ -270,7 +270,16 @@ export class TenantRegistry implements TenantResolver {
     if (!store.modified && store.reseed !== undefined) {
       // Signed: a save that makes the seed smaller gives memory back, as a switch to a smaller state does (review47 F2).
       const growth = (store.heldBytesFor?.(this.#scenario) ?? 0) - store.heldBytes
-      this.#options.admit?.('grow', growth)
+      // @note Where it does not fit, the old seed serves on, whole (its own version's pets and orders), tried again at the
+      // next request: refused, a partner busy at the save could not even switch or reset to a smaller state, which
+      // gives memory back (attack58 F1).
+      if (this.#options.admit !== undefined) {
+        try {
+          this.#options.admit('grow', growth)
+        } catch {
+          return
+        }
+      }
       const release = this.pledge(Math.max(0, growth), tenant)
       // @note In use until it is built: left to a request that read nothing, the tenant was idle, then dropped to make
       // room mid-build and uncounted, and every stale tenant's build ran at once past the budget (review47 F1: 12 of
@@ -283,6 +292,7 @@ export class TenantRegistry implements TenantResolver {
       store.reseed(seedState(this.#scenario)).then(built, built)
     }
     entry.stale = false
+    if (tenant.scenario.name === this.#scenario.name) tenant.follow(this.#scenario)
   }
 
   /** Routes a request to a tenant in memory (or opening): it is marked in use at once. */
@@ -430,9 +440,11 @@ export class TenantRegistry implements TenantResolver {
    * holding writes keep them until their next reset, which seeds the new version.
    */
   reload(scenario: Scenario): void {
-    // A tenant still opening reads its scenario once opened (#scenarioOf): the new one then. Those leaving memory below
-    // too: a request of theirs under way (a reset reading its body) goes on with the new version (attack53 F1).
-    for (const entry of this.#tenants.values()) if (entry.tenant?.scenario.name === scenario.name) entry.tenant.follow(scenario)
+    // A tenant still opening reads its scenario once opened (#scenarioOf). Those leaving memory below take the new
+    // version too: a request of theirs under way (a reset reading its body) goes on with it (attack53 F1). A stale one
+    // (below) keeps the old one with the old seed until it takes the new seed (#refresh), or leaves.
+    const stale = this.#staleAt(scenario)
+    for (const entry of this.#tenants.values()) if (entry.tenant?.scenario.name === scenario.name && !stale.has(entry)) entry.tenant.follow(scenario)
     if (scenario.name === this.#scenario.name) {
       this.#scenario = scenario
       // @note In memory, tenants still on the seed leave first, to take the new seed on their next request, admitted
@@ -442,20 +454,30 @@ export class TenantRegistry implements TenantResolver {
       // readers waiting out a scenario's latency, 110 MB against 4 MiB); sent out at once, a switch their request then
       // made was built uncounted, and the journal entry of a write it made was lost (review44 F3).
       const later = new Set<string>()
-      if (!this.#options.storage.durable) {
-        for (const [id, entry] of this.#tenants) {
-          // @note One still opening too: its store was admitted for the old seed, and reseeded here it built the new
-          // one unadmitted (review45 F4).
-          if (entry.tenant !== undefined && !this.#leavesWithoutLoss(entry)) continue
-          if (!this.#busy(entry)) this.#evict(id, false)
-          else {
-            entry.stale = true
-            later.add(id)
-          }
-        }
+      for (const [id, entry] of this.#tenants) {
+        if (stale.has(entry)) {
+          entry.stale = true
+          later.add(id)
+        } else if (!this.#options.storage.durable && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
       }
       this.#options.storage.setSeed(seedState(scenario), later)
     }
+  }
+
+  /**
+   * The tenants a save of the start scenario (`scenario`, same name) leaves stale: in memory, those on its seed with a
+   * request under way, or still opening (review45 F4: reseeded where it stood, its store built the new seed unadmitted).
+   * @note Not following the new version at once: a request under way at the save answered the new version's name (its
+   * state) beside the old seed's categories (attack58 F2).
+   */
+  #staleAt(scenario: Scenario): Set<Entry> {
+    const stale = new Set<Entry>()
+    if (this.#options.storage.durable || scenario.name !== this.#scenario.name) return stale
+    for (const entry of this.#tenants.values()) {
+      if (entry.tenant !== undefined && !this.#leavesWithoutLoss(entry)) continue
+      if (this.#busy(entry)) stale.add(entry)
+    }
+    return stale
   }
 
 
@@ -638,6 +660,8 @@ export class TenantRegistry implements TenantResolver {
     const { storage, overrides } = this.#options
     // In memory its store builds the seed (durable stores read what they hold as asked).
     const seed = storage.durable ? 0 : scenarioHeldBytes(this.#scenario)
+    // The version its store seeds from: kept by a tenant a save left stale while it opened, with that seed (attack58 F2).
+    const openedWith = this.#scenario
     this.#options.admit?.('grow', seed)
     const entered = this.pledge(seed)
     const store = storage.open(id)
@@ -653,7 +677,7 @@ export class TenantRegistry implements TenantResolver {
       opening: store.scenario().then((name) => {
         const journal = storage.journal?.(id, overrides.journalLimit) ?? new RequestJournal(overrides.journalLimit, overrides.journalBytes)
         const answers = store.answers ?? this.#answers.of(id)
-        const scenario = this.#scenarioOf(id, name)
+        const scenario = entry.stale && name === openedWith.name ? openedWith : this.#scenarioOf(id, name)
         const tenant = new Tenant(scenario, overrides, store, journal, Promise.resolve(), answers)
         if (scenario.name !== name) tenant.unknownScenario = name
         this.#idOfTenant.set(tenant, id)
@@ -686,6 +710,8 @@ export class TenantRegistry implements TenantResolver {
     entry.usedAt = monotonicNow()
     if (this.#tenants.get(id) !== entry) return
     if ((entry.draining || entry.stale) && this.#leavesWithoutLoss(entry)) this.#evict(id, false)
+    // One that wrote meanwhile stays, a writer: it takes the new version's pets and orders, as writers did at the save.
+    else if (entry.stale && entry.tenant?.scenario.name === this.#scenario.name) entry.tenant.follow(this.#scenario)
     entry.stale = false
     if (this.#waiters.length > 0) this.#serveWaiters()
   }

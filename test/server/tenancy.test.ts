@@ -280,7 +280,7 @@ describe('tenant registry at a --watch save of the start scenario, in memory', (
     expect(admitted.at(-1)).toBeGreaterThan(0)
   })
 
-  it('answers a stale tenant’s next request the memory budget’s refusal when the new seed does not fit, and takes it once it does (review46 F1)', async () => {
+  it('serves a stale tenant’s next request the old seed whole while the new one does not fit, and takes it once it does: never a throw (review46 F1, attack58 F1)', async () => {
     const v1 = shop('1.0.0', 1)
     const v2 = shop('2.0.0', 2)
     let full = false
@@ -297,12 +297,16 @@ describe('tenant registry at a --watch save of the start scenario, in memory', (
     const busy = (await tenants.resolve('poller'))!
     tenants.reload(v2)
     full = true
-    // Before: the waiting request was routed where nothing caught the refusal: the process exited.
-    expect(() => tenants.resolve('poller')).toThrow(OverCapacityError)
+    // Before: the waiting request was routed where nothing caught the refusal (the process exited); then the refusal was
+    // the request's answer, so it could not even switch or reset to a smaller state (attack58 F1).
+    expect(tenants.resolve('poller')).toBe(busy)
     expect((await busy.store.listCategories()).map((category) => category.name)).toEqual(['1.0.0 0'])
+    // Whole: its own version's scenario beside its own seed.
+    expect(busy.scenario.version).toBe('1.0.0')
     full = false
     expect(tenants.resolve('poller')).toBe(busy)
     expect((await busy.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
+    expect(busy.scenario.version).toBe('2.0.0')
   })
 
   it('keeps a stale tenant in use while its next request’s reseed builds: not dropped to make room mid-build, uncounted (review47 F1)', async () => {
@@ -345,6 +349,21 @@ describe('tenant registry at a --watch save of the start scenario, in memory', (
     // Before: version 1's 3,000 categories beside version 2's scenario.
     expect(after.scenario.version).toBe('2.0.0')
     expect((await after.store.listCategories()).map((category) => category.name)).toEqual(['2.0.0 0', '2.0.0 1'])
+  })
+
+  it('answers what is under way at a save, or opening then, from the old version whole: its scenario with its seed (attack58 F2)', async () => {
+    const v1 = shop('1.0.0', 3)
+    const v2 = shop('2.0.0', 2)
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)) })
+    const busy = (await tenants.resolve('reader'))!
+    const opening = tenants.resolve('newcomer')
+    tenants.reload(v2)
+    const opened = (await opening)!
+    // Before: the new version's name (its state, pets and orders) beside the old seed's categories.
+    for (const tenant of [busy, opened]) {
+      expect(tenant.scenario.version).toBe('1.0.0')
+      expect(await tenant.store.countCategories()).toBe(3)
+    }
   })
 
   it('gives a stale tenant’s request queued at the tenant cap the new seed, not the old (review46 F3, F4)', async () => {
