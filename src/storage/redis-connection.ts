@@ -580,6 +580,12 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
   if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
     warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
+  } else if (evicting !== undefined && options.unreachableAtStart === 'serve' && options.epoch !== undefined) {
+    // @note A worker started in place of another (an epoch handed) serves as the one it replaces does: answering 503
+    // until the policy can be read again. Refused, with CONFIG and INFO both denied, replacements exited again and
+    // again, and with both workers gone nothing answered, health included (attack59 F1).
+    warn(`storage failing: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it until it can be read`)
+    connected.readPolicyOnUse()
   } else if (evicting !== undefined && !REPLICA_REFUSAL.test(evicting)) {
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. ${startAdvice(evicting)}`)
@@ -2057,6 +2063,15 @@ export class RedisLink {
    * accepted it): every server holding data is asked its `maxmemory-policy` (see {@link #readPolicy}),
    * and what each says is kept for its commands.
    */
+  /**
+   * @internal The policy could not be read at start (a worker serving all the same): every command reads it first, and is
+   * refused while it cannot be read, as when a read of it failed while serving.
+   */
+  readPolicyOnUse(): void {
+    this.#policiesRead = true
+    for (const address of this.#connection.servers()) this.#server(address).checkDue = true
+  }
+
   async checkEviction(): Promise<string | undefined> {
     if (this.#allowEviction) return undefined
     const ms = this.#timeLeft()

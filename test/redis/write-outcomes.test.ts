@@ -1506,6 +1506,24 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
   })
 
+  it('starts a worker in place of another while its user may run neither CONFIG nor INFO, answering 503 until it may, not exiting (attack59 F1)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-config')
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    let epoch: RedisEpoch | undefined
+    const first = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, onEpoch: (told) => (epoch = told) })
+    await first.create(tenantId('partner'), { name: 'before' }, Number.POSITIVE_INFINITY)
+    await vi.waitFor(() => expect(epoch).toBeDefined(), { timeout: 5000, interval: 100 })
+    await first.close()
+    await redis.cli('ACL', 'SETUSER', 'sb', '-info')
+    // Before: refused at start ("its maxmemory-policy could not be read"), again and again, nothing serving.
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch })
+    onTestFinished(() => replacement.close())
+    await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+    await redis.cli('ACL', 'SETUSER', 'sb', '+info')
+    await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' }), { timeout: 10_000, interval: 500 })
+  })
+
   it('checks in its scripts again that Redis is not a replica within about a second once INFO, refused a moment, is allowed again, saying both (attack57 F3)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
