@@ -106,8 +106,13 @@ function guarded(script: RedisScript): RedisScript {
 
 /** Redis's refusal of a script's `INFO` (an ACL, or the command renamed away): the guard is then left out a while. */
 const INFO_DENIED = /NOPERM|can't run this command|[Uu]nknown (?:Redis )?command/
-/** How long scripts go without {@link REPLICA_GUARD} once Redis refused its `INFO`, before it is tried again (ms). */
-const GUARD_RETRY_MS = 10_000
+/**
+ * How long scripts go without {@link REPLICA_GUARD} once Redis refused its `INFO`, before it is tried again (ms): a
+ * script sent twice a second while it is refused.
+ * @note 10 s first: with --redis-allow-eviction (no reading of Redis each second to bring it back sooner), a switchover
+ * 0.3 s after INFO was allowed again lost 2,855 201s, ids handed out twice (attack59 F3).
+ */
+const GUARD_RETRY_MS = 1000
 
 /**
  * Lua: `now`, Redis's own clock in ms. @note Every time stored or compared in Redis (last write,
@@ -205,6 +210,9 @@ class NotSent extends Error {}
 
 /** A refusal of Redis for being a replica (see RedisLink's #replicaRefusal). */
 const REPLICA_REFUSAL = /^it is a replica of /
+/** The refusal of a Redis whose eviction policy its user may not read (CONFIG and INFO refused). */
+const POLICY_UNREAD_TEXT = 'its maxmemory-policy could not be read'
+const POLICY_UNREAD = new RegExp(`^${POLICY_UNREAD_TEXT}`)
 /** The refusal of a Redis whose role its user may not read (INFO and ROLE refused): it may be a replica. */
 const ROLE_UNREAD = /^whether it is a replica cannot be read/
 
@@ -212,6 +220,7 @@ const ROLE_UNREAD = /^whether it is a replica cannot be read/
 function refusedUntil(reason: string): string {
   if (REPLICA_REFUSAL.test(reason)) return 'until it is a master again (or point --redis-url at the master)'
   if (ROLE_UNREAD.test(reason)) return "until INFO or ROLE is allowed for the sandbox's Redis user"
+  if (POLICY_UNREAD.test(reason)) return "until CONFIG or INFO is allowed for the sandbox's Redis user"
   return 'until it is set to noeviction (or start with --redis-allow-eviction)'
 }
 
@@ -219,6 +228,7 @@ function refusedUntil(reason: string): string {
 function startAdvice(reason: string): string {
   if (REPLICA_REFUSAL.test(reason)) return 'Point --redis-url at the master.'
   if (ROLE_UNREAD.test(reason)) return "Allow INFO (or at least ROLE) for the sandbox's Redis user."
+  if (POLICY_UNREAD.test(reason)) return "Allow CONFIG (or INFO) for the sandbox's Redis user, or accept evictions with --redis-allow-eviction."
   return 'Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.'
 }
 
@@ -573,7 +583,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   let policyRead = true
   const evicting = await connected.checkEviction().catch((error: unknown) => {
     policyRead = false
-    return `its maxmemory-policy could not be read (${messageOf(error)})`
+    return `${POLICY_UNREAD_TEXT} (${messageOf(error)})`
   })
   // @note A worker (`serve --workers`: 'serve') started in place of one that died while Redis could
   // evict keys exited at once, again and again: connections refused, no 503, no health (attack43 F2).
@@ -584,8 +594,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     // @note A worker started in place of another (an epoch handed) serves as the one it replaces does: answering 503
     // until the policy can be read again. Refused, with CONFIG and INFO both denied, replacements exited again and
     // again, and with both workers gone nothing answered, health included (attack59 F1).
-    warn(`storage failing: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it until it can be read`)
-    connected.readPolicyOnUse()
+    warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
+    connected.readPolicyOnUse(evicting)
   } else if (evicting !== undefined && !REPLICA_REFUSAL.test(evicting)) {
     await connected.close().catch(() => undefined)
     throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: ${evicting}. ${startAdvice(evicting)}`)
@@ -1404,6 +1414,8 @@ export class RedisLink {
       const guard = !this.cluster && monotonicNow() - this.#guardDeniedAt >= GUARD_RETRY_MS
       try {
         reply = await evaluate(guard ? guarded(script) : script)
+        // Guarded again and let through: INFO is allowed again (with --redis-allow-eviction, nothing reads Redis each second).
+        if (guard) this.#guardBack()
       } catch (error) {
         // A user not allowed INFO: refused before the script ran; sent again without the guard (the read each second,
         // by ROLE, finds a replica then).
@@ -2067,9 +2079,13 @@ export class RedisLink {
    * @internal The policy could not be read at start (a worker serving all the same): every command reads it first, and is
    * refused while it cannot be read, as when a read of it failed while serving.
    */
-  readPolicyOnUse(): void {
+  readPolicyOnUse(refusal: string): void {
     this.#policiesRead = true
-    for (const address of this.#connection.servers()) this.#server(address).checkDue = true
+    for (const address of this.#connection.servers()) {
+      const server = this.#server(address)
+      server.checkDue = true
+      server.evicting = refusal
+    }
   }
 
   async checkEviction(): Promise<string | undefined> {
@@ -2142,6 +2158,13 @@ export class RedisLink {
     }
     if (!Array.isArray(role) || String(role[0]) !== 'slave') return undefined
     return this.#replicaRefusal({ replicaOf: `${String(role[1])}:${String(role[2])}` })
+  }
+
+  /** The scripts' replica guard is back (INFO allowed again), said once. */
+  #guardBack(): void {
+    if (this.#guardDeniedAt === Number.NEGATIVE_INFINITY) return
+    this.#guardDeniedAt = Number.NEGATIVE_INFINITY
+    this.#warn(`storage: Redis allows INFO to the sandbox's user again: its scripts check again that Redis is not a replica`)
   }
 
   /**
@@ -2226,8 +2249,13 @@ export class RedisLink {
       const ms = this.#timeLeft()
       ;[evicting, evicted] = await Promise.all([this.#readPolicy(server.address, ms), this.#readEvicted(server.address, ms)])
     } catch (error) {
-      server.checkDue = true
-      throw error
+      // @note Refused (CONFIG and INFO denied): a refusal of Redis, said once, not a failure: taken for one, each command
+      // after said Redis "recovered", twice a second, while every request was refused (attack59 F4).
+      if (!(error instanceof ErrorReplied)) {
+        server.checkDue = true
+        throw error
+      }
+      evicting = `${POLICY_UNREAD_TEXT} (${messageOf(error)})`
     }
     // @note Where INFO is refused, ROLE tells a replica: not read, a sandbox on a master demoted to a writable replica
     // wrote there for good, health ok (attack51 F1b: 6,818 of 10,334 201s lost).
@@ -2236,15 +2264,12 @@ export class RedisLink {
     this.#noteEvicted(server, evicted)
     // @note INFO read again: the scripts' guard is back at once, not after its wait: off 10 s after INFO was refused for
     // a second, a switchover within them lost a second of 201s, nothing said (attack57 F3).
-    if (evicted !== undefined && this.#guardDeniedAt !== Number.NEGATIVE_INFINITY) {
-      this.#guardDeniedAt = Number.NEGATIVE_INFINITY
-      this.#warn(`storage: Redis allows INFO to the sandbox's user again: its scripts check again that Redis is not a replica`)
-    }
+    if (evicted !== undefined) this.#guardBack()
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
     if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} ${refusedUntil(evicting)}`)
     else if (evicting === undefined && server.evicting !== undefined) {
-      this.#warn(`storage accepted: ${this.#display(server)} ${REPLICA_REFUSAL.test(server.evicting) ? 'is a master again' : ROLE_UNREAD.test(server.evicting) ? 'is a master, its role read again' : 'no longer evicts keys'}`)
+      this.#warn(`storage accepted: ${this.#display(server)} ${REPLICA_REFUSAL.test(server.evicting) ? 'is a master again' : ROLE_UNREAD.test(server.evicting) ? 'is a master, its role read again' : POLICY_UNREAD.test(server.evicting) ? 'does not evict keys, its policy read again' : 'no longer evicts keys'}`)
       // @note While the policy refused scripts, the reads each second could not count the beat
       // (a script): a backup restored meanwhile in place (DEBUG RELOAD, a REPLICAOF to a copy) was
       // served from the first command after `noeviction`, ids handed out again until the next

@@ -1403,7 +1403,10 @@ export class SqliteStorage implements TenantStorage {
         this.#addCharge(tenant, bytes)
         return
       }
-      const detail = `${this.path}: ${Math.max(0, disk.room)} bytes left on its disk, and deleting the tenants needs about ${disk.keep} kept free: creates are answered 503 storage_unavailable until there is room (resets, switches to smaller scenarios and deletes go on)`
+      // @note With what else it counts (the write, writes under way, creates since the disk was read): by the room kept
+      // alone, "17211392 bytes left ... needs about 8769065 kept free" did not say why (attack58 F3).
+      const others = [this.#roomPledged > 0 ? `switches, resets and first writes under way ${this.#roomPledged}` : '', disk.since > 0 ? `creates since the disk was read ${disk.since}` : ''].filter(Boolean)
+      const detail = `${this.path}: ${Math.max(0, disk.room)} bytes left on its disk, and deleting the tenants needs about ${Math.max(disk.keep, grown())} kept free (besides this create's ${need}${others.length > 0 ? `, ${others.join(', ')}` : ''}): creates are answered 503 storage_unavailable until there is room (resets, switches to smaller scenarios and deletes go on)`
       if (disk.short === false) this.#warn(`storage failing: ${detail}`)
       disk.short = detail
       this.#checkpointWhenLarge(true)

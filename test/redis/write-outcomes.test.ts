@@ -1506,7 +1506,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(WriteOutcomeUnknownError)
   })
 
-  it('starts a worker in place of another while its user may run neither CONFIG nor INFO, answering 503 until it may, not exiting (attack59 F1)', async () => {
+  it('starts a worker in place of another while its user may run neither CONFIG nor INFO, answering 503 until it may, said once, not exiting (attack59 F1, F4)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-config')
     const url = `redis://sb:secret@127.0.0.1:${redis.port}`
@@ -1517,18 +1517,26 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await first.close()
     await redis.cli('ACL', 'SETUSER', 'sb', '-info')
     // Before: refused at start ("its maxmemory-policy could not be read"), again and again, nothing serving.
-    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch })
+    const warnings: string[] = []
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch, warn: (line) => warnings.push(line) })
     onTestFinished(() => replacement.close())
     await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+    // Said once, as a refusal: not "failing" then "recovered" at each command (attack59 F4).
+    for (let i = 0; i < 5; i++) await replacement.create(tenantId('partner'), { name: `during ${i}` }, Number.POSITIVE_INFINITY).catch(() => undefined)
+    expect(warnings.filter((line) => line.includes('storage recovered'))).toEqual([])
+    expect(warnings.filter((line) => line.includes('its maxmemory-policy could not be read')).length).toBe(1)
     await redis.cli('ACL', 'SETUSER', 'sb', '+info')
     await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' }), { timeout: 10_000, interval: 500 })
   })
 
-  it('checks in its scripts again that Redis is not a replica within about a second once INFO, refused a moment, is allowed again, saying both (attack57 F3)', async () => {
+  it.each([
+    { finding: 'attack57 F3', flags: {} },
+    { finding: 'attack59 F3: with --redis-allow-eviction, nothing reads Redis each second', flags: { redisAllowEviction: true } },
+  ])('checks in its scripts again that Redis is not a replica within about a second once INFO, refused a moment, is allowed again, saying both ($finding)', async ({ flags }) => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
     const lines: string[] = []
-    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true, warn: (line) => lines.push(line) })
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], redisAllowFailoverLoss: true, warn: (line) => lines.push(line), ...flags })
     expect((await create(sandbox, 'guarded')).status).toBe(201)
     await redis.cli('ACL', 'SETUSER', 'sb', '-info')
     expect((await create(sandbox, 'unguarded')).status).toBe(201)
