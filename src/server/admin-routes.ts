@@ -281,6 +281,10 @@ export function adminRoutes(options: AdminRoutesOptions): Router {
       sendError(res, 'scenario_not_allowed', { name: JSON.stringify(name), allowed: await allowedNames() })
       return undefined
     }
+    // @note Under --watch, the start scenario by its name is the one the watcher holds: read from its file here, a switch
+    // made while the file was being saved took a version the watcher had not (yet, or any more), and the tenant kept
+    // its own copy of that seed for good (attack59 F5: 30 of 30 tenants on Redis).
+    if (options.watchStatus !== undefined && name === tenants.scenario.name) return tenants.scenario
     const scenario = await loaded(name, where, res)
     if (scenario === null) sendError(res, 'unknown_scenario', { name: JSON.stringify(name), known: await allowedNames() })
     return scenario ? sameScenario(scenario, tenants.scenario) : undefined

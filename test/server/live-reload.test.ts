@@ -93,6 +93,22 @@ async function watchedShop(first: string = shop(), options: Parameters<typeof st
 describe.each(STORES)('live reload ($name store)', (kind) => {
   useStore(kind)
 
+  it('takes a switch to the start scenario by its name, made while its file is saved, for the start scenario as the watcher holds it: on its seed, not a writer of a copy (attack59 F5)', async () => {
+    const dir = scenarioDir()
+    const file = join(dir, 'shop.json')
+    writeFileSync(file, shop())
+    const running = await startSandbox({ scenario: 'shop', scenariosDir: dir, watch: true, apiKeys: ['k1'], onReload: () => undefined })
+    expect(await names(running, 'k1')).toEqual(['Dogs'])
+    // Saved; the switch comes before the watcher takes the save up.
+    writeFileSync(file, shop({ version: '2.0.0', categories: [{ name: 'Cats' }] }))
+    const switched = await running.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'shop' }) })
+    expect(switched.status).toBe(200)
+    await eventually(async () => (await health(running)).watch?.version, '2.0.0')
+    expect(await names(running, 'k1')).toEqual(['Cats'])
+    // Before: the version its file held then, stored as the tenant's own (on Redis, its own keys for good).
+    expect(await running.sandbox.tenants.storage.list()).toEqual([])
+  })
+
   it('shows an edited seed at once to a tenant that never wrote, and at its next reset to one that did', async () => {
     const { file, running } = await watchedShop()
     expect(await names(running, 'reader')).toEqual(['Dogs'])
