@@ -1554,7 +1554,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect(lines.join('\n')).toContain('its scripts check again that Redis is not a replica')
   })
 
-  it('sends its scripts with the replica guard again once its user, refused INFO, is allowed it and 10 s have passed (review44 F5)', async () => {
+  it('sends its scripts with the replica guard again once its user, refused INFO, is allowed it and the wait has passed (review44 F5)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'noinfo', 'on', '>secret', '~*', '&*', '+@all', '-info')
     const storage = await openRedisStorage({ url: `redis://noinfo:secret@127.0.0.1:${redis.port}`, seed: NO_SEED, allowFailoverLoss: true })
