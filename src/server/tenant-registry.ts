@@ -257,8 +257,9 @@ export class TenantRegistry implements TenantResolver {
 
   /**
    * A stale tenant's next request: unless it wrote meanwhile, its store takes the new seed where it stands, admitted by
-   * the memory budget as a new key's (throws the refusal, {@link TenantRegistryOptions.admit}: it stays stale then), in
-   * its queue: its requests under way read the old seed, this one and later ones the new.
+   * the memory budget as a new key's ({@link TenantRegistryOptions.admit}; where it does not fit, it stays stale and on
+   * its old version, whole), in its queue: its requests under way read the old seed, this one and later ones the new.
+   * Never throws.
    * @note Left on the old seed until its requests ended, a partner whose requests always overlapped (a poller, a
    * scenario's latency) was served the old seed's categories beside the new version's pets and orders for good (review45
    * F3). Made to wait for them instead, a waiter refused admission threw where nothing caught it (the process exited), a
@@ -300,13 +301,7 @@ export class TenantRegistry implements TenantResolver {
     this.#used(id, entry)
     const tenant = entry.tenant
     const shared = this.#options.storage.shared
-    if (tenant !== undefined && entry.stale) {
-      try {
-        this.#refresh(tenant, entry)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    }
+    if (tenant !== undefined && entry.stale) this.#refresh(tenant, entry)
     if (tenant === undefined) {
       entry.claims++
       // @note Shared: the opening's read was sent before this request arrived, so it may miss a
@@ -316,14 +311,7 @@ export class TenantRegistry implements TenantResolver {
       // one's categories beside the new version's pets and orders, one state answer mixed the two (review47 F3).
       if (!entry.stale) return entry.opening
       return entry.opening.then((opened) => {
-        if (entry.stale && this.#tenants.get(id) === entry) {
-          try {
-            this.#refresh(opened, entry)
-          } catch (error) {
-            opened.leave()
-            throw error
-          }
-        }
+        if (entry.stale && this.#tenants.get(id) === entry) this.#refresh(opened, entry)
         return opened
       })
     }
@@ -684,7 +672,9 @@ export class TenantRegistry implements TenantResolver {
         // Every request routed to it meanwhile is in use from now on, until it leaves.
         for (; entry.claims > 0; entry.claims--) tenant.enter()
         tenant.onIdle = () => this.#idle(id, entry)
-        tenant.startScenario = () => this.#scenario
+        // @note Not while stale: its store holds the old version's seed, which a reset under way at the save laid; taken for
+        // the new one, the tenant named the new version beside the old seed's categories (review48 F2).
+        tenant.startScenario = () => (entry.stale ? undefined : this.#scenario)
         entry.tenant = tenant
         // An entry removed while it opened (deleted, expired) never counts.
         entered()

@@ -224,11 +224,18 @@ function refusedUntil(reason: string): string {
   return 'until it is set to noeviction (or start with --redis-allow-eviction)'
 }
 
+/** A refusal's kind, for saying a new one when it changes (review48 F3: a policy that could not be read, then a replica). */
+function refusalKind(reason: string): string {
+  for (const [kind, pattern] of [['replica', REPLICA_REFUSAL], ['role', ROLE_UNREAD], ['policy', POLICY_UNREAD]] as const) if (pattern.test(reason)) return kind
+  return 'evicts'
+}
+
 /** What the operator is told to do about a refusal at start. */
 function startAdvice(reason: string): string {
   if (REPLICA_REFUSAL.test(reason)) return 'Point --redis-url at the master.'
   if (ROLE_UNREAD.test(reason)) return "Allow INFO (or at least ROLE) for the sandbox's Redis user."
-  if (POLICY_UNREAD.test(reason)) return "Allow CONFIG (or INFO) for the sandbox's Redis user, or accept evictions with --redis-allow-eviction."
+  if (POLICY_UNREAD.test(reason) && INFO_DENIED.test(reason)) return "Allow CONFIG (or INFO) for the sandbox's Redis user, or accept evictions with --redis-allow-eviction."
+  if (POLICY_UNREAD.test(reason)) return 'Check that Redis answers, or accept evictions with --redis-allow-eviction.'
   return 'Set maxmemory-policy noeviction on it, or accept the loss with --redis-allow-eviction.'
 }
 
@@ -588,6 +595,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // @note A worker (`serve --workers`: 'serve') started in place of one that died while Redis could
   // evict keys exited at once, again and again: connections refused, no 503, no health (attack43 F2).
   // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
+  // A worker serving refused (as a running one does): the checks below would only refuse it again, and make it exit.
+  const servingRefused = evicting !== undefined && options.unreachableAtStart === 'serve' && (policyRead || options.epoch !== undefined)
   if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
     warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
   } else if (evicting !== undefined && options.unreachableAtStart === 'serve' && options.epoch !== undefined) {
@@ -615,7 +624,9 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   }
   // @note A read-only replica or a user without write rights was "running", every write refused (attack17 C1).
   // A worker's start ('serve') meets a replica as a running sandbox does: refused until it is a master (attack46 F2).
-  if (target.mode === 'standalone' && !(evicting !== undefined && REPLICA_REFUSAL.test(evicting) && options.unreachableAtStart === 'serve')) {
+  // @note Any refusal: a replacement refused for a policy it could not read, on a master demoted since, exited at the
+  // replica check below, again and again (review48 F1).
+  if (target.mode === 'standalone' && !servingRefused) {
     // @note A writable replica (`replica-read-only no`) took writes its master's next sync erased (attack19 W1).
     const master = await connected.masterOf().catch(() => undefined)
     if (master !== undefined) {
@@ -2071,11 +2082,6 @@ export class RedisLink {
   }
 
   /**
-   * Why this Redis may lose tenant data by eviction, or undefined when it cannot (or the operator
-   * accepted it): every server holding data is asked its `maxmemory-policy` (see {@link #readPolicy}),
-   * and what each says is kept for its commands.
-   */
-  /**
    * @internal The policy could not be read at start (a worker serving all the same): every command reads it first, and is
    * refused while it cannot be read, as when a read of it failed while serving.
    */
@@ -2088,6 +2094,11 @@ export class RedisLink {
     }
   }
 
+  /**
+   * Why this Redis may lose tenant data by eviction, or undefined when it cannot (or the operator
+   * accepted it): every server holding data is asked its `maxmemory-policy` (see {@link #readPolicy}),
+   * and what each says is kept for its commands.
+   */
   async checkEviction(): Promise<string | undefined> {
     if (this.#allowEviction) return undefined
     const ms = this.#timeLeft()
@@ -2251,7 +2262,7 @@ export class RedisLink {
     } catch (error) {
       // @note Refused (CONFIG and INFO denied): a refusal of Redis, said once, not a failure: taken for one, each command
       // after said Redis "recovered", twice a second, while every request was refused (attack59 F4).
-      if (!(error instanceof ErrorReplied)) {
+      if (!(error instanceof ErrorReplied) || !INFO_DENIED.test(messageOf(error))) {
         server.checkDue = true
         throw error
       }
@@ -2267,7 +2278,7 @@ export class RedisLink {
     if (evicted !== undefined) this.#guardBack()
     // @note Said again when a Redis met after a failure still evicts: the "recovered" line just
     // before it would otherwise read as service back (new-user trial).
-    if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked)) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} ${refusedUntil(evicting)}`)
+    if (evicting !== undefined && (server.evicting === undefined || server.recoveredUnchecked || refusalKind(evicting) !== refusalKind(server.evicting))) this.#warn(`storage refused: ${this.#display(server)}: ${evicting}; answering 503 storage_unavailable to requests that use ${server.address === '' ? 'Redis' : 'that master'} ${refusedUntil(evicting)}`)
     else if (evicting === undefined && server.evicting !== undefined) {
       this.#warn(`storage accepted: ${this.#display(server)} ${REPLICA_REFUSAL.test(server.evicting) ? 'is a master again' : ROLE_UNREAD.test(server.evicting) ? 'is a master, its role read again' : POLICY_UNREAD.test(server.evicting) ? 'does not evict keys, its policy read again' : 'no longer evicts keys'}`)
       // @note While the policy refused scripts, the reads each second could not count the beat

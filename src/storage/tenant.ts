@@ -74,8 +74,11 @@ export class Tenant<S extends TenantStore = TenantStore, J extends TenantJournal
    */
   unknownScenario: string | undefined
 
-  /** The start scenario as it is now (a --watch save may have replaced it), whose seed is its store's default. @default none */
-  startScenario: (() => Scenario) | undefined
+  /**
+   * The start scenario as it is now (a --watch save may have replaced it), whose seed is its store's default; undefined
+   * while the store holds an older version's seed for it (a tenant left stale by a save). @default none
+   */
+  startScenario: (() => Scenario | undefined) | undefined
 
   /** Told when its last request under way ends ({@link leave} brings {@link busy} back to false). @default none */
   onIdle: (() => void) | undefined

@@ -1529,6 +1529,23 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' }), { timeout: 10_000, interval: 500 })
   })
 
+  it('starts a worker in place of another whose master was demoted since, while its user may read the policy neither by CONFIG nor by INFO: refused, not exiting (review48 F1)', async () => {
+    const [redis, other] = await Promise.all([startRedis(), startRedis()])
+    await Promise.all([redis, other].map((server) => server.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-config')))
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    let epoch: RedisEpoch | undefined
+    const first = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, onEpoch: (told) => (epoch = told) })
+    await first.create(tenantId('partner'), { name: 'before' }, Number.POSITIVE_INFINITY)
+    await vi.waitFor(() => expect(epoch).toBeDefined(), { timeout: 5000, interval: 100 })
+    await first.close()
+    await switchOver(redis, other)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-info')
+    // Before: refused at start by the replica check (by ROLE), again and again.
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch })
+    onTestFinished(() => replacement.close())
+    await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+  })
+
   it.each([
     { finding: 'attack57 F3', flags: {} },
     { finding: 'attack59 F3: with --redis-allow-eviction, nothing reads Redis each second', flags: { redisAllowEviction: true } },

@@ -366,6 +366,23 @@ describe('tenant registry at a --watch save of the start scenario, in memory', (
     }
   })
 
+  it('keeps a reset under way at a save whole: the version it laid, not the new one’s name beside its seed (review48 F2)', async () => {
+    const v1 = shop('1.0.0', 1)
+    const v2 = shop('2.0.0', 2)
+    const v3 = shop('3.0.0', 3)
+    const tenants = new TenantRegistry({ scenario: v1, keys: 'any', maxTenants: 10, overrides: {}, storage: new MemoryStorage(seedState(v1)) })
+    const busy = (await tenants.resolve('reader'))!
+    tenants.reload(v2)
+    expect(tenants.resolve('reader')).toBe(busy)
+    // A reset onto version 2 under way when version 3 is saved.
+    const reset = busy.resetTo(v2)
+    tenants.reload(v3)
+    await reset
+    // Before: version 3's name (pets, orders) beside version 2's categories.
+    expect(busy.scenario.version).toBe('2.0.0')
+    expect(await busy.store.countCategories()).toBe(2)
+  })
+
   it('gives a stale tenant’s request queued at the tenant cap the new seed, not the old (review46 F3, F4)', async () => {
     const v1 = shop('1.0.0', 1)
     const v2 = shop('2.0.0', 2)
