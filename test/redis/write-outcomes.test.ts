@@ -199,6 +199,16 @@ async function clearJournals(storage: RedisStorage, count: number): Promise<void
 
 const NO_SEED = { scenario: 'default', categories: [], nextCategoryId: 1 } as const
 
+/** Runs a first worker's storage at `url` (a create, then closed), as `serve --workers` does: the epoch it told, for a worker started in its place. */
+async function firstWorker(url: string): Promise<RedisEpoch> {
+  let epoch: RedisEpoch | undefined
+  const first = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, onEpoch: (told) => (epoch = told) })
+  await first.create(tenantId('partner'), { name: 'before' }, Number.POSITIVE_INFINITY)
+  await vi.waitFor(() => expect(epoch).toBeDefined(), { timeout: 5000, interval: 100 })
+  await first.close()
+  return epoch!
+}
+
 /** A switchover of `master` to `other`: `other` replicates it, caught up, is promoted, and `master` is demoted to a replica that takes writes. */
 async function switchOver(master: RedisServer, other: RedisServer): Promise<void> {
   await master.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
@@ -1510,11 +1520,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-config')
     const url = `redis://sb:secret@127.0.0.1:${redis.port}`
-    let epoch: RedisEpoch | undefined
-    const first = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, onEpoch: (told) => (epoch = told) })
-    await first.create(tenantId('partner'), { name: 'before' }, Number.POSITIVE_INFINITY)
-    await vi.waitFor(() => expect(epoch).toBeDefined(), { timeout: 5000, interval: 100 })
-    await first.close()
+    const epoch = await firstWorker(url)
     await redis.cli('ACL', 'SETUSER', 'sb', '-info')
     // Before: refused at start ("its maxmemory-policy could not be read"), again and again, nothing serving.
     const warnings: string[] = []
@@ -1533,11 +1539,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     const [redis, other] = await Promise.all([startRedis(), startRedis()])
     await Promise.all([redis, other].map((server) => server.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-config')))
     const url = `redis://sb:secret@127.0.0.1:${redis.port}`
-    let epoch: RedisEpoch | undefined
-    const first = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, onEpoch: (told) => (epoch = told) })
-    await first.create(tenantId('partner'), { name: 'before' }, Number.POSITIVE_INFINITY)
-    await vi.waitFor(() => expect(epoch).toBeDefined(), { timeout: 5000, interval: 100 })
-    await first.close()
+    const epoch = await firstWorker(url)
     await switchOver(redis, other)
     await redis.cli('ACL', 'SETUSER', 'sb', '-info')
     // Before: refused at start by the replica check (by ROLE), again and again.
