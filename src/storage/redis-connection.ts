@@ -153,6 +153,11 @@ const REPLICA_WAIT_SLICE_MS = 250
  * requests' time flapped health and the log with every other write (attack18 F4).
  */
 const BEHIND_HOLD_MS = 10_000
+/**
+ * How long (ms) health stays degraded after a command or key refused by Redis's ACL (see RedisLink's #denied): past the
+ * reads each second that may meet one, and health's own write probe.
+ */
+const DENIED_HOLD_MS = 3000
 /** How often (ms) a process reads again the replicas other processes expect (see RedisLink's sharedExpected). */
 const REPLICAS_SHARE_MS = 30_000
 
@@ -561,7 +566,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   let timer: NodeJS.Timeout | undefined
   try {
     await Promise.race([
-      connected.connecting.then(() => connected.call(undefined, ['PING'])),
+      // A PING its ACL refuses is Redis answering: the probe is the sandbox's own (attack60 F3).
+      connected.connecting.then(() => connected.call(undefined, ['PING'], { own: true }).catch(answeredIfDenied)),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${limit} ms${lastError === undefined ? '' : ` (${messageOf(lastError)})`}`)), limit)
       }),
@@ -635,7 +641,11 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     }
     // Asked quietly: a start about to be refused said first that it would answer 503 (trial5 P10).
     const refusal = await connected.writesRefused()
-    if (refusal !== undefined && /READONLY|NOPERM|can't run this command/.test(refusal)) {
+    // @note A worker started in place of another (an epoch handed) serves refused as the one it replaces does: with
+    // scripts or writes taken from its user, replacements exited again and again, and with both workers gone nothing
+    // answered, health included, a back-off keeping it so well after the ACL was fixed (attack60 F2).
+    if (refusal !== undefined && ACL_REFUSAL.test(refusal) && options.unreachableAtStart === 'serve' && options.epoch !== undefined) connected.deniedAtStart(refusal)
+    else if (refusal !== undefined && /READONLY|NOPERM|can't run this command/.test(refusal)) {
       await connected.close().catch(() => undefined)
       throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: it refuses writes (${refusal.replace(/^.*?refuses writes: /, '')}). Point --redis-url at the master, as a user allowed to run scripts and write.`)
     }
@@ -647,6 +657,17 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   started = true
   await connected.watchEpoch()
   return connected
+}
+
+/** Whether `error` is Redis refusing the sandbox's user a command or key (see {@link ACL_REFUSAL}). */
+function aclRefusal(error: unknown): boolean {
+  return error instanceof ErrorReplied && ACL_REFUSAL.test(messageOf(error))
+}
+
+/** Passes over an ACL refusal (Redis answering); rethrows anything else. */
+function answeredIfDenied(error: unknown): undefined {
+  if (aclRefusal(error)) return undefined
+  throw error
 }
 
 /** Closes a client once the commands it has in flight are answered, or after `ms` whatever they wait for; settles once closed. */
@@ -776,6 +797,8 @@ interface Server {
   refusing: { readonly detail: string; readonly key: string; readonly said: boolean } | undefined
   /** When "storage refusing" was last said (monotonic ms): at most once in {@link BEHIND_HOLD_MS}. */
   refusalSaidAt: number
+  /** The last command or key its ACL refused the sandbox's user (see RedisLink's #denied): when, and what was said when. */
+  denied: { readonly detail: string; readonly at: number; readonly said: string; readonly saidAt: number } | undefined
   /** It failed since the epoch was last checked on it: the next command to it checks it first (see RedisLink's #epochCheck). */
   epochDue: boolean
   /** That check in flight, which every command to it waits for. */
@@ -788,6 +811,12 @@ interface Server {
  * without the rights (`NOPERM`), a failed snapshot (`MISCONF`), too few replicas (`NOREPLICAS`).
  */
 const WRITE_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:(?:OOM|READONLY|NOPERM|MISCONF|NOREPLICAS)\b|The user executing the script can't run this command)/
+
+/**
+ * Error replies that say Redis refuses the sandbox's user a command or a key (its ACL): Redis
+ * answering, not failing (see RedisLink's #denied).
+ */
+const ACL_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:NOPERM\b|The user executing the script can't run this command)/
 
 /**
  * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master,
@@ -819,6 +848,7 @@ class ReplicaConfirmation {
   readonly #replicas: () => Promise<{ readonly state: ReplicaState; readonly replid: string | undefined }>
   #inFlight = false
   #waiting: Waiter[] = []
+  #refused: string | undefined
 
   /**
    * `round`: a mark and a WAIT of at most `ms`, on the master of `key`; resolves to whether every
@@ -828,6 +858,11 @@ class ReplicaConfirmation {
   constructor(round: (ms: number, key: string) => Promise<RoundResult>, replicas: () => Promise<{ readonly state: ReplicaState; readonly replid: string | undefined }>) {
     this.#round = round
     this.#replicas = replicas
+  }
+
+  /** @internal Why the last round failed, where Redis refused it to the sandbox's user (its ACL: WAIT, INFO or the mark), or undefined. */
+  get refused(): string | undefined {
+    return this.#refused
   }
 
   /**
@@ -861,6 +896,7 @@ class ReplicaConfirmation {
     let outcome: (waiter: Waiter) => boolean | undefined
     try {
       const round = await this.#round(ms, group[0]!.key)
+      this.#refused = undefined
       // @note A write is confirmed only in the history it was written in: after a failover behind
       // the same address, a round on the promoted master (no replicas) confirmed writes its old
       // master took and lost (the model-based suite's failover command, seed 20261126).
@@ -879,9 +915,10 @@ class ReplicaConfirmation {
         outcome = (waiter) => (waiter.history === undefined || waiter.history !== now.replid || waiter.history !== round.replid ? false : now.state === 'none' || caughtUp(waiter) ? true : now.state === 'expected' ? false : undefined)
         for (const waiter of group) if (same(waiter)) waiter.needed ??= round.offset
       }
-    } catch {
+    } catch (error) {
       // Not an answer (the connection failed, an error reply such as a master turned replica): not confirmed.
       outcome = () => false
+      this.#refused = aclRefusal(error) ? messageOf(error) : undefined
     }
     this.#inFlight = false
     const now = monotonicNow()
@@ -1313,8 +1350,11 @@ export class RedisLink {
     return this.target.mode === 'cluster'
   }
 
-  /** Runs one command; `firstKey` routes it to its slot's master in a cluster. */
-  async call(firstKey: string | undefined, args: string[]): Promise<Reply> {
+  /**
+   * Runs one command; `firstKey` routes it to its slot's master in a cluster. `own`: a check of the sandbox's own (not
+   * a request's need), whose ACL refusal is thrown as Redis replied it, nothing noted.
+   */
+  async call(firstKey: string | undefined, args: string[], options: { readonly own?: boolean } = {}): Promise<Reply> {
     if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
     const server = this.#serverFor(firstKey)
     let reply: Reply
@@ -1326,6 +1366,7 @@ export class RedisLink {
       reply = await this.#connection.send(firstKey, args, this.#timeLeft())
     } catch (error) {
       if (this.#lost !== undefined) throw new StorageUnavailableError(this.#lost, { until: 'restart' })
+      if (aclRefusal(error)) throw options.own === true ? error : this.#denied(server, messageOf(error), error)
       if (firstKey !== undefined && error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, firstKey, error)
       throw this.#failure(error, server)
     }
@@ -1356,6 +1397,43 @@ export class RedisLink {
     // connections): the connection stays on it (attack19 R3, open). Renewing the client on every
     // refusal past 5 s opened 13,812 connections in 10 s (attack20 R5), and was taken out.
     return new StorageUnavailableError(detail, { cause: error })
+  }
+
+  /**
+   * A command or key Redis refused the sandbox's user (its ACL: `NOPERM`, or the words of Redis 7.0 inside a script):
+   * a {@link StorageUnavailableError} (503, not run), said once, and again when the refusal changes (at most every
+   * {@link BEHIND_HOLD_MS}); health is degraded until none was met for {@link DENIED_HOLD_MS}. Redis answers: it is not marked
+   * failing, nor its policy or epoch read again.
+   * @note Taken for a failure, each refusal said "storage failing" and the next command "storage recovered", about once
+   * a second, while every request was refused (attack60 F4); a refused PING, health's own probe, made health 503 while
+   * every create was 201 (attack60 F3).
+   */
+  #denied(server: Server, message: string, cause?: unknown): StorageUnavailableError {
+    const detail = `${this.#display(server)} refuses the sandbox's user: ${message}`
+    const at = monotonicNow()
+    let { said, saidAt } = server.denied ?? { said: '', saidAt: Number.NEGATIVE_INFINITY }
+    if (server.denied === undefined || (detail !== said && at - saidAt >= BEHIND_HOLD_MS)) {
+      this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them (health degraded)`)
+      said = detail
+      saidAt = at
+    }
+    server.denied = { detail, at, said, saidAt }
+    return new StorageUnavailableError(detail, cause === undefined ? {} : { cause })
+  }
+
+  /** @internal A replacement worker's start met writes refused by the ACL (see connectRedis): noted and said as a running one would. */
+  deniedAtStart(message: string): void {
+    this.#denied(this.#server(''), message)
+  }
+
+  /** Whether `server`'s last ACL refusal is {@link DENIED_HOLD_MS} old: forgotten then, said. */
+  #deniedLapsed(server: Server): boolean {
+    const denied = server.denied
+    if (denied === undefined) return true
+    if (monotonicNow() - denied.at < DENIED_HOLD_MS) return false
+    server.denied = undefined
+    this.#warn(`storage allowed: ${this.#display(server)} has refused the sandbox's user nothing for ${DENIED_HOLD_MS / 1000} s (the last refusal: ${denied.detail.slice(denied.detail.indexOf(': ') + 2)})`)
+    return true
   }
 
   /** A write to `server` succeeded: it accepts writes again, if it refused them. */
@@ -1446,6 +1524,7 @@ export class RedisLink {
         throw new RedisScriptRefusal(refusal[1])
       }
       // Refused, not run (Redis checks before running a write): never an unknown outcome.
+      if (aclRefusal(error)) throw this.#denied(server, messageOf(error), error)
       if (error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, keys[0]!, error)
       const failure = this.#failure(error, server)
       // @note A script stopped by a key of the wrong type may have written before it (Redis rolls
@@ -1796,14 +1875,17 @@ export class RedisLink {
         : server.replicaFailing
           ? 'the cluster says a replica of it is failing, and a failover to that one would lose the write'
           : `${server.replicasUncounted ?? this.#countUnreadable ?? 'the replicas expected cannot be read'}, and a failover to one missing would lose the write`
-    const detail = `${this.#display(server)}: ${latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : missing}`
+    // @note WAIT refused to the sandbox's user was said as a replica behind or stopped, with a flag that accepts losses as
+    // the way out (attack60 F1).
+    const refused = latest === 'online' ? this.#confirmation(server).refused : undefined
+    const detail = `${this.#display(server)}: ${refused !== undefined ? `its replicas cannot be waited for: Redis refuses the confirmation to the sandbox's user (${refused})` : latest === 'online' ? "no replica confirmed the write within the request's time (a replica behind or stopped, or the confirmation's own connection failing)" : missing}`
     // @note Said again when the reason changes (at most every BEHIND_HOLD_MS): only the first was,
     // and a lock-out by the count ("1 of the 2 replicas expected …", with the flag that ends it)
     // never reached the log of a sandbox that first saw a replica stop confirming (attack21 L2).
     const at = monotonicNow()
     let { said, saidAt } = server.behind ?? { said: '', saidAt: Number.NEGATIVE_INFINITY }
     if (server.behind === undefined || (detail !== said && at - saidAt >= BEHIND_HOLD_MS)) {
-      this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until one does, or start with --redis-allow-failover-loss`)
+      this.#warn(`storage replicas: ${detail}; answering 503 write_outcome_unknown to its writes (applied on the master, lost if it fails over now) until ${refused !== undefined ? "its ACL allows WAIT and INFO" : 'one does'}, or start with --redis-allow-failover-loss`)
       said = detail
       saidAt = at
     }
@@ -2001,8 +2083,11 @@ export class RedisLink {
     return this.#clockReading
   }
 
-  /** Sends a command to every server holding data, each failure counted against its server: their replies, or the first failure. */
-  async #each(args: string[], ms: number): Promise<Reply[]> {
+  /**
+   * Sends a command to every server holding data, each failure counted against its server: their replies, or the first
+   * failure. `own`: a probe of the sandbox's own, whose ACL refusal is Redis answering (undefined in its place).
+   */
+  async #each(args: string[], ms: number, own = false): Promise<Reply[]> {
     const servers = this.#connection.servers()
     if (servers.length === 0) throw this.#failure(new NotSent("the cluster's masters are not known yet"), this.#server(''))
     return Promise.all(
@@ -2012,7 +2097,8 @@ export class RedisLink {
         try {
           reply = await this.#connection.sendTo(address, args, ms)
         } catch (error) {
-          throw this.#failure(error, server)
+          if (!own || !aclRefusal(error)) throw this.#failure(error, server)
+          reply = null
         }
         this.recovered(server)
         return reply
@@ -2027,7 +2113,8 @@ export class RedisLink {
   async ping(): Promise<{ ok: boolean; detail?: string }> {
     if (this.#lost !== undefined) return { ok: false, detail: this.#lost }
     try {
-      await this.#each(['PING'], this.#timeLeft())
+      // A PING its ACL refuses is Redis answering: the probe is the sandbox's own, no request needs it (attack60 F3).
+      await this.#each(['PING'], this.#timeLeft(), true)
     } catch (error) {
       return { ok: false, detail: (error as Error).message }
     }
@@ -2078,6 +2165,8 @@ export class RedisLink {
         server.behind = undefined
       } else return { ok: false, detail: behind.detail }
     }
+    // A command or key its ACL refused a request lately (the write probe above included).
+    for (const server of [...this.#servers.values()]) if (!this.#deniedLapsed(server)) return { ok: false, detail: server.denied!.detail }
     return { ok: true }
   }
 
@@ -2330,6 +2419,7 @@ export class RedisLink {
         behind: undefined,
         refusing: undefined,
         refusalSaidAt: Number.NEGATIVE_INFINITY,
+        denied: undefined,
         // @note First seen once the token was taken (a replica promoted at its own address, on a
         // Cluster), its first commands went unchecked: from an older state, 6-48 ids handed out
         // again before the next second's read (attack39 F3). Checked before its first command, as a
@@ -2360,6 +2450,7 @@ export class RedisLink {
 
   /** @internal `server` (the one Redis without it) answering again */
   recovered(server: Server = this.#server('')): void {
+    if (server.denied !== undefined) this.#deniedLapsed(server)
     // On a cluster, any master answering shows the client as a whole works.
     if (server.address !== '' && this.#servers.get('')?.failing !== undefined) this.recovered(this.#server(''))
     if (server.failing === undefined) return
@@ -2554,8 +2645,10 @@ export class RedisLink {
         this.#beatConfirming = undefined
         this.#tellEpoch()
       })
-    } catch {
+    } catch (error) {
       // Redis failing, the write not confirmed, or a key of another type: said by the commands that meet it, and by health.
+      // Refused by its ACL: Redis losing its keys or going back in time is not watched meanwhile; said, health degraded.
+      if (aclRefusal(error)) this.#denied(this.#serverFor(key), messageOf(error), error)
     }
   }
 
@@ -2793,6 +2886,8 @@ export class RedisLink {
       }
       return new WrongTypeError(`${detail}: a key it uses holds the wrong type of value`, { cause: error })
     }
+    // Refused by its ACL: Redis answers (attack60 F4).
+    if (aclRefusal(error)) return this.#denied(server, messageOf(error), error)
     // Whatever answers next may be another Redis, or this one restarted with another policy; on a
     // cluster, the client as a whole failing may have met any master.
     server.checkDue = true

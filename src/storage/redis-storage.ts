@@ -120,6 +120,8 @@ export interface RedisStorageOptions {
 
 /** How many categories one RPUSH sends from inside a script (Lua's `unpack` has a limit). */
 const PUSH_CHUNK = 1000
+/** Health's reads of the shared keys' types: checks of the sandbox's own, an ACL refusal of which is no request's (attack60 F3). */
+const OWN = { own: true } as const
 
 /** Lua: renews the TTL of both of a tenant's keys to ARGV[`arg`] ms (0: they never expire). */
 const renewTtl = (arg: number) => `local ttl = tonumber(ARGV[${arg}])
@@ -767,15 +769,15 @@ export class RedisStorage implements TenantStorage {
     const keys = this.#sharedKeys()
     // The rule of `typesBeforeWriting`, read here: the shared keys are in other slots than one script may touch on a Cluster.
     const typeOf = async ([key, type, fields = []]: KeyType) => {
-      const held = String(await this.link.call(key, ['TYPE', key]))
+      const held = String(await this.link.call(key, ['TYPE', key], OWN))
       if (type === 'integer' && held === 'string') {
-        const text = String(await this.link.call(key, ['GET', key]))
+        const text = String(await this.link.call(key, ['GET', key], OWN))
         // The beats are integers below 2^53 (at 2^53 the beat is refused: its next would not be told apart).
         const usable = key === this.link.beatKey ? usableBeatText(text) : usableCount(text)
         return usable ? 'integer' : 'string holding no integer'
       }
       if (held !== 'hash' || fields.length === 0) return held
-      const values = (await this.link.call(key, ['HMGET', key, ...fields])) as (string | null)[]
+      const values = (await this.link.call(key, ['HMGET', key, ...fields], OWN)) as (string | null)[]
       return values.every((value) => value === null || usableCount(value)) ? 'hash' : `hash whose counts (${fields.join(', ')}) hold no integer`
     }
     const wrong = Promise.all(keys.map(typeOf)).then((held) => {

@@ -1549,6 +1549,84 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
   })
 
   it.each([
+    { take: '-@scripting', give: '+@scripting' },
+    { take: '-@write', give: '+@write' },
+  ])('starts a worker in place of another while its user may not write ($take), answering 503 with health degraded until it may, not exiting (attack60 F2)', async ({ take, give }) => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    const epoch = await firstWorker(url)
+    await redis.cli('ACL', 'SETUSER', 'sb', take)
+    const warnings: string[] = []
+    // Before: refused at start ("it refuses writes"), again and again, nothing serving, health included.
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch, warn: (line) => warnings.push(line) })
+    onTestFinished(() => replacement.close())
+    expect(warnings.join('\n')).toContain("storage refused: Redis at redis://sb:***@127.0.0.1")
+    expect((await replacement.health()).ok).toBe(false)
+    await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+    await redis.cli('ACL', 'SETUSER', 'sb', give)
+    await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' }), { timeout: 10_000, interval: 500 })
+    await vi.waitFor(async () => expect((await replacement.health()).ok).toBe(true), { timeout: 10_000, interval: 500 })
+    expect(warnings.join('\n')).toContain('storage allowed')
+  })
+
+  it('says a confirmation refused WAIT as that, not as a replica behind (attack60 F1)', async () => {
+    const [redis, replica] = await Promise.all([startRedis(), startRedis()])
+    await redis.cli('CONFIG', 'SET', 'repl-diskless-sync-delay', '0')
+    await replica.cli('REPLICAOF', '127.0.0.1', String(redis.port))
+    await vi.waitFor(async () => expect(await replica.cli('INFO', 'replication')).toMatch(/master_link_status:up/), { timeout: 10_000, interval: 100 })
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'confirmed')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-wait')
+    const answer = await create(sandbox, 'unconfirmed')
+    expect(answer.status).toBe(503)
+    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
+    const said = lines.filter((line) => line.startsWith('storage replicas')).join('\n')
+    // Before: "no replica confirmed the write within the request's time (a replica behind or stopped …)", WAIT never named.
+    expect(said).toContain("'wait'")
+    expect(said).not.toContain('a replica behind or stopped')
+    await redis.cli('ACL', 'SETUSER', 'sb', '+wait')
+    expect((await create(sandbox, 'confirmed again')).status).toBe(201)
+  })
+
+  it('serves on, healthy, while its user may not PING: the probe is the sandbox’s own (attack60 F3)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
+    await redis.cli('ACL', 'SETUSER', 'sb', '-ping')
+    for (let i = 0; i < 3; i++) {
+      expect((await create(sandbox, `served ${i}`)).status).toBe(201)
+      // Before: 503 degraded, "storage failing … answering 503 storage_unavailable" while every create was 201.
+      expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    }
+    expect(lines.join('\n')).not.toMatch(/storage (failing|recovered)/)
+  })
+
+  it('says once that its user may not use the sandbox’s keys, in a worker started in place of another: health degraded, never "recovered" while refused (attack60 F4)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    const epoch = await firstWorker(url)
+    await redis.cli('ACL', 'SETUSER', 'sb', 'resetkeys', '~zz*')
+    const warnings: string[] = []
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch, warn: (line) => warnings.push(line) })
+    onTestFinished(() => replacement.close())
+    for (let i = 0; i < 6; i++) {
+      await expect(replacement.create(tenantId('partner'), { name: `refused ${i}` }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+      expect((await replacement.health()).ok).toBe(false)
+      await sleep(300)
+    }
+    // Before: "storage failing" and "storage recovered … answers again" in turn at each request.
+    expect(warnings.filter((line) => /storage (failing|recovered)/.test(line))).toEqual([])
+    expect(warnings.filter((line) => line.includes('no permissions to access')).length).toBe(1)
+    await redis.cli('ACL', 'SETUSER', 'sb', '~*')
+    await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' }), { timeout: 10_000, interval: 500 })
+  })
+
+  it.each([
     { finding: 'attack57 F3', flags: {} },
     { finding: 'attack59 F3: with --redis-allow-eviction, nothing reads Redis each second', flags: { redisAllowEviction: true } },
   ])('checks in its scripts again that Redis is not a replica within about a second once INFO, refused a moment, is allowed again, saying both ($finding)', async ({ flags }) => {
