@@ -49,6 +49,7 @@ export const STORAGE_UNAVAILABLE_UNTIL = {
  */
 export const WRITE_OUTCOME_UNKNOWN_WHY = {
   late: 'the storage did not confirm it in time',
+  partial: 'the storage stopped it part way (a key of the wrong type, or a command its user may not run), and what it wrote before stays',
   replica: 'it was applied, but a replica of the storage that must have it before it is confirmed is not online (a failover now would lose it)',
 } as const
 
@@ -142,7 +143,7 @@ export const ERROR_TABLE = {
   write_outcome_unknown: {
     status: 503,
     message: 'The write may or may not have been applied: {why}; list the resource to check before retrying',
-    when: `With \`--redis-url\`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request's time whether it was applied, or its master has replicas and none confirmed it in time (applied on the master; a failover would lose it); with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); \`Retry-After\` says when to check. \`{why}\` is "${WRITE_OUTCOME_UNKNOWN_WHY.late}", or, refused at once because fewer of the master's replicas are online than expected, "${WRITE_OUTCOME_UNKNOWN_WHY.replica}"`,
+    when: `With \`--redis-url\`, a write sent to Redis went unanswered (Redis hung, or the connection dropped after sending) and Redis could not say within the request's time whether it was applied, or its master has replicas and none confirmed it in time (applied on the master; a failover would lose it); with a data directory, a write whose fsync failed could not be undone durably (the undo failed, or its own fsync did); \`Retry-After\` says when to check. \`{why}\` is "${WRITE_OUTCOME_UNKNOWN_WHY.late}", or, refused at once because fewer of the master's replicas are online than expected, "${WRITE_OUTCOME_UNKNOWN_WHY.replica}", or, stopped part way by Redis (a key of the wrong type, or a command the sandbox's Redis user may not run met inside the write's script), "${WRITE_OUTCOME_UNKNOWN_WHY.partial}"`,
   },
   tenant_capacity: {
     status: 503,

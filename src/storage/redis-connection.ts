@@ -106,6 +106,16 @@ function guarded(script: RedisScript): RedisScript {
 
 /** Redis's refusal of a script's `INFO` (an ACL, or the command renamed away): the guard is then left out a while. */
 const INFO_DENIED = /NOPERM|can't run this command|[Uu]nknown (?:Redis )?command/
+
+/**
+ * Whether a guarded script's error is its guard's `INFO` refused: {@link INFO_DENIED} met on the guard's line, the
+ * first (Redis names the line a script failed on: `@user_script:<line>`).
+ * @note Any command refused inside the script was taken for INFO: the guard was left out, said as INFO refused, and the
+ * script sent again after it may have written in part (the review of attack60's fix: `-zcard`).
+ */
+function guardRefused(message: string): boolean {
+  return INFO_DENIED.test(message) && (/@user_script:(\d+)/.exec(message)?.[1] ?? '1') === '1'
+}
 /**
  * How long scripts go without {@link REPLICA_GUARD} once Redis refused its `INFO`, before it is tried again (ms): a
  * script sent twice a second while it is refused.
@@ -816,7 +826,10 @@ const WRITE_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:(?:OOM|READO
  * Error replies that say Redis refuses the sandbox's user a command or a key (its ACL): Redis
  * answering, not failing (see RedisLink's #denied).
  */
-const ACL_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:NOPERM\b|The user executing the script can't run this command)/
+const ACL_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:NOPERM\b|The user executing the script can't (?:run this command|access))/
+
+/** An error a script met as it ran (Redis names the script and line: `script: <sha>, on @user_script:<line>`), not before. */
+const IN_SCRIPT = /\bscript: [0-9a-f]{40}|@user_script:/
 
 /**
  * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master,
@@ -1508,7 +1521,7 @@ export class RedisLink {
       } catch (error) {
         // A user not allowed INFO: refused before the script ran; sent again without the guard (the read each second,
         // by ROLE, finds a replica then).
-        if (!guard || !(error instanceof ErrorReplied) || !INFO_DENIED.test(messageOf(error))) throw error
+        if (!guard || !(error instanceof ErrorReplied) || !guardRefused(messageOf(error))) throw error
         reply = await evaluate(script)
         // @note Tried again later: left out for good, INFO allowed again did not bring the guard back (review44 F5).
         if (this.#guardDeniedAt === Number.NEGATIVE_INFINITY) {
@@ -1523,15 +1536,22 @@ export class RedisLink {
         if (counting !== undefined) this.#looselyAt = looselyAt
         throw new RedisScriptRefusal(refusal[1])
       }
+      if (aclRefusal(error)) {
+        const denied = this.#denied(server, messageOf(error), error)
+        // @note Redis checks a script's commands against the ACL as it runs them, and rolls back nothing: one refused
+        // after the script wrote (`-pexpire`, `-@sortedset`) left the write applied, answered 503 storage_unavailable,
+        // each retry of a create adding one more. Refused before it ran (EVALSHA, or its keys), nothing was written.
+        if (options.confirm === true && IN_SCRIPT.test(messageOf(error))) throw new WriteOutcomeUnknownError(`${denied.message}; refused inside the script, the write may have been applied in part`, { why: 'partial' })
+        throw denied
+      }
       // Refused, not run (Redis checks before running a write): never an unknown outcome.
-      if (aclRefusal(error)) throw this.#denied(server, messageOf(error), error)
       if (error instanceof ErrorReplied && WRITE_REFUSAL.test(messageOf(error))) throw this.#refused(server, keys[0]!, error)
       const failure = this.#failure(error, server)
       // @note A script stopped by a key of the wrong type may have written before it (Redis rolls
       // nothing back): a write's outcome is unknown, never "not applied". Answered 503
       // storage_unavailable, each retry of a create added one more (attack24 R5-1).
       if (options.confirm === true && error instanceof ErrorReplied && !messageOf(error).startsWith(NOTHING_WRITTEN) && (WRONG_TYPE.test(messageOf(error)) || SCRIPT_RUNTIME_ERROR.test(messageOf(error)))) {
-        throw new WriteOutcomeUnknownError(`${failure.message}; the write may have been applied in part`)
+        throw new WriteOutcomeUnknownError(`${failure.message}; the write may have been applied in part`, { why: 'partial' })
       }
       // A reply from Redis (an error reply: LOADING, READONLY, …) or a refusal to send is an
       // outcome; only a script sent and never answered may have run unseen.

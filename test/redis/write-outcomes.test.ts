@@ -1605,6 +1605,24 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect(lines.join('\n')).not.toMatch(/storage (failing|recovered)/)
   })
 
+  it('answers a create whose script a command refused by the ACL stopped after it wrote 503 write_outcome_unknown, never storage_unavailable (in-script ACL, found fixing attack60)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const lines: string[] = []
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    // The create's script trims the shared outcome record (ZCARD) after it stored the category.
+    await redis.cli('ACL', 'SETUSER', 'sb', '-zcard')
+    const answer = await create(sandbox, 'stopped part way')
+    expect(answer.status).toBe(503)
+    // Before: 503 storage_unavailable ("not applied": retry), the category stored all the same.
+    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
+    // Before, too: taken for the replica guard's INFO refused, the guard left out and the script sent again.
+    expect(lines.join('\n')).not.toContain('refuses INFO')
+    await redis.cli('ACL', 'SETUSER', 'sb', '+zcard')
+    expect(await names(sandbox)).toEqual(['before', 'stopped part way'])
+  })
+
   it('says once that its user may not use the sandbox’s keys, in a worker started in place of another: health degraded, never "recovered" while refused (attack60 F4)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
