@@ -70,12 +70,16 @@ function isEpoch(message: unknown): message is WorkerEpoch {
 
 /** The variable a worker started in place of another finds the epoch in (JSON `{ token, beat, lost?, primary }`, `primary` its primary's pid). */
 const EPOCH_VARIABLE = 'PETSTORE_WORKER_EPOCH'
+/** The variable that tells a worker it starts once the sandbox serves (its primary's pid): see `redisReplacing`. */
+const REPLACING_VARIABLE = 'PETSTORE_WORKER_REPLACING'
 
 /**
  * In a worker: the epoch the primary handed it (what its workers last told, see {@link runWorkers}),
  * and a listener telling the primary each newer one.
  */
-export function workerEpochOptions(): { redisEpoch?: RedisEpoch; onRedisEpoch: (epoch: RedisEpoch) => void } {
+export function workerEpochOptions(): { redisEpoch?: RedisEpoch; onRedisEpoch: (epoch: RedisEpoch) => void; redisReplacing: boolean } {
+  // Started once the sandbox served (see runWorkers): it serves what a running worker would be refused.
+  const replacing = process.env[REPLACING_VARIABLE] === String(process.ppid)
   let handed: unknown
   try {
     const value = JSON.parse(process.env[EPOCH_VARIABLE] ?? 'null') as { primary?: unknown } | null
@@ -91,8 +95,8 @@ export function workerEpochOptions(): { redisEpoch?: RedisEpoch; onRedisEpoch: (
     // error handed to it, not one emitted on the process: uncaught, that ended the worker (review39 R7).
     if (process.connected) process.send?.(message, undefined, {}, () => undefined)
   }
-  if (!isEpoch(handed)) return { onRedisEpoch: tell }
-  return { redisEpoch: { token: handed.token, beat: handed.beat, ...(handed.lost === undefined ? {} : { lost: handed.lost }) }, onRedisEpoch: tell }
+  if (!isEpoch(handed)) return { onRedisEpoch: tell, redisReplacing: replacing }
+  return { redisEpoch: { token: handed.token, beat: handed.beat, ...(handed.lost === undefined ? {} : { lost: handed.lost }) }, onRedisEpoch: tell, redisReplacing: replacing }
 }
 
 /** Whether this process is a worker of `serve --workers`. */
@@ -117,6 +121,7 @@ export async function runWorkers(count: number, say: (text: string) => void, com
   // @note Only the primary hands an epoch: one left in its own environment (a shell's, a unit
   // file's) went to its first workers, which refused a healthy Redis as storage lost (attack41 F2).
   delete process.env[EPOCH_VARIABLE]
+  delete process.env[REPLACING_VARIABLE]
   let closing = false
   const crashes: number[] = []
 
@@ -135,7 +140,12 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     else if (lost !== epoch.lost) epoch = { ...epoch, lost }
   })
 
-  const epochVariable = () => (epoch === undefined ? undefined : { [EPOCH_VARIABLE]: JSON.stringify({ ...epoch, primary: process.pid }) })
+  // @note Every worker forked once the first serves is told so: one replacing a worker of a sandbox that never took the
+  // token (no epoch to hand) exited at start again and again where a running one serves refused (attack61 F6).
+  const epochVariable = () => ({
+    ...(epoch === undefined ? {} : { [EPOCH_VARIABLE]: JSON.stringify({ ...epoch, primary: process.pid }) }),
+    ...(serving ? { [REPLACING_VARIABLE]: String(process.pid) } : {}),
+  })
   const fork = (): Promise<string> =>
     new Promise((resolve, reject) => {
       const worker = cluster.fork(epochVariable())

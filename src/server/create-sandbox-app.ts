@@ -248,6 +248,7 @@ async function openStorage(settings: SandboxSettings, seed: TenantState, ttlMs: 
         allowFailoverLoss: settings.redisAllowFailoverLoss,
         replicas: settings.redisReplicas,
         epoch: settings.redisEpoch,
+        replacing: settings.redisReplacing,
         onEpoch: settings.onRedisEpoch as ((epoch: RedisEpoch) => void) | undefined,
         storedBytesBudget: storeBudget,
       })

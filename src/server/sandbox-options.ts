@@ -118,6 +118,14 @@ export interface SandboxAppOptions {
   /** With `redisUrl`: called with the epoch each time this sandbox knows a newer one (at most once a second), and once with `lost` when it takes storage for lost, for a `redisEpoch` later. */
   onRedisEpoch?: (epoch: RedisEpoch) => void
   /**
+   * With `redisUrl` and `redisUnreachableAtStart: 'serve'`: this sandbox starts in place of (or beside) one that serves,
+   * so a Redis that refuses it as it would refuse a running one (an evicting policy, a replica, an ACL that refuses its
+   * user a command) is served as a running sandbox serves it, `503` until fixed, not refused at start. What `serve
+   * --workers` gives every worker it starts once the first serves; a `redisEpoch` handed implies it.
+   * @default false
+   */
+  redisReplacing?: boolean
+  /**
    * Accept a Redis whose `maxmemory-policy` may evict keys (anything but `noeviction`): it
    * silently drops acknowledged writes when full. Without it such a Redis is refused at start.
    * @default false
@@ -287,6 +295,7 @@ const Options = z
     redisUnreachableAtStart: z.enum(['refuse', 'serve']).default('refuse'),
     redisEpoch: z.object({ token: z.string().min(1), beat: z.int().min(0).max(Number.MAX_SAFE_INTEGER), lost: z.string().min(1).optional() }).strict().optional(),
     onRedisEpoch: z.function().optional(),
+    redisReplacing: z.boolean().default(false),
     redisAllowEviction: z.boolean().default(false),
     redisAllowFailoverLoss: z.boolean().default(false),
     redisReplicas: z.int().min(0).max(1000).optional(),
@@ -425,6 +434,7 @@ const ACCEPTED: Readonly<Record<string, string>> = {
   redisUnreachableAtStart: `'refuse' or 'serve'`,
   redisEpoch: 'the { token, beat, lost? } an onRedisEpoch call gave',
   onRedisEpoch: 'a function called with each newer epoch',
+  redisReplacing: 'true or false',
   redisAllowEviction: 'true or false',
   redisAllowFailoverLoss: 'true or false',
   redisReplicas: 'a whole number of replicas of each Redis master, from 0 to 1000',

@@ -79,7 +79,39 @@ export interface RedisScript {
 
 /** Defines a script for {@link RedisLink.script}. */
 export function redisScript(source: string): RedisScript {
+  for (const name of commandsOf(source)) scriptCommands.add(name)
   return { source, sha: createHash('sha1').update(source).digest('hex') }
+}
+
+/** Every command the sandbox's scripts call (see {@link redisScript}): what health's write probe asks the ACL for. */
+const scriptCommands = new Set<string>()
+
+/**
+ * The commands a script's source calls (`redis.call('X'`, `redis.pcall('X'`), each once; `INFO` left out (the replica
+ * guard's, whose refusal has a way of its own: see {@link guardRefused}).
+ */
+function commandsOf(source: string): string[] {
+  return [...new Set(Array.from(source.matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g), (match) => match[1]!.toUpperCase()))].filter((name) => name !== 'INFO')
+}
+
+/**
+ * Lua: refuses the script, before it runs anything, where the ACL would refuse its user one of `commands` (or
+ * KEYS[1]): `redis.acl_check_cmd` (Redis 7.0 on; passed over before, and for a command Redis does not know, renamed
+ * away: the script meets it as it would have).
+ * @note Redis checks a script's commands as it runs them and rolls back nothing: a command refused after the script
+ * wrote (`-pexpire`, `-zcard`) left the write applied, answered 503 storage_unavailable, each retry of a create adding
+ * one more (review49 F1); told from a first write refused only by the line Redis names, every refused write was
+ * write_outcome_unknown.
+ */
+function aclChecked(commands: readonly string[]): string {
+  if (commands.length === 0) return ''
+  // Each command on the script's first key (a keyed command asked without a key is refused to a user with key patterns).
+  return `for _, command in ipairs({${commands.map((name) => `'${name}'`).join(', ')}}) do
+  local known, allowed
+  if KEYS[1] then known, allowed = pcall(redis.acl_check_cmd, command, KEYS[1]) else known, allowed = pcall(redis.acl_check_cmd, command) end
+  if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. command .. (KEYS[1] and (' on ' .. KEYS[1]) or '') .. ' (its ACL): the script was refused before it ran') end
+end
+`
 }
 
 /**
@@ -90,6 +122,36 @@ export function redisScript(source: string): RedisScript {
  */
 const REPLICA_GUARD = `if string.match(redis.call('INFO', 'replication'), '\\nrole:(%a+)') == 'slave' then return redis.error_reply('READONLY it is a replica now (INFO replication says role:slave): the script was refused before it wrote anything') end
 `
+
+/**
+ * Lua: refuses the script, before it runs anything, where the ACL would refuse its user a write to one of `keys` (see
+ * {@link aclChecked}): the keys that stand behind every write (the epoch's token and beat, and the marks their
+ * confirmations write), which no write declares.
+ * @note The natural pattern `~petstore-sandbox:*` leaves out `{petstore-sandbox:epoch:beat}:loose`: the beat could not be
+ * counted, health said 503 for good while every create was 201, and a restore from a snapshot taken meanwhile handed
+ * ids 12-15 out again (attack61 F8).
+ */
+function aclKeysChecked(keys: readonly string[]): string {
+  if (keys.length === 0) return ''
+  return `for _, key in ipairs({${keys.map(luaString).join(', ')}}) do
+  local known, allowed = pcall(redis.acl_check_cmd, 'SET', key, '1')
+  if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not use the key ' .. key .. ' (its ACL key patterns): the script was refused before it ran') end
+end
+`
+}
+
+/** `text` as a Lua string literal: every byte but plain ones in a decimal escape (a prefix is the operator's). */
+function luaString(text: string): string {
+  return `'${Array.from(Buffer.from(text, 'utf8'), (byte) => (/[-A-Za-z0-9:_{}.]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`)).join('')}'`
+}
+
+/** Commands sent outside scripts that requests need (the epoch watch's GET, the clock's TIME): health's write probe asks for them too. */
+const PLAIN_COMMANDS = ['GET', 'TIME'] as const
+
+/** The mark a confirmation round writes for a write to `key` (see RedisLink's #round): in the key's slot. */
+function markKeyOf(key: string): string {
+  return `${key.indexOf('}') === -1 ? `{${key}}` : key.slice(0, key.indexOf('}') + 1)}:replicated`
+}
 
 /** Each script with {@link REPLICA_GUARD} first, once made. */
 const guardedScripts = new WeakMap<RedisScript, RedisScript>()
@@ -105,7 +167,7 @@ function guarded(script: RedisScript): RedisScript {
 }
 
 /** Redis's refusal of a script's `INFO` (an ACL, or the command renamed away): the guard is then left out a while. */
-const INFO_DENIED = /NOPERM|can't run this command|[Uu]nknown (?:Redis )?command/
+const INFO_DENIED = /NOPERM|can't run this command|ACL failure in script|[Uu]nknown (?:Redis )?command/
 
 /**
  * Whether a guarded script's error is its guard's `INFO` refused: {@link INFO_DENIED} met on the guard's line, the
@@ -164,8 +226,8 @@ const REPLICA_WAIT_SLICE_MS = 250
  */
 const BEHIND_HOLD_MS = 10_000
 /**
- * How long (ms) health stays degraded after a command or key refused by Redis's ACL (see RedisLink's #denied): past the
- * reads each second that may meet one, and health's own write probe.
+ * While Redis's ACL refuses a command or key (see RedisLink's #denied), how often (ms) a command that passes sends the
+ * write probe to learn whether it is over; on a cluster (no probe), how long health stays degraded after the last one.
  */
 const DENIED_HOLD_MS = 3000
 /** How often (ms) a process reads again the replicas other processes expect (see RedisLink's sharedExpected). */
@@ -422,7 +484,7 @@ export interface RedisLinkOptions {
    */
   readonly allowFailoverLoss?: boolean | undefined
   /**
-   * The key of the write that changes nothing (`SET … XX`, see WRITE_PROBE) with which the start
+   * The key of the write that changes nothing (`SET … XX`, see writeProbeScript) with which the start
    * and health ask a Redis whether it takes writes: a key the sandbox's Redis user may write.
    * @default 'petstore-sandbox:write-probe'
    */
@@ -449,6 +511,14 @@ export interface RedisLinkOptions {
   readonly epoch?: RedisEpoch | undefined
   /** Told the epoch each time this process knows a newer one (its token taken, its beat confirmed higher): at most once a second. */
   readonly onEpoch?: ((epoch: RedisEpoch) => void) | undefined
+  /**
+   * With `unreachableAtStart: 'serve'`: this process starts in place of (or beside) one that serves: what a running one
+   * would be refused (an evicting policy, a replica, replicas that cannot be counted, an ACL refusal) it serves refused
+   * (503), not refused at start. An `epoch` handed implies it.
+   * @note Told only by an epoch, a worker replacing one of a sandbox that never took the token (started while Redis was
+   * down, back with scripts refused) exited at start again and again, nothing answering for 11 s (attack61 F6).
+   */
+  readonly replacing?: boolean | undefined
   /**
    * Where the epoch's beat is counted (see RedisLink's epoch), beside {@link epochKey}. @default
    * `<epochKey>:beat`; on a Cluster `{<epochKey>}:beat`, in the token's slot (see {@link beatKeyOf}).
@@ -612,10 +682,11 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
   // evict keys exited at once, again and again: connections refused, no 503, no health (attack43 F2).
   // It starts, refusing what uses that Redis as a sandbox running meets it, until it is fixed.
   // A worker serving refused (as a running one does): the checks below would only refuse it again, and make it exit.
-  const servingRefused = evicting !== undefined && options.unreachableAtStart === 'serve' && (policyRead || options.epoch !== undefined)
+  const replacing = options.unreachableAtStart === 'serve' && (options.epoch !== undefined || options.replacing === true)
+  const servingRefused = evicting !== undefined && options.unreachableAtStart === 'serve' && (policyRead || replacing)
   if (evicting !== undefined && policyRead && options.unreachableAtStart === 'serve') {
     warn(`storage refused: Redis at ${target.display}: ${evicting}; answering 503 storage_unavailable to requests that use it ${refusedUntil(evicting)}`)
-  } else if (evicting !== undefined && options.unreachableAtStart === 'serve' && options.epoch !== undefined) {
+  } else if (evicting !== undefined && replacing) {
     // @note A worker started in place of another (an epoch handed) serves as the one it replaces does: answering 503
     // until the policy can be read again. Refused, with CONFIG and INFO both denied, replacements exited again and
     // again, and with both workers gone nothing answered, health included (attack59 F1).
@@ -631,7 +702,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     // @note A worker started in place of another (an epoch handed) serves as the one it replaces did: writes answered
     // write_outcome_unknown until INFO and WAIT are allowed. Refused, while INFO was taken away, replacements exited again
     // and again, and with both workers gone nothing answered, health included (attack57 F5).
-    if (uncounted !== undefined && options.unreachableAtStart === 'serve' && options.epoch !== undefined) {
+    if (uncounted !== undefined && replacing) {
       warn(`storage replicas: Redis at ${target.display}: its replicas cannot be counted or waited for (${uncounted}): writes are answered 503 write_outcome_unknown until INFO and WAIT are allowed for the sandbox's Redis user`)
     } else if (uncounted !== undefined) {
       await connected.close().catch(() => undefined)
@@ -654,8 +725,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     // @note A worker started in place of another (an epoch handed) serves refused as the one it replaces does: with
     // scripts or writes taken from its user, replacements exited again and again, and with both workers gone nothing
     // answered, health included, a back-off keeping it so well after the ACL was fixed (attack60 F2).
-    if (refusal !== undefined && ACL_REFUSAL.test(refusal) && options.unreachableAtStart === 'serve' && options.epoch !== undefined) connected.deniedAtStart(refusal)
-    else if (refusal !== undefined && /READONLY|NOPERM|can't run this command/.test(refusal)) {
+    if (refusal !== undefined && ACL_REFUSAL.test(refusal) && replacing) connected.deniedAtStart(refusal)
+    else if (refusal !== undefined && /READONLY|NOPERM|can't run this command|ACL failure in script/.test(refusal)) {
       await connected.close().catch(() => undefined)
       throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: it refuses writes (${refusal.replace(/^.*?refuses writes: /, '')}). Point --redis-url at the master, as a user allowed to run scripts and write.`)
     }
@@ -672,6 +743,17 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
 /** Whether `error` is Redis refusing the sandbox's user a command or key (see {@link ACL_REFUSAL}). */
 function aclRefusal(error: unknown): boolean {
   return error instanceof ErrorReplied && ACL_REFUSAL.test(messageOf(error))
+}
+
+/**
+ * What an ACL refusal is about, to tell one refusal from another: the command named (`'hset' command`, `may not run
+ * HSET`), or keys; else the message without the script's sha and line (two scripts refused alike are one refusal).
+ */
+function deniedKind(message: string): string {
+  const command = /may not run (\w+)|'(\w+)' command/.exec(message)
+  if (command !== null) return (command[1] ?? command[2]!).toUpperCase()
+  if (/\bkeys?\b/.test(message)) return 'keys'
+  return message.replace(/\s*script: [0-9a-f]{40}, on @user_script:\d+\.?/, '')
 }
 
 /** Passes over an ACL refusal (Redis answering); rethrows anything else. */
@@ -807,8 +889,13 @@ interface Server {
   refusing: { readonly detail: string; readonly key: string; readonly said: boolean } | undefined
   /** When "storage refusing" was last said (monotonic ms): at most once in {@link BEHIND_HOLD_MS}. */
   refusalSaidAt: number
-  /** The last command or key its ACL refused the sandbox's user (see RedisLink's #denied): when, and what was said when. */
-  denied: { readonly detail: string; readonly at: number; readonly said: string; readonly saidAt: number } | undefined
+  /** The last command or key its ACL refused the sandbox's user (see RedisLink's #denied), and when. */
+  denied: { readonly detail: string; readonly at: number } | undefined
+  /** The kind of the refusal last said (see {@link deniedKind}), and when (monotonic ms): kept once it is over, so that one met again is not said again within {@link BEHIND_HOLD_MS}. */
+  deniedSaid: string
+  deniedSaidAt: number
+  /** When its write probe was last sent because of a refusal (see RedisLink's #probeDenied). */
+  deniedProbedAt: number
   /** It failed since the epoch was last checked on it: the next command to it checks it first (see RedisLink's #epochCheck). */
   epochDue: boolean
   /** That check in flight, which every command to it waits for. */
@@ -820,22 +907,17 @@ interface Server {
  * read-only replica (`READONLY`: a master demoted by a failover, or the wrong host), an ACL user
  * without the rights (`NOPERM`), a failed snapshot (`MISCONF`), too few replicas (`NOREPLICAS`).
  */
-const WRITE_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:(?:OOM|READONLY|NOPERM|MISCONF|NOREPLICAS)\b|The user executing the script can't run this command)/
+const WRITE_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:(?:OOM|READONLY|NOPERM|MISCONF|NOREPLICAS)\b|The user executing the script can't run this command|ACL failure in script)/
 
 /**
  * Error replies that say Redis refuses the sandbox's user a command or a key (its ACL): Redis
  * answering, not failing (see RedisLink's #denied).
  */
-const ACL_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:NOPERM\b|The user executing the script can't (?:run this command|access))/
+const ACL_REFUSAL = /^(?:ERR )?(?:Error running script.*?: )?-?(?:NOPERM\b|The user executing the script can't (?:run this command|access)|ACL failure in script)/
 
 /** An error a script met as it ran (Redis names the script and line: `script: <sha>, on @user_script:<line>`), not before. */
 const IN_SCRIPT = /\bscript: [0-9a-f]{40}|@user_script:/
 
-/**
- * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master,
- * write rights on the key) that changes nothing: `SET … XX` on a key that is never made.
- */
-const WRITE_PROBE = redisScript(`return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`)
 
 /**
  * Lua: the mark a confirmation round writes before its WAIT (see ReplicaConfirmation), allowed
@@ -1248,6 +1330,12 @@ export class RedisLink {
   #epochTimer: NodeJS.Timeout | undefined
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
+  /** The keys that stand behind every write (see {@link aclKeysChecked}). */
+  readonly #watchKeys: readonly string[]
+  /** Each write script with its ACL checks first (see #writeChecked), once made. */
+  readonly #checkedScripts = new WeakMap<RedisScript, RedisScript>()
+  /** The write probe (see #writeProbe), and how many commands the scripts called when it was made. */
+  #probe: { readonly script: RedisScript; readonly commands: number } | undefined
   readonly #renewAfterMs: number | undefined
   /** Which failures count towards a renewal: any, or only commands sent and never answered. */
   readonly #renewOn: 'any' | 'unanswered'
@@ -1318,6 +1406,7 @@ export class RedisLink {
     this.epochKey = options.epochKey
     this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? beatKeyOf(options.epochKey, target.mode === 'cluster'))
     this.looseKey = this.beatKey === undefined ? undefined : slotFellow(this.beatKey, ':loose')
+    this.#watchKeys = [this.epochKey, this.beatKey, this.looseKey, this.beatKey === undefined ? undefined : markKeyOf(this.beatKey)].filter((key) => key !== undefined)
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -1413,24 +1502,68 @@ export class RedisLink {
   }
 
   /**
-   * A command or key Redis refused the sandbox's user (its ACL: `NOPERM`, or the words of Redis 7.0 inside a script):
-   * a {@link StorageUnavailableError} (503, not run), said once, and again when the refusal changes (at most every
-   * {@link BEHIND_HOLD_MS}); health is degraded until none was met for {@link DENIED_HOLD_MS}. Redis answers: it is not marked
-   * failing, nor its policy or epoch read again.
+   * `script` with the ACL checks first (see {@link aclChecked}, {@link aclKeysChecked}): of the commands it calls, the
+   * beat's and the epoch check's (a write whose beat cannot be counted is one a Redis restored from a snapshot taken
+   * since would lose unseen: attack61 F4, `-incr`, creates 201 while the beat stood still, then ids handed out again),
+   * and of the keys that stand behind every write.
+   */
+  #writeChecked(script: RedisScript): RedisScript {
+    let made = this.#checkedScripts.get(script)
+    if (made === undefined) {
+      const commands = [...new Set([...commandsOf(script.source), ...commandsOf(EPOCH_BEAT.source), ...PLAIN_COMMANDS])]
+      made = redisScript(aclChecked(commands) + aclKeysChecked(this.#watchKeys) + script.source)
+      this.#checkedScripts.set(script, made)
+    }
+    return made
+  }
+
+  /**
+   * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master, write rights on the
+   * key) that changes nothing (`SET … XX` on a key that is never made), refused first where the ACL would refuse any
+   * command the sandbox's scripts call, or those of {@link PLAIN_COMMANDS}, or a key that stands behind every write, or
+   * the replicas' count (see {@link aclChecked}). Made on first use (every script made by then), again if more were
+   * made since.
+   * @note Only the SET was asked: with `-pexpire` (every create refused) health answered 200 between requests (review49 F2).
+   */
+  #writeProbe(): RedisScript {
+    if (this.#probe?.commands !== scriptCommands.size) {
+      const commands = [...new Set([...scriptCommands, ...PLAIN_COMMANDS])].sort()
+      const keys = [...this.#watchKeys, ...(this.cluster ? [] : [this.replicasKey])]
+      this.#probe = { script: redisScript(aclChecked(commands) + aclKeysChecked(keys) + `return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`), commands: scriptCommands.size }
+    }
+    return this.#probe.script
+  }
+
+  /**
+   * A command or key Redis refused the sandbox's user (its ACL: `NOPERM`, or the words of Redis 7.0 and 7.2 inside a
+   * script): a {@link StorageUnavailableError} (503, not run), said once, and again when the refusal changes (another
+   * command or key kind) at most every {@link BEHIND_HOLD_MS}; health is degraded until its write probe (which asks the
+   * ACL for every command the scripts call: RedisLink's #writeProbe) passes, or, on a cluster, none was met for
+   * {@link DENIED_HOLD_MS}. Redis answers: it is not marked failing, nor its policy or epoch read again.
    * @note Taken for a failure, each refusal said "storage failing" and the next command "storage recovered", about once
    * a second, while every request was refused (attack60 F4); a refused PING, health's own probe, made health 503 while
-   * every create was 201 (attack60 F3).
+   * every create was 201 (attack60 F3). Forgotten 3 s after the last one met, "storage refused" and "storage allowed"
+   * were said at every request farther apart, the ACL unchanged, and health 200 between them (review49 F2).
    */
   #denied(server: Server, message: string, cause?: unknown): StorageUnavailableError {
     const detail = `${this.#display(server)} refuses the sandbox's user: ${message}`
     const at = monotonicNow()
-    let { said, saidAt } = server.denied ?? { said: '', saidAt: Number.NEGATIVE_INFINITY }
-    if (server.denied === undefined || (detail !== said && at - saidAt >= BEHIND_HOLD_MS)) {
+    const kind = deniedKind(message)
+    if ((kind !== server.deniedSaid || server.denied === undefined) && at - server.deniedSaidAt >= BEHIND_HOLD_MS) {
       this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them (health degraded)`)
-      said = detail
-      saidAt = at
+      server.deniedSaid = kind
+      server.deniedSaidAt = at
+    } else if (server.denied === undefined && kind !== server.deniedSaid) {
+      // Another refusal within the hold of the last line: said at once all the same (it is news).
+      this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them (health degraded)`)
+      server.deniedSaid = kind
+      server.deniedSaidAt = at
     }
-    server.denied = { detail, at, said, saidAt }
+    server.denied = { detail, at }
+    // @note The reads each second may be refused too (the beat is a script, the token a GET): the epoch is checked before
+    // the next command, so that a Redis restored in place meanwhile is refused from the first command once the ACL
+    // allows it again, not served until the next read (review49 F4: ids 9-11 handed out again).
+    server.epochDue = true
     return new StorageUnavailableError(detail, cause === undefined ? {} : { cause })
   }
 
@@ -1439,14 +1572,32 @@ export class RedisLink {
     this.#denied(this.#server(''), message)
   }
 
-  /** Whether `server`'s last ACL refusal is {@link DENIED_HOLD_MS} old: forgotten then, said. */
-  #deniedLapsed(server: Server): boolean {
+  /**
+   * `server`'s ACL refusal is over (its write probe passed): forgotten, said, and the epoch checked before the next
+   * command (a Redis restored in place while the reads each second were refused is refused from its first command:
+   * review49 F4, as after a policy refusal, attack46 F1).
+   */
+  #allowed(server: Server): void {
     const denied = server.denied
-    if (denied === undefined) return true
-    if (monotonicNow() - denied.at < DENIED_HOLD_MS) return false
+    if (denied === undefined) return
     server.denied = undefined
-    this.#warn(`storage allowed: ${this.#display(server)} has refused the sandbox's user nothing for ${DENIED_HOLD_MS / 1000} s (the last refusal: ${denied.detail.slice(denied.detail.indexOf(': ') + 2)})`)
-    return true
+    server.epochDue = true
+    this.#warn(`storage allowed: ${this.#display(server)} allows the sandbox's user every command it needs again (the last refusal: ${denied.detail.slice(denied.detail.indexOf(': ') + 2)})`)
+  }
+
+  /**
+   * While `server` (the one Redis) is refused by its ACL and a command to it passed: its write probe, in the background,
+   * at most once every {@link DENIED_HOLD_MS}, so that "storage allowed" is said without a health probe.
+   */
+  #probeDenied(server: Server): void {
+    if (this.cluster || server.denied === undefined || this.#closed || monotonicNow() - server.deniedProbedAt < DENIED_HOLD_MS) return
+    server.deniedProbedAt = monotonicNow()
+    requestDeadline
+      .exit(() => this.script(this.#writeProbe(), [this.probeKey], []))
+      .then(
+        () => this.#allowed(server),
+        () => undefined,
+      )
   }
 
   /** A write to `server` succeeded: it accepts writes again, if it refused them. */
@@ -1480,6 +1631,14 @@ export class RedisLink {
       // Not sent: a plain failure, never an unknown outcome.
       throw this.#failure(error, server)
     }
+    // @note No write before the token of the sandbox's keys is held: a sandbox started while its user could not read it
+    // (GET refused), or while Redis was down, answered 201s no watch stood behind, and a Redis restored from a snapshot
+    // taken meanwhile handed their ids out again, never noticed (attack61 F7).
+    // A token of no use (another type of value, by hand) is served beside, as documented: health says so (attack39 F4).
+    if (options.confirm === true && script !== EPOCH_BEAT && this.epochKey !== undefined && this.#epoch === undefined && !this.#tokenUnusable) {
+      await this.#readEpoch()
+      if (this.#epoch === undefined && this.#lost === undefined && !this.#tokenUnusable) throw new StorageUnavailableError(`${this.#display(server)}: the token of the sandbox's keys (${this.epochKey}) could not be read yet, and writes wait for it (what stands behind them: the watch for Redis losing its keys)`)
+    }
     const evicting = this.#evictingFor(server)
     if (evicting !== undefined) {
       // @note Redis answered the policy read since it last failed (else #policyRead throws): say
@@ -1498,6 +1657,8 @@ export class RedisLink {
     const looselyAt = this.#looselyAt
     const counting = options.confirm === true && script !== EPOCH_BEAT ? this.#countLoosely(keys[0], options.countsLoosely === true) : undefined
     const tail = [String(keys.length), ...keys, ...args.map(String), ...(options.countsLoosely === true ? (counting ?? NOT_COUNTING) : [])]
+    // A write refused by the ACL before it writes anything (see WRITE_ALLOWED).
+    const checked = options.confirm === true ? this.#writeChecked(script) : script
     const evaluate = async (sent: RedisScript): Promise<Reply> => {
       try {
         return await connection.send(keys[0], ['EVALSHA', sent.sha, ...tail], this.#timeLeft())
@@ -1515,14 +1676,14 @@ export class RedisLink {
       // (attack51 F1, F2).
       const guard = !this.cluster && monotonicNow() - this.#guardDeniedAt >= GUARD_RETRY_MS
       try {
-        reply = await evaluate(guard ? guarded(script) : script)
+        reply = await evaluate(guard ? guarded(checked) : checked)
         // Guarded again and let through: INFO is allowed again (with --redis-allow-eviction, nothing reads Redis each second).
         if (guard) this.#guardBack()
       } catch (error) {
         // A user not allowed INFO: refused before the script ran; sent again without the guard (the read each second,
         // by ROLE, finds a replica then).
         if (!guard || !(error instanceof ErrorReplied) || !guardRefused(messageOf(error))) throw error
-        reply = await evaluate(script)
+        reply = await evaluate(checked)
         // @note Tried again later: left out for good, INFO allowed again did not bring the guard back (review44 F5).
         if (this.#guardDeniedAt === Number.NEGATIVE_INFINITY) {
           this.#warn(`storage: Redis refuses INFO to the sandbox's user (${messageOf(error)}): its scripts go without their check that Redis is not a replica, and ROLE is read each second instead, until INFO is allowed again`)
@@ -1610,15 +1771,15 @@ export class RedisLink {
     return this.#replicasDeclared ?? server.replicasExpected
   }
 
-  /** @internal Why the one Redis refuses writes (its reply to {@link WRITE_PROBE}), or undefined; nothing noted or logged. */
+  /** @internal Why the one Redis refuses writes (its reply to RedisLink's #writeProbe), or undefined; nothing noted or logged. */
   async writesRefused(): Promise<string | undefined> {
     const tail = ['1', this.probeKey]
     try {
       try {
-        await this.#connection.send(this.probeKey, ['EVALSHA', WRITE_PROBE.sha, ...tail], this.#commandTimeoutMs)
+        await this.#connection.send(this.probeKey, ['EVALSHA', this.#writeProbe().sha, ...tail], this.#commandTimeoutMs)
       } catch (error) {
         if (!messageOf(error).startsWith('NOSCRIPT')) throw error
-        await this.#connection.send(this.probeKey, ['EVAL', WRITE_PROBE.source, ...tail], this.#commandTimeoutMs)
+        await this.#connection.send(this.probeKey, ['EVAL', this.#writeProbe().source, ...tail], this.#commandTimeoutMs)
       }
       return undefined
     } catch (error) {
@@ -2155,7 +2316,7 @@ export class RedisLink {
     // a read-only replica, or full, answered health 200 until some request tried a write (trial5 P4).
     if (!this.cluster && this.#server('').refusing === undefined) {
       try {
-        await this.script(WRITE_PROBE, [this.probeKey], [])
+        await this.script(this.#writeProbe(), [this.probeKey], [])
       } catch (error) {
         if (this.#server('').refusing !== undefined) return { ok: false, detail: this.#server('').refusing!.detail }
         return { ok: false, detail: (error as Error).message }
@@ -2166,7 +2327,7 @@ export class RedisLink {
       const refusing = server.refusing
       if (refusing === undefined) continue
       try {
-        await this.script(WRITE_PROBE, [this.cluster ? `${refusing.key.slice(0, refusing.key.indexOf('}') + 1) || refusing.key}:write-probe` : this.probeKey], [])
+        await this.script(this.#writeProbe(), [this.cluster ? `${refusing.key.slice(0, refusing.key.indexOf('}') + 1) || refusing.key}:write-probe` : this.probeKey], [])
       } catch {
         if (server.refusing !== undefined) return { ok: false, detail: server.refusing.detail }
         continue
@@ -2185,8 +2346,14 @@ export class RedisLink {
         server.behind = undefined
       } else return { ok: false, detail: behind.detail }
     }
-    // A command or key its ACL refused a request lately (the write probe above included).
-    for (const server of [...this.#servers.values()]) if (!this.#deniedLapsed(server)) return { ok: false, detail: server.denied!.detail }
+    // A command or key its ACL refused lately: the one Redis's write probe passed above (else it answered there); a
+    // cluster's masters, once none was met for DENIED_HOLD_MS.
+    for (const server of [...this.#servers.values()]) {
+      const denied = server.denied
+      if (denied === undefined) continue
+      if (!this.cluster || monotonicNow() - denied.at >= DENIED_HOLD_MS) this.#allowed(server)
+      else return { ok: false, detail: denied.detail }
+    }
     return { ok: true }
   }
 
@@ -2440,6 +2607,9 @@ export class RedisLink {
         refusing: undefined,
         refusalSaidAt: Number.NEGATIVE_INFINITY,
         denied: undefined,
+        deniedSaid: '',
+        deniedSaidAt: Number.NEGATIVE_INFINITY,
+        deniedProbedAt: Number.NEGATIVE_INFINITY,
         // @note First seen once the token was taken (a replica promoted at its own address, on a
         // Cluster), its first commands went unchecked: from an older state, 6-48 ids handed out
         // again before the next second's read (attack39 F3). Checked before its first command, as a
@@ -2470,7 +2640,7 @@ export class RedisLink {
 
   /** @internal `server` (the one Redis without it) answering again */
   recovered(server: Server = this.#server('')): void {
-    if (server.denied !== undefined) this.#deniedLapsed(server)
+    if (server.denied !== undefined) this.#probeDenied(server)
     // On a cluster, any master answering shows the client as a whole works.
     if (server.address !== '' && this.#servers.get('')?.failing !== undefined) this.recovered(this.#server(''))
     if (server.failing === undefined) return

@@ -84,6 +84,8 @@ export interface RedisStorageOptions {
   readonly replicas?: number | undefined
   /** The epoch a sandbox this one replaces last knew (see `RedisLinkOptions.epoch`). @default none */
   readonly epoch?: RedisEpoch | undefined
+  /** See {@link RedisLinkOptions.replacing}. */
+  readonly replacing?: boolean | undefined
   /** Told each newer epoch this sandbox knows (see `RedisLinkOptions.onEpoch`). @default none */
   readonly onEpoch?: ((epoch: RedisEpoch) => void) | undefined
   /**
@@ -534,7 +536,7 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
     options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, and its record (about 570 bytes for one write) an hour after its last write`)
   }
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, epoch: options.epoch, onEpoch: options.onEpoch, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, epoch: options.epoch, replacing: options.replacing, onEpoch: options.onEpoch, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
 }
 

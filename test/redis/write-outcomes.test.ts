@@ -1382,7 +1382,8 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'reader', 'on', '>secret', '~*', '&*', '+@all', '-@write')
     // Before: "running", every create 503 and health 200.
-    await expect(createSandboxApp({ redisUrl: `redis://reader:secret@127.0.0.1:${redis.port}`, demoDir: false })).rejects.toThrow(/it refuses writes \(.*can't run this command/)
+    // Its write probe asks the ACL first (Redis 7.0 on), naming the command; before that, Redis's words inside the script.
+    await expect(createSandboxApp({ redisUrl: `redis://reader:secret@127.0.0.1:${redis.port}`, demoDir: false })).rejects.toThrow(/it refuses writes \((?:.*can't run this command|NOPERM the sandbox's user may not run [A-Z]+ (?:on \S+ )?\(its ACL\))/)
   })
 
   it('is refused at start when it is a replica, read-only or not, naming its master', async () => {
@@ -1549,21 +1550,25 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
   })
 
   it.each([
-    { take: '-@scripting', give: '+@scripting' },
-    { take: '-@write', give: '+@write' },
-  ])('starts a worker in place of another while its user may not write ($take), answering 503 with health degraded until it may, not exiting (attack60 F2)', async ({ take, give }) => {
+    { take: '-@scripting', give: '+@scripting', handed: true, finding: 'attack60 F2' },
+    { take: '-@write', give: '+@write', handed: true, finding: 'attack60 F2' },
+    { take: '-@scripting', give: '+@scripting', handed: false, finding: 'attack61 F6: no epoch to hand, the token never taken' },
+  ])('starts a worker in place of another while its user may not write ($take), answering 503 with health degraded until it may, not exiting ($finding)', async ({ take, give, handed }) => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
     const url = `redis://sb:secret@127.0.0.1:${redis.port}`
-    const epoch = await firstWorker(url)
+    const epoch = handed ? await firstWorker(url) : undefined
     await redis.cli('ACL', 'SETUSER', 'sb', take)
     const warnings: string[] = []
     // Before: refused at start ("it refuses writes"), again and again, nothing serving, health included.
-    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch, warn: (line) => warnings.push(line) })
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', allowFailoverLoss: true, epoch, replacing: true, warn: (line) => warnings.push(line) })
     onTestFinished(() => replacement.close())
     expect(warnings.join('\n')).toContain("storage refused: Redis at redis://sb:***@127.0.0.1")
     expect((await replacement.health()).ok).toBe(false)
-    await expect(replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+    // Refused before its script ran: nothing written, so not unknown.
+    const refused = await replacement.create(tenantId('partner'), { name: 'during' }, Number.POSITIVE_INFINITY).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(StorageUnavailableError)
+    expect(refused).not.toBeInstanceOf(WriteOutcomeUnknownError)
     await redis.cli('ACL', 'SETUSER', 'sb', give)
     await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'after' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'after' }), { timeout: 10_000, interval: 500 })
     await vi.waitFor(async () => expect((await replacement.health()).ok).toBe(true), { timeout: 10_000, interval: 500 })
@@ -1605,22 +1610,103 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     expect(lines.join('\n')).not.toMatch(/storage (failing|recovered)/)
   })
 
-  it('answers a create whose script a command refused by the ACL stopped after it wrote 503 write_outcome_unknown, never storage_unavailable (in-script ACL, found fixing attack60)', async () => {
+  it('refuses a create whose script calls a command the ACL refuses before it runs: 503 storage_unavailable, nothing stored, health degraded until allowed, said once (review49 F1, F2)', async () => {
     const redis = await startRedis()
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
     const lines: string[] = []
     const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
     expect((await create(sandbox, 'before')).status).toBe(201)
-    // The create's script trims the shared outcome record (ZCARD) after it stored the category.
+    // The create's script trims the shared outcome record (ZCARD) after it stored the category: Redis checks a script's
+    // commands as it runs them, and rolls back nothing.
     await redis.cli('ACL', 'SETUSER', 'sb', '-zcard')
-    const answer = await create(sandbox, 'stopped part way')
-    expect(answer.status).toBe(503)
-    // Before: 503 storage_unavailable ("not applied": retry), the category stored all the same.
-    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
-    // Before, too: taken for the replica guard's INFO refused, the guard left out and the script sent again.
-    expect(lines.join('\n')).not.toContain('refuses INFO')
+    for (let i = 0; i < 2; i++) {
+      const answer = await create(sandbox, `refused ${i}`)
+      // Before: 201 (a misread of the replica guard sent the script again, its outcome replayed), or 503
+      // storage_unavailable with the category stored all the same.
+      expect(answer.status).toBe(503)
+      expect(((await jsonOf(answer)) as { code: string }).code).toBe('storage_unavailable')
+      // Past the 3 s the refusal was held: before, health said 200 between requests, and each said "refused" then "allowed".
+      await sleep(3500)
+      expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    }
+    expect(lines.filter((line) => line.startsWith('storage refused'))).toHaveLength(1)
+    expect(lines.join('\n')).not.toMatch(/storage allowed|refuses INFO/)
     await redis.cli('ACL', 'SETUSER', 'sb', '+zcard')
-    expect(await names(sandbox)).toEqual(['before', 'stopped part way'])
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 300 })
+    expect(lines.join('\n')).toContain('storage allowed')
+    expect((await create(sandbox, 'after')).status).toBe(201)
+    expect(await names(sandbox)).toEqual(['before', 'after'])
+  })
+
+  it('refuses writes while its user may not count the epoch’s beat (INCR): a restore from a snapshot taken meanwhile would lose them unseen (attack61 F4)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-incr')
+    // Before: 201 (creates need no INCR) while the beat stood still, the watch for a restore blind.
+    expect((await create(sandbox, 'unwatched')).status).toBe(503)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+    await redis.cli('ACL', 'SETUSER', 'sb', '+incr')
+    await vi.waitFor(async () => expect((await create(sandbox, 'watched again')).status).toBe(201), { timeout: 5000, interval: 300 })
+    expect(await names(sandbox)).toEqual(['before', 'watched again'])
+  })
+
+  it('answers no write before it holds the token of the sandbox’s keys: a worker started while its user may not read it refuses them, then serves once it is read (attack61 F7)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-get')
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    const told: RedisEpoch[] = []
+    const replacement = await openRedisStorage({ url, seed: NO_SEED, unreachableAtStart: 'serve', replacing: true, onEpoch: (epoch) => told.push(epoch) })
+    onTestFinished(() => replacement.close())
+    // Before: 201, no token held (its read refused), nothing watched: a restore from a snapshot taken since handed the ids out again.
+    await expect(replacement.create(tenantId('partner'), { name: 'unwatched' }, Number.POSITIVE_INFINITY)).rejects.toBeInstanceOf(StorageUnavailableError)
+    expect(told).toEqual([])
+    await redis.cli('ACL', 'SETUSER', 'sb', '+get')
+    await vi.waitFor(async () => expect(await replacement.create(tenantId('partner'), { name: 'watched' }, Number.POSITIVE_INFINITY)).toMatchObject({ name: 'watched' }), { timeout: 10_000, interval: 500 })
+    expect(told.length).toBeGreaterThan(0)
+  })
+
+  it('is refused at start where its user’s key patterns leave out a key behind every write (the beat’s), and refuses writes once they do (attack61 F8)', async () => {
+    const redis = await startRedis()
+    // The prefix alone: `{petstore-sandbox:epoch:beat}:loose` (a slot fellow of the beat) is not under it.
+    await redis.cli('ACL', 'SETUSER', 'narrow', 'on', '>secret', '~petstore-sandbox:*', '&*', '+@all')
+    await expect(startSandbox({ redisUrl: `redis://narrow:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })).rejects.toThrow(/may not use the key \{petstore-sandbox:epoch:beat\}:loose/)
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~petstore-sandbox:*', '~{petstore-sandbox:*', '&*', '+@all')
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'watched')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', 'resetkeys', '~petstore-sandbox:*')
+    // Before: 201 for good while the beat could not be counted, health 503.
+    expect((await create(sandbox, 'unwatched')).status).toBe(503)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+  })
+
+  it('checks the epoch before the first command once its user is allowed again: a backup restored in place while the ACL refused the reads each second is refused, not served from (review49 F4)', async () => {
+    const redis = await startRedis()
+    await redis.stop()
+    await redis.start({ extraArgs: ['--enable-debug-command', 'yes'] })
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
+    expect((await create(sandbox, 'in the backup')).status).toBe(201)
+    await redis.cli('SAVE')
+    copyFileSync(join(redis.dir, 'dump.rdb'), join(redis.dir, 'backup.rdb'))
+    for (let i = 0; i < 3; i++) expect((await create(sandbox, `after the backup ${i}`)).status).toBe(201)
+    // The beat counted and confirmed past the backup's (each second).
+    await sleep(2500)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-@scripting')
+    expect((await create(sandbox, 'refused')).status).toBe(503)
+    // The backup put back in place while the reads each second are refused.
+    copyFileSync(join(redis.dir, 'backup.rdb'), join(redis.dir, 'dump.rdb'))
+    await redis.cli('DEBUG', 'RELOAD', 'NOSAVE')
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const answered: string[] = []
+    for (const until = Date.now() + 2500; Date.now() < until; ) {
+      const responses = await Promise.all([create(sandbox, 'after the fix'), create(sandbox, 'after the fix too')])
+      for (const response of responses) answered.push(`${response.status} ${await response.text()}`)
+      await sleep(20)
+    }
+    // Before: 201 {"id":2} and on, ids answered 201 before the backup was put back, until the next second's read.
+    expect(answered.filter((answer) => !answer.startsWith('503')), answered.slice(0, 3).join('\n')).toEqual([])
   })
 
   it('says once that its user may not use the sandbox’s keys, in a worker started in place of another: health degraded, never "recovered" while refused (attack60 F4)', async () => {
