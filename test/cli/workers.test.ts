@@ -237,6 +237,18 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     await untilServing(origin, run)
   })
 
+  it('starts a worker in place of one that died while its user may not run scripts, though the sandbox, started while Redis was down, never took the token it could hand on: 503 until allowed, rather than exit again and again (attack61 F6)', async () => {
+    const redis = await startRedis()
+    await redis.stop()
+    const url = `redis://sb:secret@127.0.0.1:${redis.port}`
+    const { run, origin } = await startWorkers(2, url)
+    await redis.start({ extraArgs: ['--user', 'sb', 'on', '>secret', '~*', '&*', '+@all', '-@scripting'] })
+    // Before: no epoch to hand, each replacement exited at start ("it refuses writes (NOPERM … 'evalsha' …)"), again and again.
+    await replaceEveryWorkerThenRefused(run, origin)
+    await redis.cli('ACL', 'SETUSER', 'sb', '+@scripting')
+    await untilServing(origin, run)
+  })
+
   it('starts a worker in place of one that died after the workers found keys evicted lost too: it refuses, never serving the evicted state (attack49 F1)', async () => {
     const redis = await startRedis()
     await redis.cli('CONFIG', 'RESETSTAT')
