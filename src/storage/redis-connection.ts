@@ -103,10 +103,23 @@ function commandsOf(source: string): string[] {
  * one more (review49 F1); told from a first write refused only by the line Redis names, every refused write was
  * write_outcome_unknown.
  */
-function aclChecked(commands: readonly string[]): string {
-  if (commands.length === 0) return ''
-  // Each command on the script's first key (a keyed command asked without a key is refused to a user with key patterns).
-  return `for _, command in ipairs({${commands.map((name) => `'${name}'`).join(', ')}}) do
+function aclChecked(source: string): string {
+  const keyed = new Map<string, readonly [string, number]>()
+  for (const [, command, key] of source.matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'\s*,\s*KEYS\[(\d+)\]/g)) keyed.set(`${command!.toUpperCase()} ${key}`, [command!.toUpperCase(), Number(key)])
+  const asked = new Set([...keyed.values()].map(([command]) => command))
+  // A command called on no declared key (a computed key, ARGV, none): asked on the first key, or alone.
+  const others = commandsOf(source).filter((command) => !asked.has(command))
+  if (keyed.size === 0 && others.length === 0) return ''
+  // @note Asked on KEYS[1] alone, a Redis 7 selector allowing a command on some keys only (`-rpush (+rpush ~*:meta)`)
+  // passed the check, and a switch was stopped after its DEL: the tenant torn to its default seed (attack63 F1).
+  return `for _, pair in ipairs({${[...keyed.values()].map(([command, key]) => `{'${command}', ${key}}`).join(', ')}}) do
+  local key = KEYS[pair[2]]
+  if key then
+    local known, allowed = pcall(redis.acl_check_cmd, pair[1], key)
+    if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. pair[1] .. ' on ' .. key .. ' (its ACL): the script was refused before it ran') end
+  end
+end
+for _, command in ipairs({${others.map((name) => `'${name}'`).join(', ')}}) do
   local known, allowed
   if KEYS[1] then known, allowed = pcall(redis.acl_check_cmd, command, KEYS[1]) else known, allowed = pcall(redis.acl_check_cmd, command) end
   if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. command .. (KEYS[1] and (' on ' .. KEYS[1]) or '') .. ' (its ACL): the script was refused before it ran') end
@@ -131,11 +144,12 @@ const REPLICA_GUARD = `if string.match(redis.call('INFO', 'replication'), '\\nro
  * counted, health said 503 for good while every create was 201, and a restore from a snapshot taken meanwhile handed
  * ids 12-15 out again (attack61 F8).
  */
-function aclKeysChecked(keys: readonly string[]): string {
-  if (keys.length === 0) return ''
-  return `for _, key in ipairs({${keys.map(luaString).join(', ')}}) do
-  local known, allowed = pcall(redis.acl_check_cmd, 'SET', key, '1')
-  if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not use the key ' .. key .. ' (its ACL key patterns): the script was refused before it ran') end
+function aclKeysChecked(pairs: readonly (readonly [command: string, key?: string])[]): string {
+  if (pairs.length === 0) return ''
+  return `for _, pair in ipairs({${pairs.map(([command, key]) => (key === undefined ? `{'${command}'}` : `{'${command}', ${luaString(key)}}`)).join(', ')}}) do
+  local known, allowed
+  if pair[2] then known, allowed = pcall(redis.acl_check_cmd, pair[1], pair[2]) else known, allowed = pcall(redis.acl_check_cmd, pair[1]) end
+  if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. pair[1] .. (pair[2] and (' on the key ' .. pair[2]) or '') .. ' (its ACL): the script was refused before it ran') end
 end
 `
 }
@@ -145,12 +159,24 @@ function luaString(text: string): string {
   return `'${Array.from(Buffer.from(text, 'utf8'), (byte) => (/[-A-Za-z0-9:_{}.]/.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`)).join('')}'`
 }
 
-/** Commands sent outside scripts that requests need (the epoch watch's GET, the clock's TIME): health's write probe asks for them too. */
-const PLAIN_COMMANDS = ['GET', 'TIME'] as const
 
 /** The mark a confirmation round writes for a write to `key` (see RedisLink's #round): in the key's slot. */
 function markKeyOf(key: string): string {
   return `${key.indexOf('}') === -1 ? `{${key}}` : key.slice(0, key.indexOf('}') + 1)}:replicated`
+}
+
+/** Commands the sandbox's scripts call that write nothing. */
+const READ_COMMANDS = new Set(['GET', 'HGET', 'HMGET', 'HGETALL', 'HLEN', 'HEXISTS', 'EXISTS', 'TYPE', 'TIME', 'INFO', 'LLEN', 'LRANGE', 'LINDEX', 'ZSCORE', 'ZCARD', 'ZCOUNT', 'ZRANGE', 'ZRANGEBYSCORE', 'ZREVRANGE', 'ZREVRANGEBYSCORE', 'PTTL', 'TTL', 'STRLEN', 'SCAN', 'HSCAN', 'ZSCAN'])
+
+const writingScripts = new WeakMap<RedisScript, boolean>()
+/** Whether `script` calls a command that writes (any the {@link READ_COMMANDS} do not list). */
+function writes(script: RedisScript): boolean {
+  let found = writingScripts.get(script)
+  if (found === undefined) {
+    found = commandsOf(script.source).some((command) => !READ_COMMANDS.has(command))
+    writingScripts.set(script, found)
+  }
+  return found
 }
 
 /** Each script with {@link REPLICA_GUARD} first, once made. */
@@ -176,8 +202,15 @@ const INFO_DENIED = /NOPERM|can't run this command|ACL failure in script|[Uu]nkn
  * script sent again after it may have written in part (the review of attack60's fix: `-zcard`).
  */
 function guardRefused(message: string): boolean {
+  // The writes' own ACL check names no line either (an error reply of the script): not the guard's (review50 N1: every
+  // write it refused was sent again without the guard).
+  if (message.startsWith(OWN_CHECK_REFUSAL)) return false
   return INFO_DENIED.test(message) && (/@user_script:(\d+)/.exec(message)?.[1] ?? '1') === '1'
 }
+
+/** How the sandbox's own ACL checks (see {@link aclChecked}) begin their refusal. */
+const OWN_CHECK_REFUSAL = "NOPERM the sandbox's user may not"
+
 /**
  * How long scripts go without {@link REPLICA_GUARD} once Redis refused its `INFO`, before it is tried again (ms): a
  * script sent twice a second while it is refused.
@@ -519,6 +552,8 @@ export interface RedisLinkOptions {
    * down, back with scripts refused) exited at start again and again, nothing answering for 11 s (attack61 F6).
    */
   readonly replacing?: boolean | undefined
+  /** What the write probe asks the ACL for besides the link's own keys: the keys a store's writes share, each with a command run on it (see RedisLink's probeAlso). */
+  readonly probeAlso?: readonly (readonly [command: string, key?: string])[] | undefined
   /**
    * Where the epoch's beat is counted (see RedisLink's epoch), beside {@link epochKey}. @default
    * `<epochKey>:beat`; on a Cluster `{<epochKey>}:beat`, in the token's slot (see {@link beatKeyOf}).
@@ -640,6 +675,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     beatKey: options.beatKey,
     epoch: options.epoch,
     onEpoch: options.onEpoch,
+    probeAlso: options.probeAlso,
   })
   link = connected
   const limit = options.connectTimeoutMs ?? DEFAULT_REDIS_CONNECT_TIMEOUT_MS
@@ -894,6 +930,8 @@ interface Server {
   /** The kind of the refusal last said (see {@link deniedKind}), and when (monotonic ms): kept once it is over, so that one met again is not said again within {@link BEHIND_HOLD_MS}. */
   deniedSaid: string
   deniedSaidAt: number
+  /** Whether a "storage refused" line was said since the last "storage allowed" (which is said only then). */
+  deniedTold: boolean
   /** When its write probe was last sent because of a refusal (see RedisLink's #probeDenied). */
   deniedProbedAt: number
   /** It failed since the epoch was last checked on it: the next command to it checks it first (see RedisLink's #epochCheck). */
@@ -1331,7 +1369,14 @@ export class RedisLink {
   readonly #open: () => Connection
   readonly #warn: (message: string) => void
   /** The keys that stand behind every write (see {@link aclKeysChecked}). */
-  readonly #watchKeys: readonly string[]
+  readonly #watchPairs: readonly (readonly [command: string, key?: string])[]
+  /**
+   * The keys every write shares (the registry, the budget's counts...) with what the sandbox runs on them, for the write
+   * probe (RedisLinkOptions.probeAlso).
+   * @note Not asked, a key pattern leaving out the budget's `usage` hash refused every create while health said 200
+   * (attack63 F3), and one refusing the sweep's HSCAN kept expired tenants' bytes counted for good (attack63 F2).
+   */
+  readonly #sharedPairs: readonly (readonly [command: string, key?: string])[]
   /** Each write script with its ACL checks first (see #writeChecked), once made. */
   readonly #checkedScripts = new WeakMap<RedisScript, RedisScript>()
   /** The write probe (see #writeProbe), and how many commands the scripts called when it was made. */
@@ -1388,6 +1433,7 @@ export class RedisLink {
     open: () => Connection,
     warn: (message: string) => void,
     options: {
+      probeAlso?: readonly (readonly [command: string, key?: string])[] | undefined
       renewAfterMs?: number | undefined
       renewOn?: 'any' | 'unanswered' | undefined
       commandTimeoutMs?: number | undefined
@@ -1406,7 +1452,20 @@ export class RedisLink {
     this.epochKey = options.epochKey
     this.beatKey = options.epochKey === undefined ? undefined : (options.beatKey ?? beatKeyOf(options.epochKey, target.mode === 'cluster'))
     this.looseKey = this.beatKey === undefined ? undefined : slotFellow(this.beatKey, ':loose')
-    this.#watchKeys = [this.epochKey, this.beatKey, this.looseKey, this.beatKey === undefined ? undefined : markKeyOf(this.beatKey)].filter((key) => key !== undefined)
+    // @note Each with the command the watch runs on it: asked with the write's own first key, a selector allowing the
+    // beat's INCR on tenants' keys only passed, and creates were 201 while the beat stood still (attack63 F4).
+    const watched = (command: string, key: string | undefined) => (key === undefined ? [] : [[command, key] as const])
+    this.#sharedPairs = options.probeAlso ?? []
+    this.#watchPairs = [
+      ...watched('GET', this.epochKey),
+      ...watched('SET', this.epochKey),
+      ...watched('GET', this.beatKey),
+      ...watched('INCR', this.beatKey),
+      ...watched('GET', this.looseKey),
+      ...watched('SET', this.looseKey),
+      ...watched('SET', this.beatKey === undefined ? undefined : markKeyOf(this.beatKey)),
+      ['TIME'] as const,
+    ]
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -1510,8 +1569,7 @@ export class RedisLink {
   #writeChecked(script: RedisScript): RedisScript {
     let made = this.#checkedScripts.get(script)
     if (made === undefined) {
-      const commands = [...new Set([...commandsOf(script.source), ...commandsOf(EPOCH_BEAT.source), ...PLAIN_COMMANDS])]
-      made = redisScript(aclChecked(commands) + aclKeysChecked(this.#watchKeys) + script.source)
+      made = redisScript(aclChecked(script.source) + aclKeysChecked(this.#watchPairs) + script.source)
       this.#checkedScripts.set(script, made)
     }
     return made
@@ -1520,16 +1578,16 @@ export class RedisLink {
   /**
    * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master, write rights on the
    * key) that changes nothing (`SET … XX` on a key that is never made), refused first where the ACL would refuse any
-   * command the sandbox's scripts call, or those of {@link PLAIN_COMMANDS}, or a key that stands behind every write, or
+   * command the sandbox's scripts call (on the probe's key), or one the watch runs on its keys, or a key that stands behind every write, or
    * the replicas' count (see {@link aclChecked}). Made on first use (every script made by then), again if more were
    * made since.
    * @note Only the SET was asked: with `-pexpire` (every create refused) health answered 200 between requests (review49 F2).
    */
   #writeProbe(): RedisScript {
     if (this.#probe?.commands !== scriptCommands.size) {
-      const commands = [...new Set([...scriptCommands, ...PLAIN_COMMANDS])].sort()
-      const keys = [...this.#watchKeys, ...(this.cluster ? [] : [this.replicasKey])]
-      this.#probe = { script: redisScript(aclChecked(commands) + aclKeysChecked(keys) + `return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`), commands: scriptCommands.size }
+      const commands = [...scriptCommands].sort().map((command) => [command, this.probeKey] as const)
+      const pairs = [...commands, ...this.#watchPairs, ...this.#sharedPairs, ...(this.cluster ? [] : [['SET', this.replicasKey] as const])]
+      this.#probe = { script: redisScript(aclKeysChecked(pairs) + `return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`), commands: scriptCommands.size }
     }
     return this.#probe.script
   }
@@ -1548,16 +1606,15 @@ export class RedisLink {
   #denied(server: Server, message: string, cause?: unknown): StorageUnavailableError {
     const detail = `${this.#display(server)} refuses the sandbox's user: ${message}`
     const at = monotonicNow()
-    const kind = deniedKind(message)
-    if ((kind !== server.deniedSaid || server.denied === undefined) && at - server.deniedSaidAt >= BEHIND_HOLD_MS) {
-      this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them (health degraded)`)
+    // @note Redis 7.0's words inside a script name no command: met beside a named refusal (the writes' own check), they
+    // read as another refusal, and one rule was said again every 10 s (review50 F3). While one is held, it is that one.
+    const named = deniedKind(message)
+    const kind = server.denied !== undefined && !/^[A-Z]+$|^keys$/.test(named) ? server.deniedSaid : named
+    if (kind !== server.deniedSaid ? at - server.deniedSaidAt >= BEHIND_HOLD_MS || server.denied === undefined : server.denied === undefined && at - server.deniedSaidAt >= BEHIND_HOLD_MS) {
+      this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them`)
       server.deniedSaid = kind
       server.deniedSaidAt = at
-    } else if (server.denied === undefined && kind !== server.deniedSaid) {
-      // Another refusal within the hold of the last line: said at once all the same (it is news).
-      this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them (health degraded)`)
-      server.deniedSaid = kind
-      server.deniedSaidAt = at
+      server.deniedTold = true
     }
     server.denied = { detail, at }
     // @note The reads each second may be refused too (the beat is a script, the token a GET): the epoch is checked before
@@ -1582,7 +1639,11 @@ export class RedisLink {
     if (denied === undefined) return
     server.denied = undefined
     server.epochDue = true
-    this.#warn(`storage allowed: ${this.#display(server)} allows the sandbox's user every command it needs again (the last refusal: ${denied.detail.slice(denied.detail.indexOf(': ') + 2)})`)
+    // @note Said only after a "refused" line, once: a refusal the probe cannot see (one tenant's keys) was "allowed" at
+    // every refused request (review50 F1, attack63 F3).
+    if (!server.deniedTold) return
+    server.deniedTold = false
+    this.#warn(`storage allowed: ${this.#display(server)}: its write probe passes again (the last refusal: ${denied.detail.slice(denied.detail.indexOf(': ') + 2)})`)
   }
 
   /**
@@ -1658,7 +1719,9 @@ export class RedisLink {
     const counting = options.confirm === true && script !== EPOCH_BEAT ? this.#countLoosely(keys[0], options.countsLoosely === true) : undefined
     const tail = [String(keys.length), ...keys, ...args.map(String), ...(options.countsLoosely === true ? (counting ?? NOT_COUNTING) : [])]
     // A write refused by the ACL before it writes anything (see WRITE_ALLOWED).
-    const checked = options.confirm === true ? this.#writeChecked(script) : script
+    // @note Every script that writes, not only those answered as applied: a planned answer's take stopped part way used the
+    // plan up, answered 503 storage_unavailable (review50 F2).
+    const checked = writes(script) ? this.#writeChecked(script) : script
     const evaluate = async (sent: RedisScript): Promise<Reply> => {
       try {
         return await connection.send(keys[0], ['EVALSHA', sent.sha, ...tail], this.#timeLeft())
@@ -2609,6 +2672,7 @@ export class RedisLink {
         denied: undefined,
         deniedSaid: '',
         deniedSaidAt: Number.NEGATIVE_INFINITY,
+        deniedTold: false,
         deniedProbedAt: Number.NEGATIVE_INFINITY,
         // @note First seen once the token was taken (a replica promoted at its own address, on a
         // Cluster), its first commands went unchecked: from an older state, 6-48 ids handed out

@@ -536,8 +536,33 @@ export async function openRedisStorage(options: RedisStorageOptions): Promise<Re
     options.warn?.(`the cap on planned answers over all tenants (${options.maxPlans ?? MAX_BOOK_PLANS}) is not enforced on a Redis Cluster (the plan book is in another slot than a tenant's plans); each tenant still holds at most ${MAX_PLANNED_ANSWERS}`)
     options.warn?.(`the cap on write outcomes on record over all tenants (${OUTCOME_RECORD_TOTAL}) is not enforced on a Redis Cluster (the shared record is in another slot than a tenant's keys); each tenant still keeps at most ${OUTCOME_RECORD_ENTRIES}, and its record (about 570 bytes for one write) an hour after its last write`)
   }
-  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, epoch: options.epoch, replacing: options.replacing, onEpoch: options.onEpoch, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
+  const shared = sharedKeysOf(prefix, budget !== undefined, parseRedisUrl(options.url).mode === 'cluster')
+  // What the write probe asks the ACL for besides its own: each shared key, written, and the sweep's scans (attack63 F2, F3).
+  const probeAlso = [
+    ...Object.values(shared)
+      .filter((key) => key !== undefined)
+      .map((key) => ['SET', key] as const),
+    ['ZSCAN', shared.registry] as const,
+    ...(shared.usage === undefined ? [] : [['HSCAN', shared.usage] as const]),
+    ...(shared.weights === undefined ? [] : [['ZSCAN', shared.weights] as const]),
+  ]
+  const link = await connectRedis({ url: options.url, commandTimeoutMs: options.commandTimeoutMs, warn: options.warn, allowEviction: options.allowEviction, allowFailoverLoss: options.allowFailoverLoss, replicas: options.replicas, epoch: options.epoch, replacing: options.replacing, probeAlso, onEpoch: options.onEpoch, unreachableAtStart: options.unreachableAtStart, probeKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}write-probe`, replicasKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}replicas`, epochKey: `${options.prefix ?? DEFAULT_REDIS_PREFIX}epoch` })
   return new RedisStorage(link, { ...options, storedBytesBudget: budget })
+}
+
+/** The keys every tenant's writes share, by the store's prefix (one list for the store and the write probe). */
+function sharedKeysOf(prefix: string, budgeted: boolean, cluster: boolean) {
+  return {
+    registry: `${prefix}tenants`,
+    usage: budgeted ? `${prefix}usage` : undefined,
+    weights: budgeted ? `${prefix}jweights` : undefined,
+    floors: budgeted ? `${prefix}floors` : undefined,
+    journalUses: budgeted ? `${prefix}jused` : undefined,
+    plans: cluster ? undefined : `${prefix}plans`,
+    planned: cluster ? undefined : `${prefix}planned`,
+    outcomes: cluster ? undefined : `${prefix}ops`,
+    outcomeTimes: cluster ? undefined : `${prefix}opt`,
+  }
 }
 
 export class RedisStorage implements TenantStorage {
@@ -584,19 +609,18 @@ export class RedisStorage implements TenantStorage {
     this.ttlMs = Math.max(0, Math.round(options.ttlMs ?? 0))
     this.prefix = options.prefix ?? DEFAULT_REDIS_PREFIX
     this.#journalBytes = options.journalBytes ?? DEFAULT_JOURNAL_BYTES
-    this.#registry = `${this.prefix}tenants`
+    const shared = sharedKeysOf(this.prefix, options.storedBytesBudget !== undefined, link.cluster)
+    this.#registry = shared.registry
     this.#seedJson = options.seed.categories.map((category) => JSON.stringify(toCategory(category)))
     this.#budget = options.storedBytesBudget ?? -1
     this.#floor = tenantFloorBytes(options.storedBytesBudget ?? Number.POSITIVE_INFINITY)
-    this.#usage = options.storedBytesBudget === undefined ? undefined : `${this.prefix}usage`
-    this.#weights = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jweights`
-    this.#book = link.cluster
-      ? undefined
-      : { tenants: `${this.prefix}plans`, count: `${this.prefix}planned`, prefix: this.prefix, maxPlans: Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS) }
-    this.#floors = options.storedBytesBudget === undefined ? undefined : `${this.prefix}floors`
+    this.#usage = shared.usage
+    this.#weights = shared.weights
+    this.#book = shared.plans === undefined || shared.planned === undefined ? undefined : { tenants: shared.plans, count: shared.planned, prefix: this.prefix, maxPlans: Math.max(MAX_PLANNED_ANSWERS, options.maxPlans ?? MAX_BOOK_PLANS) }
+    this.#floors = shared.floors
     this.#outcomeMs = options.outcomeRecordMs ?? OUTCOME_RECORD_MS
-    this.#outcomes = link.cluster ? undefined : { outcomes: `${this.prefix}ops`, outcomeTimes: `${this.prefix}opt`, outcomeEntries: OUTCOME_RECORD_TOTAL, outcomeMs: this.#outcomeMs }
-    this.#journalUses = options.storedBytesBudget === undefined ? undefined : `${this.prefix}jused`
+    this.#outcomes = shared.outcomes === undefined || shared.outcomeTimes === undefined ? undefined : { outcomes: shared.outcomes, outcomeTimes: shared.outcomeTimes, outcomeEntries: OUTCOME_RECORD_TOTAL, outcomeMs: this.#outcomeMs }
+    this.#journalUses = shared.journalUses
   }
 
   /** The usage hash and the floors as the last keys of a script, when there is a budget. */

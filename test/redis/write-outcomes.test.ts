@@ -1383,7 +1383,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await redis.cli('ACL', 'SETUSER', 'reader', 'on', '>secret', '~*', '&*', '+@all', '-@write')
     // Before: "running", every create 503 and health 200.
     // Its write probe asks the ACL first (Redis 7.0 on), naming the command; before that, Redis's words inside the script.
-    await expect(createSandboxApp({ redisUrl: `redis://reader:secret@127.0.0.1:${redis.port}`, demoDir: false })).rejects.toThrow(/it refuses writes \((?:.*can't run this command|NOPERM the sandbox's user may not run [A-Z]+ (?:on \S+ )?\(its ACL\))/)
+    await expect(createSandboxApp({ redisUrl: `redis://reader:secret@127.0.0.1:${redis.port}`, demoDir: false })).rejects.toThrow(/it refuses writes \((?:.*can't run this command|NOPERM the sandbox's user may not run [A-Z]+ (?:on (?:the key )?\S+ )?\(its ACL\))/)
   })
 
   it('is refused at start when it is a replica, read-only or not, naming its master', async () => {
@@ -1671,7 +1671,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     const redis = await startRedis()
     // The prefix alone: `{petstore-sandbox:epoch:beat}:loose` (a slot fellow of the beat) is not under it.
     await redis.cli('ACL', 'SETUSER', 'narrow', 'on', '>secret', '~petstore-sandbox:*', '&*', '+@all')
-    await expect(startSandbox({ redisUrl: `redis://narrow:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })).rejects.toThrow(/may not use the key \{petstore-sandbox:epoch:beat\}:loose/)
+    await expect(startSandbox({ redisUrl: `redis://narrow:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })).rejects.toThrow(/may not run [A-Z]+ on the key \{petstore-sandbox:epoch:beat\}:loose/)
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~petstore-sandbox:*', '~{petstore-sandbox:*', '&*', '+@all')
     const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
     expect((await create(sandbox, 'watched')).status).toBe(201)
@@ -1679,6 +1679,39 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     // Before: 201 for good while the beat could not be counted, health 503.
     expect((await create(sandbox, 'unwatched')).status).toBe(503)
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503)
+  })
+
+  it.each([
+    { finding: 'attack63 F1: RPUSH allowed on the tenants’ meta keys only', rules: ['-rpush', '(+rpush ~*:meta)'], give: ['+rpush'] },
+    { finding: 'attack63 F4: the beat’s INCR allowed on the tenants’ keys only', rules: ['-incr', '(+incr ~petstore-sandbox:{*)'], give: ['+incr'] },
+  ])('refuses a switch and a create before they write where a selector allows a command on other keys than they run it on ($finding)', async ({ rules, give }) => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'mine')).status).toBe(201)
+    await redis.cli('ACL', 'SETUSER', 'sb', ...rules)
+    // Before: the switch stopped after its DEL (the tenant torn to its default seed, its 201s gone), or creates 201 while
+    // the beat stood still.
+    const switched = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: JSON.stringify({ name: 'default' }) })
+    expect(switched.status).toBe(503)
+    expect(((await jsonOf(switched)) as { code: string }).code).toBe('storage_unavailable')
+    expect((await create(sandbox, 'refused')).status).toBe(503)
+    await redis.cli('ACL', 'SETUSER', 'sb', 'reset', 'on', '>secret', '~*', '&*', '+@all', ...give)
+    expect(await names(sandbox)).toEqual(['mine'])
+  })
+
+  it('says degraded on health while its user may not write a key every create shares, though no request met it yet (attack63 F3)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'before')).status).toBe(201)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    // Every key of the sandbox but the registry of tenants.
+    await redis.cli('ACL', 'SETUSER', 'sb', 'resetkeys', '~petstore-sandbox:{*', '~{petstore-sandbox:*', '~petstore-sandbox:[a-su-z]*')
+    // Before: health 200 (its probe asked only its own key and the watch's).
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(503), { timeout: 5000, interval: 300 })
+    await redis.cli('ACL', 'SETUSER', 'sb', '~*')
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 300 })
   })
 
   it('checks the epoch before the first command once its user is allowed again: a backup restored in place while the ACL refused the reads each second is refused, not served from (review49 F4)', async () => {
