@@ -199,6 +199,41 @@ async function clearJournals(storage: RedisStorage, count: number): Promise<void
 
 const NO_SEED = { scenario: 'default', categories: [], nextCategoryId: 1 } as const
 
+/**
+ * A backup of `redis` (started with DEBUG allowed) taken after a first create, three creates after it (the beat counted
+ * and confirmed past the backup's), then `blind()` (the sandbox's reads each second refused), the backup put back in
+ * place (no restart, no failure the sandbox could see), and `fix()`: the answers (status and body) to the creates sent
+ * two at a time for 2.5 s after, every one of which should be refused (storage lost from the first).
+ */
+async function restoredWhileBlind(sandbox: RunningSandbox, redis: RedisServer, blind: () => Promise<void>, fix: () => Promise<void>): Promise<string[]> {
+  expect((await create(sandbox, 'in the backup')).status).toBe(201)
+  await redis.cli('SAVE')
+  copyFileSync(join(redis.dir, 'dump.rdb'), join(redis.dir, 'backup.rdb'))
+  for (let i = 0; i < 3; i++) expect((await create(sandbox, `after the backup ${i}`)).status).toBe(201)
+  await sleep(2500)
+  await blind()
+  copyFileSync(join(redis.dir, 'backup.rdb'), join(redis.dir, 'dump.rdb'))
+  await redis.cli('DEBUG', 'RELOAD', 'NOSAVE')
+  await fix()
+  const answered: string[] = []
+  for (const until = Date.now() + 2500; Date.now() < until; ) {
+    const responses = await Promise.all([create(sandbox, 'after the fix'), create(sandbox, 'after the fix too')])
+    for (const response of responses) answered.push(`${response.status} ${await response.text()}`)
+    await sleep(20)
+  }
+  return answered
+}
+
+/** A Redis whose user `sb` may run everything, a sandbox on it as that user (its log lines kept), and the partner's first create ('before') answered 201. */
+async function asUser(): Promise<{ redis: RedisServer; sandbox: RunningSandbox; lines: string[] }> {
+  const redis = await startRedis()
+  await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+  const lines: string[] = []
+  const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
+  expect((await create(sandbox, 'before')).status).toBe(201)
+  return { redis, sandbox, lines }
+}
+
 /** Runs a first worker's storage at `url` (a create, then closed), as `serve --workers` does: the epoch it told, for a worker started in its place. */
 async function firstWorker(url: string): Promise<RedisEpoch> {
   let epoch: RedisEpoch | undefined
@@ -823,24 +858,12 @@ describe.runIf(REQUIRE_REDIS)('a Redis that may evict tenant keys', () => {
     await redis.stop()
     await redis.start({ extraArgs: ['--enable-debug-command', 'yes'] })
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
-    expect((await create(sandbox, 'in the backup')).status).toBe(201)
-    await redis.cli('SAVE')
-    copyFileSync(join(redis.dir, 'dump.rdb'), join(redis.dir, 'backup.rdb'))
-    for (let i = 0; i < 3; i++) expect((await create(sandbox, `after the backup ${i}`)).status).toBe(201)
-    // The beat counted and confirmed past the backup's (each second).
-    await sleep(2500)
-    await evictingRefused(sandbox, redis, 'allkeys-lru')
-    // The backup put back in place, no restart, no failure the sandbox could see.
-    copyFileSync(join(redis.dir, 'backup.rdb'), join(redis.dir, 'dump.rdb'))
-    await redis.cli('DEBUG', 'RELOAD', 'NOSAVE')
-    await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')
-    // Creates from then on, two at a time, for 2.5 s: every one refused (storage lost from the first).
-    const answered: string[] = []
-    for (const until = Date.now() + 2500; Date.now() < until; ) {
-      const responses = await Promise.all([create(sandbox, 'after the fix'), create(sandbox, 'after the fix too')])
-      for (const response of responses) answered.push(`${response.status} ${await response.text()}`)
-      await sleep(20)
-    }
+    const answered = await restoredWhileBlind(
+      sandbox,
+      redis,
+      () => evictingRefused(sandbox, redis, 'allkeys-lru'),
+      async () => void (await redis.cli('CONFIG', 'SET', 'maxmemory-policy', 'noeviction')),
+    )
     // Before: 201 {"id":2} and on, ids answered 201 before the backup was put back, until the next second's read.
     expect(answered.filter((answer) => !answer.startsWith('503')), answered.slice(0, 3).join('\n')).toEqual([])
   })
@@ -1419,11 +1442,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
   })
 
   it('answers write_outcome_unknown, not 201, once its user may no longer run INFO while it serves: its replicas cannot be counted (attack54 F1)', async () => {
-    const redis = await startRedis()
-    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
-    const lines: string[] = []
-    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
-    expect((await create(sandbox, 'before')).status).toBe(201)
+    const { redis, sandbox, lines } = await asUser()
     await redis.cli('ACL', 'SETUSER', 'sb', '-info')
     // Before: taken for no replica, 201 without waiting (a replica attached since lost them at a failover).
     await vi.waitFor(async () => expect((await create(sandbox, 'after')).status).toBe(503), { timeout: 5000, interval: 300 })
@@ -1611,11 +1630,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
   })
 
   it('refuses a create whose script calls a command the ACL refuses before it runs: 503 storage_unavailable, nothing stored, health degraded until allowed, said once (review49 F1, F2)', async () => {
-    const redis = await startRedis()
-    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
-    const lines: string[] = []
-    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], warn: (line) => lines.push(line) })
-    expect((await create(sandbox, 'before')).status).toBe(201)
+    const { redis, sandbox, lines } = await asUser()
     // The create's script trims the shared outcome record (ZCARD) after it stored the category: Redis checks a script's
     // commands as it runs them, and rolls back nothing.
     await redis.cli('ACL', 'SETUSER', 'sb', '-zcard')
@@ -1639,10 +1654,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
   })
 
   it('refuses writes while its user may not count the epoch’s beat (INCR): a restore from a snapshot taken meanwhile would lose them unseen (attack61 F4)', async () => {
-    const redis = await startRedis()
-    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
-    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
-    expect((await create(sandbox, 'before')).status).toBe(201)
+    const { redis, sandbox } = await asUser()
     await redis.cli('ACL', 'SETUSER', 'sb', '-incr')
     // Before: 201 (creates need no INCR) while the beat stood still, the watch for a restore blind.
     expect((await create(sandbox, 'unwatched')).status).toBe(503)
@@ -1701,10 +1713,7 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
   })
 
   it('says degraded on health while its user may not write a key every create shares, though no request met it yet (attack63 F3)', async () => {
-    const redis = await startRedis()
-    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
-    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
-    expect((await create(sandbox, 'before')).status).toBe(201)
+    const { redis, sandbox } = await asUser()
     expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
     // Every key of the sandbox but the registry of tenants.
     await redis.cli('ACL', 'SETUSER', 'sb', 'resetkeys', '~petstore-sandbox:{*', '~{petstore-sandbox:*', '~petstore-sandbox:[a-su-z]*')
@@ -1720,24 +1729,15 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await redis.start({ extraArgs: ['--enable-debug-command', 'yes'] })
     await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
     const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'], requestTimeoutMs: 5000, headersTimeoutMs: 2000 })
-    expect((await create(sandbox, 'in the backup')).status).toBe(201)
-    await redis.cli('SAVE')
-    copyFileSync(join(redis.dir, 'dump.rdb'), join(redis.dir, 'backup.rdb'))
-    for (let i = 0; i < 3; i++) expect((await create(sandbox, `after the backup ${i}`)).status).toBe(201)
-    // The beat counted and confirmed past the backup's (each second).
-    await sleep(2500)
-    await redis.cli('ACL', 'SETUSER', 'sb', '-@scripting')
-    expect((await create(sandbox, 'refused')).status).toBe(503)
-    // The backup put back in place while the reads each second are refused.
-    copyFileSync(join(redis.dir, 'backup.rdb'), join(redis.dir, 'dump.rdb'))
-    await redis.cli('DEBUG', 'RELOAD', 'NOSAVE')
-    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
-    const answered: string[] = []
-    for (const until = Date.now() + 2500; Date.now() < until; ) {
-      const responses = await Promise.all([create(sandbox, 'after the fix'), create(sandbox, 'after the fix too')])
-      for (const response of responses) answered.push(`${response.status} ${await response.text()}`)
-      await sleep(20)
-    }
+    const answered = await restoredWhileBlind(
+      sandbox,
+      redis,
+      async () => {
+        await redis.cli('ACL', 'SETUSER', 'sb', '-@scripting')
+        expect((await create(sandbox, 'refused')).status).toBe(503)
+      },
+      async () => void (await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')),
+    )
     // Before: 201 {"id":2} and on, ids answered 201 before the backup was put back, until the next second's read.
     expect(answered.filter((answer) => !answer.startsWith('503')), answered.slice(0, 3).join('\n')).toEqual([])
   })
