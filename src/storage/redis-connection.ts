@@ -95,28 +95,42 @@ function commandsOf(source: string): string[] {
 }
 
 /**
- * Lua: refuses the script, before it runs anything, where the ACL would refuse its user one of `commands` (or
- * KEYS[1]): `redis.acl_check_cmd` (Redis 7.0 on; passed over before, and for a command Redis does not know, renamed
- * away: the script meets it as it would have).
+ * Lua: refuses the script, before it runs anything, where the ACL would refuse its user one of the calls in `source` (see
+ * {@link callsOf}): each command on the declared keys it names, one without any on the first key: `redis.acl_check_cmd`
+ * (Redis 7.0 on; passed over before, and for a command Redis does not know, renamed away: the script meets it as it
+ * would have).
  * @note Redis checks a script's commands as it runs them and rolls back nothing: a command refused after the script
  * wrote (`-pexpire`, `-zcard`) left the write applied, answered 503 storage_unavailable, each retry of a create adding
  * one more (review49 F1); told from a first write refused only by the line Redis names, every refused write was
  * write_outcome_unknown.
  */
-function aclChecked(source: string): string {
-  const keyed = new Map<string, readonly [string, number]>()
-  for (const [, command, key] of source.matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'\s*,\s*KEYS\[(\d+)\]/g)) keyed.set(`${command!.toUpperCase()} ${key}`, [command!.toUpperCase(), Number(key)])
+function aclChecked(source: string, covered: ReadonlySet<string> = new Set()): string {
+  const keyed = new Map<string, readonly [string, readonly number[]]>()
+  const alone = new Set<string>()
+  for (const { command, keys } of callsOf(source)) {
+    if (command === 'INFO') continue
+    if (keys.length === 0) alone.add(command)
+    else keyed.set(`${command} ${keys.join(' ')}`, [command, keys])
+  }
   const asked = new Set([...keyed.values()].map(([command]) => command))
-  // A command called on no declared key (a computed key, ARGV, none): asked on the first key, or alone.
-  const others = commandsOf(source).filter((command) => !asked.has(command))
+  // A command called on no declared key (a computed key, ARGV, none): asked on the first key (`redis.acl_check_cmd` given
+  // no key for a command that takes one answers at random: `SET` alone refused, then allowed, on one ACL), unless the
+  // watch's checks ask it on the keys it runs on (`covered`).
+  // @note Asked on KEYS[1], the beat's INCR (on ARGV keys, the watch's) refused every create of a user allowed it on the
+  // beat only, all the sandbox runs it on (`-incr (+incr ~…epoch:beat)`: review51 F1).
+  const others = [...alone].filter((command) => !asked.has(command) && !covered.has(command))
   if (keyed.size === 0 && others.length === 0) return ''
   // @note Asked on KEYS[1] alone, a Redis 7 selector allowing a command on some keys only (`-rpush (+rpush ~*:meta)`)
-  // passed the check, and a switch was stopped after its DEL: the tenant torn to its default seed (attack63 F1).
-  return `for _, pair in ipairs({${[...keyed.values()].map(([command, key]) => `{'${command}', ${key}}`).join(', ')}}) do
-  local key = KEYS[pair[2]]
-  if key then
-    local known, allowed = pcall(redis.acl_check_cmd, pair[1], key)
-    if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. pair[1] .. ' on ' .. key .. ' (its ACL): the script was refused before it ran') end
+  // passed the check, and a switch was stopped after its DEL: the tenant torn to its default seed (attack63 F1). Asked on
+  // its first key only, a command on several (`DEL KEYS[1], KEYS[2]`) passed where a selector allowed it on the first,
+  // and a switch was stopped after it charged the budget (review51 F2): every key a call names is asked in one check,
+  // as Redis asks one selector for all of them.
+  return `for _, call in ipairs({${[...keyed.values()].map(([command, keys]) => `{'${command}', {${keys.join(', ')}}}`).join(', ')}}) do
+  local keys = {}
+  for _, n in ipairs(call[2]) do if KEYS[n] then keys[#keys + 1] = KEYS[n] end end
+  if #keys > 0 then
+    local known, allowed = pcall(redis.acl_check_cmd, call[1], unpack(keys))
+    if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. call[1] .. ' on ' .. table.concat(keys, ', ') .. ' (its ACL): the script was refused before it ran') end
   end
 end
 for _, command in ipairs({${others.map((name) => `'${name}'`).join(', ')}}) do
@@ -125,6 +139,48 @@ for _, command in ipairs({${others.map((name) => `'${name}'`).join(', ')}}) do
   if known and not allowed then return redis.error_reply('NOPERM the sandbox\\'s user may not run ' .. command .. (KEYS[1] and (' on ' .. KEYS[1]) or '') .. ' (its ACL): the script was refused before it ran') end
 end
 `
+}
+
+/**
+ * The calls a script's source makes (`redis.call('X', …)`, `redis.pcall('X', …)`): each command with the declared keys
+ * (`KEYS[n]`) its arguments begin with, in order (`DEL KEYS[1], KEYS[2]` → 1, 2; `SET KEYS[1], ARGV[1]` → 1;
+ * `HMGET prefix .. other` → none). An argument is read up to the comma or parenthesis that closes it, past nested calls
+ * and string literals.
+ * @example callsOf("redis.call('DEL', KEYS[1], KEYS[2])") // [{ command: 'DEL', keys: [1, 2] }]
+ */
+export function callsOf(source: string): { command: string; keys: number[] }[] {
+  const calls: { command: string; keys: number[] }[] = []
+  for (const match of source.matchAll(/redis\.p?call\(\s*'([A-Za-z]+)'/g)) {
+    const keys: number[] = []
+    let at = match.index + match[0].length
+    let leading = true
+    // Each argument after the command's name, while they are declared keys.
+    while (leading && at < source.length) {
+      while (/\s/.test(source[at] ?? '')) at++
+      if (source[at] !== ',') break
+      const start = at + 1
+      let depth = 0
+      let quote: string | undefined
+      at = start
+      for (; at < source.length; at++) {
+        const char = source[at]!
+        if (quote !== undefined) {
+          if (char === '\\') at++
+          else if (char === quote) quote = undefined
+        } else if (char === "'" || char === '"') quote = char
+        else if (char === '(' || char === '{' || char === '[') depth++
+        else if (char === ')' || char === '}' || char === ']') {
+          if (depth === 0) break
+          depth--
+        } else if (char === ',' && depth === 0) break
+      }
+      const key = /^\s*KEYS\[(\d+)\]\s*$/.exec(source.slice(start, at))
+      if (key) keys.push(Number(key[1]))
+      else leading = false
+    }
+    calls.push({ command: match[1]!.toUpperCase(), keys })
+  }
+  return calls
 }
 
 /**
@@ -1370,6 +1426,8 @@ export class RedisLink {
   readonly #warn: (message: string) => void
   /** The keys that stand behind every write (see {@link aclKeysChecked}). */
   readonly #watchPairs: readonly (readonly [command: string, key?: string])[]
+  /** The commands the watch runs on its keys (see #watchPairs): asked there, not on a write's or the probe's key. */
+  readonly #watchCommands: ReadonlySet<string>
   /**
    * The keys every write shares (the registry, the budget's counts...) with what the sandbox runs on them, for the write
    * probe (RedisLinkOptions.probeAlso).
@@ -1379,6 +1437,8 @@ export class RedisLink {
   readonly #sharedPairs: readonly (readonly [command: string, key?: string])[]
   /** Each write script with its ACL checks first (see #writeChecked), once made. */
   readonly #checkedScripts = new WeakMap<RedisScript, RedisScript>()
+  /** Each script that writes, not answered as applied, with its own ACL checks first (see #writeChecked), once made. */
+  readonly #bookkeepingScripts = new WeakMap<RedisScript, RedisScript>()
   /** The write probe (see #writeProbe), and how many commands the scripts called when it was made. */
   #probe: { readonly script: RedisScript; readonly commands: number } | undefined
   readonly #renewAfterMs: number | undefined
@@ -1466,6 +1526,7 @@ export class RedisLink {
       ...watched('SET', this.beatKey === undefined ? undefined : markKeyOf(this.beatKey)),
       ['TIME'] as const,
     ]
+    this.#watchCommands = new Set(this.#watchPairs.filter((pair) => pair[1] !== undefined).map(([command]) => command))
     this.probeKey = options.probeKey ?? 'petstore-sandbox:write-probe'
     this.replicasKey = options.replicasKey ?? 'petstore-sandbox:replicas'
     this.#allowEviction = options.allowEviction ?? false
@@ -1564,28 +1625,36 @@ export class RedisLink {
    * `script` with the ACL checks first (see {@link aclChecked}, {@link aclKeysChecked}): of the commands it calls, the
    * beat's and the epoch check's (a write whose beat cannot be counted is one a Redis restored from a snapshot taken
    * since would lose unseen: attack61 F4, `-incr`, creates 201 while the beat stood still, then ids handed out again),
-   * and of the keys that stand behind every write.
+   * and of the keys that stand behind every write (`answered`: a write answered as applied; the journal's, the
+   * registry's bookkeeping and a planned answer's take ask their own commands only).
+   * @note The watch's pairs asked by every script that writes, a read paid about 60 checks (review51 F4).
    */
-  #writeChecked(script: RedisScript): RedisScript {
-    let made = this.#checkedScripts.get(script)
-    if (made === undefined) {
-      made = redisScript(aclChecked(script.source) + aclKeysChecked(this.#watchPairs) + script.source)
-      this.#checkedScripts.set(script, made)
+  #writeChecked(script: RedisScript, answered: boolean): RedisScript {
+    const made = answered ? this.#checkedScripts : this.#bookkeepingScripts
+    let checked = made.get(script)
+    if (checked === undefined) {
+      checked = redisScript(aclChecked(script.source, answered ? this.#watchCommands : undefined) + (answered ? aclKeysChecked(this.#watchPairs) : '') + script.source)
+      made.set(script, checked)
     }
-    return made
+    return checked
   }
 
   /**
    * Lua: a write Redis checks as any (scripting allowed, memory left under noeviction, a master, write rights on the
    * key) that changes nothing (`SET … XX` on a key that is never made), refused first where the ACL would refuse any
-   * command the sandbox's scripts call (on the probe's key), or one the watch runs on its keys, or a key that stands behind every write, or
-   * the replicas' count (see {@link aclChecked}). Made on first use (every script made by then), again if more were
-   * made since.
+   * command the sandbox's scripts call (alone), a write to the probe's key, one the watch runs on its keys, a key that
+   * stands behind every write, or the replicas' count (see {@link aclChecked}). Made on first use (every script made by
+   * then), again if more were made since.
+   * @note A selector allowing a command on some keys only is asked by each write on the keys it runs it on, not here: a
+   * tenant's keys, or a shared key's command other than a write (the sweep's `DEL` of a plan), refused by one answers
+   * 503 to the requests that need it (said), health ok.
    * @note Only the SET was asked: with `-pexpire` (every create refused) health answered 200 between requests (review49 F2).
    */
   #writeProbe(): RedisScript {
     if (this.#probe?.commands !== scriptCommands.size) {
-      const commands = [...scriptCommands].sort().map((command) => [command, this.probeKey] as const)
+      // @note The watch's commands on the watch's keys only: asked on the probe's key too, the beat's INCR refused the
+      // start of a user allowed it on the beat only, all the sandbox runs it on (`-incr (+incr ~…epoch:beat)`: review51 F1).
+      const commands = [...scriptCommands].sort().filter((command) => !this.#watchCommands.has(command)).map((command) => [command, this.probeKey] as const)
       const pairs = [...commands, ...this.#watchPairs, ...this.#sharedPairs, ...(this.cluster ? [] : [['SET', this.replicasKey] as const])]
       this.#probe = { script: redisScript(aclKeysChecked(pairs) + `return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`), commands: scriptCommands.size }
     }
@@ -1610,7 +1679,9 @@ export class RedisLink {
     // read as another refusal, and one rule was said again every 10 s (review50 F3). While one is held, it is that one.
     const named = deniedKind(message)
     const kind = server.denied !== undefined && !/^[A-Z]+$|^keys$/.test(named) ? server.deniedSaid : named
-    if (kind !== server.deniedSaid ? at - server.deniedSaidAt >= BEHIND_HOLD_MS || server.denied === undefined : server.denied === undefined && at - server.deniedSaidAt >= BEHIND_HOLD_MS) {
+    // @note The same one held unsaid (met again within 10 s of the last line, after "allowed") is said once the 10 s are
+    // over: said only while none was held, the log's last word stayed "storage allowed" while every create was 503 (review51 F3).
+    if (kind !== server.deniedSaid ? at - server.deniedSaidAt >= BEHIND_HOLD_MS || server.denied === undefined : (server.denied === undefined || !server.deniedTold) && at - server.deniedSaidAt >= BEHIND_HOLD_MS) {
       this.#warn(`storage refused: ${detail}; answering 503 storage_unavailable to the requests that need it until its ACL allows them`)
       server.deniedSaid = kind
       server.deniedSaidAt = at
@@ -1721,7 +1792,8 @@ export class RedisLink {
     // A write refused by the ACL before it writes anything (see WRITE_ALLOWED).
     // @note Every script that writes, not only those answered as applied: a planned answer's take stopped part way used the
     // plan up, answered 503 storage_unavailable (review50 F2).
-    const checked = writes(script) ? this.#writeChecked(script) : script
+    // The write probe asks for itself (review51 N1: checked twice).
+    const checked = writes(script) && script !== this.#probe?.script ? this.#writeChecked(script, options.confirm === true) : script
     const evaluate = async (sent: RedisScript): Promise<Reply> => {
       try {
         return await connection.send(keys[0], ['EVALSHA', sent.sha, ...tail], this.#timeLeft())
@@ -1761,6 +1833,8 @@ export class RedisLink {
         throw new RedisScriptRefusal(refusal[1])
       }
       if (aclRefusal(error)) {
+        // Refused by its own check, before it ran: nothing counted (review51 N2).
+        if (counting !== undefined && messageOf(error).startsWith(OWN_CHECK_REFUSAL)) this.#looselyAt = looselyAt
         const denied = this.#denied(server, messageOf(error), error)
         // @note Redis checks a script's commands against the ACL as it runs them, and rolls back nothing: one refused
         // after the script wrote (`-pexpire`, `-@sortedset`) left the write applied, answered 503 storage_unavailable,

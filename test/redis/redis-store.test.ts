@@ -6,7 +6,7 @@
 import { STORAGE_UNAVAILABLE_UNTIL } from '../../src/contract/errors.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
-import { keySlot, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
+import { callsOf, keySlot, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
 import { usableBeatText, usableCount } from '../../src/storage/redis-counts.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -80,6 +80,19 @@ describe('Redis Cluster hash slots', () => {
 
   it.each(['a}b', 'a{}b'])('names none beside %s, a key of no tag holding a `}`: no key named after it is in its slot', (key) => {
     expect(slotFellow(key, ':loose')).toBeUndefined()
+  })
+})
+
+describe('the calls a script makes, as its ACL check asks them', () => {
+  it.each([
+    ["redis.call('DEL', KEYS[1], KEYS[2])", [{ command: 'DEL', keys: [1, 2] }]],
+    ["redis.pcall( 'lpop' , KEYS[3] )", [{ command: 'LPOP', keys: [3] }]],
+    ["redis.call('HSET', KEYS[1], 'a, KEYS[2])', KEYS[2])", [{ command: 'HSET', keys: [1] }]],
+    ["redis.call('HMGET', prefix .. '{' .. other .. '}:meta', 'updated')", [{ command: 'HMGET', keys: [] }]],
+    ["redis.call('SET', ARGV[#ARGV], string.format('%d', redis.call('INCR', ARGV[#ARGV - 1])))", [{ command: 'SET', keys: [] }, { command: 'INCR', keys: [] }]],
+    ["redis.call('ZADD', KEYS[2], redis.call('TIME')[1], KEYS[1])", [{ command: 'ZADD', keys: [2] }, { command: 'TIME', keys: [] }]],
+  ])('reads %s as the commands and the declared keys each begins with', (source, calls) => {
+    expect(callsOf(source)).toEqual(calls)
   })
 })
 

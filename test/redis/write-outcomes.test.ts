@@ -1723,6 +1723,61 @@ describe.runIf(REQUIRE_REDIS)('a Redis that answers but refuses writes (attack17
     await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 300 })
   })
 
+  it('refuses a switch before it charges the budget where a selector allows its DEL on some of the keys it deletes: one check for all of a call’s keys (review51 F2)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~*', '&*', '+@all')
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    expect((await create(sandbox, 'mine')).status).toBe(201)
+    const charged = async () => (await redis.cli('HGET', 'petstore-sandbox:usage', '!total')).trim()
+    const before = await charged()
+    await redis.cli('ACL', 'SETUSER', 'sb', '-del', '(+del ~*:meta)')
+    for (let i = 0; i < 2; i++) {
+      const switched = await sandbox.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('partner', true), body: JSON.stringify({ name: 'large-catalog' }) })
+      // Before: 503 write_outcome_unknown (stopped at its DEL of the categories), the large catalog charged all the same.
+      expect(switched.status).toBe(503)
+      expect(((await jsonOf(switched)) as { code: string }).code).toBe('storage_unavailable')
+    }
+    expect(await charged()).toBe(before)
+    await redis.cli('ACL', 'SETUSER', 'sb', '+del')
+    expect(await names(sandbox)).toEqual(['mine'])
+  })
+
+  it('serves a user allowed the beat’s INCR on the beat’s key only, all the sandbox runs it on: started, creates 201, health ok (review51 F1)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'sb', 'on', '>secret', '~petstore-sandbox:*', '~{petstore-sandbox:*', '&*', '+@all', '-incr', '(+incr ~petstore-sandbox:epoch:beat)')
+    // Before: refused at start ("it refuses writes (NOPERM … may not run INCR on the key petstore-sandbox:write-probe"),
+    // and every create 503 where the ACL was narrowed while serving.
+    const sandbox = await startSandbox({ redisUrl: `redis://sb:secret@127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['partner'] })
+    const beat = async () => Number(await redis.cli('GET', 'petstore-sandbox:epoch:beat'))
+    const counted = await beat()
+    for (let i = 0; i < 3; i++) expect((await create(sandbox, `counted ${i}`)).status).toBe(201)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+    // The beat is counted still (the watch behind the 201s).
+    await vi.waitFor(async () => expect(await beat()).toBeGreaterThan(counted), { timeout: 3000, interval: 200 })
+    expect(await names(sandbox)).toEqual(['counted 0', 'counted 1', 'counted 2'])
+  })
+
+  it('says a refusal met again soon after "storage allowed" once 10 s are over, not never (review51 F3)', async () => {
+    const { redis, sandbox, lines } = await asUser()
+    const refusedLines = () => lines.filter((line) => line.startsWith('storage refused'))
+    await redis.cli('ACL', 'SETUSER', 'sb', '-pexpire')
+    expect((await create(sandbox, 'refused')).status).toBe(503)
+    await redis.cli('ACL', 'SETUSER', 'sb', '+pexpire')
+    await vi.waitFor(async () => expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200), { timeout: 5000, interval: 300 })
+    expect(lines.filter((line) => line.startsWith('storage allowed'))).toHaveLength(1)
+    await redis.cli('ACL', 'SETUSER', 'sb', '-pexpire')
+    expect((await create(sandbox, 'refused again')).status).toBe(503)
+    expect(refusedLines()).toHaveLength(1)
+    // Before: never said again while it lasted, the log's last word "storage allowed".
+    await vi.waitFor(
+      async () => {
+        expect((await create(sandbox, 'refused still')).status).toBe(503)
+        expect(refusedLines()).toHaveLength(2)
+      },
+      { timeout: 13_000, interval: 1000 },
+    )
+  })
+
   it('checks the epoch before the first command once its user is allowed again: a backup restored in place while the ACL refused the reads each second is refused, not served from (review49 F4)', async () => {
     const redis = await startRedis()
     await redis.stop()
