@@ -216,9 +216,18 @@ function luaString(text: string): string {
 }
 
 
-/** The mark a confirmation round writes for a write to `key` (see RedisLink's #round): in the key's slot. */
-function markKeyOf(key: string): string {
-  return `${key.indexOf('}') === -1 ? `{${key}}` : key.slice(0, key.indexOf('}') + 1)}:replicated`
+/**
+ * The mark a confirmation round writes for a write to `key` (see RedisLink's #round): in the key's slot, named after its
+ * hash tag (the first `{…}` holding something), or after the key made the tag.
+ * @note Cut at the key's first `}`, a prefix holding a `}` before its `{` named a mark of another slot than the key's
+ * (review50 F5).
+ * @example markKeyOf('petstore-sandbox:{t}:meta') // 'petstore-sandbox:{t}:replicated'
+ */
+export function markKeyOf(key: string): string {
+  const open = key.indexOf('{')
+  const close = open === -1 ? -1 : key.indexOf('}', open + 1)
+  if (close > open + 1) return `${key.slice(0, close + 1)}:replicated`
+  return (key.includes('}') ? slotFellow(key, ':replicated') : undefined) ?? `{${key}}:replicated`
 }
 
 /** Commands the sandbox's scripts call that write nothing. */
@@ -2241,9 +2250,6 @@ export class RedisLink {
       this.#waiter = { connection, ready: connection.connecting }
     }
     const waiter = this.#waiter
-    // The key's slot: its hash tag, or the whole key as one (the epoch's, `<prefix>epoch`, has none:
-    // its mark was in another slot, refused on a Cluster).
-    const tag = key.indexOf('}') === -1 ? `{${key}}` : key.slice(0, key.indexOf('}') + 1)
     // @note Every replica online, not one: a replica that may never be promoted
     // (`cluster-replica-no-failover`, `replica-priority 0`) confirmed writes its master's promoted
     // replica, 4 s behind, did not have (attack18 F6: 7,820 creates answered 201 lost).
@@ -2251,7 +2257,8 @@ export class RedisLink {
     const send = (command: string[], timeout = this.#commandTimeoutMs) => waiter.connection.sendTo(server.address, command, timeout)
     try {
       await bounded(waiter.ready, this.#commandTimeoutMs)
-      const mark = ['1', `${tag}:replicated`]
+      // The key's slot (the epoch's, `<prefix>epoch`, has no tag: its mark was in another slot, refused on a Cluster).
+      const mark = ['1', markKeyOf(key)]
       // The mark and INFO go together: INFO's offset is the mark's, or later (more to wait for, never less).
       let [marked, before] = await Promise.allSettled([send(['EVALSHA', REPLICATION_MARK.sha, ...mark]), send(['INFO', 'replication'])])
       if (marked.status === 'rejected' && messageOf(marked.reason).startsWith('NOSCRIPT')) {

@@ -6,7 +6,7 @@
 import { STORAGE_UNAVAILABLE_UNTIL } from '../../src/contract/errors.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
-import { callsOf, keySlot, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
+import { callsOf, keySlot, markKeyOf, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
 import { usableBeatText, usableCount } from '../../src/storage/redis-counts.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -76,6 +76,11 @@ describe('Redis Cluster hash slots', () => {
   ])('names a key in the slot of %s beside it: %s', (key, fellow) => {
     expect(slotFellow(key, ':loose')).toBe(fellow)
     expect(keySlot(fellow)).toBe(keySlot(key))
+  })
+
+  it.each(['petstore-sandbox:{t}:meta', 'petstore-sandbox:epoch:beat', '{petstore-sandbox:epoch}:beat', 'p}x:{t}:meta'])('writes the replication mark of %s in its slot, under the key patterns documented for its prefix (review50 F5: a `}` before the tag)', (key) => {
+    expect(keySlot(markKeyOf(key))).toBe(keySlot(key))
+    expect(markKeyOf(key)).toMatch(key.startsWith('p}x:') ? /^\{?p\}x:/ : /^\{?petstore-sandbox:/)
   })
 
   it.each(['a}b', 'a{}b'])('names none beside %s, a key of no tag holding a `}`: no key named after it is in its slot', (key) => {
