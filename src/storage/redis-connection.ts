@@ -827,7 +827,7 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     // scripts or writes taken from its user, replacements exited again and again, and with both workers gone nothing
     // answered, health included, a back-off keeping it so well after the ACL was fixed (attack60 F2).
     if (refusal !== undefined && ACL_REFUSAL.test(refusal) && replacing) connected.deniedAtStart(refusal)
-    else if (refusal !== undefined && /READONLY|NOPERM|can't run this command|ACL failure in script/.test(refusal)) {
+    else if (refusal !== undefined && /READONLY|NOPERM|can't run this command|can't access|ACL failure in script/.test(refusal)) {
       await connected.close().catch(() => undefined)
       throw new PetstoreError('invalid_option', `Cannot use Redis at ${target.display}: it refuses writes (${refusal.replace(/^.*?refuses writes: /, '')}). Point --redis-url at the master, as a user allowed to run scripts and write.`)
     }
@@ -1664,7 +1664,7 @@ export class RedisLink {
       // @note The watch's commands on the watch's keys only: asked on the probe's key too, the beat's INCR refused the
       // start of a user allowed it on the beat only, all the sandbox runs it on (`-incr (+incr ~…epoch:beat)`: review51 F1).
       const commands = [...scriptCommands].sort().filter((command) => !this.#watchCommands.has(command)).map((command) => [command, this.probeKey] as const)
-      const pairs = [...commands, ...this.#watchPairs, ...this.#sharedPairs, ...(this.cluster ? [] : [['SET', this.replicasKey] as const])]
+      const pairs = [...commands, ['SET', this.probeKey] as const, ...this.#watchPairs, ...this.#sharedPairs, ...(this.cluster ? [] : [['SET', this.replicasKey] as const])]
       this.#probe = { script: redisScript(aclKeysChecked(pairs) + `return redis.call('SET', KEYS[1], '1', 'XX', 'PX', '1000')`), commands: scriptCommands.size }
     }
     return this.#probe.script
