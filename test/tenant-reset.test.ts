@@ -3,13 +3,15 @@
  * its own script, and a later one can fail after the state was reset. Its answer must then not
  * say "not applied" (storage_unavailable), since the data was reset: the outcome is unknown.
  */
-import { expect, it } from 'vitest'
+import { expect, it, onTestFinished, vi } from 'vitest'
 import { RequestJournal, type TenantJournal } from '../src/core/journal.js'
 import { AnswerQueue } from '../src/core/planned-answers.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 import { MemoryStorage } from '../src/storage/memory-storage.js'
 import { seedState, StorageUnavailableError, WriteOutcomeUnknownError } from '../src/storage/storage.js'
 import { Tenant } from '../src/storage/tenant.js'
+import { PetstoreStore } from '../src/storage/memory-store.js'
+import { auth, jsonOf, startSandbox } from './support/sandbox-server.js'
 
 const DEFAULT = BUILTIN_SCENARIOS['default']!
 const EMPTY = BUILTIN_SCENARIOS['empty']!
@@ -42,4 +44,18 @@ it('answers a reset refused before anything was written storage_unavailable, as 
   await expect(reset).rejects.toThrow(StorageUnavailableError)
   await expect(reset).rejects.not.toThrow(WriteOutcomeUnknownError)
   expect((await store.listCategories()).map((category) => category.name)).toEqual(['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish'])
+})
+
+it('answers a reset applied 200 with the count it made when reading the count after it fails, never 503 storage_unavailable (attack66 F1)', async () => {
+  const sandbox = await startSandbox({ apiKeys: ['partner'] })
+  expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ name: 'Ferrets' }) })).status).toBe(201)
+  // The read of the count after the reset fails once, as a Redis refusing for a moment makes it.
+  const count = vi.spyOn(PetstoreStore.prototype, 'countCategories').mockRejectedValueOnce(new StorageUnavailableError('Redis refuses for a moment'))
+  onTestFinished(() => count.mockRestore())
+  const reset = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('partner', true), body: JSON.stringify({ scenario: 'empty' }) })
+  // Before: 503 storage_unavailable ("not applied") for a reset applied.
+  expect(reset.status).toBe(200)
+  expect(await jsonOf(reset)).toMatchObject({ scenario: { name: 'empty' }, categories: 0 })
+  expect(count).toHaveBeenCalled()
+  expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('partner') }))).toEqual([])
 })
