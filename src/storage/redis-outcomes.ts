@@ -228,7 +228,11 @@ end`
  * result; or `void` when it was not applied, and records that it never will be (the write, should
  * it still arrive, refuses with VOID); or `unknown` when its record may be gone (sent as long ago
  * as the record keeps, or an entry as new trimmed by the cap): it may have been applied, and
- * should it still arrive, it refuses with LATE, so it is applied by now or never.
+ * should it still arrive, it refuses with LATE, so it is applied by now or never; or `gone` when the record held nothing
+ * (no `!seq`) though ARGV[4] is `1` (this process recorded an outcome in it lately: deleted by another program since):
+ * voided as for `void`, but whether it was applied before the record went cannot be told.
+ * @note Taken for `void`, a create Redis applied whose reply was lost, its record deleted by a cleanup job in between,
+ * was answered 503 storage_unavailable, "not applied", and the retry it invites stored it twice (attack66 F2).
  * @note Not by the deadline: once it has come, the write is refused should it still arrive, so
  * no record means not applied, as before it.
  */
@@ -237,10 +241,32 @@ local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then return done end
 ${lateOutcome('KEYS[1]', 1, 2)}
 if late then return 'unknown' end
+local emptied = ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], '!seq') == 0
 ${NOW}
 ${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "'void'")}
+-- (Named apart from recordOutcome's own locals.)
+if emptied then return 'gone' end
 return 'void'
 `)
+
+/** When (monotonic ms) each link last had a write recorded in each record of outcomes (see {@link recordedLately}). */
+const lastRecorded = new WeakMap<RedisLink, Map<string, number>>()
+
+/** A write recorded its outcome in `outcomes` (a reply came): noted, for {@link recordedLately}. */
+export function noteRecorded(link: RedisLink, outcomes: string): void {
+  let times = lastRecorded.get(link)
+  if (times === undefined) lastRecorded.set(link, (times = new Map()))
+  times.set(outcomes, monotonicNow())
+}
+
+/**
+ * Whether this process had a write recorded in `outcomes` within the time the record outlives its last write (less a
+ * minute): the record must then hold something, and holding nothing says another program deleted it (see SETTLE).
+ */
+function recordedLately(link: RedisLink, outcomes: string): boolean {
+  const at = lastRecorded.get(link)?.get(outcomes)
+  return at !== undefined && monotonicNow() - at < OUTCOME_RECORD_IDLE_MS - 60_000
+}
 
 /**
  * A new operation id: the Redis time (ms) the write is sent at, as {@link RedisLink.redisNow}
@@ -295,7 +321,9 @@ export async function recordedWrite(
     const operation = await newOperation(link, scriptKeys[0]!)
     const { op, until } = operation
     try {
-      return await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries), { confirm })
+      const reply = await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries), { confirm })
+      noteRecorded(link, keys.outcomes)
+      return reply
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
       if (error instanceof RedisScriptRefusal && error.message === 'LATE') {
@@ -343,7 +371,7 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
   while (monotonicNow() < until && link.requestTimeLeft() !== 0 && !link.closed) {
     let reply: string
     try {
-      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries]))
+      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries, recordedLately(link, keys.outcomes) ? '1' : '0']))
     } catch (error) {
       if (!(error instanceof StorageUnavailableError)) throw error
       last = error
@@ -353,6 +381,7 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
     }
     if (reply === 'void') throw new StorageUnavailableError(`${failure.message} (${what} was not applied)`, { cause: failure })
     if (reply === 'unknown') break
+    if (reply === 'gone') throw new WriteOutcomeUnknownError(`${failure.message}; whether ${what} was applied is unknown: the record of write outcomes (${keys.outcomes}) this sandbox wrote lately holds nothing (deleted by another program)`, { cause: failure })
     // @note Applied on the master, its reply lost: whether a replica has it cannot be asked (Redis's
     // WAIT counts the writes of its own connection, and this one may be another), so where the
     // master has replicas the answer says unknown rather than applied (attack15 F1).

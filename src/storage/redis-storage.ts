@@ -45,7 +45,7 @@ import {
 } from './storage.js'
 import { connectRedis, COUNT_LOOSELY, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisEpoch, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { usableBeatText, usableCount, USABLE_COUNT } from './redis-counts.js'
-import { lateWrite, newOperation, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
+import { lateWrite, newOperation, noteRecorded, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -966,6 +966,7 @@ export class RedisStorage implements TenantStorage {
         let reply: unknown
         try {
           reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries], { confirm: true, countsLoosely: true })
+          noteRecorded(this.link, keys.outcomes)
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
           reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`, until)

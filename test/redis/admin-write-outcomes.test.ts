@@ -203,3 +203,16 @@ describe.runIf(REQUIRE_REDIS)('a standalone Redis client whose connection stays 
     expect(names).toEqual(['before', 'after'])
   })
 })
+
+describe.runIf(REQUIRE_REDIS)('a create whose reply was lost while another program deleted the record of outcomes (attack66 F2)', () => {
+  it('answers it 503 write_outcome_unknown, never storage_unavailable ("not applied") for a create Redis applied', async () => {
+    const { redis, proxy, sandbox } = await sandboxBehindProxy()
+    // Applied, then the record of outcomes deleted (a cleanup job deleting keys by pattern), then the reply lost.
+    proxy.cut('"lost reply"', 'after', () => void redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt'))
+    const answer = await create(sandbox, 'lost reply')
+    // Before: 503 storage_unavailable, "not applied", the category stored all the same (a retry stored it twice).
+    expect(answer.status).toBe(503)
+    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
+    expect((await state(sandbox)).names).toContain('lost reply')
+  })
+})
