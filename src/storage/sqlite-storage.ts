@@ -47,6 +47,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { monotonicNow } from '../core/clock.js'
+import { logDamage } from './sqlite-log-check.js'
 import {
   CATEGORY_OVERHEAD,
   categoryStoredBytes,
@@ -365,6 +366,9 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
     throw new PetstoreError('invalid_option', `Cannot use data directory ${options.dir}: ${(error as Error).message}`)
   }
   for (const file of [path, `${path}-wal`, `${path}-journal`, `${path}-shm`]) refuseLink(file)
+  // Before SQLite opens it: opening throws away what the check finds (attack65 F1).
+  const damage = logDamage(path, `${path}-wal`)
+  if (damage !== undefined) throw new PetstoreError('invalid_option', `Cannot use data directory ${options.dir}: ${damage}. Nothing was changed; restore the database file beside its log (from a backup), or move both away to start empty.`)
   let db: Database | undefined
   try {
     // @note timeout 0: a database locked by another server must refuse at once, not wait.

@@ -178,6 +178,42 @@ describe('durable sandboxes', () => {
     expect(readFileSync(path).equals(bytes)).toBe(true)
   })
 
+  it('refuses a database emptied or missing beside its log, or a log damaged before a later transaction, changing nothing: SQLite would throw the writes away (attack65 F1)', async () => {
+    const seed = seedState(BUILTIN_SCENARIOS['empty']!)
+    const live = dataDir()
+    const storage = await openSqliteStorage({ dir: live, seed })
+    for (let i = 0; i < 120; i++) await storage.open('t1').createCategory({ name: `record ${i}`, description: 'd'.repeat(200) })
+    // The files as a kill -9 leaves them: every create since the last copy into the database in the log only.
+    const crashed = () => {
+      const dir = dataDir()
+      for (const file of [DATABASE_FILE, `${DATABASE_FILE}-wal`]) writeFileSync(join(dir, file), readFileSync(join(live, file)))
+      return dir
+    }
+    const intact = crashed()
+    const emptied = crashed()
+    const missing = crashed()
+    const damaged = crashed()
+    await storage.close()
+    const log = (dir: string) => readFileSync(join(dir, `${DATABASE_FILE}-wal`))
+    expect(log(intact).length).toBeGreaterThan(50_000)
+    writeFileSync(join(emptied, DATABASE_FILE), '')
+    unlinkSync(join(missing, DATABASE_FILE))
+    const broken = log(damaged)
+    broken.fill(0x5a, 20_000, 23_000)
+    writeFileSync(join(damaged, `${DATABASE_FILE}-wal`), broken)
+    for (const [dir, why] of [[emptied, /database file is empty beside its log/], [missing, /database file is missing beside its log/], [damaged, /log .* is damaged: frame \d+ fails its checksum, and a transaction committed after it/]] as const) {
+      const before = log(dir)
+      // Before: opened, its log deleted (or read up to the damage and the rest thrown away), ids handed out again.
+      await expect(openSqliteStorage({ dir, seed })).rejects.toThrow(why)
+      await expect(openSqliteStorage({ dir, seed })).rejects.toThrow(/Nothing was changed/)
+      expect(log(dir).equals(before)).toBe(true)
+    }
+    // The same files undamaged: every create there.
+    const reopened = await openSqliteStorage({ dir: intact, seed })
+    expect(await reopened.open('t1').countCategories()).toBe(120)
+    await reopened.close()
+  })
+
   it('refuses a database file that is a symbolic link, never writing to its target', async () => {
     const dir = dataDir()
     const outside = join(dataDir(), 'outside.txt')
