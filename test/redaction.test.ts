@@ -38,6 +38,10 @@ describe('journal redaction', () => {
     expect(DEFAULT_REDACTION.headerValue('referer', 'https://app.test/cb?code=1&access_token=S')).toBe('https://app.test/cb?code=1&access_token=[redacted]')
   })
 
+  it.each(['X-Forwarded-Uri', 'X-Original-URI', 'X-Original-Url', 'X-Rewrite-URL', 'X-Envoy-Original-Path'])('redacts the query of the request URI a proxy forwards in %s as the URL’s own (attack64 F2)', (name) => {
+    expect(DEFAULT_REDACTION.headerValue(name, '/v1/categories?api_key=S&page=2')).toBe('/v1/categories?api_key=[redacted]&page=2')
+  })
+
   it('adds the names an operator gives to the defaults, ignoring case', () => {
     const redaction = new Redaction({ headers: ['X-Partner-Thing'], queryParams: ['SID'] })
     expect(redaction.headerValue('x-partner-thing', 'S')).toBe('[redacted]')

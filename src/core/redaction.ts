@@ -81,8 +81,12 @@ export const CREDENTIAL_NAME_PATTERN = new RegExp(`${CREDENTIAL_WORDS.join('|')}
  */
 export const DEFAULT_READABLE_NAMES: readonly string[] = ['idempotency-key', 'x-idempotency-key']
 
-/** Headers whose value is a URL: its query is redacted as the request's own is. */
-const URL_HEADERS = new Set(['referer'])
+/**
+ * Headers whose value is a URL (or a path with its query): its query is redacted as the request's own is.
+ * @note The request URI a proxy forwards (`X-Forwarded-Uri`, `X-Original-URI`, `X-Rewrite-URL`) was journaled whole:
+ * the `?api_key=` the entry's `url` redacted was readable in the same entry (attack64 F2).
+ */
+const URL_HEADERS: ReadonlySet<string> = new Set(['referer', 'content-location', 'x-forwarded-uri', 'x-forwarded-url', 'x-original-uri', 'x-original-url', 'x-rewrite-url', 'x-request-uri', 'x-envoy-original-path'])
 
 /** Names to redact beyond the defaults (the `redactHeaders` and `redactQueryParams` options). */
 export interface RedactionOptions {
