@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { CategoryLimitError, IdSpaceExhaustedError, seedState, type TenantState } from '../src/storage/storage.js'
 import { BUILTIN_SCENARIOS } from '../src/scenario/builtin-scenarios.js'
 import { STORES } from './support/stores.js'
+import { MemoryStorage } from '../src/storage/memory-storage.js'
 
 const SEED = seedState(BUILTIN_SCENARIOS['default']!)
 const SEED_NAMES = ['Dogs', 'Cats', 'Rabbits', 'Birds', 'Fish']
@@ -107,5 +108,20 @@ describe.each(STORES)('$name storage', (kind) => {
   it('reports itself healthy', async () => {
     const storage = await kind.open(SEED)
     expect(await storage.health()).toEqual({ ok: true })
+  })
+})
+
+describe('memory storage: a tenant deleted while a write of its is under way', () => {
+  it('keeps that write the deleted tenant’s: the key’s next tenant starts from the seed, never holding another scenario’s categories under the seed’s name (attack64 F1)', async () => {
+    const storage = new MemoryStorage(seedState(BUILTIN_SCENARIOS['default']!))
+    // A switch whose request took the tenant's store before the delete, and writes once its body is in.
+    const taken = storage.open('t1')
+    await storage.delete('t1')
+    await taken.replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))
+    const next = storage.open('t1')
+    // Before: the switch's store brought back under the key: `default` named, 10,000 categories held.
+    expect(next.scenarioName).toBe('default')
+    expect(await next.countCategories()).toBe(seedState(BUILTIN_SCENARIOS['default']!).categories.length)
+    expect(await storage.list()).toEqual([])
   })
 })

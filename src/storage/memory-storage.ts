@@ -27,6 +27,8 @@ export class MemoryStorage implements TenantStorage {
    * stores at once (adoptSeed), while this one is laid only when the store is next opened.
    */
   readonly #seedOf = new WeakMap<PetstoreStore, TenantState>()
+  /** The stores of deleted tenants: a write still under way to one stays its own, never brought back (see open). */
+  readonly #deleted = new WeakSet<PetstoreStore>()
 
   /** @param seed the state a tenant starts from (the server's scenario's seed) */
   constructor(seed: TenantState) {
@@ -45,9 +47,11 @@ export class MemoryStorage implements TenantStorage {
     if (!store) {
       const created = new PetstoreStore(this.#seed)
       this.#seedOf.set(created, this.#seed)
-      // A write to a released store brings it back under the storage's hold.
+      // A write to a released store brings it back under the storage's hold; not one to a deleted store.
+      // @note Brought back, a switch whose body came across the tenant's delete laid its state under the fresh tenant,
+      // named `default` while it held the other scenario's categories (attack64 F1): the write is the deleted tenant's.
       created.onModified = () => {
-        if (this.#held.get(id) === undefined) {
+        if (this.#held.get(id) === undefined && !this.#deleted.has(created)) {
           this.#held.set(id, created)
           this.#released.delete(id)
         }
@@ -81,7 +85,8 @@ export class MemoryStorage implements TenantStorage {
   }
 
   delete(id: string): Promise<boolean> {
-    const store = this.#held.get(id)
+    const store = this.#held.get(id) ?? this.#released.get(id)?.deref()
+    if (store !== undefined) this.#deleted.add(store)
     this.#held.delete(id)
     this.#released.delete(id)
     return Promise.resolve(store?.modified ?? false)
