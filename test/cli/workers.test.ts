@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { connect, createServer, type AddressInfo } from 'node:net'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { evictForAMoment, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
 import { runLoad, serverErrors, verifyLoad } from '../support/replicas.js'
 import { CLI_BINARY, runCli, runCliToEnd, type CliRun } from '../support/sandbox-cli.js'
@@ -335,6 +335,22 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     // A stop while a restart waits: nothing is restarted, and the primary exits 0.
     run.child.kill('SIGTERM')
     expect(await run.exited).toBe(0)
+  })
+
+  it('replaces at once the last worker alive that served, whatever the deaths before it: the port never goes dark for the back-off (attack66 F4)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    // Five deaths within the minute, each while the other worker serves: restarted later and later (up to 4 s).
+    for (let death = 1; death <= 5; death++) {
+      const victim = workersOf(run)[0]!
+      process.kill(victim, 'SIGKILL')
+      await untilStderr(run, (text) => text.includes(`is serving (in place of worker ${victim})`))
+    }
+    // Then both: the last one alive leaves none.
+    for (const pid of workersOf(run)) process.kill(pid, 'SIGKILL')
+    // Before: "starting another in 8 s", then "in 16 s": nothing listened meanwhile, every connection refused.
+    await vi.waitFor(async () => expect((await post(origin, 'k', 'after both')).status).toBe(201), { timeout: 6000, interval: 200 })
+    expect(run.stderr()).toMatch(/exited \(killed by SIGKILL\); starting another\n/)
   })
 
   it('loses no connection with a worker: requests sent while one worker is stopped, then killed -9, are all answered (issue 20, attack4 H8)', async () => {
