@@ -86,6 +86,8 @@ const CHECKPOINT_BYTES = 1000 * PAGE
  * at most the WAL's size), and on a small disk the WAL never takes the room it would need.
  */
 const CHECKPOINT_ROOM_BYTES = 32 * PAGE
+/** How often, at most, a budget the disk lowered at start is read again from the disk's room (see SqliteStorage #boundAgain), in ms. */
+const BOUND_READ_MS = 5000
 /** How long a reading of the disk's room serves creates, in ms ({@link SqliteStorage} #createRoom): creates between readings are counted against it. */
 const DISK_READ_MS = 200
 /** How often a refusal for the room left on the disk is said at most, in ms (see {@link SqliteStorage} #roomFor). */
@@ -433,7 +435,7 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
       }
     }
     const budgetBytes = await diskBoundBudget(path, options)
-    return new SqliteStorage(db, path, wal, file, { ...options, budgetBytes })
+    return new SqliteStorage(db, path, wal, file, { ...options, budgetBytes }, options.budgetBytes)
   } catch (error) {
     db?.close()
     throw refusal(error, path)
@@ -455,7 +457,7 @@ class CorruptDatabase extends Error {}
  * one tenant holding the whole budget could never be deleted: its delete is charged about its
  * size on disk, half as much again, and the data left no such room (the review of that fix).
  */
-async function diskBoundBudget(path: string, options: SqliteStorageOptions): Promise<number | undefined> {
+async function diskBoundBudget(path: string, options: Pick<SqliteStorageOptions, 'budgetBytes' | 'warn'>): Promise<number | undefined> {
   const given = options.budgetBytes
   if (given === undefined || !Number.isFinite(given)) return given
   const room = await roomLeft(dirname(path))
@@ -662,7 +664,11 @@ export class SqliteStorage implements TenantStorage {
   #salvaging = false
   /** The timer looking at the files' names again, each second. */
   #naming: NodeJS.Timeout | undefined
-  readonly #budget: number
+  #budget: number
+  /** The budget the operator gave, which the disk's room at start may have lowered ({@link diskBoundBudget}): raised back towards it as the disk allows (see #boundAgain). */
+  readonly #budgetGiven: number
+  /** When the disk's bound on the budget was last read again (monotonic ms). */
+  #boundReadAt = Number.NEGATIVE_INFINITY
   /** The store budget this run holds to (unbounded: undefined); less than the one given where the disk has not its room. */
   get storeBudgetBytes(): number | undefined {
     return Number.isFinite(this.#budget) ? this.#budget : undefined
@@ -670,7 +676,7 @@ export class SqliteStorage implements TenantStorage {
   /** What the tenants store, counted against {@link #budget}. */
   #storedBytes: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
-  readonly #floor: number
+  #floor: number
   /** What the tenants claim of {@link #budget}: what each holds, at least its floor while it holds one (`claimedBytes` in `stored-bytes.ts`). */
   #claimedBytes = 0
   /** What each tenant holds (`stored-bytes.ts`) and whether it holds its floor, read from the database when first needed, then kept by every write. */
@@ -684,7 +690,7 @@ export class SqliteStorage implements TenantStorage {
   checkpoints = 0
   readonly #sql
 
-  constructor(db: Database, path: string, wal: FileHandle, file: FileHandle, options: SqliteStorageOptions) {
+  constructor(db: Database, path: string, wal: FileHandle, file: FileHandle, options: SqliteStorageOptions, budgetGiven?: number) {
     this.#db = db
     this.path = path
     this.#wal = wal
@@ -746,6 +752,7 @@ export class SqliteStorage implements TenantStorage {
       changes: db.prepare<[], { n: number }>('SELECT total_changes() AS n'),
     }
     this.#budget = options.budgetBytes ?? Number.POSITIVE_INFINITY
+    this.#budgetGiven = budgetGiven ?? this.#budget
     this.#clockAtOpen = this.#sql.clock.get()?.n ?? 0
     this.#openedAt = monotonicNow()
     // @note Counted once at open (one pass over the database), then kept by every write.
@@ -851,9 +858,31 @@ export class SqliteStorage implements TenantStorage {
       }
       decided = storeCharge(old, floored, next, this.#storedBytes, this.#claimedBytes, this.#budget, this.#floor)
     }
+    if (decided === 'full' || decided === 'kept') this.#boundAgain()
     if (decided === 'full') return storeFull()
     if (decided === 'kept') return storeKept()
     return decided
+  }
+
+  /**
+   * While the disk's room at start lowered the budget below the one given: reads that bound again (at most every
+   * {@link BOUND_READ_MS}, in the background), and raises the budget to it, towards the one given, once the disk has
+   * the room. The write refused meanwhile is answered 503 over_capacity, its retry counted against the new budget.
+   * @note Fixed at start, a restart while another program briefly filled the disk held the run to 11,468 bytes, below
+   * what the tenants held: every write of every key refused until the next restart, on a disk empty again (attack65 F3).
+   */
+  #boundAgain(): void {
+    if (this.#budget >= this.#budgetGiven || monotonicNow() - this.#boundReadAt < BOUND_READ_MS || !this.#db.open) return
+    this.#boundReadAt = monotonicNow()
+    void diskBoundBudget(this.path, { budgetBytes: this.#budgetGiven })
+      .then((bound) => {
+        if (bound === undefined || bound <= this.#budget || !this.#db.open) return
+        this.#budget = bound
+        this.#floor = tenantFloorBytes(bound)
+        this.#recount()
+        this.#warn(`storage: ${this.path}: its disk has the room again: the store budget is ${bound} bytes for this run${bound < this.#budgetGiven ? `, not ${this.#budgetGiven}` : ''}`)
+      })
+      .catch(() => undefined)
   }
 
   /** Counts a tenant going from holding `old` to `next` bytes as {@link #claim} decided (its row, when it has one, says whether it holds its floor). */

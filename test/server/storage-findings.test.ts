@@ -408,6 +408,28 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect((await storage.open('partner').listCategories()).length).toBe(created)
   })
 
+  it('raises a budget the disk lowered at start once the disk has the room again: a restart while another program briefly filled it does not lock every key out for the run (attack65 F3)', async () => {
+    const disk = smallDisk(16 * 1024)
+    const dir = join(disk.dir, 'data')
+    const seed = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const first = await openSqliteStorage({ dir, seed, budgetBytes: 1024 ** 3 })
+    for (let i = 0; i < 200; i++) await first.open('partner').createCategory({ name: `c${i}`, description: 'd'.repeat(100) }, 20_000)
+    await first.close()
+    // Another program fills the disk at the restart, and lets it go a moment later.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(Math.max(0, bavail * bsize - 48 * 1024)))
+    const warnings: string[] = []
+    const storage = await openSqliteStorage({ dir, seed, budgetBytes: 1024 ** 3, warn: (line) => warnings.push(line) })
+    onTestFinished(() => storage.close())
+    expect(warnings.join('\n')).toMatch(/the store budget is \d+ bytes for this run/)
+    unlinkSync(join(disk.dir, 'filler'))
+    await expect(storage.open('partner').createCategory({ name: 'refused while bound' }, 20_000)).rejects.toBeInstanceOf(OverCapacityError)
+    // Before: refused for the whole run (until a restart), on a disk empty again.
+    await vi.waitFor(async () => expect(await storage.open('partner').createCategory({ name: 'after' }, 20_000)).toMatchObject({ name: 'after' }), { timeout: 3000, interval: 100 })
+    expect(await storage.open('newcomer').createCategory({ name: 'new key' }, 20_000)).toMatchObject({ name: 'new key' })
+    expect(warnings.join('\n')).toMatch(/its disk has the room again: the store budget is \d+ bytes for this run/)
+  })
+
   it('sweeps only the idle tenants the disk has room to delete, the rest at a later sweep, never filling the disk with their log (review39 R2)', async () => {
     const disk = smallDisk(16 * 1024)
     const dir = join(disk.dir, 'data')
