@@ -150,7 +150,8 @@ for _, id in ipairs(redis.call('ZRANGE', ${opt}, 0, 15)) do
     trim(id)
   elseif over > 0 then
     local due = tonumber(string.match(id, '^%d+:(%d+):') or '')
-    if due ~= nil and due > now and redis.call('HGET', ${ops}, id) == 'void' then kept = kept or id else trim(id) end
+    local outcome = due ~= nil and due > now and redis.call('HGET', ${ops}, id)
+    if outcome == 'void' or outcome == 'gone' then kept = kept or id else trim(id) end
   end
 end
 -- Every one of the oldest a void still awaited: the oldest goes all the same, marked.
@@ -215,7 +216,7 @@ end`
  * too once its request has been answered (its id's deadline), so that no answer is overtaken.
  */
 export const replayOutcome = (ops: string, op: number, keep: number) => `local done = redis.call('HGET', ${ops}, ARGV[${op}])
-if done == 'void' then return redis.error_reply('VOID') end
+if done == 'void' or done == 'gone' then return redis.error_reply('VOID') end
 if done then return done end
 do
   ${lateOutcome(ops, op, keep, true).replaceAll('\n', '\n  ')}
@@ -243,7 +244,8 @@ ${lateOutcome('KEYS[1]', 1, 2)}
 if late then return 'unknown' end
 local emptied = ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], '!seq') == 0
 ${NOW}
-${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "'void'")}
+-- Recorded as what it says (a settle asked again after its reply was lost reads it: review52 F1), never applied.
+${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "emptied and 'gone' or 'void'")}
 -- (Named apart from recordOutcome's own locals.)
 if emptied then return 'gone' end
 return 'void'

@@ -25,11 +25,16 @@ export function logDamage(path: string, logPath: string): string | undefined {
   if (database === undefined || database === 0) {
     return `the database file is ${database === undefined ? 'missing' : 'empty'} beside its log ${logPath} of ${size} bytes, which holds the writes not yet copied into it: SQLite would take it for a new database and delete that log`
   }
-  const fd = openSync(logPath, 'r')
+  // A log that cannot be read, or shrinks while read (another server holding the directory copies it in): SQLite meets
+  // it as it is; refusing here would say so with a raw error (review52 F4).
+  let fd: number | undefined
   try {
+    fd = openSync(logPath, 'r')
     return framesDamage(fd, size, logPath)
+  } catch {
+    return undefined
   } finally {
-    closeSync(fd)
+    if (fd !== undefined) closeSync(fd)
   }
 }
 
