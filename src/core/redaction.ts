@@ -86,7 +86,7 @@ export const DEFAULT_READABLE_NAMES: readonly string[] = ['idempotency-key', 'x-
  * @note The request URI a proxy forwards (`X-Forwarded-Uri`, `X-Original-URI`, `X-Rewrite-URL`) was journaled whole:
  * the `?api_key=` the entry's `url` redacted was readable in the same entry (attack64 F2).
  */
-const URL_HEADERS: ReadonlySet<string> = new Set(['referer', 'content-location', 'x-forwarded-uri', 'x-forwarded-url', 'x-original-uri', 'x-original-url', 'x-rewrite-url', 'x-request-uri', 'x-envoy-original-path'])
+export const URL_HEADERS: ReadonlySet<string> = new Set(['referer', 'content-location', 'x-forwarded-uri', 'x-forwarded-url', 'x-original-uri', 'x-original-url', 'x-rewrite-url', 'x-request-uri', 'x-envoy-original-path'])
 
 /** Names to redact beyond the defaults (the `redactHeaders` and `redactQueryParams` options). */
 export interface RedactionOptions {
