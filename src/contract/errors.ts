@@ -176,7 +176,7 @@ export const ERROR_TABLE = {
   invalid_scenario: {
     status: 500,
     message: 'The scenario cannot be loaded: {reason}',
-    when: 'Admin API: `PUT /__sandbox/scenario` or `POST /__sandbox/reset` with a scenario of `--scenarios-dir` whose file, or a fixture it names, is broken (not JSON, not a scenario, unreadable, or named otherwise than its file); `{reason}` names the file by its name alone and the problem, the operator\'s log by its path. The operator fixes the file; nothing of the tenant changed',
+    when: 'Admin API: `PUT /__sandbox/scenario` or `POST /__sandbox/reset` with a scenario of `--scenarios-dir` whose file, or a fixture it names, is broken (not JSON, not a scenario, unreadable, or named otherwise than its file); `{reason}` names the file by its name alone and the problem, the operator\'s log by its path. The operator fixes the file; nothing of the tenant changed. With `--watch`, a file the watch read whole before serves that last good version instead (a save under way, or a broken one)',
     admin: true,
   },
   unknown_tenant: {

@@ -383,6 +383,7 @@ function adminAppBuilder(parts: {
         trustProxy: settings.trustProxy,
         proxy: settings.proxy,
         watchStatus: watcher && (() => watcher.status()),
+        lastGood: watcher && ((name) => watcher.lastGood(name)),
       }),
     )
     if (demoDir !== false) {

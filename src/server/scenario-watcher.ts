@@ -190,6 +190,16 @@ export class ScenarioWatcher {
     }
   }
 
+  /**
+   * The last good version of the `--scenarios-dir` scenario `name` this watch read (not the start scenario's), or
+   * undefined when it read none: what a switch or reset serves while the file is broken (a save under way).
+   */
+  lastGood(name: string): Scenario | undefined {
+    if (this.#dir === undefined || this.#closed) return undefined
+    const source = this.#sources.get(join(this.#dir, `${name}.json`))
+    return source === undefined || source.start ? undefined : source.current
+  }
+
   /** How many files are watched (the banner says it). */
   get fileCount(): number {
     return this.status().files

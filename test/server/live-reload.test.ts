@@ -192,6 +192,42 @@ describe('live reload', () => {
     expect(await names(running, 'k1')).toEqual(['New sale'])
   })
 
+  it('switches and resets to the last good version of a scenario of the scenarios directory while its file is broken (a save in place under way), not 500 (attack65 F2)', async () => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'shop.json'), shop())
+    const sale = join(dir, 'sale.json')
+    writeFileSync(sale, shop({ name: 'sale', categories: [{ name: 'Good sale' }] }))
+    const running = await startSandbox({ scenario: 'shop', scenariosDir: dir, watch: true, apiKeys: ['k1', 'k2'], onReload: () => undefined })
+    // An editor saving in place: the file cut short, the rest not written yet. The switch reads it meanwhile.
+    writeFileSync(sale, shop({ name: 'sale', categories: [{ name: 'Good sale' }] }).slice(0, 30))
+    const switched = await running.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'sale' }) })
+    expect(switched.status).toBe(200)
+    expect(await jsonOf(switched)).toMatchObject({ scenario: { name: 'sale', version: '1.0.0' } })
+    expect(await names(running, 'k1')).toEqual(['Good sale'])
+    await create(running, 'k1', 'Mine')
+    const resetAnswer = await running.fetch('/__sandbox/reset', { method: 'POST', headers: auth('k1') })
+    expect(resetAnswer.status).toBe(200)
+    expect(await names(running, 'k1')).toEqual(['Good sale'])
+    const resetOnto = await running.fetch('/__sandbox/reset', { method: 'POST', headers: auth('k2', true), body: JSON.stringify({ scenario: 'sale' }) })
+    expect(resetOnto.status).toBe(200)
+    expect(await names(running, 'k2')).toEqual(['Good sale'])
+    // The save ends: its version is served from then on.
+    writeFileSync(sale, shop({ name: 'sale', version: '2.0.0', categories: [{ name: 'New sale' }] }))
+    await reset(running, 'k1')
+    expect(await names(running, 'k1')).toEqual(['New sale'])
+  })
+
+  it('answers 500 invalid_scenario for a broken file of the scenarios directory the watch never read whole', async () => {
+    const dir = scenarioDir()
+    writeFileSync(join(dir, 'shop.json'), shop())
+    writeFileSync(join(dir, 'draft.json'), '{ "name": "draft", ')
+    const running = await startSandbox({ scenario: 'shop', scenariosDir: dir, watch: true, apiKeys: ['k1'], onReload: () => undefined })
+    const switched = await running.fetch('/__sandbox/scenario', { method: 'PUT', headers: auth('k1', true), body: JSON.stringify({ name: 'draft' }) })
+    expect(switched.status).toBe(500)
+    expect(await jsonOf(switched)).toMatchObject({ code: 'invalid_scenario' })
+    expect(await names(running, 'k1')).toEqual(['Dogs'])
+  })
+
   it('keeps tenants within the memory budget when an edit makes the start seed large: tenants that never wrote leave memory, and take the new seed on their next request (attack47 F1)', async () => {
     const budget = 4 * 1024 * 1024
     const { file, running } = await watchedShop(shop(), { apiKeys: undefined, anyKey: true, memoryBudgetBytes: budget })
