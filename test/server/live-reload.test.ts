@@ -65,9 +65,15 @@ async function health(running: RunningSandbox): Promise<Health> {
   return (await jsonOf(response)) as Health
 }
 
-/** Polls `read` until it equals `expected`; fails with the last value after {@link RELOAD_WAIT_MS}. */
-async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
-  const until = Date.now() + RELOAD_WAIT_MS
+/**
+ * How long a test waits for a spawned `serve` to print where it listens: a process start (Node.js, the bundle), not a
+ * reload; 5 s was short on a machine busy with other work (a start took longer, the test failed before any reload).
+ */
+const START_WAIT_MS = 30_000
+
+/** Polls `read` until it equals `expected`; fails with the last value after `waitMs` ({@link RELOAD_WAIT_MS}). */
+async function eventually<T>(read: () => Promise<T>, expected: T, waitMs = RELOAD_WAIT_MS): Promise<void> {
+  const until = Date.now() + waitMs
   for (;;) {
     const value = await read()
     try {
@@ -514,7 +520,7 @@ describe("docs/real-service.md's Live reload part", () => {
     onTestFinished(() => void child.kill())
     let stdout = ''
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk))
-    await eventually(async () => /API\s+http:\/\/127\.0\.0\.1:\d+/.test(stdout), true)
+    await eventually(async () => /API\s+http:\/\/127\.0\.0\.1:\d+/.test(stdout), true, START_WAIT_MS)
     const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(stdout)![1]!
     writeFileSync(join(project, 'scenarios', 'shop.json'), '{ "name": "shop", ')
     const read = async () => (await (await fetch(`${origin}/__sandbox/health`)).json()) as Health
