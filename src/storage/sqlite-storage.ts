@@ -26,7 +26,7 @@
  * while running or stopped, ages a tenant or keeps one young; time the server was stopped does
  * not count (see docs/decisions/0014-store-floors-and-the-store-clock.md).
  */
-import { lstatSync, mkdirSync, statSync } from 'node:fs'
+import { lstatSync, mkdirSync, rmSync, statSync } from 'node:fs'
 import { open, stat, statfs, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path'
 import type BetterSqlite3 from 'better-sqlite3'
@@ -373,6 +373,7 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
   if (damage !== undefined) throw new PetstoreError('invalid_option', `Cannot use data directory ${options.dir}: ${damage}. Nothing was changed; restore the database file beside its log (from a backup), or move both away to start empty.`)
   let db: Database | undefined
   try {
+    checkBeforeWriting(Sqlite, path)
     // @note timeout 0: a database locked by another server must refuse at once, not wait.
     db = new Sqlite(path, { timeout: 0 })
     // Exclusive locking before WAL: the WAL index lives in this process's memory (no -shm file
@@ -443,6 +444,42 @@ export async function openSqliteStorage(options: SqliteStorageOptions): Promise<
 }
 
 class CorruptDatabase extends Error {}
+
+/**
+ * Throws {@link CorruptDatabase} (or SQLite's own error) when the database, read with its log, fails SQLite's
+ * `quick_check`, reading it without writing: where a log holds frames, the read-write open copies them into the
+ * database and deletes the log when it closes, so the check after it, refusing, had changed the files it said it left
+ * alone (attack68 F2: the writes only the log held merged into a database the operator was told to restore from a
+ * backup). Passes over what it cannot tell (the database locked by another server: the open after says so).
+ */
+function checkBeforeWriting(Sqlite: typeof BetterSqlite3, path: string): void {
+  const log = sizeOf(`${path}-wal`)
+  if (log === undefined || log === 0 || !sizeOf(path)) return
+  const shm = `${path}-shm`
+  const hadShm = sizeOf(shm) !== undefined
+  let db: Database | undefined
+  try {
+    db = new Sqlite(path, { readonly: true, fileMustExist: true, timeout: 0 })
+    const check = db.pragma('quick_check', { simple: true })
+    if (check !== 'ok') throw new CorruptDatabase(String(check))
+  } catch (error) {
+    const code = sqliteCode(error)
+    if (error instanceof CorruptDatabase || code === 'SQLITE_NOTADB' || code === 'SQLITE_CORRUPT') throw error
+  } finally {
+    db?.close()
+    // The read-only open's shared index of the log (the read-write one keeps its own in memory): not left behind.
+    if (!hadShm) rmSync(shm, { force: true })
+  }
+}
+
+/** A file's size, or undefined when it cannot be read. */
+function sizeOf(path: string): number | undefined {
+  try {
+    return statSync(path).size
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * The store budget this run holds to: the one given, or less when the disk holding the database

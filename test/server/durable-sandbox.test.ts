@@ -214,6 +214,57 @@ describe('durable sandboxes', () => {
     await reopened.close()
   })
 
+  it('refuses a log whose header, or a frame header before a later transaction, is damaged, changing nothing: SQLite would ignore the log, or read it up to the damage (attack68 F1)', async () => {
+    const seed = seedState(BUILTIN_SCENARIOS['empty']!)
+    const live = dataDir()
+    const storage = await openSqliteStorage({ dir: live, seed })
+    for (let i = 0; i < 120; i++) await storage.open('t1').createCategory({ name: `record ${i}`, description: 'd'.repeat(200) })
+    const files = [DATABASE_FILE, `${DATABASE_FILE}-wal`].map((file) => [file, readFileSync(join(live, file))] as const)
+    await storage.close()
+    const frameBytes = 24 + readFileSync(join(live, DATABASE_FILE)).readUInt16BE(16)
+    const damages: [string, (log: Buffer) => void][] = [
+      ['its magic changed', (log) => log.writeUInt32BE(0x12345678, 0)],
+      ['its page size changed', (log) => log.writeUInt32BE(1000, 8)],
+      ['its header checksum changed', (log) => log.writeUInt32BE((log.readUInt32BE(24) ^ 1) >>> 0, 24)],
+      ['a frame header zeroed', (log) => log.fill(0, 32 + 3 * frameBytes, 32 + 3 * frameBytes + 24)],
+      ['a frame header\'s salt changed', (log) => log.writeUInt32BE((log.readUInt32BE(32 + 3 * frameBytes + 8) ^ 0x5a5a5a5a) >>> 0, 32 + 3 * frameBytes + 8)],
+    ]
+    for (const [what, damage] of damages) {
+      const dir = dataDir()
+      for (const [file, bytes] of files) writeFileSync(join(dir, file), bytes)
+      const log = Buffer.from(files[1]![1])
+      damage(log)
+      writeFileSync(join(dir, `${DATABASE_FILE}-wal`), log)
+      // Before: opened "ok" with some or all of the 120 creates gone (the log ignored, or read up to the damage).
+      await expect(openSqliteStorage({ dir, seed }), what).rejects.toThrow(/log .* is damaged: .*Nothing was changed/)
+      expect(readFileSync(join(dir, `${DATABASE_FILE}-wal`)).equals(log), what).toBe(true)
+      expect(readFileSync(join(dir, DATABASE_FILE)).equals(files[0]![1]), what).toBe(true)
+    }
+  })
+
+  it('refuses a database failing its check beside a log, leaving both as they were: the log is not copied into it (attack68 F2)', async () => {
+    const seed = seedState(BUILTIN_SCENARIOS['empty']!)
+    const live = dataDir()
+    const first = await openSqliteStorage({ dir: live, seed })
+    for (let i = 0; i < 200; i++) await first.open('t1').createCategory({ name: `early ${i}`, description: 'd'.repeat(200) })
+    // Closed: copied into the database, the log gone. Then more creates, in the log only.
+    await first.close()
+    const storage = await openSqliteStorage({ dir: live, seed })
+    for (let i = 0; i < 60; i++) await storage.open('t1').createCategory({ name: `late ${i}`, description: 'd'.repeat(200) })
+    const dir = dataDir()
+    for (const file of [DATABASE_FILE, `${DATABASE_FILE}-wal`]) writeFileSync(join(dir, file), readFileSync(join(live, file)))
+    await storage.close()
+    const database = readFileSync(join(dir, DATABASE_FILE)).subarray(0, 8192)
+    writeFileSync(join(dir, DATABASE_FILE), database)
+    const log = readFileSync(join(dir, `${DATABASE_FILE}-wal`))
+    expect(log.length).toBeGreaterThan(10_000)
+    await expect(openSqliteStorage({ dir, seed })).rejects.toThrow(/not a sound SQLite database [\s\S]*Nothing was changed/)
+    // Before: the log copied into the database (rewritten) and deleted.
+    expect(readdirSync(dir).sort()).toEqual([DATABASE_FILE, `${DATABASE_FILE}-wal`])
+    expect(readFileSync(join(dir, `${DATABASE_FILE}-wal`)).equals(log)).toBe(true)
+    expect(readFileSync(join(dir, DATABASE_FILE)).equals(database)).toBe(true)
+  })
+
   it('refuses a database file that is a symbolic link, never writing to its target', async () => {
     const dir = dataDir()
     const outside = join(dataDir(), 'outside.txt')
