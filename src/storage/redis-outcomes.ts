@@ -130,6 +130,9 @@ if seq == 1 then
     redis.call('HSET', ${ops}, '!seq', string.format('%d', seq))
   end
 end
+-- When this record began (Redis's time), kept as long as it lives: a write sent before it may have been recorded in one
+-- deleted since (see SETTLE). Also for a record an earlier version began.
+if seq == 1 or redis.call('HEXISTS', ${ops}, '!born') == 0 then redis.call('HSET', ${ops}, '!born', string.format('%d', now)) end
 redis.call('ZADD', ${opt}, seq, ARGV[${op}])
 local over = redis.call('ZCARD', ${opt}) - tonumber(ARGV[${cap}])
 local gone = {}
@@ -230,8 +233,14 @@ end`
  * it still arrive, refuses with VOID); or `unknown` when its record may be gone (sent as long ago
  * as the record keeps, or an entry as new trimmed by the cap): it may have been applied, and
  * should it still arrive, it refuses with LATE, so it is applied by now or never; or `gone` when the record held nothing
- * (no `!seq`) though ARGV[4] is `1` (this process recorded an outcome in it lately: deleted by another program since):
- * voided as for `void`, but whether it was applied before the record went cannot be told.
+ * (no `!seq`) though ARGV[4] is `1` (this process recorded an outcome in it lately: deleted by another program since),
+ * or was begun (`!born`, Redis's time) after the write was sent, or when is not known: voided as for `void`, but whether
+ * it was applied before the record went cannot be told.
+ * @note Told by `!seq` alone, a record deleted, then begun again by another write before the settle (any tenant's, on a
+ * Redis where all share one record) was taken for one that never held the write: `void`, 503 storage_unavailable for
+ * creates Redis applied (attack69 F1: 11 of 62).
+ * @note A record begun between a write's sending and its arrival makes its settle say `gone` too (the first write in
+ * an hour's quiet, sent as another began the record): unknown, where `void` was true; never the other way.
  * @note Taken for `void`, a create Redis applied whose reply was lost, its record deleted by a cleanup job in between,
  * was answered 503 storage_unavailable, "not applied", and the retry it invites stored it twice (attack66 F2).
  * @note Not by the deadline: once it has come, the write is refused should it still arrive, so
@@ -242,7 +251,14 @@ local done = redis.call('HGET', KEYS[1], ARGV[1])
 if done then return done end
 ${lateOutcome('KEYS[1]', 1, 2)}
 if late then return 'unknown' end
-local emptied = ARGV[4] == '1' and redis.call('HEXISTS', KEYS[1], '!seq') == 0
+local emptied
+if redis.call('HEXISTS', KEYS[1], '!seq') == 0 then
+  emptied = ARGV[4] == '1'
+else
+  -- A record begun after the write was sent (or of unknown age): one it may have been recorded in was deleted since.
+  local born = tonumber(redis.call('HGET', KEYS[1], '!born') or '')
+  emptied = born == nil or (sent ~= nil and born > sent)
+end
 ${NOW}
 -- Recorded as what it says (a settle asked again after its reply was lost reads it: review52 F1), never applied.
 ${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "emptied and 'gone' or 'void'")}

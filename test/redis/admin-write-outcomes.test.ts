@@ -215,4 +215,34 @@ describe.runIf(REQUIRE_REDIS)('a create whose reply was lost while another progr
     expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
     expect((await state(sandbox)).names).toContain('lost reply')
   })
+
+  it('answers it 503 write_outcome_unknown when another write began the record again before the settle asked it (attack69 F1)', async () => {
+    const { redis, proxy, sandbox } = await sandboxBehindProxy()
+    // Another replica on the same Redis (each tenant's writes share the one record there).
+    const other = await startSandbox({ redisUrl: `redis://127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['other'] })
+    let meanwhile: Promise<void> | undefined
+    proxy.cut('"lost reply"', 'after', () => {
+      // The settle held until the record was deleted and another tenant's create began it again.
+      proxy.hold('petstore-sandbox:opt')
+      meanwhile = (async () => {
+        await redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt')
+        expect((await create(other, 'elsewhere', 'other')).status).toBe(201)
+        // Delivered once the settle came (and was held).
+        for (;;) {
+          const delivered = await proxy.deliver().then(
+            () => true,
+            () => false,
+          )
+          if (delivered) break
+          await sleep(20)
+        }
+      })()
+    })
+    const answer = await create(sandbox, 'lost reply')
+    await meanwhile
+    // Before: 503 storage_unavailable, "not applied" (the record held `!seq` again), the category stored all the same.
+    expect(answer.status).toBe(503)
+    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
+    expect((await state(sandbox)).names).toContain('lost reply')
+  })
 })
