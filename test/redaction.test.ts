@@ -42,6 +42,21 @@ describe('journal redaction', () => {
     expect(DEFAULT_REDACTION.headerValue(name, '/v1/categories?api_key=S&page=2')).toBe('/v1/categories?api_key=[redacted]&page=2')
   })
 
+  it.each(['X-Forwarded-Uri', 'X-Original-URL', 'X-Envoy-Original-Path', 'Content-Location'])('redacts the query of every URL in %s sent more than once, as Node.js joins them (attack67 F1)', (name) => {
+    expect(DEFAULT_REDACTION.headerValue(name, '/a?x=1, /b?access_token=S&page=2, /c?client_secret=C')).toBe('/a?x=1, /b?access_token=[redacted]&page=2, /c?client_secret=[redacted]')
+  })
+
+  it.each([
+    ['http://user:p@ss@host/p', 'http://user:[redacted]@host/p'],
+    ['https://u:a@b@c@h:8080/?q=1', 'https://u:[redacted]@h:8080/?q=1'],
+    ['http://user@host/p', 'http://user@host/p'],
+    ['http://host/p@q:r', 'http://host/p@q:r'],
+    ['http://u:pw@h\\x@y', 'http://u:[redacted]@h\\x@y'],
+  ])('redacts the whole password of %s, up to the authority’s last @ (attack67 F1)', (url, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('referer', url)).toBe(kept)
+    expect(DEFAULT_REDACTION.url(url)).toBe(kept)
+  })
+
   it('adds the names an operator gives to the defaults, ignoring case', () => {
     const redaction = new Redaction({ headers: ['X-Partner-Thing'], queryParams: ['SID'] })
     expect(redaction.headerValue('x-partner-thing', 'S')).toBe('[redacted]')

@@ -120,7 +120,9 @@ export class Redaction {
   /** A header's value as a reader sees it. */
   headerValue(name: string, value: string): string {
     if (this.redactsHeader(name)) return REDACTED
-    return URL_HEADERS.has(name.toLowerCase()) ? this.url(value) : value
+    // @note One URL each, as Node.js joins a header sent more than once (`, `): read as one, the query of every URL but the
+    // first went unread, a chain of proxies' `X-Forwarded-Uri` journaling `access_token=` whole (attack67 F1).
+    return URL_HEADERS.has(name.toLowerCase()) ? value.split(', ').map((url) => this.url(url)).join(', ') : value
   }
 
   /**
@@ -158,8 +160,19 @@ function decodeName(raw: string): string {
   }
 }
 
-/** `http://user:pw@host/` → `http://user:[redacted]@host/`: the userinfo's password is a credential too. */
+/**
+ * `http://user:pw@host/` → `http://user:[redacted]@host/`: the userinfo's password is a credential too. The userinfo
+ * ends at the authority's last `@`, as a URL parser reads it (`\\` ends the authority as `/` does).
+ * @note Cut at the first `@`, a password holding one (`user:p@ss@host`) was journaled in part (attack67 F1).
+ */
 function withoutPassword(url: string): string {
-  const match = /^([a-z][\w+.-]*:\/\/[^/@]*?:)([^/@]*)@/i.exec(url)
-  return match ? `${match[1]}${REDACTED}@${url.slice(match[0].length)}` : url
+  const scheme = /^[a-z][\w+.-]*:\/\//i.exec(url)
+  if (scheme === null) return url
+  const rest = url.slice(scheme[0].length)
+  const end = rest.search(/[/\\?#]/)
+  const authority = end === -1 ? rest : rest.slice(0, end)
+  const at = authority.lastIndexOf('@')
+  const colon = authority.indexOf(':')
+  if (at === -1 || colon === -1 || colon > at) return url
+  return `${scheme[0]}${authority.slice(0, colon + 1)}${REDACTED}${rest.slice(at)}`
 }
