@@ -266,10 +266,15 @@ const INFO_DENIED = /NOPERM|can't run this command|ACL failure in script|[Uu]nkn
  * @note Any command refused inside the script was taken for INFO: the guard was left out, said as INFO refused, and the
  * script sent again after it may have written in part (the review of attack60's fix: `-zcard`).
  */
-function guardRefused(message: string): boolean {
+export function guardRefused(message: string): boolean {
   // The writes' own ACL check names no line either (an error reply of the script): not the guard's (review50 N1: every
   // write it refused was sent again without the guard).
   if (message.startsWith(OWN_CHECK_REFUSAL)) return false
+  // A command named, other than INFO: the script's sending refused (`'evalsha' command`), before any line ran. Taken for
+  // INFO (no line: the first), the guard was left out a second, said as INFO refused, when EVALSHA came back just after
+  // (attack69 F2).
+  const named = /'(\w+)' command/.exec(message)?.[1]
+  if (named !== undefined && named.toLowerCase() !== 'info') return false
   return INFO_DENIED.test(message) && (/@user_script:(\d+)/.exec(message)?.[1] ?? '1') === '1'
 }
 

@@ -6,7 +6,7 @@
 import { STORAGE_UNAVAILABLE_UNTIL } from '../../src/contract/errors.js'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
-import { callsOf, keySlot, markKeyOf, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
+import { callsOf, guardRefused, keySlot, markKeyOf, parseRedisUrl, slotFellow } from '../../src/storage/redis-connection.js'
 import { usableBeatText, usableCount } from '../../src/storage/redis-counts.js'
 import { tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
@@ -98,6 +98,20 @@ describe('the calls a script makes, as its ACL check asks them', () => {
     ["redis.call('ZADD', KEYS[2], redis.call('TIME')[1], KEYS[1])", [{ command: 'ZADD', keys: [2] }, { command: 'TIME', keys: [] }]],
   ])('reads %s as the commands and the declared keys each begins with', (source, calls) => {
     expect(callsOf(source)).toEqual(calls)
+  })
+})
+
+describe("a script's refusal, as the replica guard's INFO refused or not", () => {
+  it.each([
+    ["NOPERM this user has no permissions to run the 'info' command", true],
+    ["ERR The user executing the script can't run this command or subcommand script: 1f2e, on @user_script:1.", true],
+    ["ERR The user executing the script can't run this command or subcommand script: 1f2e, on @user_script:7.", false],
+    // Before: taken for INFO refused (no line named: the first), the guard left out (attack69 F2).
+    ["NOPERM this user has no permissions to run the 'evalsha' command", false],
+    ["NOPERM this user has no permissions to run the 'eval' command", false],
+    ["NOPERM the sandbox's user may not run ZCARD on x (its ACL): the script was refused before it ran", false],
+  ] as const)('%s: %s', (message, guard) => {
+    expect(guardRefused(message)).toBe(guard)
   })
 })
 
