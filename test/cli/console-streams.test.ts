@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { consoleWriters } from '../../src/cli/console-streams.js'
+import { consoleWriters, MAX_QUEUED_CONSOLE_BYTES } from '../../src/cli/console-streams.js'
 import { READY_LINE as READY } from '../../src/cli/serve-command.js'
 import { CLI_BINARY, runCli } from '../support/sandbox-cli.js'
 import { freePort } from '../support/redis-server.js'
@@ -73,6 +73,28 @@ describe('the CLI’s console streams', () => {
     const other = consoleWriters({ stdout: full, stderr: { write: (text: string) => told.push(text), on: () => undefined } }, false)
     other.stdout('a\n')
     expect(told).toEqual(['petstore-sandbox: standard output can no longer be written (ENOSPC): its lines are dropped from now on\n'])
+  })
+
+  it('drops the lines of a stream whose reader does not read once a MiB waits for it, said once, and counts them once it reads again (attack67 F3)', () => {
+    // A pipe whose reader is alive and reads nothing: Node queues every write (its writableLength).
+    const stalled = { taken: [] as string[], writableLength: 0, write(text: string) {
+      this.taken.push(text)
+      this.writableLength += text.length
+      return false
+    }, on: () => undefined }
+    const told: string[] = []
+    const output = consoleWriters({ stdout: stalled, stderr: { write: (text: string) => told.push(text), on: () => undefined } })
+    const line = `${'x'.repeat(99)}\n`
+    for (let i = 0; i < 30_000; i++) output.stdout(line)
+    // Before: all 30,000 lines (3 MB) queued in the process.
+    expect(stalled.writableLength).toBeLessThanOrEqual(MAX_QUEUED_CONSOLE_BYTES + line.length)
+    const written = stalled.taken.length
+    expect(told).toEqual([expect.stringMatching(/^petstore-sandbox: standard output \(the request log\) is not being read \(\d+ bytes waiting for its reader\): its lines are dropped until it is; the sandbox serves on\n$/)])
+    // The reader takes what waited: the next line comes after the count of those dropped.
+    stalled.writableLength = 0
+    output.stdout('next\n')
+    expect(stalled.taken.slice(written)).toEqual([`petstore-sandbox: ${30_000 - written} lines of standard output (the request log) dropped while it was not read\n`, 'next\n'])
+    expect(told).toHaveLength(1)
   })
 
   it('says nothing, and throws nothing, when both streams fail', () => {
