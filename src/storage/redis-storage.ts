@@ -49,7 +49,7 @@ import { lateWrite, newOperation, noteRecorded, OUTCOME_RECORD_ENTRIES, OUTCOME_
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
-import { CATEGORY_OVERHEAD, FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, storeFull, storeKept, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
+import { CATEGORY_OVERHEAD, FLOOR_IDLE_MS, FLOOR_LAPSES_PER_WRITE, storeFull, storeKept, TENANT_OVERHEAD, tenantFloorBytes, tenantStoredBytes } from './stored-bytes.js'
 
 /** @default 'petstore-sandbox:' */
 export const DEFAULT_REDIS_PREFIX = 'petstore-sandbox:'
@@ -155,6 +155,10 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
   -- @note The tenant's own count, of no use (\`inf\` written by hand), wrapped the shared total past 2^63: every tenant's writes refused (attack29 F3).
   local oldText = redis.call('HGET', KEYS[${usage}], ARGV[${id}])
   if oldText and not usable_bytes(oldText) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[${usage}] .. ' field ' .. ARGV[${id}] .. ' holds no byte count (an integer from 0 to 2^40)') end
+  -- @note The usage hash gone (deleted by another program) while this tenant holds data (KEYS[1], its meta): its count
+  -- and the totals are lost, and the tenant must not be charged from 0. Counted again from the tenants' data first
+  -- (RECOUNT_TENANT): read as 0, every byte stored was free again, one budget more per deletion (attack69 F3).
+  if not oldText and redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HEXISTS', KEYS[${usage}], '!total') == 0 then return redis.error_reply('RECOUNT') end
   local old = tonumber(oldText or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
   local claims = tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0')
@@ -391,6 +395,31 @@ redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', str
 return data
 `)
 
+/** The most categories {@link RECOUNT_TENANT} reads at once. */
+const RECOUNT_PAGE = 512
+
+/**
+ * Counts what tenant ARGV[1] holds from its own keys (KEYS[1] its meta, KEYS[2] its categories) into the usage hash
+ * (KEYS[3]), as the scripts that write it count ({@link charge}: ARGV[2] its record, `tenantStoredBytes`'s overhead,
+ * plus its id and scenario; ARGV[3] each category's overhead, plus its JSON): after the usage hash was lost. Read in
+ * pages of the list, so that no page holds more than {@link RECOUNT_PAGE} entries. Returns what it counted (0: no data).
+ */
+const RECOUNT_TENANT = redisScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local bytes = tonumber(ARGV[2]) + #ARGV[1] + #(redis.call('HGET', KEYS[1], 'scenario') or '')
+local length = redis.call('LLEN', KEYS[2])
+for from = 0, length - 1, ${RECOUNT_PAGE} do
+  for _, entry in ipairs(redis.call('LRANGE', KEYS[2], from, from + ${RECOUNT_PAGE - 1})) do bytes = bytes + tonumber(ARGV[3]) + #entry end
+end
+redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', bytes))
+return bytes
+`)
+
+/** A write refused twice for a usage hash gone (see RedisStorage's #recountUsage): 503, to be sent again. */
+function recountRefusal(usage: string | undefined): StorageUnavailableError {
+  return new StorageUnavailableError(`Redis: the store budget's count ${usage ?? ''} was gone again while it was counted again: the write was not applied`)
+}
+
 /** The registry's tenants (KEYS[1]) not stamped for ARGV[1] ms by Redis's time. */
 const IDLE = redisScript(`
 ${NOW}
@@ -592,6 +621,8 @@ export class RedisStorage implements TenantStorage {
   readonly #floors: string | undefined
   /** When each journal last recorded (`Pjused` sorted set, by Redis's time): a slot idle past {@link FLOOR_IDLE_MS} can be taken. */
   readonly #journalUses: string | undefined
+  /** The usage hash counted again, under way (see {@link #recountUsage}). */
+  #recounting: Promise<void> | undefined
   readonly #budget: number
   /** The room kept for each tenant holding data ({@link tenantFloorBytes}). */
   readonly #floor: number
@@ -857,6 +888,8 @@ export class RedisStorage implements TenantStorage {
     const floors = this.#floors
     const uses = this.#journalUses
     if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
+    // The usage hash gone while tenants are on record: counted again (see #recountUsage), not left at what writes add.
+    if (Number(await this.link.call(usage, ['HEXISTS', usage, '!total'])) === 0 && Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) > 0) await this.#recountUsage()
     // The tenants holding data (the usage hash's fields) and those holding a journal slot (the weights).
     for (const [key, scan] of [
       [usage, 'HSCAN'],
@@ -960,6 +993,7 @@ export class RedisStorage implements TenantStorage {
     let operation = await newOperation(this.link, keys.meta)
     let { op, until } = operation
     let moved = false
+    let recounted = false
     for (let attempt = 0; ; attempt++) {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
@@ -981,6 +1015,12 @@ export class RedisStorage implements TenantStorage {
         if (error.message === 'LIMIT') throw new CategoryLimitError(maxCategories)
         if (error.message === 'BUDGET') throw storeFull()
         if (error.message === 'KEPT') throw storeKept()
+        if (error.message === 'RECOUNT' && !recounted) {
+          recounted = true
+          await this.#recountUsage()
+          continue
+        }
+        if (error.message === 'RECOUNT') throw recountRefusal(this.#usage)
         if (error.message === 'VOID') throw new StorageUnavailableError(`Redis: create ${op} of tenant ${id} was declared not applied`)
         if (error.message === 'LATE') {
           // Once, when timed by another clock (attack13 T3, T4; attack9 R4): late, so never applied; sent again, timed anew.
@@ -1020,16 +1060,54 @@ export class RedisStorage implements TenantStorage {
     const categories = state === this.seed ? this.#seedJson : state.categories.map((category) => JSON.stringify(toCategory(category)))
     const scriptKeys = [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()]
     const rest = [mode, state.scenario, state.nextCategoryId, this.#budget, mode === 'default' ? 0 : tenantStoredBytes(id, state.scenario), this.ttlMs, id, this.#floor]
-    try {
-      // Any fresh token: a list read in pages compares it before and after (attack7 K2).
-      const version = randomBytes(12).toString('base64url')
-      if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, version, ...categories])
-      else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, version, ...categories])
-    } catch (error) {
-      if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
-      if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
-      throw error
+    for (let recounted = false; ; recounted = true) {
+      try {
+        // Any fresh token: a list read in pages compares it before and after (attack7 K2).
+        const version = randomBytes(12).toString('base64url')
+        if (mode === 'init') await this.link.script(WRITE_STATE, scriptKeys, ['', 0, ...rest, keys.outcomeEntries, version, ...categories])
+        else await recordedWrite(this.link, keys, `the switch or reset of tenant ${id} to scenario ${JSON.stringify(state.scenario)}`, WRITE_STATE, scriptKeys, (op, keepMs, entries) => [op, keepMs, ...rest, entries, version, ...categories])
+        return
+      } catch (error) {
+        if (error instanceof RedisScriptRefusal && error.message === 'BUDGET') throw storeFull()
+        if (error instanceof RedisScriptRefusal && error.message === 'KEPT') throw storeKept()
+        // Refused before it wrote anything: counted again, then sent again (a new operation).
+        if (error instanceof RedisScriptRefusal && error.message === 'RECOUNT') {
+          if (recounted) throw recountRefusal(this.#usage)
+          await this.#recountUsage()
+          continue
+        }
+        throw error
+      }
     }
+  }
+
+  /**
+   * Counts again what every tenant in the registry holds, from its own keys, into the usage hash, then its totals
+   * ({@link RECOUNT_TENANT}, RETOTAL): once the usage hash is found gone while tenants hold data (a write refused with
+   * RECOUNT, or the sweep). One at a time in this process; said once each time.
+   * @note Gone unnoticed, each deletion of `Pusage` (a cleanup job by pattern) let the tenants store one more budget,
+   * without bound, a restart included (attack69 F3: three budgets past a 2 MiB one after three deletions).
+   */
+  #recountUsage(): Promise<void> {
+    this.#recounting ??= (async () => {
+      const [usage, weights, floors, uses] = [this.#usage, this.#weights, this.#floors, this.#journalUses]
+      if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
+      this.#warn(`storage: the store budget's count ${usage} is gone (deleted by another program?) while tenants hold data: counting what each holds again, from its own keys`)
+      let cursor = '0'
+      let tenants = 0
+      do {
+        const [next, flat] = (await this.link.call(this.#registry, ['ZSCAN', this.#registry, cursor, 'COUNT', '500'])) as [string, string[]]
+        cursor = next
+        for (let i = 0; i < flat.length; i += 2) {
+          const id = flat[i]!
+          const keys = this.keys(id)
+          if (Number(await this.link.script(RECOUNT_TENANT, [keys.meta, keys.categories, usage], [id, TENANT_OVERHEAD, CATEGORY_OVERHEAD])) > 0) tenants++
+        }
+      } while (cursor !== '0')
+      const total = Number(await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor]))
+      this.#warn(`storage: the store budget's count ${usage} holds again what ${tenants === 1 ? '1 tenant holds' : `${tenants} tenants hold`}: ${total} bytes`)
+    })().finally(() => (this.#recounting = undefined))
+    return this.#recounting
   }
 
   /**

@@ -662,6 +662,29 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expect((await sandbox.fetch('/v1/categories', { headers: auth('partner') })).status).toBe(200)
   })
 
+  it('counts again what tenants hold once another program deletes the store budget’s count: the budget holds, live and after a restart (attack69 F3)', async () => {
+    const redis = await startRedis()
+    const warnings: string[] = []
+    const options = { redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 64 * 1024, warn: (line: string) => warnings.push(line) }
+    const sandbox = await startSandbox(options)
+    const post = (name: string, key = 'filler') => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name, description: 'd'.repeat(1500) }) })
+    let stored = 0
+    for (let answer = await post('c0'); answer.status === 201; answer = await post(`c${++stored}`)) expect(stored).toBeLessThan(100)
+    const total = Number(await redis.cli('HGET', 'petstore-sandbox:usage', '!total'))
+    expect(total).toBeGreaterThan(60 * 1024)
+    await redis.cli('DEL', 'petstore-sandbox:usage')
+    // Before: 201, and about 40 more (what the tenant held counted from 0): one more budget per deletion, without bound.
+    expectErrorBody(await jsonOf(await post('after the delete')), 503, 'over_capacity')
+    expect(Number(await redis.cli('HGET', 'petstore-sandbox:usage', '!total'))).toBe(total)
+    expect(warnings.filter((line) => line.includes('is gone (deleted by another program?)'))).toHaveLength(1)
+    expect(warnings).toContain("storage: the store budget's count petstore-sandbox:usage holds again what 1 tenant holds: " + String(total) + ' bytes')
+    // Deleted again with no write after it: a sandbox started then counts it again at once (its sweep).
+    await redis.cli('DEL', 'petstore-sandbox:usage')
+    const again = await startSandbox(options)
+    await vi.waitFor(async () => expect(Number(await redis.cli('HGET', 'petstore-sandbox:usage', '!total'))).toBe(total), { timeout: 10_000, interval: 200 })
+    expectErrorBody(await jsonOf(await again.fetch('/v1/categories', { method: 'POST', headers: auth('newcomer', true), body: JSON.stringify({ name: 'n', description: 'd'.repeat(1500) }) })), 503, 'over_capacity')
+  })
+
   it('keeps journaling a tenant when the journal it would trim holds the wrong type of value (attack24 R5-3)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 256 * 1024 })
