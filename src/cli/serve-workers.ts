@@ -193,11 +193,12 @@ export async function runWorkers(count: number, say: (text: string) => void, com
     const now = monotonicNow()
     crashes.push(now)
     while (crashes[0]! < now - CRASH_WINDOW_MS) crashes.shift()
-    // @note A worker that served, leaving none alive (serving or starting): replaced at once, whatever the deaths before.
-    // Waited for as another's death, every worker killed in turn (an OOM killer, a request that crashes them) left the
-    // port refusing every connection for up to 30 s (attack66 F4: 20 s dark, 2,423 requests refused). A worker that dies
-    // before it serves (its start failing) still waits, so that a start that always fails is not a fork storm.
-    const alone = served.has(worker) && !Object.values(cluster.workers ?? {}).some((other) => other !== undefined && other !== worker && !other.isDead())
+    // @note A worker that served, leaving none alive that serves: replaced at once, whatever the deaths before. Waited for
+    // as another's death, every worker killed in turn (an OOM killer, a request that crashes them) left the port refusing
+    // every connection for up to 30 s (attack66 F4: 20 s dark, 2,423 requests refused); so did one killed while the only
+    // other was still starting, which was taken for one serving (attack69 F5: 13 s dark). A worker that dies before it
+    // serves (its start failing) still waits, so that a start that always fails is not a fork storm.
+    const alone = served.has(worker) && !Object.values(cluster.workers ?? {}).some((other) => other !== undefined && other !== worker && !other.isDead() && served.has(other))
     const delay = alone ? 0 : restartDelay(crashes.length)
     const pid = worker.process.pid ?? 0
     const when = delay === 0 ? 'starting another' : `starting another in ${delay / 1000} s (${crashes.length} exits within ${CRASH_WINDOW_MS / 1000} s)`

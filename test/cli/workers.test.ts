@@ -353,6 +353,22 @@ describe.runIf(REQUIRE_REDIS)('serve --workers 2 --redis-url', { timeout: 90_000
     expect(run.stderr()).toMatch(/exited \(killed by SIGKILL\); starting another\n/)
   })
 
+  it('replaces at once the last worker that served when the only other is still starting: the port never goes dark for the back-off (attack69 F5)', async () => {
+    const redis = await startRedis()
+    const { run, origin } = await startWorkers(2, redis.url)
+    const [first, last] = workersOf(run)
+    // Redis held for 3 s: the worker started in place of the first stays starting meanwhile.
+    await redis.cli('CLIENT', 'PAUSE', '3000', 'ALL')
+    process.kill(first!, 'SIGKILL')
+    await vi.waitFor(() => expect(workersOf(run).filter((pid) => pid !== first && pid !== last)).toHaveLength(1), { timeout: 2000, interval: 20 })
+    expect(run.stderr()).not.toContain('is serving (in place of')
+    process.kill(last!, 'SIGKILL')
+    // Before: "starting another in 0.5 s" (the starting one taken for one serving), doubling with each death after.
+    await untilStderr(run, (text) => text.includes(`worker ${last} exited`))
+    expect(run.stderr()).toContain(`worker ${last} exited (killed by SIGKILL); starting another\n`)
+    await vi.waitFor(async () => expect((await post(origin, 'k', 'after both')).status).toBe(201), { timeout: 15_000, interval: 200 })
+  })
+
   it('loses no connection with a worker: requests sent while one worker is stopped, then killed -9, are all answered (issue 20, attack4 H8)', async () => {
     const redis = await startRedis()
     const { run, origin } = await startWorkers(2, redis.url)
