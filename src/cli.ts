@@ -13,7 +13,13 @@ import { consoleWriters } from './cli/console-streams.js'
 
 const args = hideBin(process.argv)
 // The command: the first word that is not an option (`serve`, `scenarios`, …).
-const output = consoleWriters({ stdout: process.stdout, stderr: process.stderr }, args.find((arg) => !arg.startsWith('-')) === 'serve')
+const serving = args.find((arg) => !arg.startsWith('-')) === 'serve'
+// @note Node.js writes to a terminal synchronously: one not read (Ctrl-S, a stalled ssh session) held the server's every
+// request once its buffer filled, health included (attack67 F4: stuck after ~150 requests). A server writes to it as to
+// a pipe, what the terminal does not take queued, at most a MiB of it (consoleWriters); a one-shot command keeps
+// writing synchronously, so that nothing of its output is lost at exit.
+if (serving) for (const stream of [process.stdout, process.stderr]) if (stream.isTTY) (stream as unknown as { _handle?: { setBlocking?: (blocking: boolean) => unknown } })._handle?.setBlocking?.(false)
+const output = consoleWriters({ stdout: process.stdout, stderr: process.stderr }, serving)
 const result = await runCli(args, {
   stdout: output.stdout,
   stderr: output.stderr,

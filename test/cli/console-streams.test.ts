@@ -106,6 +106,25 @@ describe('the CLI’s console streams', () => {
     expect([stdout.taken, stderr.taken]).toEqual([[], []])
   })
 
+  it('serves on while its terminal is not read (Ctrl-S, a stalled ssh session): before, every request was held once the terminal took no more (attack67 F4)', async () => {
+    const port = await freePort()
+    // A terminal (a pseudo-terminal, python's) whose output nobody reads: the server's standard output and error.
+    const terminal = 'import pty, subprocess, sys\nm, s = pty.openpty()\np = subprocess.Popen(sys.argv[1:], stdout=s, stderr=s, stdin=subprocess.DEVNULL)\nprint(p.pid, flush=True)\np.wait()\n'
+    const child = spawn('python3', ['-c', terminal, process.execPath, join(ROOT, CLI_BINARY), 'serve', '--port', String(port), '--any-key'], { stdio: ['ignore', 'pipe', 'inherit'] })
+    let pid = 0
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (pid ||= Number.parseInt(text, 10)))
+    onTestFinished(() => {
+      if (pid > 0) process.kill(pid, 'SIGKILL')
+      child.kill('SIGKILL')
+    })
+    const origin = `http://127.0.0.1:${port}`
+    const list = () => fetch(`${origin}/v1/categories`, { headers: { authorization: 'Bearer tty' }, signal: AbortSignal.timeout(5000) }).then((response) => response.status)
+    await expect.poll(() => list().catch(() => 0), { timeout: 20_000, interval: 200 }).toBe(200)
+    // A few hundred lines fill what the terminal takes (before: stuck after about 150 requests).
+    for (let i = 0; i < 600; i++) expect(await list()).toBe(200)
+    expect((await fetch(`${origin}/__sandbox/health`, { signal: AbortSignal.timeout(5000) })).status).toBe(200)
+  })
+
   it('serves on once the reader of its request log’s pipe has gone (`serve | head`): before, exit 1 at the next request (attack33 F2)', async () => {
     const run = runCli(['serve', '--port', '0'])
     await run.waitFor(READY)
