@@ -47,6 +47,13 @@ describe('journal redaction', () => {
   })
 
   it.each([
+    ['/cb?note=a, b&access_token=S', '/cb?note=a, b&access_token=[redacted]'],
+    ['/cb?filter=a, b, c&api_key=S, https://h/x?token=T', '/cb?filter=a, b, c&api_key=[redacted], https://h/x?token=[redacted]'],
+  ])('keeps one URL whole whose query holds ", ": %s (review53 R3)', (value, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('x-original-url', value)).toBe(kept)
+  })
+
+  it.each([
     ['http://user:p@ss@host/p', 'http://user:[redacted]@host/p'],
     ['https://u:a@b@c@h:8080/?q=1', 'https://u:[redacted]@h:8080/?q=1'],
     ['http://user@host/p', 'http://user@host/p'],

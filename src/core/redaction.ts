@@ -122,7 +122,8 @@ export class Redaction {
     if (this.redactsHeader(name)) return REDACTED
     // @note One URL each, as Node.js joins a header sent more than once (`, `): read as one, the query of every URL but the
     // first went unread, a chain of proxies' `X-Forwarded-Uri` journaling `access_token=` whole (attack67 F1).
-    return URL_HEADERS.has(name.toLowerCase()) ? value.split(', ').map((url) => this.url(url)).join(', ') : value
+    // Cut only where a URL or a path begins after the ", ": one URL's query may hold ", " itself (review53 R3).
+    return URL_HEADERS.has(name.toLowerCase()) ? value.split(/, (?=\/|[a-z][\w+.-]*:\/\/)/i).map((url) => this.url(url)).join(', ') : value
   }
 
   /**

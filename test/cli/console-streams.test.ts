@@ -95,6 +95,17 @@ describe('the CLI’s console streams', () => {
     output.stdout('next\n')
     expect(stalled.taken.slice(written)).toEqual([`petstore-sandbox: ${30_000 - written} lines of standard output (the request log) dropped while it was not read\n`, 'next\n'])
     expect(told).toHaveLength(1)
+    // A one-shot command's output is never dropped: it is written whole, and drains before the command exits.
+    const list = { taken: [] as string[], writableLength: 0, write(text: string) {
+      this.taken.push(text)
+      this.writableLength += text.length
+      return false
+    }, on: () => undefined }
+    const oneShot = consoleWriters({ stdout: list, stderr: { write: (text: string) => told.push(text), on: () => undefined } }, false)
+    for (let i = 0; i < 30_000; i++) oneShot.stdout(line)
+    // Before: about a MiB of it, the rest dropped, "not being read" (review53 R2: `tenants list | cat`).
+    expect(list.taken).toHaveLength(30_000)
+    expect(told).toHaveLength(1)
   })
 
   it('says nothing, and throws nothing, when both streams fail', () => {
