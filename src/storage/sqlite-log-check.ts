@@ -70,6 +70,7 @@ function framesDamage(fd: number, size: number, logPath: string, databasePageSiz
   const salt2 = header.readUInt32BE(20)
   const frameBytes = FRAME_HEADER_BYTES + headerPageSize
   let broken: number | undefined
+  let brokenBy = ''
   for (let frame = 0, at = HEADER_BYTES; at + frameBytes <= size; frame++, at += frameBytes) {
     const frameHeader = readAt(fd, at, FRAME_HEADER_BYTES)
     const current = frameHeader.readUInt32BE(8) === salt1 && frameHeader.readUInt32BE(12) === salt2
@@ -82,19 +83,25 @@ function framesDamage(fd: number, size: number, logPath: string, databasePageSiz
         // kept from the disk: the log's end either way.
         // @note Taken for the log's end whatever its salts, a frame header damaged (salts zeroed, or random) hid the
         // transactions committed after it (attack68 F1: 8 of 8 started, up to 55 of 300 creates gone).
-        if (generationOf(frameHeader.readUInt32BE(8), salt1)) return undefined
+        // @note Zeroed too (salts 0): a block of the log never written, as a power cut leaves one of the last commit's,
+        // never answered; refused, a healthy directory was refused after such a cut (review53 R4).
+        if (generationOf(frameHeader.readUInt32BE(8), salt1) || (frameHeader.readUInt32BE(8) === 0 && frameHeader.readUInt32BE(12) === 0)) return undefined
         broken = frame
+        brokenBy = 'names no generation of the log (its header damaged),'
         continue
       }
       const page = readAt(fd, at + FRAME_HEADER_BYTES, headerPageSize)
       ;[s1, s2] = checksum(frameHeader.subarray(0, 8), bigEndian, s1, s2)
       ;[s1, s2] = checksum(page, bigEndian, s1, s2)
-      if (s1 !== frameHeader.readUInt32BE(16) || s2 !== frameHeader.readUInt32BE(20)) broken = frame
+      if (s1 !== frameHeader.readUInt32BE(16) || s2 !== frameHeader.readUInt32BE(20)) {
+        broken = frame
+        brokenBy = 'fails its checksum,'
+      }
       continue
     }
     // Past the end SQLite reads: a frame of this generation that ends a transaction says one was committed after the damage.
     if (current && frameHeader.readUInt32BE(4) !== 0) {
-      return `its log ${logPath} is damaged: frame ${broken + 1} fails its checksum, and a transaction committed after it (frame ${frame + 1}) would be thrown away with every write after the damage`
+      return `its log ${logPath} is damaged: frame ${broken + 1} ${brokenBy} and a transaction committed after it (frame ${frame + 1}) would be thrown away with every write after the damage`
     }
   }
   return undefined

@@ -222,11 +222,13 @@ describe('durable sandboxes', () => {
     const files = [DATABASE_FILE, `${DATABASE_FILE}-wal`].map((file) => [file, readFileSync(join(live, file))] as const)
     await storage.close()
     const frameBytes = 24 + readFileSync(join(live, DATABASE_FILE)).readUInt16BE(16)
+    // (A frame header zeroed is a block never written, as a power cut leaves one of a commit never answered: read as the
+    // log's end, as SQLite reads it, below.)
     const damages: [string, (log: Buffer) => void][] = [
       ['its magic changed', (log) => log.writeUInt32BE(0x12345678, 0)],
       ['its page size changed', (log) => log.writeUInt32BE(1000, 8)],
       ['its header checksum changed', (log) => log.writeUInt32BE((log.readUInt32BE(24) ^ 1) >>> 0, 24)],
-      ['a frame header zeroed', (log) => log.fill(0, 32 + 3 * frameBytes, 32 + 3 * frameBytes + 24)],
+      ['a frame header\'s other salt changed', (log) => log.writeUInt32BE((log.readUInt32BE(32 + 3 * frameBytes + 12) ^ 0x5a5a5a5a) >>> 0, 32 + 3 * frameBytes + 12)],
       ['a frame header\'s salt changed', (log) => log.writeUInt32BE((log.readUInt32BE(32 + 3 * frameBytes + 8) ^ 0x5a5a5a5a) >>> 0, 32 + 3 * frameBytes + 8)],
     ]
     for (const [what, damage] of damages) {
@@ -240,6 +242,16 @@ describe('durable sandboxes', () => {
       expect(readFileSync(join(dir, `${DATABASE_FILE}-wal`)).equals(log), what).toBe(true)
       expect(readFileSync(join(dir, DATABASE_FILE)).equals(files[0]![1]), what).toBe(true)
     }
+    // A frame header zeroed: opened, read up to it as SQLite reads it (review53 R4: refused, a power cut that lost a block
+    // of a commit never answered made a healthy directory unusable).
+    const dir = dataDir()
+    for (const [file, bytes] of files) writeFileSync(join(dir, file), bytes)
+    const log = Buffer.from(files[1]![1])
+    log.fill(0, 32 + 3 * frameBytes, 32 + 3 * frameBytes + 24)
+    writeFileSync(join(dir, `${DATABASE_FILE}-wal`), log)
+    const opened = await openSqliteStorage({ dir, seed })
+    expect(await opened.open('t1').countCategories()).toBeLessThan(120)
+    await opened.close()
   })
 
   it('refuses a database failing its check beside a log, leaving both as they were: the log is not copied into it (attack68 F2)', async () => {
