@@ -119,7 +119,7 @@ end`
  * answered 503 was applied seconds later, attack13 T5), and the mark then refused most writes
  * for as long as the step (attack13 T1, T2).
  */
-export const recordOutcome = (ops: string, opt: string, op: number, keep: number, cap: number, value: string) => `local keep = tonumber(ARGV[${keep}])
+export const recordOutcome = (ops: string, opt: string, op: number, keep: number, cap: number, value: string, born = 'now') => `local keep = tonumber(ARGV[${keep}])
 redis.call('HSET', ${ops}, ARGV[${op}], ${value})
 local seq = redis.call('HINCRBY', ${ops}, '!seq', 1)
 if seq == 1 then
@@ -132,7 +132,7 @@ if seq == 1 then
 end
 -- When this record began (Redis's time), kept as long as it lives: a write sent before it may have been recorded in one
 -- deleted since (see SETTLE). Also for a record an earlier version began.
-if seq == 1 or redis.call('HEXISTS', ${ops}, '!born') == 0 then redis.call('HSET', ${ops}, '!born', string.format('%d', now)) end
+if seq == 1 or redis.call('HEXISTS', ${ops}, '!born') == 0 then redis.call('HSET', ${ops}, '!born', string.format('%d', ${born})) end
 redis.call('ZADD', ${opt}, seq, ARGV[${op}])
 local over = redis.call('ZCARD', ${opt}) - tonumber(ARGV[${cap}])
 local gone = {}
@@ -261,7 +261,10 @@ else
 end
 ${NOW}
 -- Recorded as what it says (a settle asked again after its reply was lost reads it: review52 F1), never applied.
-${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "emptied and 'gone' or 'void'")}
+-- A record this settle begins, not emptied: as old as the writes it may be asked about (those sent longer ago are late),
+-- so that the other writes of the same outage lost on the way are still told "not applied" (review53 R5: every settle
+-- after the first answered unknown, blaming another program).
+${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "emptied and 'gone' or 'void'", 'emptied and now or now - keep')}
 -- (Named apart from recordOutcome's own locals.)
 if emptied then return 'gone' end
 return 'void'
@@ -399,7 +402,7 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
     }
     if (reply === 'void') throw new StorageUnavailableError(`${failure.message} (${what} was not applied)`, { cause: failure })
     if (reply === 'unknown') break
-    if (reply === 'gone') throw new WriteOutcomeUnknownError(`${failure.message}; whether ${what} was applied is unknown: the record of write outcomes (${keys.outcomes}) this sandbox wrote lately holds nothing (deleted by another program)`, { cause: failure })
+    if (reply === 'gone') throw new WriteOutcomeUnknownError(`${failure.message}; whether ${what} was applied is unknown: the record of write outcomes (${keys.outcomes}) was emptied or begun again since it was sent (deleted by another program?)`, { cause: failure })
     // @note Applied on the master, its reply lost: whether a replica has it cannot be asked (Redis's
     // WAIT counts the writes of its own connection, and this one may be another), so where the
     // master has replicas the answer says unknown rather than applied (attack15 F1).

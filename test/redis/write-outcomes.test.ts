@@ -452,6 +452,19 @@ describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4
     expect((await create(sandbox, 'after the flood')).status).toBe(201)
   })
 
+  it('settles every write of one outage that never reached Redis as not applied, when the first settle begins the record (review53 R5)', async () => {
+    const redis = await startRedis()
+    const storage = await openRedisStorage({ url: redis.url, seed: { scenario: 'default', categories: [], nextCategoryId: 1 } })
+    onTestFinished(() => storage.close())
+    const sent = await storage.link.redisNow()
+    await sleep(50)
+    for (const tenant of ['a', 'b', 'c']) {
+      const settled = settleOutcome(storage.link, storage.keys(tenant), operationId(sent), new StorageUnavailableError('no reply'), 'a write never sent')
+      // Before: the first "not applied", the others unknown ("the record … deleted by another program").
+      await expect(settled, tenant).rejects.toSatisfy((error) => error instanceof StorageUnavailableError && !(error instanceof WriteOutcomeUnknownError))
+    }
+  })
+
   it('holds at most OUTCOME_RECORD_TOTAL of them, the oldest trimmed first, and then settles a missing write sent before the trimmed ones as unknown, never as not applied', async () => {
     const redis = await startRedis()
     const storage = await openRedisStorage({ url: redis.url, seed: { scenario: 'default', categories: [], nextCategoryId: 1 } })
