@@ -155,10 +155,15 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
   -- @note The tenant's own count, of no use (\`inf\` written by hand), wrapped the shared total past 2^63: every tenant's writes refused (attack29 F3).
   local oldText = redis.call('HGET', KEYS[${usage}], ARGV[${id}])
   if oldText and not usable_bytes(oldText) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[${usage}] .. ' field ' .. ARGV[${id}] .. ' holds no byte count (an integer from 0 to 2^40)') end
-  -- @note The usage hash gone (deleted by another program) while this tenant holds data (KEYS[1], its meta): its count
-  -- and the totals are lost, and the tenant must not be charged from 0. Counted again from the tenants' data first
-  -- (RECOUNT_TENANT): read as 0, every byte stored was free again, one budget more per deletion (attack69 F3).
-  if not oldText and redis.call('EXISTS', KEYS[1]) == 1 and redis.call('HEXISTS', KEYS[${usage}], '!total') == 0 then return redis.error_reply('RECOUNT') end
+  -- @note The usage hash gone (deleted by another program), or made before it was marked counted (\`!counted\`, set by
+  -- RETOTAL), while tenants hold data (this one's meta, KEYS[1], or the tenant list, KEYS[usage+2]): what they hold
+  -- is not in it, and no write may be charged from 0. Counted again from the tenants' data first (RECOUNT_TENANT): read
+  -- as 0, every byte stored was free again, one budget more per deletion (attack69 F3); told by \`!total\` missing, a
+  -- new key's first write put \`!total\` back first (review53 R1). A store holding nothing is counted as it is.
+  if redis.call('HEXISTS', KEYS[${usage}], '!counted') == 0 then
+    if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('ZCARD', KEYS[${usage + 2}]) > 0 then return redis.error_reply('RECOUNT') end
+    redis.call('HSET', KEYS[${usage}], '!counted', '1')
+  end
   local old = tonumber(oldText or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
   local claims = tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0')
@@ -212,6 +217,7 @@ const TENANT_KEY_TYPES = typesBeforeWriting([
   ['KEYS[4]', 'zset'],
   ['KEYS[5]', 'hash', ['!total', '!claimed', '!journals']],
   ['KEYS[6]', 'zset'],
+  ['KEYS[7]', 'zset'],
 ])
 
 /**
@@ -391,7 +397,7 @@ for i = 2, #weights, 2 do journals = journals + count_of(weights[i]) end
 -- thousands of them written by hand get here; the totals are left as they were, said by the sweep.
 if data > ${2 ** 53} or claimed > ${2 ** 53} or journals > ${2 ** 53} then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[1] .. ': the counts of its tenants sum past 2^53') end
 redis.call('HDEL', KEYS[1], '!jtenants')
-redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', string.format('%d', claimed), '!journals', string.format('%d', journals))
+redis.call('HSET', KEYS[1], '!total', string.format('%d', data), '!claimed', string.format('%d', claimed), '!journals', string.format('%d', journals), '!counted', '1')
 return data
 `)
 
@@ -656,7 +662,7 @@ export class RedisStorage implements TenantStorage {
 
   /** The usage hash and the floors as the last keys of a script, when there is a budget. */
   #usageKeys(): string[] {
-    return this.#usage === undefined || this.#floors === undefined ? [] : [this.#usage, this.#floors]
+    return this.#usage === undefined || this.#floors === undefined ? [] : [this.#usage, this.#floors, this.#registry]
   }
 
   /** The usage hash, the journal weights and the floors as the last keys of a script, when there is a budget. */
@@ -888,8 +894,8 @@ export class RedisStorage implements TenantStorage {
     const floors = this.#floors
     const uses = this.#journalUses
     if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
-    // The usage hash gone while tenants are on record: counted again (see #recountUsage), not left at what writes add.
-    if (Number(await this.link.call(usage, ['HEXISTS', usage, '!total'])) === 0 && Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) > 0) await this.#recountUsage()
+    // The usage hash gone (or never counted) while tenants hold data: counted again (see #recountUsage).
+    if (Number(await this.link.call(usage, ['HEXISTS', usage, '!counted'])) === 0 && (await this.#anyTenant())) await this.#recountUsage()
     // The tenants holding data (the usage hash's fields) and those holding a journal slot (the weights).
     for (const [key, scan] of [
       [usage, 'HSCAN'],
@@ -1088,22 +1094,60 @@ export class RedisStorage implements TenantStorage {
    * @note Gone unnoticed, each deletion of `Pusage` (a cleanup job by pattern) let the tenants store one more budget,
    * without bound, a restart included (attack69 F3: three budgets past a 2 MiB one after three deletions).
    */
+  /** Whether any tenant is on record: in the tenant list, or else by a meta key of its own (the list may be gone). */
+  async #anyTenant(): Promise<boolean> {
+    if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) > 0) return true
+    let cursor = '0'
+    try {
+      do {
+        const [next, found] = (await this.link.call(this.#registry, ['SCAN', cursor, 'MATCH', this.#metaPattern(), 'COUNT', '1000'])) as [string, string[]]
+        if (found.length > 0) return true
+        cursor = next
+      } while (cursor !== '0')
+    } catch (error) {
+      if (!/NOPERM|no permissions/i.test(error instanceof Error ? error.message : String(error))) throw error
+    }
+    return false
+  }
+
+  /** A SCAN pattern matching every tenant's meta key (`P{<id>}:meta`), the prefix's own pattern characters escaped. */
+  #metaPattern(): string {
+    return `${this.prefix.replace(/[*?[\]\\]/g, (char) => `\\${char}`)}{*}:meta`
+  }
+
   #recountUsage(): Promise<void> {
     this.#recounting ??= (async () => {
       const [usage, weights, floors, uses] = [this.#usage, this.#weights, this.#floors, this.#journalUses]
       if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
       this.#warn(`storage: the store budget's count ${usage} is gone (deleted by another program?) while tenants hold data: counting what each holds again, from its own keys`)
+      const counted = new Set<string>()
+      const count = async (id: string) => {
+        if (counted.has(id)) return
+        const keys = this.keys(id)
+        if (Number(await this.link.script(RECOUNT_TENANT, [keys.meta, keys.categories, usage], [id, TENANT_OVERHEAD, CATEGORY_OVERHEAD])) > 0) counted.add(id)
+      }
       let cursor = '0'
-      let tenants = 0
       do {
         const [next, flat] = (await this.link.call(this.#registry, ['ZSCAN', this.#registry, cursor, 'COUNT', '500'])) as [string, string[]]
         cursor = next
-        for (let i = 0; i < flat.length; i += 2) {
-          const id = flat[i]!
-          const keys = this.keys(id)
-          if (Number(await this.link.script(RECOUNT_TENANT, [keys.meta, keys.categories, usage], [id, TENANT_OVERHEAD, CATEGORY_OVERHEAD])) > 0) tenants++
-        }
+        for (let i = 0; i < flat.length; i += 2) await count(flat[i]!)
       } while (cursor !== '0')
+      // Every tenant's meta too, found by its key's name: the tenant list may be gone as well (review53 R1). A user the
+      // ACL refuses SCAN keeps what the list found.
+      const pattern = this.#metaPattern()
+      try {
+        do {
+          const [next, found] = (await this.link.call(usage, ['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000'])) as [string, string[]]
+          cursor = next
+          for (const key of found) {
+            const id = key.slice(this.prefix.length + 1, -'}:meta'.length)
+            if (this.keys(id).meta === key) await count(id)
+          }
+        } while (cursor !== '0')
+      } catch (error) {
+        if (!/NOPERM|no permissions/i.test(error instanceof Error ? error.message : String(error))) throw error
+      }
+      const tenants = counted.size
       const total = Number(await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor]))
       this.#warn(`storage: the store budget's count ${usage} holds again what ${tenants === 1 ? '1 tenant holds' : `${tenants} tenants hold`}: ${total} bytes`)
     })().finally(() => (this.#recounting = undefined))
