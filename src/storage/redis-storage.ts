@@ -1119,6 +1119,8 @@ export class RedisStorage implements TenantStorage {
     this.#recounting ??= (async () => {
       const [usage, weights, floors, uses] = [this.#usage, this.#weights, this.#floors, this.#journalUses]
       if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
+      // Counted meanwhile (another recount, or a first write into an empty store while the sweep looked for tenants).
+      if (Number(await this.link.call(usage, ['HEXISTS', usage, '!counted'])) === 1) return
       this.#warn(`storage: the store budget's count ${usage} is gone (deleted by another program?) or was never counted (made by an earlier version) while tenants hold data: counting what each holds again, from its own keys`)
       const counted = new Set<string>()
       const count = async (id: string) => {

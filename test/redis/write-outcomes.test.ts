@@ -1130,7 +1130,7 @@ describe.runIf(REQUIRE_REDIS)('what tenants hold in Redis', () => {
     await redis.cli('HSET', 'petstore-sandbox:usage', `${id}:j`, weight, '!jtenants', '1', '!journals', '0')
     await sandbox.sandbox.tenants.expireIdle(30 * DAY_MS)
     expect((await redis.cli('ZSCORE', 'petstore-sandbox:jweights', id)).trim()).toBe(weight)
-    expect((await redis.cli('HKEYS', 'petstore-sandbox:usage')).trim().split('\n').sort()).toEqual(['!claimed', '!journals', '!total', id].sort())
+    expect((await redis.cli('HKEYS', 'petstore-sandbox:usage')).trim().split('\n').sort()).toEqual(['!claimed', '!counted', '!journals', '!total', id].sort())
     expect((await journalHoldings(redis)).counted).toBe(Number(weight))
   })
 
