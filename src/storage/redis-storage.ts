@@ -1097,17 +1097,29 @@ export class RedisStorage implements TenantStorage {
   /** Whether any tenant is on record: in the tenant list, or else by a meta key of its own (the list may be gone). */
   async #anyTenant(): Promise<boolean> {
     if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) > 0) return true
+    let found = false
+    await this.#eachTenantByKey(async () => (found = true))
+    return found
+  }
+
+  /**
+   * Calls `visit` with each tenant found by its meta key's name (`SCAN`), until it returns true: the tenant list may be
+   * gone (review53 R1). A user the ACL refuses SCAN finds none this way.
+   */
+  async #eachTenantByKey(visit: (id: string) => Promise<boolean | void>): Promise<void> {
     let cursor = '0'
     try {
       do {
         const [next, found] = (await this.link.call(this.#registry, ['SCAN', cursor, 'MATCH', this.#metaPattern(), 'COUNT', '1000'])) as [string, string[]]
-        if (found.length > 0) return true
         cursor = next
+        for (const key of found) {
+          const id = key.slice(this.prefix.length + 1, -'}:meta'.length)
+          if (this.keys(id).meta === key && (await visit(id)) === true) return
+        }
       } while (cursor !== '0')
     } catch (error) {
       if (!/NOPERM|no permissions/i.test(error instanceof Error ? error.message : String(error))) throw error
     }
-    return false
   }
 
   /** A SCAN pattern matching every tenant's meta key (`P{<id>}:meta`), the prefix's own pattern characters escaped. */
@@ -1134,21 +1146,8 @@ export class RedisStorage implements TenantStorage {
         cursor = next
         for (let i = 0; i < flat.length; i += 2) await count(flat[i]!)
       } while (cursor !== '0')
-      // Every tenant's meta too, found by its key's name: the tenant list may be gone as well (review53 R1). A user the
-      // ACL refuses SCAN keeps what the list found.
-      const pattern = this.#metaPattern()
-      try {
-        do {
-          const [next, found] = (await this.link.call(usage, ['SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000'])) as [string, string[]]
-          cursor = next
-          for (const key of found) {
-            const id = key.slice(this.prefix.length + 1, -'}:meta'.length)
-            if (this.keys(id).meta === key) await count(id)
-          }
-        } while (cursor !== '0')
-      } catch (error) {
-        if (!/NOPERM|no permissions/i.test(error instanceof Error ? error.message : String(error))) throw error
-      }
+      // Every tenant's meta too, found by its key's name: the tenant list may be gone as well (review53 R1).
+      await this.#eachTenantByKey(count)
       const tenants = counted.size
       const total = Number(await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor]))
       this.#warn(`storage: the store budget's count ${usage} holds again what ${tenants === 1 ? '1 tenant holds' : `${tenants} tenants hold`}: ${total} bytes`)

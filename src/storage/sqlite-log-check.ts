@@ -39,7 +39,8 @@ export function logDamage(path: string, logPath: string): string | undefined {
   }
 }
 
-function fileSize(path: string): number | undefined {
+/** A file's size, or undefined when it cannot be read. */
+export function fileSize(path: string): number | undefined {
   try {
     return statSync(path).size
   } catch {

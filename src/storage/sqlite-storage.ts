@@ -47,7 +47,7 @@ import {
   type TenantSummary,
 } from './storage.js'
 import { monotonicNow } from '../core/clock.js'
-import { logDamage } from './sqlite-log-check.js'
+import { fileSize, logDamage } from './sqlite-log-check.js'
 import {
   CATEGORY_OVERHEAD,
   categoryStoredBytes,
@@ -453,10 +453,10 @@ class CorruptDatabase extends Error {}
  * backup). Passes over what it cannot tell (the database locked by another server: the open after says so).
  */
 function checkBeforeWriting(Sqlite: typeof BetterSqlite3, path: string): void {
-  const log = sizeOf(`${path}-wal`)
-  if (log === undefined || log === 0 || !sizeOf(path)) return
+  const log = fileSize(`${path}-wal`)
+  if (log === undefined || log === 0 || !fileSize(path)) return
   const shm = `${path}-shm`
-  const hadShm = sizeOf(shm) !== undefined
+  const hadShm = fileSize(shm) !== undefined
   let db: Database | undefined
   try {
     db = new Sqlite(path, { readonly: true, fileMustExist: true, timeout: 0 })
@@ -472,14 +472,6 @@ function checkBeforeWriting(Sqlite: typeof BetterSqlite3, path: string): void {
   }
 }
 
-/** A file's size, or undefined when it cannot be read. */
-function sizeOf(path: string): number | undefined {
-  try {
-    return statSync(path).size
-  } catch {
-    return undefined
-  }
-}
 
 /**
  * The store budget this run holds to: the one given, or less when the disk holding the database
