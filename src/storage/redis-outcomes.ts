@@ -241,6 +241,9 @@ end`
  * creates Redis applied (attack69 F1: 11 of 62).
  * @note A record begun between a write's sending and its arrival makes its settle say `gone` too (the first write in
  * an hour's quiet, sent as another began the record): unknown, where `void` was true; never the other way.
+ * ARGV[5], the operation of this process's last write answered before this one was sent: still on record, it says
+ * the record was there before the write was sent, which the send time's estimate (early by the clock reading's
+ * delay) may not: a create sent just after the record began was answered unknown (a fresh-clone CI of stop 48).
  * @note Taken for `void`, a create Redis applied whose reply was lost, its record deleted by a cleanup job in between,
  * was answered 503 storage_unavailable, "not applied", and the retry it invites stored it twice (attack66 F2).
  * @note Not by the deadline: once it has come, the write is refused should it still arrive, so
@@ -258,6 +261,9 @@ else
   -- A record begun after the write was sent (or of unknown age): one it may have been recorded in was deleted since.
   local born = tonumber(redis.call('HGET', KEYS[1], '!born') or '')
   emptied = born == nil or (sent ~= nil and born > sent)
+  -- A write this process had answered before this one was sent, still on record: the record was there then (the send
+  -- time is estimated at or before the true one, and may come out before a record begun just earlier).
+  if emptied and ARGV[5] ~= '' and redis.call('HEXISTS', KEYS[1], ARGV[5]) == 1 then emptied = false end
 end
 ${NOW}
 -- Recorded as what it says (a settle asked again after its reply was lost reads it: review52 F1), never applied.
@@ -270,14 +276,19 @@ if emptied then return 'gone' end
 return 'void'
 `)
 
-/** When (monotonic ms) each link last had a write recorded in each record of outcomes (see {@link recordedLately}). */
-const lastRecorded = new WeakMap<RedisLink, Map<string, number>>()
+/** When (monotonic ms) each link last had a write recorded in each record of outcomes, and its operation (see {@link recordedLately}). */
+const lastRecorded = new WeakMap<RedisLink, Map<string, { readonly at: number; readonly op: string }>>()
 
-/** A write recorded its outcome in `outcomes` (a reply came): noted, for {@link recordedLately}. */
-export function noteRecorded(link: RedisLink, outcomes: string): void {
+/** Write `op` recorded its outcome in `outcomes` (a reply came): noted, for {@link recordedLately} and {@link lastRecordedOp}. */
+export function noteRecorded(link: RedisLink, outcomes: string, op: string): void {
   let times = lastRecorded.get(link)
   if (times === undefined) lastRecorded.set(link, (times = new Map()))
-  times.set(outcomes, monotonicNow())
+  times.set(outcomes, { at: monotonicNow(), op })
+}
+
+/** The operation of the write this process last had recorded in `outcomes` (its reply came), or '' (see SETTLE's ARGV[5]). */
+export function lastRecordedOp(link: RedisLink, outcomes: string): string {
+  return lastRecorded.get(link)?.get(outcomes)?.op ?? ''
 }
 
 /**
@@ -285,7 +296,7 @@ export function noteRecorded(link: RedisLink, outcomes: string): void {
  * minute): the record must then hold something, and holding nothing says another program deleted it (see SETTLE).
  */
 function recordedLately(link: RedisLink, outcomes: string): boolean {
-  const at = lastRecorded.get(link)?.get(outcomes)
+  const at = lastRecorded.get(link)?.get(outcomes)?.at
   return at !== undefined && monotonicNow() - at < OUTCOME_RECORD_IDLE_MS - 60_000
 }
 
@@ -341,9 +352,10 @@ export async function recordedWrite(
   for (let attempt = 0; ; attempt++) {
     const operation = await newOperation(link, scriptKeys[0]!)
     const { op, until } = operation
+    const known = lastRecordedOp(link, keys.outcomes)
     try {
       const reply = await link.script(script, scriptKeys, args(op, keys.outcomeMs, keys.outcomeEntries), { confirm })
-      noteRecorded(link, keys.outcomes)
+      noteRecorded(link, keys.outcomes, op)
       return reply
     } catch (error) {
       if (error instanceof RedisScriptRefusal && error.message === 'VOID') throw new StorageUnavailableError(`Redis: ${what} (operation ${op}) was declared not applied`)
@@ -352,7 +364,7 @@ export async function recordedWrite(
         throw lateWrite(what, op)
       }
       if (!(error instanceof RedisOutcomeUnknown)) throw error
-      return settleOutcome(link, keys, op, error, what, until)
+      return settleOutcome(link, keys, op, error, what, until, known)
     }
   }
 }
@@ -386,13 +398,13 @@ const CLOCK_JUMP_MS = 1000
  * @note On the same connection, Redis answers commands in order: an answer to the question
  * means the write was run, or never will be, before it (issue 20 F03).
  */
-export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: string, failure: StorageUnavailableError, what: string, until = monotonicNow() + (link.requestTimeLeft() ?? link.commandTimeoutMs * SETTLE_ROUNDS)): Promise<string> {
+export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: string, failure: StorageUnavailableError, what: string, until = monotonicNow() + (link.requestTimeLeft() ?? link.commandTimeoutMs * SETTLE_ROUNDS), known = ''): Promise<string> {
   let last: unknown = failure
   // Closed (the sandbox closing): nothing can be asked any more.
   while (monotonicNow() < until && link.requestTimeLeft() !== 0 && !link.closed) {
     let reply: string
     try {
-      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries, recordedLately(link, keys.outcomes) ? '1' : '0']))
+      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries, recordedLately(link, keys.outcomes) ? '1' : '0', known]))
     } catch (error) {
       if (!(error instanceof StorageUnavailableError)) throw error
       last = error

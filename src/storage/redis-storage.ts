@@ -45,7 +45,7 @@ import {
 } from './storage.js'
 import { connectRedis, COUNT_LOOSELY, NOTHING_WRITTEN, NOW, parseRedisUrl, RedisOutcomeUnknown, RedisScriptRefusal, redisScript, REPLICAS_KEY_REMEDY, type RedisEpoch, type RedisLink, WrongTypeError } from './redis-connection.js'
 import { usableBeatText, usableCount, USABLE_COUNT } from './redis-counts.js'
-import { lateWrite, newOperation, noteRecorded, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
+import { lastRecordedOp, lateWrite, newOperation, noteRecorded, OUTCOME_RECORD_ENTRIES, OUTCOME_RECORD_MS, OUTCOME_RECORD_TOTAL, keyTypeName, recordedWrite, recordOutcome, replayOutcome, settleOutcome, timedByAnotherClock, typesBeforeWriting, type KeyType, type OutcomeKeys } from './redis-outcomes.js'
 import { leaveBook, recountPlans, RedisAnswers, type PlanBookKeys } from './redis-answers.js'
 import { MAX_BOOK_PLANS, MAX_PLANNED_ANSWERS } from '../core/planned-answers.js'
 import { RedisJournal, releaseJournal } from './redis-journal.js'
@@ -1004,12 +1004,13 @@ export class RedisStorage implements TenantStorage {
       try {
         const limit = Number.isFinite(maxCategories) ? maxCategories : -1
         let reply: unknown
+        const known = lastRecordedOp(this.link, keys.outcomes)
         try {
           reply = await this.link.script(CREATE, [keys.meta, keys.categories, keys.outcomes, keys.outcomeTimes, ...this.#usageKeys()], [rest, op, this.ttlMs, limit, keys.outcomeMs, this.#budget, CATEGORY_OVERHEAD, id, this.#floor, keys.outcomeEntries], { confirm: true, countsLoosely: true })
-          noteRecorded(this.link, keys.outcomes)
+          noteRecorded(this.link, keys.outcomes, op)
         } catch (error) {
           if (!(error instanceof RedisOutcomeUnknown)) throw error
-          reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`, until)
+          reply = await settleOutcome(this.link, keys, op, error, `create ${op} of tenant ${id}`, until, known)
         }
         // @note Once applied, the create is answered 201 even when the registry's stamp fails:
         // the registry is an index (the sweep and listings read the tenant's own keys).

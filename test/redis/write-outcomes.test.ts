@@ -326,6 +326,31 @@ describe.runIf(REQUIRE_REDIS)('a recorded write that reaches Redis late, from a 
     expect(await listed()).toEqual(['before'])
   })
 
+  it('answers a create that never reached Redis "not applied" when its send time was estimated before the record began (stop 48 CI)', async () => {
+    const redis = await startRedis()
+    const proxy = await startFlakyProxy(redis.port)
+    // The replica's first reading of Redis's clock comes 400 ms after Redis read it (a busy event loop): its estimates
+    // of when writes are sent run 400 ms early, as far as they may (they are at or before the true time).
+    proxy.onCommand('$4\r\nTIME\r\n', () =>
+      setImmediate(() => {
+        const until = monotonicNow() + 400
+        while (monotonicNow() < until);
+      }),
+    )
+    const storage = await openRedisStorage({ url: proxy.url, seed: NO_SEED })
+    onTestFinished(() => storage.close())
+    const partner = tenantId('partner')
+    // The record of outcomes begins with this create (Redis's time), and the next is sent at once: by its estimate,
+    // before the record began.
+    await storage.create(partner, { name: 'before' }, Number.POSITIVE_INFINITY)
+    proxy.hold('never arrives')
+    const failure = await withRedisDeadline(monotonicNow() + 10_000, () => storage.create(partner, { name: 'never arrives' }, Number.POSITIVE_INFINITY)).catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(StorageUnavailableError)
+    expect(failure).not.toBeInstanceOf(WriteOutcomeUnknownError)
+    await proxy.deliver()
+    expect((await storage.readList(partner, (json) => (JSON.parse(json) as { name: string }).name))![1]).toEqual(['before'])
+  })
+
   it('applies every prompt write of a partner while other keys’ writes go through the whole record many times over', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, scenario: 'empty', apiKeys: ['partner'] })
