@@ -5,6 +5,7 @@
  */
 import { request } from 'node:http'
 import { mkdtempSync, rmSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -14,6 +15,7 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli } from '../support/sandbox-cli.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
+import { fileHandleMethod } from '../support/file-handles.js'
 import { OverCapacityError } from '../../src/core/capacity.js'
 import { StorageUnavailableError, type StorageHealth } from '../../src/storage/storage.js'
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite-storage.js'
@@ -406,6 +408,54 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(refused.slice(0, 2)).toEqual([])
     expect(created).toBeGreaterThan(3)
     expect((await storage.open('partner').listCategories()).length).toBe(created)
+  })
+
+  it('answers a partner within its floor while other keys’ resets of a large state wait for their fsync on a small disk: the room a committed write took is not counted twice (attack68 F3)', async () => {
+    // As attack68 ran it: a 24 MiB disk, 9 MiB of it taken by another program (the store budget is lowered at start).
+    const disk = smallDisk(24 * 1024)
+    writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(9 * 1024 * 1024))
+    const empty = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: empty, budgetBytes: 1024 ** 3, warn: () => undefined })
+    onTestFinished(() => storage.close())
+    await storage.open('partner').createCategory({ name: 'before' }, 20_000)
+    const big = { scenario: 'big', categories: Array.from({ length: 150 }, (_, i) => ({ id: i + 1, name: `c${i}`, description: 'd'.repeat(2000) })), nextCategoryId: 151 }
+    const hogs = Array.from({ length: 4 }, (_, i) => storage.open(`hog-${i}`))
+    for (const hog of hogs) await hog.replace(big)
+    // The disk's fsyncs take their time (a slow disk, or many writes waiting their turn): held until the test lets them.
+    const { prototype, real } = await fileHandleMethod(disk.dir, 'datasync')
+    let release = () => {}
+    const slow = new Promise<void>((resolve) => (release = resolve))
+    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(function (this: FileHandle) {
+      return slow.then(() => real.call(this))
+    })
+    onTestFinished(() => {
+      release()
+      spy.mockRestore()
+    })
+    // Resets onto what they hold, all at once.
+    const resets = [...hogs, ...hogs].map((hog) =>
+      hog.replace(big).then(
+        () => 'stored',
+        (error: unknown) => (error instanceof OverCapacityError ? 'over_capacity' : String(error)),
+      ),
+    )
+    // Those let in are committed, their log on the disk, waiting for the fsync (one of them waits for the one before).
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const during = storage
+      .open('partner')
+      .createCategory({ name: 'during' }, 20_000)
+      .then(
+        (category) => category.name,
+        (error: unknown) => String(error),
+      )
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    release()
+    // Before: "9129984 bytes left on its disk ... switches, resets and first writes under way 11565668": the resets' room
+    // counted on the disk and again as pledged until their fsync.
+    expect(await during).toBe('during')
+    expect(await Promise.all(resets)).toContain('stored')
+    expect((await storage.open('partner').listCategories()).map((category) => category.name)).toEqual(['before', 'during'])
+    expect(await storage.health()).toEqual({ ok: true })
   })
 
   it('raises a budget the disk lowered at start once the disk has the room again: a restart while another program briefly filled it does not lock every key out for the run (attack65 F3)', async () => {
