@@ -172,6 +172,8 @@ interface Pledge {
   release(): void
   /** Gives back `bytes` of it (at most what is left): the disk's readings count them from now on. */
   taken(bytes: number): void
+  /** What is left of it. */
+  readonly left: number
 }
 
 /**
@@ -282,6 +284,8 @@ interface PendingCreate {
   /** What it stores, counted against the budget. */
   readonly bytes: number
   readonly maxCategories: number
+  /** The room a tenant's first write of a large seed was let in with ({@link SqliteStorage} #roomFor): what its commit takes is given back. */
+  readonly pledge: Pledge | undefined
   readonly resolve: (category: Category) => void
   readonly reject: (error: Error) => void
 }
@@ -1401,7 +1405,7 @@ export class SqliteStorage implements TenantStorage {
       // @note Its charge computed again once its seed is in: counted a row, a new key on `large-catalog` left creates keeping
       // a fraction of what deleting it then needed (review43 R11).
       return this.#roomFor(this.#seedBytes, write, true, kept).then((pledge) =>
-        this.#create(tenant, input, maxCategories, seed).finally(() => {
+        this.#create(tenant, input, maxCategories, seed, pledge).finally(() => {
           pledge.release()
           this.#recharge(tenant)
         }),
@@ -1588,13 +1592,13 @@ export class SqliteStorage implements TenantStorage {
     return (this.#db.pragma('page_count', { simple: true }) as number) - (this.#db.pragma('freelist_count', { simple: true }) as number)
   }
 
-  #create(tenant: string, input: NewCategory, maxCategories: number, seed: TenantState): Promise<Category> {
+  #create(tenant: string, input: NewCategory, maxCategories: number, seed: TenantState, pledge?: Pledge): Promise<Category> {
     // During a checkpoint: queued once it is done, or answered 503 past the settle wait.
-    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.#create(tenant, input, maxCategories, seed))
+    if (this.#hold !== undefined) return this.#unheld(monotonicNow() + this.#settleWaitMs).then(() => this.#create(tenant, input, maxCategories, seed, pledge))
     const refused = this.#refusedWhileFailing()
     if (refused) return Promise.reject(refused)
     return new Promise((resolve, reject) => {
-      const item = { tenant, seed, input, bytes: categoryStoredBytes(input), maxCategories, resolve, reject }
+      const item = { tenant, seed, input, bytes: categoryStoredBytes(input), maxCategories, pledge, resolve, reject }
       // After the tenant's writes under way: a replace or delete (it goes onto the state that one
       // leaves), or a batch of its creates (so that a withdrawal can put its row back exactly).
       if (this.#gates.has(tenant) || this.#unsettled.has(tenant)) this.#afterGates(tenant, () => this.#queue(item), true).catch(reject)
@@ -1703,7 +1707,13 @@ export class SqliteStorage implements TenantStorage {
         this.#roomPledged -= given
         left -= given
       }
-      return { release: () => give(left), taken: give }
+      return {
+        release: () => give(left),
+        taken: give,
+        get left() {
+          return left
+        },
+      }
     }
     // @note A write small enough for the room the WAL's checkpoint keeps passes without reading the
     // disk, alone: pledged still, so that such writes sent together are checked once they pass it.
@@ -1889,6 +1899,7 @@ export class SqliteStorage implements TenantStorage {
     let results: (Inserted | Error)[]
     // Each tenant's row before the batch: a withdrawal puts it back (its next id too).
     const rows = new Map<string, TenantRow | undefined>()
+    const before = batch.some((item) => item.pledge !== undefined) ? this.#filesTaken() : undefined
     try {
       results = this.#guard(
         () =>
@@ -1905,6 +1916,17 @@ export class SqliteStorage implements TenantStorage {
       for (const item of batch) this.#counts.delete(item.tenant)
       for (const item of batch) item.reject(error as Error)
       return
+    }
+    // What the commit took of the disk is in its readings from now on: given back by the first writes of large seeds that
+    // pledged it (as a replace's, attack68 F3).
+    if (before !== undefined) {
+      let taken = this.#filesTaken() - before
+      for (const item of batch) {
+        if (item.pledge === undefined || taken <= 0) continue
+        const left = item.pledge.left
+        item.pledge.taken(taken)
+        taken -= left
+      }
     }
     // Its rows stay out of their tenants' reads until it settles (attack6 S2).
     const tenants = this.#unsettle(batch, results)

@@ -458,6 +458,54 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
+  it('lets in new keys’ first writes of a large seed while those before them wait for their fsync on a small disk: the room their commit took is not counted twice (attack68 F3, the create path)', async () => {
+    const disk = smallDisk(24 * 1024)
+    writeFileSync(join(disk.dir, 'filler'), Buffer.alloc(9 * 1024 * 1024))
+    const seed = { scenario: 'big', categories: Array.from({ length: 150 }, (_, i) => ({ id: i + 1, name: `c${i}`, description: 'd'.repeat(2000) })), nextCategoryId: 151 }
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed, budgetBytes: 1024 ** 3, warn: () => undefined })
+    onTestFinished(() => storage.close())
+    await storage.open('partner').replace({ scenario: 'empty', categories: [], nextCategoryId: 1 })
+    await storage.open('partner').createCategory({ name: 'before' }, 20_000)
+    const { prototype, real } = await fileHandleMethod(disk.dir, 'datasync')
+    let release = () => {}
+    const slow = new Promise<void>((resolve) => (release = resolve))
+    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(function (this: FileHandle) {
+      return slow.then(() => real.call(this))
+    })
+    onTestFinished(() => {
+      release()
+      spy.mockRestore()
+    })
+    // New keys' first creates, each storing the seed, one after another (the one before committed, waiting for its fsync).
+    const firsts: Promise<string>[] = []
+    for (let i = 0; i < 6; i++) {
+      firsts.push(
+        storage
+          .open(`new-${i}`)
+          .createCategory({ name: 'first' }, 20_000)
+          .then(
+            () => 'stored',
+            (error: unknown) => (error instanceof OverCapacityError ? 'over_capacity' : String(error)),
+          ),
+      )
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    const during = storage
+      .open('partner')
+      .createCategory({ name: 'during' }, 20_000)
+      .then(
+        (category) => category.name,
+        (error: unknown) => String(error),
+      )
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    release()
+    // Before: the sixth refused over_capacity, the room of the five before counted on the disk and as pledged.
+    expect(await Promise.all(firsts)).toEqual(firsts.map(() => 'stored'))
+    expect(await during).toBe('during')
+    expect((await storage.open('partner').listCategories()).map((category) => category.name)).toEqual(['before', 'during'])
+    expect(await storage.health()).toEqual({ ok: true })
+  })
+
   it('raises a budget the disk lowered at start once the disk has the room again: a restart while another program briefly filled it does not lock every key out for the run (attack65 F3)', async () => {
     const disk = smallDisk(16 * 1024)
     const dir = join(disk.dir, 'data')
