@@ -159,11 +159,10 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
   -- RETOTAL), while tenants hold data (this one's meta, KEYS[1], or the tenant list, KEYS[usage+2]): what they hold
   -- is not in it, and no write may be charged from 0. Counted again from the tenants' data first (RECOUNT_TENANT): read
   -- as 0, every byte stored was free again, one budget more per deletion (attack69 F3); told by \`!total\` missing, a
-  -- new key's first write put \`!total\` back first (review53 R1). A store holding nothing is counted as it is.
-  if redis.call('HEXISTS', KEYS[${usage}], '!counted') == 0 then
-    if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('ZCARD', KEYS[${usage + 2}]) > 0 then return redis.error_reply('RECOUNT') end
-    redis.call('HSET', KEYS[${usage}], '!counted', '1')
-  end
+  -- new key's first write put \`!total\` back first (review53 R1). Not even for a store that seems to hold nothing (no
+  -- meta of this tenant, no tenant list): the list may be gone too, and the others' data was then charged from 0 (attack69
+  -- F6); the recount finds tenants by their keys, and a store holding nothing costs one recount, once.
+  if redis.call('HEXISTS', KEYS[${usage}], '!counted') == 0 then return redis.error_reply('RECOUNT') end
   local old = tonumber(oldText or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
   local claims = tonumber(redis.call('HGET', KEYS[${usage}], '!claimed') or '0')
@@ -893,9 +892,11 @@ export class RedisStorage implements TenantStorage {
     const weights = this.#weights
     const floors = this.#floors
     const uses = this.#journalUses
-    if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
-    // The usage hash gone (or never counted) while tenants hold data: counted again (see #recountUsage).
+    if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return this.#rebuildRegistry()
+    // The usage hash gone (or never counted) while tenants hold data: counted again (see #recountUsage; it puts the
+    // tenants it finds by their keys back in the list).
     if (Number(await this.link.call(usage, ['HEXISTS', usage, '!counted'])) === 0 && (await this.#anyTenant())) await this.#recountUsage()
+    else await this.#rebuildRegistry()
     // The tenants holding data (the usage hash's fields) and those holding a journal slot (the weights).
     for (const [key, scan] of [
       [usage, 'HSCAN'],
@@ -1123,6 +1124,22 @@ export class RedisStorage implements TenantStorage {
     }
   }
 
+  /** The tenant list found empty (deleted by another program): put back from the tenants' keys (attack69 F6). */
+  async #rebuildRegistry(): Promise<void> {
+    if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) === 0) await this.#eachTenantByKey((id) => this.#reindex(id))
+  }
+
+  /**
+   * Puts tenant `id`, found by its keys, back in the tenant list (unless there already) with its last write or use.
+   * @note Not put back, tenants whose list another program deleted were missing from the admin list until each wrote again,
+   * a restart included (attack69 F6).
+   */
+  async #reindex(id: string): Promise<void> {
+    const [updated, used] = (await this.link.call(this.keys(id).meta, ['HMGET', this.keys(id).meta, 'updated', 'used'])) as [string | null, string | null]
+    const stamp = Math.max(Number(updated ?? 0) || 0, Number(used ?? 0) || 0)
+    if (stamp > 0) await this.link.call(this.#registry, ['ZADD', this.#registry, 'NX', String(stamp), id])
+  }
+
   /** A SCAN pattern matching every tenant's meta key (`P{<id>}:meta`), the prefix's own pattern characters escaped. */
   #metaPattern(): string {
     return `${this.prefix.replace(/[*?[\]\\]/g, (char) => `\\${char}`)}{*}:meta`
@@ -1134,12 +1151,14 @@ export class RedisStorage implements TenantStorage {
       if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return
       // Counted meanwhile (another recount, or a first write into an empty store while the sweep looked for tenants).
       if (Number(await this.link.call(usage, ['HEXISTS', usage, '!counted'])) === 1) return
-      this.#warn(`storage: the store budget's count ${usage} is gone (deleted by another program?) or was never counted (made by an earlier version) while tenants hold data: counting what each holds again, from its own keys`)
       const counted = new Set<string>()
       const count = async (id: string) => {
         if (counted.has(id)) return
         const keys = this.keys(id)
-        if (Number(await this.link.script(RECOUNT_TENANT, [keys.meta, keys.categories, usage], [id, TENANT_OVERHEAD, CATEGORY_OVERHEAD])) > 0) counted.add(id)
+        if (Number(await this.link.script(RECOUNT_TENANT, [keys.meta, keys.categories, usage], [id, TENANT_OVERHEAD, CATEGORY_OVERHEAD])) === 0) return
+        // Said at the first tenant found (a fresh store holding nothing is counted without a word).
+        if (counted.size === 0) this.#warn(`storage: the store budget's count ${usage} is gone (deleted by another program?) or was never counted (made by an earlier version) while tenants hold data: counting what each holds again, from its own keys`)
+        counted.add(id)
       }
       let cursor = '0'
       do {
@@ -1147,11 +1166,15 @@ export class RedisStorage implements TenantStorage {
         cursor = next
         for (let i = 0; i < flat.length; i += 2) await count(flat[i]!)
       } while (cursor !== '0')
-      // Every tenant's meta too, found by its key's name: the tenant list may be gone as well (review53 R1).
-      await this.#eachTenantByKey(count)
+      // Every tenant's meta too, found by its key's name: the tenant list may be gone as well (review53 R1); put back in it.
+      await this.#eachTenantByKey(async (id) => {
+        const known = counted.has(id)
+        await count(id)
+        if (!known && counted.has(id)) await this.#reindex(id)
+      })
       const tenants = counted.size
       const total = Number(await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor]))
-      this.#warn(`storage: the store budget's count ${usage} holds again what ${tenants === 1 ? '1 tenant holds' : `${tenants} tenants hold`}: ${total} bytes`)
+      if (tenants > 0) this.#warn(`storage: the store budget's count ${usage} holds again what ${tenants === 1 ? '1 tenant holds' : `${tenants} tenants hold`}: ${total} bytes`)
     })().finally(() => (this.#recounting = undefined))
     return this.#recounting
   }

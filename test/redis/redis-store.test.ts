@@ -692,6 +692,38 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expectErrorBody(await jsonOf(await again.fetch('/v1/categories', { method: 'POST', headers: auth('newcomer', true), body: JSON.stringify({ name: 'n', description: 'd'.repeat(1500) }) })), 503, 'over_capacity')
   })
 
+  it('counts the others’ data when a new key writes first after another program deleted the budget’s count and the tenant list together (attack69 F6)', async () => {
+    const redis = await startRedis()
+    const options = { redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 64 * 1024, warn: () => undefined }
+    const sandbox = await startSandbox(options)
+    const post = (name: string, key = 'filler') => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name, description: 'd'.repeat(1500) }) })
+    let stored = 0
+    for (let answer = await post('c0'); answer.status === 201; answer = await post(`c${++stored}`)) expect(stored).toBeLessThan(100)
+    await redis.cli('DEL', 'petstore-sandbox:usage', 'petstore-sandbox:tenants')
+    // Before: 201, and the newcomer's writes after it too: with no tenant list and no meta of its own, its first write
+    // took the store for an empty one, and the filler's data went uncounted until a restart.
+    expectErrorBody(await jsonOf(await post('newcomer first', 'newcomer')), 503, 'over_capacity')
+    expectErrorBody(await jsonOf(await post('after the delete')), 503, 'over_capacity')
+  })
+
+  it('puts tenants back in the tenant list another program deleted, from their keys, at the next sweep (attack69 F6)', async () => {
+    const redis = await startRedis()
+    for (const storeBudgetBytes of [undefined, 1024 * 1024]) {
+      await redis.cli('FLUSHALL')
+      // Any key: only the tenant list knows which keys have tenants.
+      const options = { redisUrl: redis.url, anyKey: true, scenario: 'empty', adminToken: 'root', ...(storeBudgetBytes === undefined ? {} : { storeBudgetBytes }) }
+      const sandbox = await startSandbox(options)
+      for (const key of ['partner', 'other']) expect((await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name: 'kept' }) })).status).toBe(201)
+      const listed = async (running: RunningSandbox) => ((await jsonOf(await running.fetch('/__sandbox/tenants', { headers: auth('root') }))) as { id: string }[]).map((t) => t.id).sort()
+      const both = await listed(sandbox)
+      expect(both).toHaveLength(2)
+      await redis.cli('DEL', 'petstore-sandbox:tenants')
+      // Before: [] from a replica started after it (its sweep too), until each tenant wrote again.
+      const again = await startSandbox(options)
+      await vi.waitFor(async () => expect(await listed(again)).toEqual(both), { timeout: 10_000, interval: 200 })
+    }
+  })
+
   it('keeps journaling a tenant when the journal it would trim holds the wrong type of value (attack24 R5-3)', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 256 * 1024 })
