@@ -47,6 +47,18 @@ describe('journal redaction', () => {
   })
 
   it.each([
+    ['/a?x=1,/b?token=S', '/a?x=1,/b?token=[redacted]'],
+    ['/a?x=1,  /b?token=S', '/a?x=1,  /b?token=[redacted]'],
+    ['/a?x=1 ,/b?token=S', '/a?x=1 ,/b?token=[redacted]'],
+    ['/a?x=1,\t/b?token=S', '/a?x=1,\t/b?token=[redacted]'],
+    ['/a?x=1,http://u:S@h/b', '/a?x=1,http://u:[redacted]@h/b'],
+    ['http://h/a?x=1,http://u:S@h/b?api_key=K', 'http://h/a?x=1,http://u:[redacted]@h/b?api_key=[redacted]'],
+  ])('redacts every URL of a list however its commas are spaced, each kept as sent: %s (attack70 F2)', (value, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', value)).toBe(kept)
+    expect(DEFAULT_REDACTION.headerValue('referer', value)).toBe(kept)
+  })
+
+  it.each([
     ['/cb?note=a, b&access_token=S', '/cb?note=a, b&access_token=[redacted]'],
     ['/cb?filter=a, b, c&api_key=S, https://h/x?token=T', '/cb?filter=a, b, c&api_key=[redacted], https://h/x?token=[redacted]'],
   ])('keeps one URL whole whose query holds ", ": %s (review53 R3)', (value, kept) => {

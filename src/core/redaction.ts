@@ -123,7 +123,13 @@ export class Redaction {
     // @note One URL each, as Node.js joins a header sent more than once (`, `): read as one, the query of every URL but the
     // first went unread, a chain of proxies' `X-Forwarded-Uri` journaling `access_token=` whole (attack67 F1).
     // Cut only where a URL or a path begins after the ", ": one URL's query may hold ", " itself (review53 R3).
-    return URL_HEADERS.has(name.toLowerCase()) ? value.split(/, (?=\/|[a-z][\w+.-]*:\/\/)/i).map((url) => this.url(url)).join(', ') : value
+    // @note At any comma with white space or none around it (a list as RFC 9110 writes it, `OWS "," OWS`), each kept as
+    // sent: cut at ", " only, a proxy's own list (`/a,/b?token=S`) journaled the second URL's credentials (attack70 F2).
+    if (!URL_HEADERS.has(name.toLowerCase())) return value
+    return value
+      .split(/([ \t]*,[ \t]*)(?=\/|[a-z][\w+.-]*:\/\/)/i)
+      .map((part, index) => (index % 2 === 0 ? this.url(part) : part))
+      .join('')
   }
 
   /**
