@@ -214,7 +214,7 @@ describe('durable sandboxes', () => {
     await reopened.close()
   })
 
-  it('refuses a log whose header, or a frame header before a later transaction, is damaged, changing nothing: SQLite would ignore the log, or read it up to the damage (attack68 F1)', async () => {
+  it('refuses a log whose header, or a frame header before a later transaction, is damaged, changing nothing: SQLite would ignore the log, or read it up to the damage (attack68 F1, attack71 F1, F2)', async () => {
     const seed = seedState(BUILTIN_SCENARIOS['empty']!)
     const live = dataDir()
     const storage = await openSqliteStorage({ dir: live, seed })
@@ -230,6 +230,17 @@ describe('durable sandboxes', () => {
       ['its header checksum changed', (log) => log.writeUInt32BE((log.readUInt32BE(24) ^ 1) >>> 0, 24)],
       ['a frame header\'s other salt changed', (log) => log.writeUInt32BE((log.readUInt32BE(32 + 3 * frameBytes + 12) ^ 0x5a5a5a5a) >>> 0, 32 + 3 * frameBytes + 12)],
       ['a frame header\'s salt changed', (log) => log.writeUInt32BE((log.readUInt32BE(32 + 3 * frameBytes + 8) ^ 0x5a5a5a5a) >>> 0, 32 + 3 * frameBytes + 8)],
+      // Each read before as the header of frames it does not name (attack71 F1: the log ignored), or an earlier generation.
+      ['one bit of its first salt flipped', (log) => log.writeUInt32BE((log.readUInt32BE(16) ^ 1) >>> 0, 16)],
+      ['one bit of its second salt flipped', (log) => log.writeUInt32BE((log.readUInt32BE(20) ^ 0x100) >>> 0, 20)],
+      ['its page size changed to another valid one', (log) => log.writeUInt32BE(frameBytes - 24 === 8192 ? 4096 : 8192, 8)],
+      [
+        'one bit of a frame header\'s first salt cleared (attack71 F2)',
+        (log) => {
+          const salt1 = log.readUInt32BE(32 + 3 * frameBytes + 8)
+          log.writeUInt32BE((salt1 ^ (salt1 & -salt1 & 0xffffff || 1)) >>> 0, 32 + 3 * frameBytes + 8)
+        },
+      ],
     ]
     for (const [what, damage] of damages) {
       const dir = dataDir()
