@@ -662,8 +662,16 @@ export class SqliteStorage implements TenantStorage {
   #roomShortSaidAt = Number.NEGATIVE_INFINITY
   /** Bytes of writes that passed the room check and are not done yet (see #roomFor). */
   #roomPledged = 0
+  /**
+   * Bytes of pledges given back as their commits took them ({@link Pledge.taken}), in all: a reading of the disk begun
+   * before such a commit counts its room neither on the disk nor as pledged, and is held less what was given back since
+   * it began ({@link #roomNow}, {@link #createRoom}).
+   * @note Not taken off, a reset let in on a reading begun before another's commit gave back its share (resets sent at
+   * once), and creates within a floor saw 1,967,992 bytes left where a fresh reading gave none (review54 R1).
+   */
+  #givenBack = 0
   /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
-  #createDisk = { room: Number.POSITIVE_INFINITY, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
+  #createDisk = { room: Number.POSITIVE_INFINITY, given: 0, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
   /**
    * What deleting each tenant may write into the log ({@link #removalPages}) as last computed, plus what each create
    * of it added since ({@link removalPagesOfRow}): creates keep the largest ({@link #keepForRemovals}). Read whole at the
@@ -1025,7 +1033,7 @@ export class SqliteStorage implements TenantStorage {
     // Those left wait for a later sweep.
     // @note Small ones pass unchecked only while all of them together do (as #roomFor's writes): each let through for its
     // size alone, 300 tenants of 16 rows swept in one transaction failed SQLITE_FULL at every start (attack48 F2).
-    const room = (await this.#roomForWrites()) - this.#roomPledged
+    const room = (await this.#roomNow()) - this.#roomPledged
     let need = 0
     const sweepable = new Set<string>()
     for (const { id } of this.#guard(() => this.#sql.idle.all(before), 0)) {
@@ -1460,7 +1468,7 @@ export class SqliteStorage implements TenantStorage {
     // eight keys' resets and reseeding first writes under way (1.4 MB each) refused a partner's 588-byte creates 71-80%
     // of the time on a 24 MiB disk with 14 MB free (attack62 F2).
     const within = tenant !== undefined && this.#floor > 0 && this.#db.open && this.#tenantHeld(tenant).bytes + bytes <= this.#floor
-    const left = () => disk.room - disk.since - need - (within ? Math.max(this.#roomPledged, disk.keep, grown()) : this.#roomPledged + Math.max(disk.keep, grown()))
+    const left = () => disk.room - (this.#givenBack - disk.given) - disk.since - need - (within ? Math.max(this.#roomPledged, disk.keep, grown()) : this.#roomPledged + Math.max(disk.keep, grown()))
     // Once refused, creates come back with room to spare: health and creates would flap at the edge.
     const enough = () => left() >= (disk.short === false ? 0 : CHECKPOINT_ROOM_BYTES)
     // Near the room kept, each create reads the disk again (a commit's WAL frames are whole pages: counted by what they store, creates between two readings went past it).
@@ -1471,7 +1479,9 @@ export class SqliteStorage implements TenantStorage {
       return undefined
     }
     disk.reading ??= (async () => {
+      const given = this.#givenBack
       const room = await this.#roomForWrites()
+      disk.given = given
       disk.keep = Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
       disk.room = room
       disk.since = 0
@@ -1648,6 +1658,18 @@ export class SqliteStorage implements TenantStorage {
    * of those needed, and no checkpoint could ever complete (the database could not grow): the WAL
    * stayed, the disk full, every write refused for good, a restart too (attack42 F2).
    */
+  /**
+   * {@link #roomForWrites}, read again (twice at most) while commits gave back of their pledges meanwhile, and less what
+   * they gave back during the last reading (see {@link #givenBack}).
+   */
+  async #roomNow(): Promise<number> {
+    for (let tries = 1; ; tries++) {
+      const given = this.#givenBack
+      const room = await this.#roomForWrites()
+      if (this.#givenBack === given || tries === 3) return room - (this.#givenBack - given)
+    }
+  }
+
   async #roomForWrites(): Promise<number> {
     const room = await roomLeft(dirname(this.path))
     if (!Number.isFinite(room) || !this.#db.open) return room
@@ -1666,13 +1688,22 @@ export class SqliteStorage implements TenantStorage {
    * What the database's files take of the disk that {@link #roomForWrites} counts, read at once: the WAL's size, and
    * what copying it will grow the database file by.
    */
-  #filesTaken(): number {
+  #filesTaken(): number | undefined {
     try {
       const pages = (this.#db.pragma('page_count', { simple: true }) as number) * (this.#db.pragma('page_size', { simple: true }) as number)
       return fstatSync(this.#wal.fd).size + Math.max(0, pages - fstatSync(this.#file.fd).size)
     } catch {
-      return 0
+      return undefined
     }
+  }
+
+  /**
+   * What a commit took of the disk, from {@link #filesTaken} before it: 0 when either reading failed (as read as 0,
+   * a reading failing before and not after gave back a whole pledge, review54 R4).
+   */
+  #takenSince(before: number | undefined): number {
+    const after = this.#filesTaken()
+    return before === undefined || after === undefined ? 0 : after - before
   }
 
   /**
@@ -1706,10 +1737,11 @@ export class SqliteStorage implements TenantStorage {
         const given = Math.min(left, Math.max(0, bytes))
         this.#roomPledged -= given
         left -= given
+        return given
       }
       return {
-        release: () => give(left),
-        taken: give,
+        release: () => void give(left),
+        taken: (bytes) => void (this.#givenBack += give(bytes)),
         get left() {
           return left
         },
@@ -1720,7 +1752,7 @@ export class SqliteStorage implements TenantStorage {
     // Left unpledged and unchecked, 64 resets onto empty sent at once (each a tenant of 16 rows, just
     // under it) wrote 5.3 MB of WAL on a 6 MiB disk: full for good, a restart refused (attack44 F1).
     if (Math.max(need, keep) + this.#roomPledged <= CHECKPOINT_ROOM_BYTES) return pledge()
-    const room = await this.#roomForWrites()
+    const room = await this.#roomNow()
     // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
     // Room for the write now, and once written for a reset onto what it writes (`keep`: stateKeepRoom), as for deleting the others.
     const others = growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
@@ -1817,7 +1849,7 @@ export class SqliteStorage implements TenantStorage {
     // reading of the disk from now on: pledged still, it was counted twice while the write waited for its fsync, and eight
     // keys' resets and switches under way refused a partner within its floor 54 of 2,368 creates on a 24 MiB disk
     // (attack68 F3: "switches, resets and first writes under way 9743806" against 9523200 bytes left).
-    pledge.taken(this.#filesTaken() - before)
+    pledge.taken(this.#takenSince(before))
     try {
       await this.#synced()
     } catch (failure) {
@@ -1899,7 +1931,8 @@ export class SqliteStorage implements TenantStorage {
     let results: (Inserted | Error)[]
     // Each tenant's row before the batch: a withdrawal puts it back (its next id too).
     const rows = new Map<string, TenantRow | undefined>()
-    const before = batch.some((item) => item.pledge !== undefined) ? this.#filesTaken() : undefined
+    const pledged = batch.some((item) => item.pledge !== undefined)
+    const before = pledged ? this.#filesTaken() : undefined
     try {
       results = this.#guard(
         () =>
@@ -1919,8 +1952,10 @@ export class SqliteStorage implements TenantStorage {
     }
     // What the commit took of the disk is in its readings from now on: given back by the first writes of large seeds that
     // pledged it (as a replace's, attack68 F3).
-    if (before !== undefined) {
-      let taken = this.#filesTaken() - before
+    if (pledged) {
+      // Less what the batch's other creates took, as their room counts them (creates since the disk was read): given back
+      // from the pledges too, the whole batch's growth was (review54 R2: 51% more than the seed's own write).
+      let taken = this.#takenSince(before) - batch.reduce((sum, item) => sum + (item.pledge === undefined ? ROOM_PER_BYTE * item.bytes : 0), 0)
       for (const item of batch) {
         if (item.pledge === undefined || taken <= 0) continue
         const left = item.pledge.left
