@@ -76,6 +76,18 @@ describe('journal redaction', () => {
     expect(DEFAULT_REDACTION.url(url)).toBe(kept)
   })
 
+  it.each([
+    ['//user:S@host/x', '//user:[redacted]@host/x'],
+    ['//u:S@h/p?q=1&token=T', '//u:[redacted]@h/p?q=1&token=[redacted]'],
+    ['https:\\\\user:S@host/x', 'https:\\\\user:[redacted]@host/x'],
+    ['https:/user:S@host/x', 'https:/user:[redacted]@host/x'],
+    ['/a?x=1, //user:S@host/x', '/a?x=1, //user:[redacted]@host/x'],
+    ['/path/with:colon@at', '/path/with:colon@at'],
+  ])('redacts the password of a scheme-relative or loosely slashed URL: %s (attack72 F3)', (url, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('referer', url)).toBe(kept)
+    expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', url)).toBe(kept)
+  })
+
   it('adds the names an operator gives to the defaults, ignoring case', () => {
     const redaction = new Redaction({ headers: ['X-Partner-Thing'], queryParams: ['SID'] })
     expect(redaction.headerValue('x-partner-thing', 'S')).toBe('[redacted]')

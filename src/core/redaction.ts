@@ -171,9 +171,12 @@ function decodeName(raw: string): string {
  * `http://user:pw@host/` → `http://user:[redacted]@host/`: the userinfo's password is a credential too. The userinfo
  * ends at the authority's last `@`, as a URL parser reads it (`\\` ends the authority as `/` does).
  * @note Cut at the first `@`, a password holding one (`user:p@ss@host`) was journaled in part (attack67 F1).
+ * @note Also after a scheme and any slashes or backslashes (`https:/`, `https:\\`, as browsers read them), and in a
+ * scheme-relative URL (`//user:pw@host`, a Referer may be one): only after `scheme://`, those were journaled whole
+ * (attack72 F3).
  */
 function withoutPassword(url: string): string {
-  const scheme = /^[a-z][\w+.-]*:\/\//i.exec(url)
+  const scheme = /^(?:[a-z][\w+.-]*:[\\/]*|[\\/]{2})/i.exec(url)
   if (scheme === null) return url
   const rest = url.slice(scheme[0].length)
   const end = rest.search(/[/\\?#]/)
