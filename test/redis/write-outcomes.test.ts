@@ -458,6 +458,23 @@ describe.runIf(REQUIRE_REDIS)('a recorded write whose answer said its outcome (a
 })
 
 describe.runIf(REQUIRE_REDIS)('the write outcomes Redis keeps on record (attack4 H5)', () => {
+  it('trims by their age the entries on record once another program deleted the record’s order alone (attack72 F2)', async () => {
+    const redis = await startRedis()
+    const keepMs = 3000
+    const storage = await openRedisStorage({ url: redis.url, seed: NO_SEED, outcomeRecordMs: keepMs })
+    onTestFinished(() => storage.close())
+    const partner = tenantId('partner')
+    for (let i = 0; i < 60; i++) await storage.create(partner, { name: `old ${i}` }, Number.POSITIVE_INFINITY)
+    const entries = async () => (await redis.cli('HKEYS', 'petstore-sandbox:ops')).split('\n').filter((field) => field !== '' && !field.startsWith('!')).length
+    expect(await entries()).toBe(60)
+    await redis.cli('DEL', 'petstore-sandbox:opt')
+    await sleep(keepMs + 500)
+    for (let i = 0; i < 10; i++) await storage.create(partner, { name: `new ${i}` }, Number.POSITIVE_INFINITY)
+    // Before: 70, the 60 older than the record keeps never trimmed (nor by the cap), for as long as writes went on.
+    expect(await entries()).toBeLessThanOrEqual(10)
+    expect(Number(await redis.cli('ZCARD', 'petstore-sandbox:opt'))).toBe(await entries())
+  })
+
   it('keeps those of a flood of throw-away keys’ journal clears, resets and plans in one record shared by all tenants, not two keys per tenant', async () => {
     const redis = await startRedis()
     const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true })
