@@ -5,7 +5,6 @@
  */
 import { request } from 'node:http'
 import { mkdtempSync, rmSync, statfsSync, unlinkSync, writeFileSync } from 'node:fs'
-import type { FileHandle } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it, onTestFinished, vi } from 'vitest'
@@ -15,7 +14,7 @@ import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, type RunningSandbox } from '../support/sandbox-server.js'
 import { runCli } from '../support/sandbox-cli.js'
 import { smallDisk, smallDiskAvailable } from '../support/small-disk.js'
-import { fileHandleMethod } from '../support/file-handles.js'
+import { heldFsyncs } from '../support/file-handles.js'
 import { OverCapacityError } from '../../src/core/capacity.js'
 import { StorageUnavailableError, type StorageHealth } from '../../src/storage/storage.js'
 import { openSqliteStorage, type SqliteStorage } from '../../src/storage/sqlite-storage.js'
@@ -422,16 +421,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     const hogs = Array.from({ length: 4 }, (_, i) => storage.open(`hog-${i}`))
     for (const hog of hogs) await hog.replace(big)
     // The disk's fsyncs take their time (a slow disk, or many writes waiting their turn): held until the test lets them.
-    const { prototype, real } = await fileHandleMethod(disk.dir, 'datasync')
-    let release = () => {}
-    const slow = new Promise<void>((resolve) => (release = resolve))
-    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(function (this: FileHandle) {
-      return slow.then(() => real.call(this))
-    })
-    onTestFinished(() => {
-      release()
-      spy.mockRestore()
-    })
+    const release = await heldFsyncs(disk.dir)
     // Resets onto what they hold, all at once.
     const resets = [...hogs, ...hogs].map((hog) =>
       hog.replace(big).then(
@@ -441,13 +431,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     )
     // Those let in are committed, their log on the disk, waiting for the fsync (one of them waits for the one before).
     await new Promise((resolve) => setTimeout(resolve, 500))
-    const during = storage
-      .open('partner')
-      .createCategory({ name: 'during' }, 20_000)
-      .then(
-        (category) => category.name,
-        (error: unknown) => String(error),
-      )
+    const during = createdOrWhy(storage, 'partner', 'during')
     await new Promise((resolve) => setTimeout(resolve, 200))
     release()
     // Before: "9129984 bytes left on its disk ... switches, resets and first writes under way 11565668": the resets' room
@@ -466,16 +450,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     onTestFinished(() => storage.close())
     await storage.open('partner').replace({ scenario: 'empty', categories: [], nextCategoryId: 1 })
     await storage.open('partner').createCategory({ name: 'before' }, 20_000)
-    const { prototype, real } = await fileHandleMethod(disk.dir, 'datasync')
-    let release = () => {}
-    const slow = new Promise<void>((resolve) => (release = resolve))
-    const spy = vi.spyOn(prototype, 'datasync').mockImplementation(function (this: FileHandle) {
-      return slow.then(() => real.call(this))
-    })
-    onTestFinished(() => {
-      release()
-      spy.mockRestore()
-    })
+    const release = await heldFsyncs(disk.dir)
     // New keys' first creates, each storing the seed, one after another (the one before committed, waiting for its fsync).
     const firsts: Promise<string>[] = []
     for (let i = 0; i < 6; i++) {
@@ -490,13 +465,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
       )
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
-    const during = storage
-      .open('partner')
-      .createCategory({ name: 'during' }, 20_000)
-      .then(
-        (category) => category.name,
-        (error: unknown) => String(error),
-      )
+    const during = createdOrWhy(storage, 'partner', 'during')
     await new Promise((resolve) => setTimeout(resolve, 200))
     release()
     // Before: the sixth refused over_capacity, the room of the five before counted on the disk and as pledged.
@@ -1145,3 +1114,14 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(rejections).toEqual([])
   })
 })
+
+/** The name of the category `tenant` created in `storage`, or why it was refused. */
+function createdOrWhy(storage: SqliteStorage, tenant: string, name: string): Promise<string> {
+  return storage
+    .open(tenant)
+    .createCategory({ name }, 20_000)
+    .then(
+      (category) => category.name,
+      (error: unknown) => String(error),
+    )
+}
