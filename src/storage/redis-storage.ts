@@ -446,6 +446,11 @@ redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', bytes))
 return bytes
 `)
 
+/** Whether `error` (as a command's failure says it) is Redis's ACL refusing the sandbox's user a command or key. */
+function refusedByAcl(error: unknown): boolean {
+  return /NOPERM|no permissions/i.test(error instanceof Error ? error.message : String(error))
+}
+
 /** How many times a recount begins again when the usage hash is deleted while it counts (see RedisStorage's #recountUsage). */
 const RECOUNT_ATTEMPTS = 3
 
@@ -1149,13 +1154,18 @@ export class RedisStorage implements TenantStorage {
         }
       } while (cursor !== '0')
     } catch (error) {
-      if (!/NOPERM|no permissions/i.test(error instanceof Error ? error.message : String(error))) throw error
+      if (!refusedByAcl(error)) throw error
     }
   }
 
   /** The tenant list found empty (deleted by another program): put back from the tenants' keys (attack69 F6). */
   async #rebuildRegistry(): Promise<void> {
-    if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) === 0) await this.#eachTenantByKey((id) => this.#reindex(id))
+    try {
+      if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) === 0) await this.#eachTenantByKey((id) => this.#reindex(id))
+    } catch (error) {
+      // A user the ACL refuses these: the list stays as it is (the sweep goes on).
+      if (!refusedByAcl(error)) throw error
+    }
   }
 
   /**
