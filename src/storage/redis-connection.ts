@@ -1840,7 +1840,7 @@ export class RedisLink {
         this.#guardDeniedAt = monotonicNow()
       }
     } catch (error) {
-      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK|RECOUNT)\b/.exec(messageOf(error))
+      const refusal = /^(?:ERR )?(?:Error running script.*?: )?(NOSEED|IDSPACE|LIMIT|VOID|LATE|BUDGET|KEPT|FULL|BOOK|RECOUNT|RESTART)\b/.exec(messageOf(error))
       if (refusal) {
         // Nothing written, nothing counted: the next write counts.
         if (counting !== undefined) this.#looselyAt = looselyAt

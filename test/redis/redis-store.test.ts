@@ -694,8 +694,11 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
 
   it('counts every tenant again when another program deletes the budget’s count again while it is being counted (attack72 F1)', async () => {
     const redis = await startRedis()
-    const sandbox = await startSandbox({ redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 1024 ** 3, warn: () => undefined })
-    const post = (key: string, name: string) => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
+    const options = { redisUrl: redis.url, anyKey: true, scenario: 'empty', storeBudgetBytes: 1024 ** 3, warn: () => undefined }
+    const sandbox = await startSandbox(options)
+    // A second replica: both count again at once, under one token (review55 R2: the other's end of it refused, 503).
+    const other = await startSandbox(options)
+    const post = (key: string, name: string, replica = sandbox) => replica.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name }) })
     for (let batch = 0; batch < 20; batch++) {
       const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => post(`tenant-${batch * 50 + i}`, 'kept')))
       expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 201))
@@ -703,20 +706,19 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     const total = Number(await redis.cli('HGET', 'petstore-sandbox:usage', '!total'))
     await redis.cli('DEL', 'petstore-sandbox:usage')
     // A write finds the count gone and has it counted again; meanwhile another program deletes it again, halfway.
-    const trigger = post('trigger', 'after')
+    const triggers = [post('trigger', 'after'), post('other-trigger', 'after', other)]
     const halfway = "if redis.call('HEXISTS', KEYS[1], '!counted') == 1 then return -1 end if redis.call('HLEN', KEYS[1]) > 100 then redis.call('DEL', KEYS[1]) return 1 end return 0"
     let deleted = 0
     while (deleted === 0) deleted = Number(await redis.cli('EVAL', halfway, '1', 'petstore-sandbox:usage'))
     expect(deleted, 'the second deletion came while the count was under way').toBe(1)
-    const answer = await trigger
-    expect([201, 503]).toContain(answer.status)
-    await answer.body?.cancel()
-    if (answer.status === 503) expect((await post('trigger', 'again')).status).toBe(201)
+    // Counted again from the start, each write then applied (before review55 R2: 503, the count's restart taken for a
+    // failing Redis).
+    expect((await Promise.all(triggers)).map((answer) => answer.status)).toEqual([201, 201])
     // Before: marked counted holding only the tenants counted after the second deletion: short by about what those held.
     await vi.waitFor(async () => expect(Number(await redis.cli('HEXISTS', 'petstore-sandbox:usage', '!counted'))).toBe(1), { timeout: 10_000, interval: 100 })
     const recounted = Number(await redis.cli('HGET', 'petstore-sandbox:usage', '!total'))
     expect(recounted).toBeGreaterThanOrEqual(total)
-    expect(recounted - total).toBeLessThan(1000)
+    expect(recounted - total).toBeLessThan(2000)
   })
 
   it('counts the others’ data when a new key writes first after another program deleted the budget’s count and the tenant list together (attack69 F6)', async () => {
