@@ -88,6 +88,15 @@ describe('journal redaction', () => {
     expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', url)).toBe(kept)
   })
 
+  it.each([
+    ['/cb?paths=/a,/b&access_token=S', '/cb?paths=/a,/b&access_token=[redacted]'],
+    ['/cb?paths=/a, /b&api_key=S, /next?token=T', '/cb?paths=/a, /b&api_key=[redacted], /next?token=[redacted]'],
+    ['https://x/a, https:/user:S@h/', 'https://x/a, https:/user:[redacted]@h/'],
+    ['/a?x=1,\\\\user:S@h/b', '/a?x=1,\\\\user:[redacted]@h/b'],
+  ])('redacts a URL whose query holds a comma before a path, and each URL of a list however loosely slashed: %s (review55 R1, R3)', (value, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', value)).toBe(kept)
+  })
+
   it('adds the names an operator gives to the defaults, ignoring case', () => {
     const redaction = new Redaction({ headers: ['X-Partner-Thing'], queryParams: ['SID'] })
     expect(redaction.headerValue('x-partner-thing', 'S')).toBe('[redacted]')

@@ -125,10 +125,14 @@ export class Redaction {
     // Cut only where a URL or a path begins after the ", ": one URL's query may hold ", " itself (review53 R3).
     // @note At any comma with white space or none around it (a list as RFC 9110 writes it, `OWS "," OWS`), each kept as
     // sent: cut at ", " only, a proxy's own list (`/a,/b?token=S`) journaled the second URL's credentials (attack70 F2).
+    // @note A piece without a query of its own may be the rest of the one before's, cut where its query held a comma
+    // before a path (`/cb?paths=/a,/b&access_token=S`): its parameters after an `&` are read as a query's. Read as a
+    // URL of its own only, its credentials were journaled (review55 R1).
+    // @note Cut before a scheme with any slashes after it, as the password's rule reads one (review55 R3).
     if (!URL_HEADERS.has(name.toLowerCase())) return value
     return value
-      .split(/([ \t]*,[ \t]*)(?=\/|[a-z][\w+.-]*:\/\/)/i)
-      .map((part, index) => (index % 2 === 0 ? this.url(part) : part))
+      .split(/([ \t]*,[ \t]*)(?=[\\/]|[a-z][\w+.-]*:[\\/])/i)
+      .map((part, index) => (index % 2 === 1 ? part : this.#continued(part)))
       .join('')
   }
 
@@ -137,9 +141,13 @@ export class Redaction {
    * the URL itself, replaced by `[redacted]`; everything else exactly as it was.
    */
   url(url: string): string {
+    return this.#withQueryAt(url, url.indexOf('?'))
+  }
+
+  /** {@link url}, its query beginning after `url[start]` (none when -1, or after the fragment's `#`). */
+  #withQueryAt(url: string, start: number): string {
     const hashAt = url.indexOf('#')
     const end = hashAt === -1 ? url.length : hashAt
-    const start = url.indexOf('?')
     const fragment = url.slice(end)
     if (start === -1 || start > end) return withoutPassword(url.slice(0, end)) + fragment
     const kept = url
@@ -150,7 +158,12 @@ export class Redaction {
         return equals !== -1 && this.redactsQueryParam(decodeName(part.slice(0, equals))) ? `${part.slice(0, equals)}=${REDACTED}` : part
       })
       .join('&')
-    return `${withoutPassword(url.slice(0, start))}?${kept}${fragment}`
+    return `${withoutPassword(url.slice(0, start))}${url[start]}${kept}${fragment}`
+  }
+
+  /** A piece of a URL list: a URL, or without a `?` the rest of one whose query it continues from its first `&` (see {@link headerValue}). */
+  #continued(piece: string): string {
+    return this.#withQueryAt(piece, piece.includes('?') ? piece.indexOf('?') : piece.indexOf('&'))
   }
 }
 
