@@ -660,6 +660,8 @@ export class RedisStorage implements TenantStorage {
   readonly #floors: string | undefined
   /** When each journal last recorded (`Pjused` sorted set, by Redis's time): a slot idle past {@link FLOOR_IDLE_MS} can be taken. */
   readonly #journalUses: string | undefined
+  /** Whether the ACL refused the sandbox's user SCAN (see {@link #eachTenantByKey}): the sweep's rebuild of the tenant list is not tried again. */
+  #scanRefused = false
   /** The usage hash counted again, under way (see {@link #recountUsage}). */
   #recounting: Promise<void> | undefined
   readonly #budget: number
@@ -1155,11 +1157,14 @@ export class RedisStorage implements TenantStorage {
       } while (cursor !== '0')
     } catch (error) {
       if (!refusedByAcl(error)) throw error
+      this.#scanRefused = true
     }
   }
 
   /** The tenant list found empty (deleted by another program): put back from the tenants' keys (attack69 F6). */
   async #rebuildRegistry(): Promise<void> {
+    // A user the ACL refused SCAN once: not asked again at every sweep (each refusal said, then its end).
+    if (this.#scanRefused) return
     try {
       if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) === 0) await this.#eachTenantByKey((id) => this.#reindex(id))
     } catch (error) {
