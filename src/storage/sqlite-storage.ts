@@ -1479,8 +1479,8 @@ export class SqliteStorage implements TenantStorage {
       return undefined
     }
     disk.reading ??= (async () => {
-      const given = this.#givenBack
-      const room = await this.#roomForWrites()
+      // Read again while commits gave back meanwhile: their growth is then in the reading, not taken off it twice (review55 R5).
+      const { room, given } = await this.#roomReading()
       disk.given = given
       disk.keep = Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
       disk.room = room
@@ -1663,10 +1663,16 @@ export class SqliteStorage implements TenantStorage {
    * they gave back during the last reading (see {@link #givenBack}).
    */
   async #roomNow(): Promise<number> {
+    const { room, given } = await this.#roomReading()
+    return room - (this.#givenBack - given)
+  }
+
+  /** {@link #roomForWrites}, read again (twice at most) while commits gave back meanwhile, and {@link #givenBack} when its last reading began. */
+  async #roomReading(): Promise<{ room: number; given: number }> {
     for (let tries = 1; ; tries++) {
       const given = this.#givenBack
       const room = await this.#roomForWrites()
-      if (this.#givenBack === given || tries === 3) return room - (this.#givenBack - given)
+      if (this.#givenBack === given || tries === 3) return { room, given }
     }
   }
 
