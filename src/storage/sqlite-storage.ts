@@ -1651,14 +1651,6 @@ export class SqliteStorage implements TenantStorage {
   }
 
   /**
-   * The room left on the disk for new writes: what it has, less what copying the WAL into the
-   * database will grow the database file by (the pages the WAL adds past the file's end).
-   * @note Not counted, resets and deletes sent together on a small disk were each let in by the
-   * room rule while the WAL held frames of earlier creates: their own frames took the room the copy
-   * of those needed, and no checkpoint could ever complete (the database could not grow): the WAL
-   * stayed, the disk full, every write refused for good, a restart too (attack42 F2).
-   */
-  /**
    * {@link #roomForWrites}, read again (twice at most) while commits gave back of their pledges meanwhile, and less what
    * they gave back during the last reading (see {@link #givenBack}).
    */
@@ -1676,6 +1668,14 @@ export class SqliteStorage implements TenantStorage {
     }
   }
 
+  /**
+   * The room left on the disk for new writes: what it has, less what copying the WAL into the
+   * database will grow the database file by (the pages the WAL adds past the file's end).
+   * @note Not counted, resets and deletes sent together on a small disk were each let in by the
+   * room rule while the WAL held frames of earlier creates: their own frames took the room the copy
+   * of those needed, and no checkpoint could ever complete (the database could not grow): the WAL
+   * stayed, the disk full, every write refused for good, a restart too (attack42 F2).
+   */
   async #roomForWrites(): Promise<number> {
     const room = await roomLeft(dirname(this.path))
     if (!Number.isFinite(room) || !this.#db.open) return room
