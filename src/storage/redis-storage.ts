@@ -155,13 +155,12 @@ const charge = (usage: number, id: number, bytes: string, budget: number, floor:
   -- @note The tenant's own count, of no use (\`inf\` written by hand), wrapped the shared total past 2^63: every tenant's writes refused (attack29 F3).
   local oldText = redis.call('HGET', KEYS[${usage}], ARGV[${id}])
   if oldText and not usable_bytes(oldText) then return redis.error_reply('${NOTHING_WRITTEN} ' .. KEYS[${usage}] .. ' field ' .. ARGV[${id}] .. ' holds no byte count (an integer from 0 to 2^40)') end
-  -- @note The usage hash gone (deleted by another program), or made before it was marked counted (\`!counted\`, set by
-  -- RETOTAL), while tenants hold data (this one's meta, KEYS[1], or the tenant list, KEYS[usage+2]): what they hold
-  -- is not in it, and no write may be charged from 0. Counted again from the tenants' data first (RECOUNT_TENANT): read
-  -- as 0, every byte stored was free again, one budget more per deletion (attack69 F3); told by \`!total\` missing, a
-  -- new key's first write put \`!total\` back first (review53 R1). Not even for a store that seems to hold nothing (no
-  -- meta of this tenant, no tenant list): the list may be gone too, and the others' data was then charged from 0 (attack69
-  -- F6); the recount finds tenants by their keys, and a store holding nothing costs one recount, once.
+  -- @note The usage hash gone (deleted by another program), made before it was marked counted (\`!counted\`, set by
+  -- RETOTAL) or never counted (a fresh store): what tenants hold may not be in it, and no write may be charged from 0.
+  -- Counted again from the tenants' data first (RECOUNT_TENANT): read as 0, every byte stored was free again, one budget
+  -- more per deletion (attack69 F3); told by \`!total\` missing, a new key's first write put \`!total\` back first
+  -- (review53 R1); passed when the store seemed to hold nothing (no meta of this tenant, no tenant list), a list deleted
+  -- too let the others' data be charged from 0 (attack69 F6). A store holding nothing costs one recount, once.
   if redis.call('HEXISTS', KEYS[${usage}], '!counted') == 0 then return redis.error_reply('RECOUNT') end
   local old = tonumber(oldText or '0')
   local total = tonumber(redis.call('HGET', KEYS[${usage}], '!total') or '0')
