@@ -167,7 +167,7 @@ function chainedCommit(fd: number, size: number, pageSize: number, bigEndian: bo
   return undefined
 }
 
-/** Every page size SQLite may use (see {@link isPageSize}). */
+/** Every page size SQLite may use: the powers of two from 512 to 65,536. */
 const PAGE_SIZES = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
 
 /**
@@ -186,7 +186,7 @@ const EARLIER_GENERATIONS = 2 ** 24
 
 /** Whether `size` is a page size SQLite may use: a power of two from 512 to 65,536. */
 function isPageSize(size: number): boolean {
-  return size >= 512 && size <= 65536 && (size & (size - 1)) === 0
+  return PAGE_SIZES.includes(size)
 }
 
 /** SQLite's page size when a database says none: the page size of a log whose header cannot be read is the database's. */
