@@ -71,7 +71,7 @@ function write(res: ServerResponse, answer: ApiAnswer, sending: AnswerSending): 
     return
   }
   if (answer.pieces !== undefined) {
-    writePieces(res, answer.status, answer.headers, answer.pieces, sending.stallMs)
+    writePieces(res, answer.status, answer.headers, answer.pieces, sending.stallMs, answer.tenant)
     return
   }
   writeJson(res, answer.status, answer.headers, answer.bytes ?? answer.body, sending, answer.tenant)

@@ -1,5 +1,6 @@
 /**
- * Turns of the event loop for request bodies: at most {@link TURN_BYTES} of bodies are decoded
+ * Turns of the event loop for request bodies and long answers (an answer's piece weighs an eighth
+ * of its length: `ANSWER_BYTES_PER_TURN_BYTE` in http-errors.ts): at most {@link TURN_BYTES} of bodies are decoded
  * (then parsed, weighed and stored in the microtasks that follow) in one turn; past that, each
  * waits for a turn of its own, one at a time (owners in turn, each owner's in the order they
  * ended), so that what arrives
@@ -161,5 +162,5 @@ function takeFrom(owners: Map<unknown, Waiting[]>): Waiting | undefined {
   return undefined
 }
 
-/** The process's turns for request bodies: one event loop, shared by every server in it. */
-export const bodyTurns = new EventLoopTurns()
+/** The process's turns for request bodies and long answers: one event loop, shared by every server in it. */
+export const loopTurns = new EventLoopTurns()

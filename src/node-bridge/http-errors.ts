@@ -6,7 +6,8 @@ import { wwwAuthenticate } from '../core/auth.js'
 import type { Tenant } from '../storage/tenant.js'
 import type { AnswerPieces } from '../pipeline/api-request.js'
 import { stringWeight } from '../core/heap-weight.js'
-import { afterDrained, mustCloseAfter } from './node-request.js'
+import { afterDrained, mustCloseAfter, turnTickets } from './node-request.js'
+import { loopTurns } from './event-loop-turns.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
 export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}, note?: string): void {
@@ -95,7 +96,7 @@ export function writeJson(
   // @note Counted as the heap holds it, not as the bytes sent: a text holding one character above
   // Latin-1 takes two bytes a character, twice its UTF-8 length when the rest is ASCII (attack2 F5).
   const progress = answerProgress(res)
-  sendInPieces(res, body, sending?.count?.(typeof body === 'string' ? stringWeight(body) : body.length, tenant, progress.of), sending?.stallMs, progress.wrote)
+  sendInPieces(res, body, sending?.count?.(typeof body === 'string' ? stringWeight(body) : body.length, tenant, progress.of), sending?.stallMs, progress.wrote, tenant)
 }
 
 /**
@@ -105,10 +106,11 @@ export function writeJson(
  * about one piece whatever its length and however slowly its client reads. A connection that
  * takes nothing for `stallMs` is closed; a piece that cannot be made (a storage failure) breaks
  * the answer off (its client sees it end before the chunked body's end). The pieces are closed
- * once the answer is out or its connection is gone.
+ * once the answer is out or its connection is gone. Past a turn's bytes it takes turns of the event
+ * loop as `owner` (its tenant; see {@link writeInTurns}).
  */
-export function writePieces(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, pieces: AnswerPieces, stallMs: number | undefined): void {
-  if (!res.shouldKeepAlive && afterDrained(res.req, () => (res.destroyed ? pieces.close() : writePieces(res, status, headers, pieces, stallMs)))) return
+export function writePieces(res: ServerResponse, status: number, headers: Readonly<Record<string, string>>, pieces: AnswerPieces, stallMs: number | undefined, owner?: object): void {
+  if (!res.shouldKeepAlive && afterDrained(res.req, () => (res.destroyed ? pieces.close() : writePieces(res, status, headers, pieces, stallMs, owner)))) return
   if (mustCloseAfter(res.req)) {
     // Said to Node too: nothing pipelined behind this answer runs (the conversation reads it; review39 R11).
     res.setHeader('Connection', 'close')
@@ -116,31 +118,7 @@ export function writePieces(res: ServerResponse, status: number, headers: Readon
   }
   res.statusCode = status
   for (const name in headers) res.setHeader(name, headers[name]!)
-  const stall = stallMs === undefined ? undefined : setTimeout(() => res.destroy(), stallMs).unref()
-  const done = () => {
-    clearTimeout(stall)
-    res.off('drain', next).off('finish', done).off('close', done)
-    pieces.close()
-  }
-  function next(): void {
-    stall?.refresh()
-    while (!res.destroyed) {
-      let piece: string | undefined
-      try {
-        piece = pieces.next()
-      } catch {
-        res.destroy()
-        return
-      }
-      if (piece === undefined) {
-        res.end()
-        return
-      }
-      if (!res.write(piece)) return
-    }
-  }
-  res.on('drain', next).once('finish', done).once('close', done)
-  next()
+  writeInTurns(res, () => pieces.next(), stallMs, owner, () => pieces.close())
 }
 
 /** A socket as Node (20 to 24) keeps it: the bytes given to its handle, and what its handle has not yet given the kernel. */
@@ -192,7 +170,7 @@ export function resetConnection(socket: Socket): void {
 /**
  * Writes `body` a piece at a time, the next once the connection has taken the last ('drain'),
  * and calls `release` once it is all out or the connection is gone; a connection that takes
- * nothing for `stallMs` is closed.
+ * nothing for `stallMs` is closed. Past a turn's bytes it takes turns as `owner` ({@link writeInTurns}).
  * @note `res.end(body)` with a 44 MB list made Node copy all of it for a client that did not
  * read: 30 such clients took 2.7 GB (issue 20 F01).
  */
@@ -202,35 +180,89 @@ function sendInPieces(
   release: (() => void) | undefined,
   stallMs: number | undefined,
   wrote: (pieceLength: number) => void,
+  owner: object | undefined,
 ): void {
   let at = 0
-  // @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
-  // idle timeout: that one would stay on the socket after this answer (Node sets it again only
-  // when no pipelined answer follows) and cut a later, slow answer.
-  const stall = stallMs === undefined ? undefined : setTimeout(() => res.destroy(), stallMs).unref()
-  const done = () => {
-    clearTimeout(stall)
-    res.off('drain', next).off('finish', done).off('close', done)
-    release?.()
+  const next = (): string | Uint8Array | undefined => {
+    if (at === body.length) return undefined
+    let end = Math.min(at + ANSWER_CHUNK_CHARS, body.length)
+    // @note Never between the two halves of a surrogate pair: each half alone would go out as U+FFFD.
+    const last = typeof body === 'string' ? body.charCodeAt(end - 1) : 0
+    if (end < body.length && last >= 0xd800 && last <= 0xdbff) end--
+    const piece = typeof body === 'string' ? body.slice(at, end) : body.subarray(at, end)
+    at = end
+    wrote(piece.length)
+    return piece
   }
-  function next(): void {
-    stall?.refresh()
-    while (!res.destroyed) {
-      let end = Math.min(at + ANSWER_CHUNK_CHARS, body.length)
-      // @note Never between the two halves of a surrogate pair: each half alone would go out as U+FFFD.
-      const last = typeof body === 'string' ? body.charCodeAt(end - 1) : 0
-      if (end < body.length && last >= 0xd800 && last <= 0xdbff) end--
-      const piece = typeof body === 'string' ? body.slice(at, end) : body.subarray(at, end)
-      at = end
-      wrote(piece.length)
-      if (at === body.length) {
-        res.end(piece)
-        return
-      }
-      if (!res.write(piece)) return
-    }
+  writeInTurns(res, next, stallMs, owner, () => release?.())
+}
+
+/**
+ * How many bytes of an answer written count as one of a request body in a turn of the event loop
+ * ({@link loopTurns}): writing a 64 KiB piece (encoding it, the kernel's copy) takes about 3 ns a
+ * byte, parsing a body of many properties about 80 (attack70 F1's profile, attack23 T2), so a turn
+ * takes 8 pieces of an answer alone, and a long answer's piece weighs as 8 KiB of bodies.
+ * @default 8
+ */
+export const ANSWER_BYTES_PER_TURN_BYTE = 8
+
+/**
+ * Writes the pieces `next` gives one after another, each once the connection has taken the one
+ * before ('drain'), then ends the answer, and calls `done` once it is all out or the connection is
+ * gone (`next` throwing cuts the connection: its client sees the answer end short). A connection
+ * that takes nothing for `stallMs` (waiting for a turn aside) is closed.
+ * @note Past a turn's bytes ({@link loopTurns}, bodies' and answers' together), the rest of a long
+ * answer waits for turns of the event loop of its own, in rotation by client and tenant: written
+ * whenever the kernel took them, 400 connections of one key each pipelining four 1 MB lists and
+ * reading nothing were written one connection after another (~3.5 MB of kernel buffer each), and
+ * other keys' new connections waited 5-15 s to be answered (attack70 F1).
+ * @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
+ * idle timeout: that one would stay on the socket after this answer (Node sets it again only
+ * when no pipelined answer follows) and cut a later, slow answer.
+ */
+function writeInTurns(
+  res: ServerResponse,
+  next: () => string | Uint8Array | undefined,
+  stallMs: number | undefined,
+  owner: object | undefined,
+  done: () => void,
+): void {
+  // Waiting for a turn of the event loop: not woken by 'drain', and not stalled by its client.
+  let waiting = false
+  const stall = stallMs === undefined ? undefined : setTimeout(() => (waiting ? stall?.refresh() : res.destroy()), stallMs).unref()
+  const finish = () => {
+    clearTimeout(stall)
+    res.off('drain', write).off('finish', finish).off('close', finish)
     done()
   }
-  res.on('drain', next).once('finish', done).once('close', done)
-  next()
+  function write(): void {
+    if (waiting) return
+    stall?.refresh()
+    while (!res.destroyed) {
+      let piece: string | Uint8Array | undefined
+      try {
+        piece = next()
+      } catch {
+        res.destroy()
+        return
+      }
+      if (piece === undefined) {
+        res.end()
+        return
+      }
+      const taken = res.write(piece)
+      const turn = loopTurns.admit(piece.length / ANSWER_BYTES_PER_TURN_BYTE, owner, Number.POSITIVE_INFINITY, turnTickets.get(res.req)?.client)
+      if (turn !== undefined) {
+        waiting = true
+        void turn.then(() => {
+          waiting = false
+          if (!res.writableNeedDrain) write()
+        })
+        return
+      }
+      if (!taken) return
+    }
+  }
+  res.on('drain', write).once('finish', finish).once('close', finish)
+  write()
 }

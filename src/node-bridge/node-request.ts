@@ -8,7 +8,7 @@ import type { ApiRequest, HeaderReader } from '../pipeline/api-request.js'
 import { headerWeight } from '../core/journal.js'
 import type { ErrorCode, ErrorParams } from '../contract/errors.js'
 import { OverCapacityError } from '../core/capacity.js'
-import { bodyTurns } from './event-loop-turns.js'
+import { loopTurns } from './event-loop-turns.js'
 
 /** A Host header that can stand in a URL as it is (a name or address, an optional port). */
 export const PLAIN_HOST = /^(?:[\w.-]+|\[[\da-f:.]+\])(?::\d{1,5})?$/i
@@ -230,7 +230,7 @@ export function readNodeBody(req: IncomingMessage, limit: number, owner?: object
       size += chunk.byteLength
     }
     if (size > limit) return Promise.resolve(payloadTooLarge(limit))
-    const turn = bodyTurns.admit(size, owner, turnWaitFor(req), turnTickets.get(req)?.client)
+    const turn = loopTurns.admit(size, owner, turnWaitFor(req), turnTickets.get(req)?.client)
     return turn === undefined ? Promise.resolve(decodeUtf8(chunks, size)) : turn.then((given) => (given ? decodeUtf8(chunks, size) : waitedTooLong()))
   }
   return new Promise((resolve, reject) => {
@@ -251,7 +251,7 @@ export function readNodeBody(req: IncomingMessage, limit: number, owner?: object
       drainRest(req, size)
     }
     const onEnd = () => {
-      const turn = bodyTurns.admit(size, owner, turnWaitFor(req), turnTickets.get(req)?.client)
+      const turn = loopTurns.admit(size, owner, turnWaitFor(req), turnTickets.get(req)?.client)
       if (turn === undefined) return finish(decodeUtf8(chunks, size))
       // @note Past a turn's bytes, a body is decoded (and then parsed and handled) in a turn of the
       // event loop of its own: requests that arrived meanwhile are served between (attack16 P1).
