@@ -1124,13 +1124,6 @@ export class RedisStorage implements TenantStorage {
     }
   }
 
-  /**
-   * Counts again what every tenant in the registry holds, from its own keys, into the usage hash, then its totals
-   * ({@link RECOUNT_TENANT}, RETOTAL): once the usage hash is found gone while tenants hold data (a write refused with
-   * RECOUNT, or the sweep). One at a time in this process; said once each time.
-   * @note Gone unnoticed, each deletion of `Pusage` (a cleanup job by pattern) let the tenants store one more budget,
-   * without bound, a restart included (attack69 F3: three budgets past a 2 MiB one after three deletions).
-   */
   /** Whether any tenant is on record: in the tenant list, or else by a meta key of its own (the list may be gone). */
   async #anyTenant(): Promise<boolean> {
     if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) > 0) return true
@@ -1188,6 +1181,13 @@ export class RedisStorage implements TenantStorage {
     return `${this.prefix.replace(/[*?[\]\\]/g, (char) => `\\${char}`)}{*}:meta`
   }
 
+  /**
+   * Counts again what every tenant in the registry holds, from its own keys, into the usage hash, then its totals
+   * ({@link RECOUNT_TENANT}, RETOTAL): once the usage hash is found gone while tenants hold data (a write refused with
+   * RECOUNT, or the sweep). One at a time in this process; said once each time.
+   * @note Gone unnoticed, each deletion of `Pusage` (a cleanup job by pattern) let the tenants store one more budget,
+   * without bound, a restart included (attack69 F3: three budgets past a 2 MiB one after three deletions).
+   */
   #recountUsage(): Promise<void> {
     this.#recounting ??= (async () => {
       const [usage, weights, floors, uses] = [this.#usage, this.#weights, this.#floors, this.#journalUses]
