@@ -928,9 +928,9 @@ export class RedisStorage implements TenantStorage {
     const floors = this.#floors
     const uses = this.#journalUses
     if (usage === undefined || weights === undefined || floors === undefined || uses === undefined) return this.#rebuildRegistry()
-    // The usage hash gone (or never counted) while tenants hold data: counted again (see #recountUsage; it puts the
-    // tenants it finds by their keys back in the list).
-    if (Number(await this.link.call(usage, ['HEXISTS', usage, '!counted'])) === 0 && (await this.#anyTenant())) await this.#recountUsage()
+    // The usage hash gone or never counted (a fresh store): counted again (see #recountUsage; it puts the tenants it
+    // finds by their keys back in the list, and marks a store holding nothing counted: one scan of the keyspace).
+    if (Number(await this.link.call(usage, ['HEXISTS', usage, '!counted'])) === 0) await this.#recountUsage()
     else await this.#rebuildRegistry()
     // The tenants holding data (the usage hash's fields) and those holding a journal slot (the weights).
     for (const [key, scan] of [
@@ -1122,14 +1122,6 @@ export class RedisStorage implements TenantStorage {
         throw error
       }
     }
-  }
-
-  /** Whether any tenant is on record: in the tenant list, or else by a meta key of its own (the list may be gone). */
-  async #anyTenant(): Promise<boolean> {
-    if (Number(await this.link.call(this.#registry, ['ZCARD', this.#registry])) > 0) return true
-    let found = false
-    await this.#eachTenantByKey(async () => (found = true))
-    return found
   }
 
   /**
