@@ -17,7 +17,7 @@ const FRAME_HEADER_BYTES = 24
  * database missing or empty beside a log that holds frames, a frame of the log's current generation that fails its
  * checksum (or names another generation) while a later frame of that generation ends a transaction (a transaction
  * committed after damage; a frame torn at the end, by a crash while it was written, belongs to a transaction never
- * answered, and is not damage), or a header SQLite cannot read before frames that end a transaction.
+ * answered, and is not damage), or a header SQLite cannot read, not zeroed (a power cut's), before anything written.
  */
 export function logDamage(path: string, logPath: string): string | undefined {
   const size = fileSize(logPath)
@@ -31,7 +31,7 @@ export function logDamage(path: string, logPath: string): string | undefined {
   let fd: number | undefined
   try {
     fd = openSync(logPath, 'r')
-    return framesDamage(fd, size, logPath, databasePageSizeOf(path))
+    return framesDamage(fd, size, logPath)
   } catch {
     return undefined
   } finally {
@@ -55,7 +55,7 @@ function readAt(fd: number, position: number, length: number): Buffer {
   return buffer.subarray(0, read)
 }
 
-function framesDamage(fd: number, size: number, logPath: string, databasePageSize: number | undefined): string | undefined {
+function framesDamage(fd: number, size: number, logPath: string): string | undefined {
   const header = readAt(fd, 0, HEADER_BYTES)
   const magic = header.readUInt32BE(0)
   const bigEndian = magic === 0x377f0683
@@ -64,9 +64,8 @@ function framesDamage(fd: number, size: number, logPath: string, databasePageSiz
   const sound = (magic === 0x377f0682 || magic === 0x377f0683) && isPageSize(headerPageSize) && s1 === header.readUInt32BE(24) && s2 === header.readUInt32BE(28)
   // @note A header SQLite cannot read (its magic, page size or checksum failing) makes it ignore the whole log: taken
   // for a log never begun, a header damaged after a crash threw away every write since the last copy into the database
-  // (attack68 F1: 61 of 300 creates, ids handed out again). SQLite writes a log's header with its first frames, so
-  // frames of the header's own salts that end a transaction behind it are damage, not a log never begun.
-  if (!sound) return headerDamage(fd, size, logPath, header, isPageSize(headerPageSize) ? headerPageSize : (databasePageSize ?? DEFAULT_PAGE_SIZE))
+  // (attack68 F1: 61 of 300 creates, ids handed out again).
+  if (!sound) return headerDamage(fd, size, logPath, header)
   const salt1 = header.readUInt32BE(16)
   const salt2 = header.readUInt32BE(20)
   const frameBytes = FRAME_HEADER_BYTES + headerPageSize
@@ -113,59 +112,38 @@ function framesDamage(fd: number, size: number, logPath: string, databasePageSiz
 }
 
 /**
- * Why a log whose header SQLite cannot read holds transactions it would throw away, or undefined: frames carrying the
- * header's own salts (the header was written for them, then damaged) of which one ends a transaction.
- * @note A header that does not name the frames' salts (zeroed, or another generation's) is what a power cut leaves when
- * the log was begun again and its header never reached the disk, the frames written with it did: that transaction was
- * never answered (its fsync did not end), and SQLite rightly ignores it (test/server/sqlite-power-cut.test.ts). The
- * same picture made by damage after the fact (the log's first bytes zeroed) cannot be told from it, and is read as
- * SQLite reads it.
+ * Why a log whose header SQLite cannot read holds writes it would throw away, or undefined: a header that is not zeroed,
+ * with anything but zeros behind it.
+ * @note SQLite writes a log's 32-byte header whole, in one write within one sector, when it begins the log (the sandbox
+ * empties the log after each copy into the database): a power cut leaves the header as it was (sound) or, the log
+ * begun again and its header never on the disk while frames written with it are, zeroed. That transaction was never
+ * answered (its fsync did not end) and SQLite rightly ignores it (test/server/sqlite-power-cut.test.ts); the same
+ * picture made by damage after the fact (the log's first bytes zeroed) cannot be told from it, and is read as SQLite
+ * reads it. Any other header that fails SQLite's checks is damage: refused whatever its frames say, since damage can
+ * reach whatever would tell them as its own. Found by its salts, or by checksums chaining from the one it stores, a
+ * header damaged in both (two bits, one in a salt and one in the checksum; the header random) hid its frames, and the
+ * whole log was ignored (attack71 F1, attack74 F1: 150 of 150 creates gone, `tenants list` deleted the log).
  */
-function headerDamage(fd: number, size: number, logPath: string, header: Buffer, pageSize: number): string | undefined {
-  const damaged = (frame: number) =>
-    `its log ${logPath} is damaged: its header fails SQLite's checks (magic, page size, salts or checksum), and it holds a transaction committed after it (frame ${frame + 1}): SQLite would ignore the whole log, throwing away every write in it`
-  const salts = header.toString('hex', 16, 24)
-  const frameBytes = FRAME_HEADER_BYTES + pageSize
-  for (let frame = 0, at = HEADER_BYTES; at + frameBytes <= size; frame++, at += frameBytes) {
-    const frameHeader = readAt(fd, at, FRAME_HEADER_BYTES)
-    if (frameHeader.toString('hex', 8, 16) === salts && frameHeader.readUInt32BE(4) !== 0) return damaged(frame)
-  }
-  // @note Frames written for this header whatever its salts and page size say: their checksums chain from the one it
-  // stores (bytes 24-31), which a power cut's header (zeroed, or an earlier generation's, sound) never seeds. Found by
-  // its salts and page size alone, a header damaged in either (one bit of a salt; the page size another valid one) hid
-  // its frames, and the whole log was ignored (attack71 F1: 61 of 300 creates, 150 of 150 on a log never copied).
-  const seed1 = header.readUInt32BE(24)
-  const seed2 = header.readUInt32BE(28)
-  if (seed1 === 0 && seed2 === 0) return undefined
-  for (const candidate of new Set([pageSize, ...PAGE_SIZES])) {
-    for (const bigEndian of [false, true]) {
-      const frame = chainedCommit(fd, size, candidate, bigEndian, seed1, seed2)
-      if (frame !== undefined) return damaged(frame)
-    }
+function headerDamage(fd: number, size: number, logPath: string, header: Buffer): string | undefined {
+  if (header.every((byte) => byte === 0)) return undefined
+  const written = firstWrittenByte(fd, HEADER_BYTES, size)
+  if (written === undefined) return undefined
+  return `its log ${logPath} is damaged: its header fails SQLite's checks (magic, page size, salts or checksum) and is not a power cut's (zeroed), with ${size - HEADER_BYTES} bytes of frames behind it: SQLite would ignore the whole log, throwing away every write in it`
+}
+
+/** Where the first byte other than zero lies from `from` to `size`, or undefined when there are only zeros. */
+function firstWrittenByte(fd: number, from: number, size: number): number | undefined {
+  for (let at = from; at < size; at += SCAN_BYTES) {
+    const chunk = readAt(fd, at, Math.min(SCAN_BYTES, size - at))
+    if (chunk.length === 0) return undefined
+    const index = chunk.findIndex((byte) => byte !== 0)
+    if (index >= 0) return at + index
   }
   return undefined
 }
 
-/**
- * The first frame that ends a transaction among the log's frames of `pageSize` whose checksums chain, in the byte
- * order `bigEndian` says, from `s1`, `s2` (a header's stored checksum), their salts all the first one's; undefined when
- * the chain breaks first (the first frame's checksum failing: not this header's frames, or not of this page size).
- */
-function chainedCommit(fd: number, size: number, pageSize: number, bigEndian: boolean, s1: number, s2: number): number | undefined {
-  const frameBytes = FRAME_HEADER_BYTES + pageSize
-  let salts: string | undefined
-  for (let frame = 0, at = HEADER_BYTES; at + frameBytes <= size; frame++, at += frameBytes) {
-    const frameHeader = readAt(fd, at, FRAME_HEADER_BYTES)
-    const frameSalts = frameHeader.toString('hex', 8, 16)
-    if (salts !== undefined && frameSalts !== salts) return undefined
-    salts = frameSalts
-    ;[s1, s2] = checksum(frameHeader.subarray(0, 8), bigEndian, s1, s2)
-    ;[s1, s2] = checksum(readAt(fd, at + FRAME_HEADER_BYTES, pageSize), bigEndian, s1, s2)
-    if (s1 !== frameHeader.readUInt32BE(16) || s2 !== frameHeader.readUInt32BE(20)) return undefined
-    if (frameHeader.readUInt32BE(4) !== 0) return frame
-  }
-  return undefined
-}
+/** How many bytes {@link firstWrittenByte} reads at once. */
+const SCAN_BYTES = 64 * 1024
 
 /** Every page size SQLite may use: the powers of two from 512 to 65,536. */
 const PAGE_SIZES = [512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
@@ -187,26 +165,6 @@ const EARLIER_GENERATIONS = 2 ** 24
 /** Whether `size` is a page size SQLite may use: a power of two from 512 to 65,536. */
 function isPageSize(size: number): boolean {
   return PAGE_SIZES.includes(size)
-}
-
-/** SQLite's page size when a database says none: the page size of a log whose header cannot be read is the database's. */
-const DEFAULT_PAGE_SIZE = 4096
-
-/** The page size the database file at `path` says it has (its header's), or undefined when it cannot be read. */
-function databasePageSizeOf(path: string): number | undefined {
-  let fd: number | undefined
-  try {
-    fd = openSync(path, 'r')
-    const header = readAt(fd, 0, 100)
-    if (header.length < 100 || header.toString('latin1', 0, 16) !== 'SQLite format 3\0') return undefined
-    const field = header.readUInt16BE(16)
-    const size = field === 1 ? 65536 : field
-    return isPageSize(size) ? size : undefined
-  } catch {
-    return undefined
-  } finally {
-    if (fd !== undefined) closeSync(fd)
-  }
 }
 
 /** SQLite's log checksum of `data` (a multiple of 8 bytes) from `s1`, `s2`: pairs of 32-bit words, each sum mod 2^32. */
