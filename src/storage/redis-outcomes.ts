@@ -252,6 +252,7 @@ end`
  * ARGV[5], the operation of this process's last write answered before this one was sent: still on record, it says
  * the record was there before the write was sent, which the send time's estimate (early by the clock reading's
  * delay) may not: a create sent just after the record began was answered unknown (a fresh-clone CI of stop 48).
+ * ARGV[6], this link's id ({@link linkId}): a record its own settle began is taken as old as the writes it may ask about.
  * @note Taken for `void`, a create Redis applied whose reply was lost, its record deleted by a cleanup job in between,
  * was answered 503 storage_unavailable, "not applied", and the retry it invites stored it twice (attack66 F2).
  * @note Not by the deadline: once it has come, the write is refused should it still arrive, so
@@ -268,6 +269,8 @@ if redis.call('HEXISTS', KEYS[1], '!seq') == 0 then
 else
   -- A record begun after the write was sent (or of unknown age): one it may have been recorded in was deleted since.
   local born = tonumber(redis.call('HGET', KEYS[1], '!born') or '')
+  -- Begun by a settle of this process's own (ARGV[6]): as old as the writes it may ask about (see below).
+  if born ~= nil and ARGV[6] ~= '' and redis.call('HGET', KEYS[1], '!bornBy') == ARGV[6] then born = born - tonumber(ARGV[2]) end
   emptied = born == nil or (sent ~= nil and born > sent)
   -- A write this process had answered before this one was sent, still on record: the record was there then (the send
   -- time is estimated at or before the true one, and may come out before a record begun just earlier).
@@ -275,14 +278,27 @@ else
 end
 ${NOW}
 -- Recorded as what it says (a settle asked again after its reply was lost reads it: review52 F1), never applied.
--- A record this settle begins, not emptied: as old as the writes it may be asked about (those sent longer ago are late),
--- so that the other writes of the same outage lost on the way are still told "not applied" (review53 R5: every settle
--- after the first answered unknown, blaming another program).
-${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "emptied and 'gone' or 'void'", 'emptied and now or now - keep')}
+${recordOutcome('KEYS[1]', 'KEYS[2]', 1, 2, 3, "emptied and 'gone' or 'void'")}
+-- A record this settle begins, not emptied: as old as the writes it may be asked about (those sent longer ago are late)
+-- for this process's settles, so that the other writes of the same outage lost on the way are still told "not applied"
+-- (review53 R5: every settle after the first answered unknown, blaming another program). For this process's only: dated
+-- back for all, another replica's create applied and recorded in a record deleted since, its reply lost, was answered
+-- "not applied" by that date (attack75 F1: 12 of 12).
+if seq == 1 and not emptied and ARGV[6] ~= '' then redis.call('HSET', KEYS[1], '!bornBy', ARGV[6]) end
 -- (Named apart from recordOutcome's own locals.)
 if emptied then return 'gone' end
 return 'void'
 `)
+
+/** Each link's id, drawn at random: a record of outcomes its settle began names it (SETTLE's ARGV[6], `!bornBy`). */
+const linkIds = new WeakMap<RedisLink, string>()
+
+/** `link`'s id (see {@link linkIds}). */
+function linkId(link: RedisLink): string {
+  let id = linkIds.get(link)
+  if (id === undefined) linkIds.set(link, (id = randomBytes(12).toString('base64url')))
+  return id
+}
 
 /** When (monotonic ms) each link last had a write recorded in each record of outcomes, and its operation (see {@link recordedLately}). */
 const lastRecorded = new WeakMap<RedisLink, Map<string, { readonly at: number; readonly op: string }>>()
@@ -412,7 +428,7 @@ export async function settleOutcome(link: RedisLink, keys: OutcomeKeys, op: stri
   while (monotonicNow() < until && link.requestTimeLeft() !== 0 && !link.closed) {
     let reply: string
     try {
-      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries, recordedLately(link, keys.outcomes) ? '1' : '0', known]))
+      reply = String(await link.script(SETTLE, [keys.outcomes, keys.outcomeTimes], [op, keys.outcomeMs, keys.outcomeEntries, recordedLately(link, keys.outcomes) ? '1' : '0', known, linkId(link)]))
     } catch (error) {
       if (!(error instanceof StorageUnavailableError)) throw error
       last = error

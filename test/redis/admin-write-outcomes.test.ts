@@ -245,4 +245,39 @@ describe.runIf(REQUIRE_REDIS)('a create whose reply was lost while another progr
     expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
     expect((await state(sandbox)).names).toContain('lost reply')
   })
+
+  it('answers it 503 write_outcome_unknown when another replica’s settle, its first touch of the record, began the record again before the settle asked it (attack75 F1)', async () => {
+    const { redis, proxy, sandbox } = await sandboxBehindProxy()
+    // Another replica on the same Redis, that has written nothing: its create never reaches Redis, so its settle is
+    // what begins the record again.
+    const otherProxy = await startFlakyProxy(redis.port)
+    const other = await startSandbox({ redisUrl: otherProxy.url, scenario: 'empty', apiKeys: ['other'], requestTimeoutMs: 10_000 })
+    let meanwhile: Promise<void> | undefined
+    proxy.cut('"lost reply"', 'after', () => {
+      proxy.hold('petstore-sandbox:opt')
+      meanwhile = (async () => {
+        await redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt')
+        otherProxy.cut('"never sent"', 'before')
+        const refused = await create(other, 'never sent', 'other')
+        // Right for its own create: Redis never had it.
+        expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
+        for (;;) {
+          const delivered = await proxy.deliver().then(
+            () => true,
+            () => false,
+          )
+          if (delivered) break
+          await sleep(20)
+        }
+      })()
+    })
+    const answer = await create(sandbox, 'lost reply')
+    await meanwhile
+    // Before: 503 storage_unavailable, "not applied" (12 of 12 in the attack): the other replica's settle dated the record
+    // it began as old as the writes it may ask about, and this settle took it for one there when its create was sent.
+    expect(answer.status).toBe(503)
+    expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
+    expect((await state(sandbox)).names).toContain('lost reply')
+    expect((await redis.cli('HEXISTS', 'petstore-sandbox:ops', '!bornBy')).trim()).toBe('1')
+  })
 })
