@@ -670,6 +670,8 @@ export class SqliteStorage implements TenantStorage {
    * once), and creates within a floor saw 1,967,992 bytes left where a fresh reading gave none (review54 R1).
    */
   #givenBack = 0
+  /** Writes waiting for room pledged to writes under way to come back (see {@link #roomFor}): each woken when a pledge gives back. */
+  readonly #pledgeWaiters = new Set<() => void>()
   /** The disk's room for creates as last read (see {@link #createRoom}): what {@link #roomForWrites} said, what deleting every tenant needs kept, when, and the room creates took since. */
   #createDisk = { room: Number.POSITIVE_INFINITY, given: 0, keep: 0, at: Number.NEGATIVE_INFINITY, since: 0, reading: undefined as Promise<void> | undefined, short: false as string | false }
   /**
@@ -1725,7 +1727,7 @@ export class SqliteStorage implements TenantStorage {
    * against the same room, switches sent at once each passed and together filled the disk, every
    * write refused for good (attack40 F3: two keys on 12 MiB).
    */
-  async #roomFor(bytes: number, need: number, growth = false, kept: KeepRoom = NO_KEEP): Promise<Pledge> {
+  async #roomFor(bytes: number, need: number, growth = false, kept: KeepRoom = NO_KEEP, until = Number.NEGATIVE_INFINITY): Promise<Pledge> {
     // @note The database's free pages (left by deletes: SQLite never gives them back to the disk) are filled first:
     // counted as growth, a switch back to a large state after a reset onto empty was refused for good on a disk that had
     // the room (review45 F1).
@@ -1743,6 +1745,7 @@ export class SqliteStorage implements TenantStorage {
         const given = Math.min(left, Math.max(0, bytes))
         this.#roomPledged -= given
         left -= given
+        if (given > 0) for (const wake of [...this.#pledgeWaiters]) wake()
         return given
       }
       return {
@@ -1758,12 +1761,23 @@ export class SqliteStorage implements TenantStorage {
     // Left unpledged and unchecked, 64 resets onto empty sent at once (each a tenant of 16 rows, just
     // under it) wrote 5.3 MB of WAL on a 6 MiB disk: full for good, a restart refused (attack44 F1).
     if (Math.max(need, keep) + this.#roomPledged <= CHECKPOINT_ROOM_BYTES) return pledge()
-    const room = await this.#roomNow()
-    // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
-    // Room for the write now, and once written for a reset onto what it writes (`keep`: stateKeepRoom), as for deleting the others.
-    const others = growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
-    const required = Math.max(need, keep) + this.#roomPledged + others
-    if (room >= required) return pledge()
+    let room: number
+    let others: number
+    let required: number
+    for (;;) {
+      room = await this.#roomNow()
+      // A tenant's first write of a large seed (growth) keeps the room deleting the tenants needs, as creates do (#createRoom).
+      // Room for the write now, and once written for a reset onto what it writes (`keep`: stateKeepRoom), as for deleting the others.
+      others = growth && Number.isFinite(room) && this.#db.open ? this.#keepForRemovals(room) : 0
+      required = Math.max(need, keep) + this.#roomPledged + others
+      if (room >= required) return pledge()
+      // @note A write that stores no more than it replaces (a reset onto less, a delete), short only of what writes under
+      // way pledged, waits for them (their room comes back as they commit and end), until `until`: refused at once, a
+      // partner's reset onto `empty` beside other keys' switches to large-catalog was answered 503 "retry after 30 s"
+      // 5 times in 9 on a 40 MiB disk, its own need fitting the room left four times over (attack74 F2).
+      if (growth || this.#roomPledged === 0 || room < Math.max(need, keep) + others || monotonicNow() >= until) break
+      await this.#pledgesChange(until)
+    }
     // @note The WAL copied into the database may give the room (a delete's frames do, emptied once copied): checked
     // after commits only, the WAL of the deletes before stayed, and the next delete was refused for good (attack48 F1).
     this.#roomCheckedAt = 0
@@ -1782,6 +1796,19 @@ export class SqliteStorage implements TenantStorage {
       this.#warn(`storage: ${this.path}: ${room} bytes left on its disk; a scenario switch, reset, delete or first write of a large seed storing ${bytes} bytes needs about ${required} (${parts.join('; ')}): answered 503 over_capacity, and such writes until there is room`)
     }
     throw new OverCapacityError(DISK_ROOM_REASON, RETRY_AFTER_SECONDS)
+  }
+
+  /** Resolves once a pledge gives back room ({@link #roomFor}), or at `until` ({@link monotonicNow}). */
+  #pledgesChange(until: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer)
+        this.#pledgeWaiters.delete(done)
+        resolve()
+      }
+      const timer = setTimeout(done, Math.max(0, until - monotonicNow()))
+      this.#pledgeWaiters.add(done)
+    })
   }
 
   /**
@@ -1811,7 +1838,7 @@ export class SqliteStorage implements TenantStorage {
       // A state larger than the one it replaces keeps the room to reset onto it and delete it after, and what deleting
       // the other tenants needs, as creates do (not a reset onto as much or less: the room it takes is the one it leaves).
       const grows = this.#db.open && bytes > this.#tenantBytes(id)
-      const pledge = await this.#roomFor(bytes, writeRoom + removal, grows, grows ? keepRoom : NO_KEEP)
+      const pledge = await this.#roomFor(bytes, writeRoom + removal, grows, grows ? keepRoom : NO_KEEP, deadline)
       try {
         const done = await this.#exclusiveNow(id, bytes, deadline, task, pledge)
         this.#recharge(id)

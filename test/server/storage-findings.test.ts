@@ -475,6 +475,40 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.health()).toEqual({ ok: true })
   })
 
+  it.runIf(REPLAYS)('lets a partner reset onto empty on a small disk while other keys switch to and from a large state: it waits for their room pledged, not refused (attack74 F2)', async () => {
+    const disk = smallDisk(40 * 1024)
+    const empty = { scenario: 'empty', categories: [], nextCategoryId: 1 }
+    const large = seedState(BUILTIN_SCENARIOS['large-catalog']!)
+    const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: empty, warn: () => undefined })
+    // No store budget (`--store-budget 0`): the disk's room alone bounds the writes.
+    onTestFinished(() => storage.close())
+    const outcome = (write: Promise<unknown>) =>
+      write.then(
+        () => 'stored',
+        (error: unknown) => (error instanceof OverCapacityError ? 'over_capacity' : String(error)),
+      )
+    expect(await outcome(storage.open('partner').replace(large))).toBe('stored')
+    const until = Date.now() + 8000
+    // Twelve keys switching to large-catalog or resetting onto empty, as attack74 ran them.
+    const hogs = Array.from({ length: 12 }, async (_, i) => {
+      while (Date.now() < until) await outcome(storage.open(`hog-${i}`).replace(Math.random() < 0.5 ? large : empty))
+    })
+    const resets: string[] = []
+    const partner = (async () => {
+      while (Date.now() < until) {
+        resets.push(await outcome(storage.open('partner').replace(empty)))
+        // Back onto large-catalog when the disk lets it (refused while the others hold it).
+        while (Date.now() < until && (await outcome(storage.open('partner').replace(large))) !== 'stored') await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    })()
+    await Promise.all([...hogs, partner])
+    // Before: some refused over_capacity ("writes under way ..."), each reset's own need fitting the room left (attack74's
+    // own run: 6 of 14 first tries; here 1-2 in most runs of 8 s).
+    expect(resets.length).toBeGreaterThan(0)
+    expect(resets.filter((result) => result !== 'stored')).toEqual([])
+    expect(await storage.health()).toEqual({ ok: true })
+  }, 30_000)
+
   it('raises a budget the disk lowered at start once the disk has the room again: a restart while another program briefly filled it does not lock every key out for the run (attack65 F3)', async () => {
     const disk = smallDisk(16 * 1024)
     const dir = join(disk.dir, 'data')
