@@ -68,7 +68,8 @@ describe('journal redaction', () => {
   it.each([
     ['http://user:p@ss@host/p', 'http://user:[redacted]@host/p'],
     ['https://u:a@b@c@h:8080/?q=1', 'https://u:[redacted]@h:8080/?q=1'],
-    ['http://user@host/p', 'http://user@host/p'],
+    // A userinfo of one part is redacted whole: a token as often as a name (attack73 F1).
+    ['http://user@host/p', 'http://[redacted]@host/p'],
     ['http://host/p@q:r', 'http://host/p@q:r'],
     ['http://u:pw@h\\x@y', 'http://u:[redacted]@h\\x@y'],
   ])('redacts the whole password of %s, up to the authority’s last @ (attack67 F1)', (url, kept) => {
@@ -86,6 +87,29 @@ describe('journal redaction', () => {
   ])('redacts the password of a scheme-relative or loosely slashed URL: %s (attack72 F3)', (url, kept) => {
     expect(DEFAULT_REDACTION.headerValue('referer', url)).toBe(kept)
     expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', url)).toBe(kept)
+  })
+
+  it.each([
+    // A URL parser drops tabs and line breaks: each of these is https://u:S@h (journaled as read).
+    ['https:\t//u:S@h/x', 'https://u:[redacted]@h/x'],
+    ['ht\ttps://u:S@h/x', 'https://u:[redacted]@h/x'],
+    ['https:/\t/u:S@h/x', 'https://u:[redacted]@h/x'],
+    ['https://u:S\n@h/x', 'https://u:[redacted]@h/x'],
+    // Three slashes and no scheme: http://u:S@h to a URL parser.
+    ['///u:S@h/x', '///u:[redacted]@h/x'],
+    // A token as the user alone.
+    ['https://TOKEN@h/x', 'https://[redacted]@h/x'],
+    ['//TOKEN@h/x', '//[redacted]@h/x'],
+    // No userinfo: as sent, tabs and all.
+    ['https:\t//h/x?q=1', 'https:\t//h/x?q=1'],
+    ['/path/with:colon@at', '/path/with:colon@at'],
+  ])('redacts the userinfo of a URL a parser reads through tabs, three slashes, or a user alone: %s (attack73 F1)', (url, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('referer', url)).toBe(kept)
+    expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', url)).toBe(kept)
+    // As a URL parser reads what is journaled: no credential left.
+    const read = new URL(kept.replace(/^\/+/, 'http://'), 'http://base/')
+    expect([read.username, read.password]).not.toContain('S')
+    expect([read.username, read.password]).not.toContain('TOKEN')
   })
 
   it.each([
