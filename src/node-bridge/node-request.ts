@@ -64,7 +64,7 @@ export function fromNodeRequest(req: IncomingMessage, url: RequestUrl, id: strin
     method: req.method ?? 'GET',
     url: url.href,
     path: url.pathname,
-    headers: new NodeHeaders(req.headers),
+    headers: new NodeHeaders(req.headers, req.rawHeaders),
     readBody: (limit, owner) => readNodeBody(req, limit, owner),
     waiting: (req as IncomingMessage & { [WAITING]?: ApiRequest['waiting'] })[WAITING],
   }
@@ -76,9 +76,11 @@ export const WAITING = Symbol('waiting')
 /** Node's parsed headers (names already lower-case) as a {@link HeaderReader}, without copying them. */
 class NodeHeaders implements HeaderReader {
   readonly #headers: IncomingHttpHeaders
+  readonly #raw: readonly string[]
 
-  constructor(headers: IncomingHttpHeaders) {
+  constructor(headers: IncomingHttpHeaders, raw: readonly string[]) {
     this.#headers = headers
+    this.#raw = raw
   }
 
   get(name: string): string | null {
@@ -93,7 +95,8 @@ class NodeHeaders implements HeaderReader {
       const value = this.get(name)
       if (value !== null) weight += headerWeight(name, value)
     }
-    return weight
+    const proto = protoHeader(this.#raw)
+    return proto === undefined ? weight : weight + headerWeight('__proto__', proto)
   }
 
   *[Symbol.iterator](): Iterator<[string, string]> {
@@ -101,7 +104,22 @@ class NodeHeaders implements HeaderReader {
       const value = this.get(name)
       if (value !== null) yield [name, value]
     }
+    const proto = protoHeader(this.#raw)
+    if (proto !== undefined) yield ['__proto__', proto]
   }
+}
+
+/**
+ * The value of the headers named `__proto__` in `raw` (Node's `rawHeaders`), joined with `, `, or undefined: Node's
+ * parsed headers cannot hold that name (assigned, it hits the prototype setter), and the journal listed every header
+ * sent but it (attack73 F2).
+ */
+function protoHeader(raw: readonly string[]): string | undefined {
+  let value: string | undefined
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if (raw[i]!.length === 9 && raw[i]!.toLowerCase() === '__proto__') value = value === undefined ? raw[i + 1]! : `${value}, ${raw[i + 1]!}`
+  }
+  return value
 }
 
 const CUT_OFF: RawBody = { ok: false, code: 'invalid_body', params: { reason: 'The request body was cut off before its end' }, gone: true }

@@ -9,6 +9,7 @@ import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { DEV_API_KEY, tenantId } from '../../src/server.js'
 import { expectErrorBody } from '../support/openapi-validator.js'
 import { auth, jsonOf, startSandbox, useStore } from '../support/sandbox-server.js'
+import { exchange } from '../support/raw-http.js'
 import { STORES } from '../support/stores.js'
 
 const ADMIN = 'admin-token-for-tests'
@@ -475,6 +476,8 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     { query: 'verb=POST', name: 'verb', reason: /^a filter field: method, path, operation, status$/ },
     { query: 'status=700', name: 'status', reason: /^an HTTP status \(100-599\), or 0 for a dropped connection, got 700$/ },
     { query: 'method=GET&method=POST', name: 'method', reason: /^one value$/ },
+    // Before: 200 and the whole journal (the name set the filter's prototype, no field; attack73 F2).
+    { query: '__proto__=x', name: '__proto__', reason: /^a filter field: method, path, operation, status$/ },
   ])('answers 400 invalid_query for a journal filter that cannot match (issue 21 point 7): ?$query', async ({ query, name, reason }) => {
     const { fetch } = await startSandbox()
     await fetch('/v1/categories', { headers: auth() })
@@ -483,6 +486,17 @@ describe.each(STORES)('admin API ($name store)', (kind) => {
     const [, named, expected] = /^Invalid query parameter (\S+): expected (.*)$/.exec(body.message) ?? []
     expect(named).toBe(name)
     expect(expected).toMatch(reason)
+  })
+
+  it('journals a header named __proto__ as every other header sent, on the server too (attack73 F2)', async () => {
+    const { origin, fetch } = await startSandbox()
+    // Raw: an HTTP client may drop the name itself.
+    const answer = await exchange(origin, [`GET /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${DEV_API_KEY}\r\n__proto__: header-value\r\nConnection: close\r\n\r\n`])
+    expect(answer.status).toBe(200)
+    const [entry] = (await jsonOf(await fetch('/__sandbox/requests', { headers: auth() }))) as { request: { headers: Record<string, string> } }[]
+    // Before: left out (Node's parsed headers cannot hold the name).
+    expect(Object.hasOwn(entry!.request.headers, '__proto__')).toBe(true)
+    expect(entry!.request.headers['__proto__']).toBe('header-value')
   })
 
   it('filters the journal by a path with an id and by a prefix, as the library does', async () => {
