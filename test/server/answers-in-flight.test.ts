@@ -157,9 +157,9 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
       const begun = logs.findIndex((entry) => entry.requestId === 'partner-create')
       for (const { socket } of crowd) socket.destroy()
       expect(begun).toBeGreaterThanOrEqual(0)
-      // Each connection's first list is begun (and logged) as its requests are read, the next once it is out. Before:
-      // after 130-160 of the 240 (four a connection: each connection's lists written whole as its kernel took them).
-      expect(begun).toBeLessThan(2 * CROWD)
+      // Each connection's first list is begun (and logged) as its requests are read, the next once it is out: 40-42 seen.
+      // Before: after 130-160 of the 240 (four a connection: each connection's lists written whole as its kernel took them).
+      expect(begun).toBeLessThan(1.5 * CROWD)
     },
     60_000,
   )
