@@ -1226,6 +1226,11 @@ export class RedisStorage implements TenantStorage {
     const tenants = counted.size
     const total = Number(await this.link.script(RETOTAL, [usage, weights, floors, uses], [this.#floor, token]))
     if (tenants > 0) this.#warn(`storage: the store budget's count ${usage} holds again what ${tenants === 1 ? '1 tenant holds' : `${tenants} tenants hold`}: ${total} bytes`)
+    // @note Said: the tenants missing from the tenant list went uncounted, and the store budget could be passed with no
+    // word of it (attack75 F2: 158% of a 4 MiB budget after the list and the count were deleted together).
+    if (this.#scanRefused) {
+      this.#warn(`storage: the store budget's count ${usage} was counted again from the tenant list ${this.#registry} alone: the ACL refuses the sandbox's user SCAN, so tenants missing from that list (deleted with it?) are not counted, and the store budget may be passed. Allow SCAN (+scan) to count them.`)
+    }
   }
 
   /**

@@ -735,6 +735,20 @@ describe.runIf(REQUIRE_REDIS)('the Redis store', () => {
     expectErrorBody(await jsonOf(await post('after the delete')), 503, 'over_capacity')
   })
 
+  it('says, when its user may not SCAN, that the budget’s count was counted again from the tenant list alone after another program deleted both (attack75 F2)', async () => {
+    const redis = await startRedis()
+    await redis.cli('ACL', 'SETUSER', 'noscan', 'on', '>secret', '~*', '&*', '+@all', '-scan')
+    const lines: string[] = []
+    const url = `redis://noscan:secret@127.0.0.1:${redis.port}`
+    const sandbox = await startSandbox({ redisUrl: url, anyKey: true, scenario: 'empty', storeBudgetBytes: 64 * 1024, warn: (line) => lines.push(line) })
+    const post = (name: string, key = 'filler') => sandbox.fetch('/v1/categories', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ name, description: 'd'.repeat(1500) }) })
+    for (let i = 0; i < 5; i++) expect((await post(`c${i}`)).status).toBe(201)
+    await redis.cli('DEL', 'petstore-sandbox:usage', 'petstore-sandbox:tenants')
+    expect((await post('newcomer first', 'newcomer')).status).toBe(201)
+    // Before: nothing said but the SCAN refusal, and the filler's data uncounted (attack75 F2: 158% of a budget stored).
+    expect(lines.some((line) => line.includes('counted again from the tenant list') && line.includes('Allow SCAN')), lines.join('\n')).toBe(true)
+  })
+
   it('puts tenants back in the tenant list another program deleted, from their keys, at the next sweep (attack69 F6)', async () => {
     const redis = await startRedis()
     for (const storeBudgetBytes of [undefined, 1024 * 1024]) {
