@@ -204,6 +204,33 @@ describe.runIf(REQUIRE_REDIS)('a standalone Redis client whose connection stays 
   })
 })
 
+/**
+ * Creates 'lost reply' on `sandbox`: Redis applies it and its reply is lost; its settle is held while another program
+ * deletes the record of outcomes and `meanwhile` runs, then delivered. Resolves with the create's answer.
+ */
+async function lostReplyWhileRecordDeleted({ redis, proxy, sandbox }: Awaited<ReturnType<typeof sandboxBehindProxy>>, meanwhile: () => Promise<void>): Promise<Response> {
+  let done: Promise<void> | undefined
+  proxy.cut('"lost reply"', 'after', () => {
+    proxy.hold('petstore-sandbox:opt')
+    done = (async () => {
+      await redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt')
+      await meanwhile()
+      // Delivered once the settle came (and was held).
+      for (;;) {
+        const delivered = await proxy.deliver().then(
+          () => true,
+          () => false,
+        )
+        if (delivered) break
+        await sleep(20)
+      }
+    })()
+  })
+  const answer = await create(sandbox, 'lost reply')
+  await done
+  return answer
+}
+
 describe.runIf(REQUIRE_REDIS)('a create whose reply was lost while another program deleted the record of outcomes (attack66 F2)', () => {
   it('answers it 503 write_outcome_unknown, never storage_unavailable ("not applied") for a create Redis applied', async () => {
     const { redis, proxy, sandbox } = await sandboxBehindProxy()
@@ -217,67 +244,34 @@ describe.runIf(REQUIRE_REDIS)('a create whose reply was lost while another progr
   })
 
   it('answers it 503 write_outcome_unknown when another write began the record again before the settle asked it (attack69 F1)', async () => {
-    const { redis, proxy, sandbox } = await sandboxBehindProxy()
+    const setup = await sandboxBehindProxy()
     // Another replica on the same Redis (each tenant's writes share the one record there).
-    const other = await startSandbox({ redisUrl: `redis://127.0.0.1:${redis.port}`, scenario: 'empty', apiKeys: ['other'] })
-    let meanwhile: Promise<void> | undefined
-    proxy.cut('"lost reply"', 'after', () => {
-      // The settle held until the record was deleted and another tenant's create began it again.
-      proxy.hold('petstore-sandbox:opt')
-      meanwhile = (async () => {
-        await redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt')
-        expect((await create(other, 'elsewhere', 'other')).status).toBe(201)
-        // Delivered once the settle came (and was held).
-        for (;;) {
-          const delivered = await proxy.deliver().then(
-            () => true,
-            () => false,
-          )
-          if (delivered) break
-          await sleep(20)
-        }
-      })()
+    const other = await startSandbox({ redisUrl: `redis://127.0.0.1:${setup.redis.port}`, scenario: 'empty', apiKeys: ['other'] })
+    const answer = await lostReplyWhileRecordDeleted(setup, async () => {
+      expect((await create(other, 'elsewhere', 'other')).status).toBe(201)
     })
-    const answer = await create(sandbox, 'lost reply')
-    await meanwhile
     // Before: 503 storage_unavailable, "not applied" (the record held `!seq` again), the category stored all the same.
     expect(answer.status).toBe(503)
     expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
-    expect((await state(sandbox)).names).toContain('lost reply')
+    expect((await state(setup.sandbox)).names).toContain('lost reply')
   })
 
   it('answers it 503 write_outcome_unknown when another replica’s settle, its first touch of the record, began the record again before the settle asked it (attack75 F1)', async () => {
-    const { redis, proxy, sandbox } = await sandboxBehindProxy()
+    const setup = await sandboxBehindProxy()
     // Another replica on the same Redis, that has written nothing: its create never reaches Redis, so its settle is
     // what begins the record again.
-    const otherProxy = await startFlakyProxy(redis.port)
+    const otherProxy = await startFlakyProxy(setup.redis.port)
     const other = await startSandbox({ redisUrl: otherProxy.url, scenario: 'empty', apiKeys: ['other'], requestTimeoutMs: 10_000 })
-    let meanwhile: Promise<void> | undefined
-    proxy.cut('"lost reply"', 'after', () => {
-      proxy.hold('petstore-sandbox:opt')
-      meanwhile = (async () => {
-        await redis.cli('DEL', 'petstore-sandbox:ops', 'petstore-sandbox:opt')
-        otherProxy.cut('"never sent"', 'before')
-        const refused = await create(other, 'never sent', 'other')
-        // Right for its own create: Redis never had it.
-        expectErrorBody(await jsonOf(refused), 503, 'storage_unavailable')
-        for (;;) {
-          const delivered = await proxy.deliver().then(
-            () => true,
-            () => false,
-          )
-          if (delivered) break
-          await sleep(20)
-        }
-      })()
+    const answer = await lostReplyWhileRecordDeleted(setup, async () => {
+      otherProxy.cut('"never sent"', 'before')
+      // Right for its own create: Redis never had it.
+      expectErrorBody(await jsonOf(await create(other, 'never sent', 'other')), 503, 'storage_unavailable')
     })
-    const answer = await create(sandbox, 'lost reply')
-    await meanwhile
     // Before: 503 storage_unavailable, "not applied" (12 of 12 in the attack): the other replica's settle dated the record
     // it began as old as the writes it may ask about, and this settle took it for one there when its create was sent.
     expect(answer.status).toBe(503)
     expect(((await jsonOf(answer)) as { code: string }).code).toBe('write_outcome_unknown')
-    expect((await state(sandbox)).names).toContain('lost reply')
-    expect((await redis.cli('HEXISTS', 'petstore-sandbox:ops', '!bornBy')).trim()).toBe('1')
+    expect((await state(setup.sandbox)).names).toContain('lost reply')
+    expect((await setup.redis.cli('HEXISTS', 'petstore-sandbox:ops', '!bornBy')).trim()).toBe('1')
   })
 })
