@@ -1,6 +1,7 @@
 /**
- * Turns of the event loop for request bodies and long answers (an answer's piece weighs an eighth
- * of its length: `ANSWER_BYTES_PER_TURN_BYTE` in http-errors.ts): at most {@link TURN_BYTES} of bodies are decoded
+ * Turns of the event loop for request bodies and, in a rotation of their own ({@link answerTurns}),
+ * long answers (an answer's piece weighs an eighth of its length: `ANSWER_BYTES_PER_TURN_BYTE` in
+ * http-errors.ts): at most {@link TURN_BYTES} of bodies are decoded
  * (then parsed, weighed and stored in the microtasks that follow) in one turn; past that, each
  * waits for a turn of its own, one at a time (owners in turn, each owner's in the order they
  * ended), so that what arrives
@@ -48,6 +49,8 @@ interface Waiting {
  * waited behind 245 of 250, 28.5 s (attack25 T1).
  */
 export class EventLoopTurns {
+  /** Whether a turn that held the loop {@link HEAVY_TURN_MS} or more is followed by a pause (see there). */
+  readonly #paced: boolean
   /** The bodies waiting, by group, then by owner; each map's order is its rotation (one served moves to its end). */
   readonly #waiting = new Map<unknown, Map<unknown, Waiting[]>>()
   #count = 0
@@ -57,6 +60,12 @@ export class EventLoopTurns {
   /** Bytes of bodies handled inline in this turn. */
   #bytes = 0
   #resetting = false
+  #given = 0
+
+  /** `paced`: whether a heavy turn is followed by a pause before the next (see {@link HEAVY_TURN_MS}); true for bodies. */
+  constructor({ paced = true }: { readonly paced?: boolean } = {}) {
+    this.#paced = paced
+  }
 
   /**
    * Undefined when a body of `bytes` may be handled now (small, or within this turn's bytes with
@@ -101,6 +110,11 @@ export class EventLoopTurns {
     return this.#count
   }
 
+  /** How many turns were given so far: a turn lasts until the next is given. */
+  get given(): number {
+    return this.#given
+  }
+
   readonly #reset = (): void => {
     this.#bytes = 0
     this.#resetting = false
@@ -110,13 +124,13 @@ export class EventLoopTurns {
     if (this.#scheduled) return
     this.#scheduled = true
     // An immediate set from within the check phase runs in the next turn, after its poll phase.
-    setImmediate(this.#paced)
+    setImmediate(this.#pace)
   }
 
   /** The next turn now, or after a pause as long as the last one held the loop (see {@link HEAVY_TURN_MS}). */
-  readonly #paced = (): void => {
+  readonly #pace = (): void => {
     const held = this.#lastTurnAt === undefined ? 0 : performance.now() - this.#lastTurnAt
-    if (held < HEAVY_TURN_MS) return this.#next()
+    if (!this.#paced || held < HEAVY_TURN_MS) return this.#next()
     setTimeout(this.#next, Math.min(held, MAX_PAUSE_MS))
   }
 
@@ -126,6 +140,7 @@ export class EventLoopTurns {
     const turn = this.#take()
     if (turn !== undefined) {
       clearTimeout(turn.timer)
+      this.#given++
       turn.settled = true
       this.#count--
       turn.settle(true)
@@ -162,5 +177,16 @@ function takeFrom(owners: Map<unknown, Waiting[]>): Waiting | undefined {
   return undefined
 }
 
-/** The process's turns for request bodies and long answers: one event loop, shared by every server in it. */
+/** The process's turns for request bodies: one event loop, shared by every server in it. */
 export const loopTurns = new EventLoopTurns()
+
+/**
+ * The process's turns for long answers (`writeInTurns` in http-errors.ts): a rotation of their own,
+ * a turn each time round the event loop, not paced: an answer's turn is short (its share of pieces,
+ * as the kernel takes them), and the pauses are for bodies' heavy turns.
+ * @note In the bodies' rotation, each 64 KiB piece of a partner's long list waited a whole turn and
+ * its pause behind another key's ~1 MB bodies (~85 ms of parsing, then as long paused): one piece a
+ * body, a 4 MB list 10-57 s where alone under a second (attack77 F1), an 816 KB one 36-49 s behind 40
+ * addresses' bodies (attack76 F2).
+ */
+export const answerTurns = new EventLoopTurns({ paced: false })

@@ -7,7 +7,7 @@ import type { Tenant } from '../storage/tenant.js'
 import type { AnswerPieces } from '../pipeline/api-request.js'
 import { stringWeight } from '../core/heap-weight.js'
 import { afterDrained, mustCloseAfter, turnTickets } from './node-request.js'
-import { loopTurns } from './event-loop-turns.js'
+import { answerTurns, TURN_BYTES } from './event-loop-turns.js'
 
 /** Sends the Error body for `code`, with `WWW-Authenticate` on 401 as the API does. */
 export function sendError(res: ServerResponse, code: ErrorCode, params: ErrorParams = {}, headers: Record<string, string> = {}, note?: string): void {
@@ -199,23 +199,28 @@ function sendInPieces(
 
 /**
  * How many bytes of an answer written count as one of a request body in a turn of the event loop
- * ({@link loopTurns}): writing a 64 KiB piece (encoding it, the kernel's copy) takes about 3 ns a
+ * ({@link answerTurns}): writing a 64 KiB piece (encoding it, the kernel's copy) takes about 3 ns a
  * byte, parsing a body of many properties about 80 (attack70 F1's profile, attack23 T2), so a turn
- * takes 8 pieces of an answer alone, and a long answer's piece weighs as 8 KiB of bodies.
+ * takes 8 pieces of an answer, {@link ANSWER_TURN_BYTES}.
  * @default 8
  */
 export const ANSWER_BYTES_PER_TURN_BYTE = 8
+
+/** How many bytes of an answer one turn of the event loop writes (as its connection takes them, until the next turn is given): 512 KiB. */
+export const ANSWER_TURN_BYTES = TURN_BYTES * ANSWER_BYTES_PER_TURN_BYTE
 
 /**
  * Writes the pieces `next` gives one after another, each once the connection has taken the one
  * before ('drain'), then ends the answer, and calls `done` once it is all out or the connection is
  * gone (`next` throwing cuts the connection: its client sees the answer end short). A connection
  * that takes nothing for `stallMs` (waiting for a turn aside) is closed.
- * @note Past a turn's bytes ({@link loopTurns}, bodies' and answers' together), the rest of a long
- * answer waits for turns of the event loop of its own, in rotation by client and tenant: written
- * whenever the kernel took them, 400 connections of one key each pipelining four 1 MB lists and
- * reading nothing were written one connection after another (~3.5 MB of kernel buffer each), and
- * other keys' new connections waited 5-15 s to be answered (attack70 F1).
+ * @note Past a turn's bytes ({@link answerTurns}), the rest of a long answer waits for turns of the
+ * event loop of its own, in rotation by client and tenant, each worth {@link ANSWER_TURN_BYTES} as
+ * long as the connection takes them before the next turn is given: written whenever the kernel took them, 400 connections of
+ * one key each pipelining four 1 MB lists and reading nothing were written one connection after
+ * another (~3.5 MB of kernel buffer each), and other keys' new connections waited 5-15 s to be
+ * answered (attack70 F1).
+ * @note A turn worth one 64 KiB piece made a 4 MB list wait 62 turns behind any crowd (attack77 F1).
  * @note A timer of its own, restarted whenever the connection takes a piece, not the socket's
  * idle timeout: that one would stay on the socket after this answer (Node sets it again only
  * when no pipelined answer follows) and cut a later, slow answer.
@@ -229,10 +234,14 @@ function writeInTurns(
 ): void {
   // Waiting for a turn of the event loop: not woken by 'drain', and not stalled by its client.
   let waiting = false
+  // What is left of the turn given (bytes), and which turn it was (`answerTurns.given`): written on until the next is given.
+  let share = 0
+  let turnGiven = -1
   const stall = stallMs === undefined ? undefined : setTimeout(() => (waiting ? stall?.refresh() : res.destroy()), stallMs).unref()
+  const drained = () => write()
   const finish = () => {
     clearTimeout(stall)
-    res.off('drain', write).off('finish', finish).off('close', finish)
+    res.off('drain', drained).off('finish', finish).off('close', finish)
     done()
   }
   function write(): void {
@@ -251,14 +260,24 @@ function writeInTurns(
         return
       }
       const taken = res.write(piece)
+      share -= piece.length
+      // Within its turn: on at once, or once the connection took this piece ('drain', at once when the kernel did).
+      if (share > 0 && turnGiven === answerTurns.given) {
+        if (taken) continue
+        return
+      }
+      share = 0
       // @note Asked whether taken or not: a 64 KiB piece is over the socket's high-water mark, so `write` says false for
       // nearly every one the kernel takes at once ('drain' comes at once): asked only after a piece was taken, the crowd's
       // lists took no turns at all (review56 R2's suggestion, tried: 200 of 240 begun ahead of the partner).
-      const turn = loopTurns.admit(piece.length / ANSWER_BYTES_PER_TURN_BYTE, owner, Number.POSITIVE_INFINITY, turnTickets.get(res.req)?.client)
+      const turn = answerTurns.admit(piece.length / ANSWER_BYTES_PER_TURN_BYTE, owner, Number.POSITIVE_INFINITY, turnTickets.get(res.req)?.client)
       if (turn !== undefined) {
         waiting = true
         void turn.then(() => {
           waiting = false
+          share = ANSWER_TURN_BYTES
+          turnGiven = answerTurns.given
+          // Given while the connection still holds what it had: its share once it took that ('drain').
           if (!res.writableNeedDrain) write()
         })
         return
@@ -266,6 +285,6 @@ function writeInTurns(
       if (!taken) return
     }
   }
-  res.on('drain', write).once('finish', finish).once('close', finish)
+  res.on('drain', drained).once('finish', finish).once('close', finish)
   write()
 }

@@ -8,7 +8,7 @@
  * H7). Raw sockets that never read, against a real server on every store.
  */
 import type { Server } from 'node:http'
-import type { Socket } from 'node:net'
+import { connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import type { ScenarioInput } from '../../src/scenario/scenario-loader.js'
 import type { Scenario } from '../../src/contract/scenario-format.js'
@@ -162,6 +162,53 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
       expect(begun).toBeLessThan(1.5 * CROWD)
     },
     60_000,
+  )
+
+  // Redis's lists are written as memory's are; its flood would only load the run's shared redis-server.
+  it.runIf(REPLAYS && kind.name !== 'redis')(
+    'writes a partner’s long list between another key’s heavy bodies from another address, not a piece of it a body (attack77 F1, attack76 F2)',
+    async () => {
+      // A list of about 2 MB: 31 pieces of 64 KiB.
+      const scenario: ScenarioInput = { ...BIG, seed: { categories: { generate: { count: 1000, name: 'Category {n}', description: `${'d'.repeat(1995)}{n}` } } } }
+      const { origin, logs, fetch } = await startSandbox({ apiKeys: [KEY, 'flooder'], scenario })
+      await warmUp(fetch)
+      // Bodies of about 1 MB and many properties: each takes a turn of its own (~85 ms of parsing, then a pause as long).
+      const heavy = JSON.stringify({ name: 'heavy', junk: Array.from({ length: 240_000 }, () => ({})) })
+      const handled = () => logs.filter((entry) => entry.requestId?.startsWith('flood-')).length
+      let flooding = true
+      const flooder = async (connection: number) => {
+        for (let sent = 0; flooding; sent++) {
+          const socket = connect({ port: Number(new URL(origin).port), host: '127.0.0.1', localAddress: '127.0.0.2' })
+          const answer = collect(socket, 30_000)
+          socket.on('error', () => undefined)
+          socket.write(
+            `POST /v1/categories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer flooder\r\nX-Request-Id: flood-${connection}-${sent}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${heavy.length}\r\n\r\n${heavy}`,
+          )
+          expect((await answer).status).toBe(201)
+        }
+      }
+      const flood = Promise.all(Array.from({ length: 4 }, (_, connection) => flooder(connection)))
+      await expect.poll(handled, { timeout: 20_000 }).toBeGreaterThanOrEqual(4)
+      const partner = await openSocket(origin)
+      let bytes = 0
+      let handledAtFirstByte: number | undefined
+      partner.on('data', (chunk: Buffer) => {
+        handledAtFirstByte ??= handled()
+        bytes += chunk.length
+      })
+      const answer = collect(partner, 60_000)
+      partner.write(listRequest('partner-list').replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'))
+      const { status, text } = await answer
+      const handledMeanwhile = handled() - (handledAtFirstByte ?? Number.NaN)
+      flooding = false
+      await flood
+      expect(status).toBe(200)
+      expect(bytes).toBeGreaterThan(1000 * 2000)
+      expect(text.endsWith('0\r\n\r\n') || !/transfer-encoding: chunked/i.test(text)).toBe(true)
+      // Before: 27-30 of them, one 64 KiB piece of the list a body (and its pause) while the flood went on.
+      expect(handledMeanwhile).toBeLessThan(6)
+    },
+    90_000,
   )
 
   it.runIf(REPLAYS || kind.name === 'memory')('holds about one piece per client that does not read a long list, not a copy of the list each (issue 20 F01)', async () => {
