@@ -15,6 +15,7 @@ import { monotonicNow } from '../core/clock.js'
 import { StorageUnavailableError, WriteOutcomeUnknownError } from './storage.js'
 import { PetstoreError } from '../core/petstore-error.js'
 import { USABLE_COUNT, usableBeatText } from './redis-counts.js'
+import { dropSelfConnects, SelfConnected } from './self-connect.js'
 
 /** @default 2000 ms: a command not answered by then fails (the request answers 503), never hangs. */
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 2000
@@ -64,6 +65,11 @@ function checked(url: string, bad: (why: string) => Error): string {
   if (parsed.protocol !== 'redis:' && parsed.protocol !== 'rediss:') throw bad(`unknown scheme ${parsed.protocol}`)
   if (parsed.hostname === '') throw bad('no host')
   return url
+}
+
+/** The TCP port a checked Redis URL names (node-redis's default, 6379, when it names none). */
+function portOf(url: string): number {
+  return Number(new URL(url).port || 6379)
 }
 
 /** The URL with its password replaced, for logs and messages. */
@@ -665,6 +671,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
    * Redis's error replies, so that only a command sent and never answered counts as ambiguous.
    */
   const notSent = (error: unknown): never => {
+    // A command flushed from a socket that met itself was never written (see self-connect.ts).
+    if (error instanceof SelfConnected) throw new NotSent(messageOf(error), { cause: error })
     if (error instanceof redis.ClientOfflineError || error instanceof redis.ClientClosedError || error instanceof redis.TimeoutError) throw new NotSent(messageOf(error), { cause: error })
     if (error instanceof redis.ErrorReply) throw new ErrorReplied(messageOf(error), { cause: error })
     throw error
@@ -682,6 +690,8 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
     }
     if (target.mode === 'standalone') {
       const client = redis.createClient({ ...common, url: target.urls[0] })
+      const port = [portOf(target.urls[0]!)]
+      const watching = dropSelfConnects(() => port)
       client.on('error', onError)
       // @note Not node-redis's 'ready' for "recovered": it comes as soon as a connection opens,
       // while a restarted Redis may still answer every command LOADING (node-redis#2667); a
@@ -696,15 +706,20 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
         adopt: () => (current = true),
         retire: (ms) => {
           current = false
-          return retire(client, ms)
+          return retire(client, ms).finally(watching)
         },
-        close: () => client.destroy(),
+        close: () => {
+          watching()
+          client.destroy()
+        },
       }
     }
     const cluster = redis.createCluster({
       rootNodes: target.urls.map((url) => ({ url })),
       defaults: { ...common, ...credentials(target.urls[0]!) },
     })
+    const rootPorts = target.urls.map(portOf)
+    const watching = dropSelfConnects(() => [...rootPorts, ...[...cluster.masters, ...cluster.replicas].map((node) => node.port)])
     cluster.on('error', onError)
     // @note node-redis asked for a slot no master serves (a cluster not yet created, every master of
     // the slot down) throws a TypeError of its own, which was the operator's only clue (attack21 L1).
@@ -725,9 +740,12 @@ export async function connectRedis(options: RedisLinkOptions): Promise<RedisLink
       adopt: () => (current = true),
       retire: (ms) => {
         current = false
-        return retire(cluster, ms)
+        return retire(cluster, ms).finally(watching)
       },
-      close: () => cluster.destroy(),
+      close: () => {
+        watching()
+        cluster.destroy()
+      },
     }
   }
   const connected = new RedisLink(target, open, warn, {

@@ -1,0 +1,57 @@
+/**
+ * TCP self-connects to Redis's port dropped as they open. While nothing listens on a port of this
+ * host inside the ephemeral range (Linux's 32768-60999: a Redis down), a connection to it may be
+ * given that very port as its own end, and the kernel joins it to itself (a simultaneous open):
+ * every byte sent comes back as the answer, and the port stays held. Go's `net` dials again in
+ * that case; node-redis does not look.
+ * @note A self-connected client read its own `CONFIG GET` as the eviction policy ("its
+ * maxmemory-policy is GET"), then its own `GET` of the epoch token as another token: storage lost
+ * for good, every request 503 until restarted, and Redis, restarted, could not bind its port while
+ * the sandbox held it (attack78 F2, 4 of 4 runs with the port inside a narrowed range).
+ */
+import { subscribe, unsubscribe } from 'node:diagnostics_channel'
+import type { Socket } from 'node:net'
+
+/** Node's channel for each TCP (or pipe) client socket made by `net.connect`, before it connects. */
+const CLIENT_SOCKETS = 'net.client.socket'
+
+/** The error a self-connected socket is destroyed with: nothing written to it reached any server. */
+export class SelfConnected extends Error {}
+
+/** The ports watched, by who watches them (each link's clients: see {@link dropSelfConnects}). */
+const watchers = new Set<() => Iterable<number>>()
+
+const watched = (port: number): boolean => {
+  for (const ports of watchers) for (const each of ports()) if (each === port) return true
+  return false
+}
+
+const onClientSocket = (message: unknown): void => {
+  const { socket } = message as { readonly socket: Socket }
+  socket.once('connect', () => {
+    const { localAddress, localPort, remoteAddress, remotePort } = socket
+    if (remotePort === undefined || localPort !== remotePort || localAddress !== remoteAddress || !watched(remotePort)) return
+    // @note In the next check phase, not now: the client's own 'connect' listener, which runs after
+    // this one, would take a socket destroyed now for connected, and it would wait forever on it.
+    // By then it listens for the socket's errors and has written nothing of its queue (node-redis
+    // writes in an immediate set after this one), and the poll phase that would read the echo is
+    // still to come: it sees a connection that failed, and dials again.
+    setImmediate(() =>
+      socket.destroy(new SelfConnected(`the connection to ${remoteAddress}:${remotePort} met itself (a TCP self-connect: nothing listens on the port, which is inside this host's ephemeral range); dropped, dialing again`)),
+    )
+  })
+}
+
+/**
+ * Drops every client connection that meets itself on one of the ports `ports` gives (read at each
+ * connection), until the returned function is called.
+ */
+export function dropSelfConnects(ports: () => Iterable<number>): () => void {
+  if (watchers.size === 0) subscribe(CLIENT_SOCKETS, onClientSocket)
+  const watcher = () => ports()
+  watchers.add(watcher)
+  return () => {
+    if (!watchers.delete(watcher)) return
+    if (watchers.size === 0) unsubscribe(CLIENT_SOCKETS, onClientSocket)
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * A sandbox on a Redis of the same host whose port is inside the ephemeral range: while Redis is
+ * down, a connection to its port may meet itself (a TCP self-connect). The sandbox drops it and
+ * dials again, and serves its tenants' data once Redis is back (attack78 F2). Real processes in a
+ * network namespace of their own (`unshare -rn`), whose ephemeral range is narrowed to Redis's port
+ * while it is down, so that every connection to it meets itself.
+ */
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { HAVE_REDIS, removeDir, REQUIRE_REDIS } from '../support/redis-server.js'
+
+const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url))
+const RIG = fileURLToPath(new URL('../support/self-connect-rig.mjs', import.meta.url))
+
+/** Whether this machine gives a process a network namespace of its own (Linux, user namespaces allowed, iproute2). */
+const CAN_UNSHARE = process.platform === 'linux' && spawnSync('unshare', ['-rn', 'ip', 'link', 'set', 'lo', 'up']).status === 0
+
+interface RigResult {
+  readonly sockets: string
+  readonly created: number[]
+  readonly whileDown: number[]
+  readonly restarted: boolean
+  readonly restartTries: number
+  readonly after: { readonly status: number; readonly body: string }
+  readonly log: string
+}
+
+describe('a TCP self-connect to Redis’s port while Redis is down', () => {
+  it.runIf(REQUIRE_REDIS || (HAVE_REDIS && CAN_UNSHARE))(
+    'is dropped and dialed again: Redis restarts on its port, and the sandbox serves what its tenant created before (attack78 F2)',
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), 'petstore-self-connect-'))
+      try {
+        const output = execFileSync('unshare', ['-rn', 'sh', '-c', 'ip link set lo up && exec "$0" "$@"', process.execPath, RIG, CLI, dir], { encoding: 'utf8', timeout: 60_000 })
+        const result = JSON.parse(output) as RigResult
+        const said = `sockets while Redis was down:\n${result.sockets}\nsandbox's output:\n${result.log}`
+        expect(result.created, said).toEqual([201, 201, 201])
+        expect(result.whileDown.every((status) => status === 503), said).toBe(true)
+        // Before: the sandbox held Redis's port, joined to itself, and Redis could not bind it (10 tries of 10).
+        expect(result.restarted, said).toBe(true)
+        // Before: 503 "until the sandbox is restarted": its own GET of the epoch token, read back, was taken for another token (storage lost).
+        expect(result.after.status, said).toBe(200)
+        expect((JSON.parse(result.after.body) as { name: string }[]).map((category) => category.name).slice(-3)).toEqual(['one', 'two', 'three'])
+        expect(result.log).not.toContain('storage lost')
+      } finally {
+        removeDir(dir)
+      }
+    },
+    90_000,
+  )
+})
