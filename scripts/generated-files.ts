@@ -108,7 +108,7 @@ function redactionSection(): string {
     `| Query parameters of the journaled \`url\` (names compared ignoring case, once decoded) | ${names(DEFAULT_REDACTED_QUERY_PARAMS)} |`,
     `| Any header or query parameter whose name holds one of these words (ignoring case) | ${names(CREDENTIAL_WORDS)}; and, standing whole between \`-\`, \`_\`, \`.\` or the name's ends, ${names(CREDENTIAL_WHOLE_WORDS)} |`,
     `| Kept readable although the pattern matches them (unless listed above) | ${names(DEFAULT_READABLE_NAMES)} |`,
-    `| Also | the query of a URL a header carries (${names([...URL_HEADERS])}: the last ones the request URI a proxy forwards; each URL of such a header sent more than once, or listed in one with commas), and a password in the URL (\`http://user:pw@…\`, \`//user:pw@…\` too, up to the host's last \`@\`), or its user alone when it has no password (\`https://<token>@…\`), as a URL parser reads it (through tabs and line breaks, any slashes) |`,
+    `| Also | the query of a URL a header carries (${names([...URL_HEADERS])}: the last ones the request URI a proxy forwards; each URL of such a header sent more than once, or listed in one with commas), and a password in the URL (\`http://user:pw@…\`, \`//user:pw@…\` too, up to the host's last \`@\`), or its user alone when it has no password or an empty one (\`https://<token>@…\`, \`https://<token>:@…\`), as a URL parser reads it (through tabs and line breaks, any slashes or none after the scheme) |`,
     '',
     'So `Content-Type`, `Accept`, `User-Agent`, `Prefer`, `X-Request-Id`, `traceparent` and',
     '`Idempotency-Key` stay readable; `X-Session-Id`, `Stripe-Signature` or `?page_token=` do not. Only',

@@ -1,4 +1,5 @@
 /** The journal's redaction rule: which header and query parameter values a reader never sees. */
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_REDACTION, Redaction } from '../src/core/redaction.js'
 
@@ -119,6 +120,64 @@ describe('journal redaction', () => {
     ['/a?x=1,\\\\user:S@h/b', '/a?x=1,\\\\user:[redacted]@h/b'],
   ])('redacts a URL whose query holds a comma before a path, and each URL of a list however loosely slashed: %s (review55 R1, R3)', (value, kept) => {
     expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', value)).toBe(kept)
+  })
+
+  it.each([
+    ['https://TOKEN:@h/p', 'https://[redacted]:@h/p'],
+    ['//TOKEN:@h/p', '//[redacted]:@h/p'],
+    ['https:\t//TOKEN:@h', 'https://[redacted]:@h'],
+    ['https://sk_test_TOKEN:@api.stripe.com/v1', 'https://[redacted]:@api.stripe.com/v1'],
+  ])('redacts the user of a URL whose password is empty, a token as `curl -u <key>:` sends it: %s (attack78 F1)', (url, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('referer', url)).toBe(kept)
+    expect(DEFAULT_REDACTION.url(url)).toBe(kept)
+  })
+
+  it.each([
+    ['/a, http:user:S@h.test/', '/a, http:user:[redacted]@h.test/'],
+    ['https://a.test/x, https:S@h.test/', 'https://a.test/x, https:[redacted]@h.test/'],
+    ['/a, ht\ttps://user:S@h.test/', '/a, https://user:[redacted]@h.test/'],
+    ['/cb?x=1,\t\thttps:\t//u:S@h/p', '/cb?x=1,\t\thttps://u:[redacted]@h/p'],
+    // Not a URL's start to a URL parser: kept as sent.
+    ['https://a.test/x?t=1, 2:30', 'https://a.test/x?t=1, 2:30'],
+  ])('redacts a later URL of a list with no slash after its scheme, or tabs in it: %s (attack76 F1)', (value, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('referer', value)).toBe(kept)
+    expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', value)).toBe(kept)
+  })
+
+  it('leaves no credential a URL parser reads in any URL of a list, however its scheme, slashes, tabs and commas come (attack76 F1, attack73 F1)', () => {
+    const tabbed = (text: string, tabs: readonly boolean[]) => [...text].map((char, index) => (tabs[index % tabs.length] === true ? `\t${char}` : char)).join('')
+    const listed = fc
+      .record({
+        scheme: fc.constantFrom('http', 'https', 'HTTP', 'Https', 'ws', 'wss', 'ftp'),
+        slashes: fc.constantFrom('', '/', '//', '///', '\\\\', '/\\', '\\'),
+        user: fc.option(fc.stringMatching(/^[a-z0-9_]{1,8}$/), { nil: undefined }),
+        emptyPassword: fc.boolean(),
+        tabs: fc.option(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), { nil: undefined }),
+        first: fc.constantFrom('/a', 'https://a.test/x', '/cb?x=1', 'http://a.test/', '/cb?paths=/a,/b'),
+        separator: fc.constantFrom(', ', ',', ' , ', '\t,\t', ',\t'),
+        header: fc.constantFrom('referer', 'x-forwarded-uri', 'x-original-url', 'content-location'),
+      })
+      .map(({ scheme, slashes, user, emptyPassword, tabs, ...rest }) => {
+        const userinfo = user === undefined ? 'SECRET' : emptyPassword ? 'SECRET:' : `${user}:SECRET`
+        const url = `${scheme}:${slashes}${userinfo}@h.test/p?q=1`
+        return { ...rest, url: tabs === undefined ? url : tabbed(url, tabs) }
+      })
+      // Those whose userinfo a URL parser reads (others have none to redact).
+      .filter(({ url }) => {
+        try {
+          const read = new URL(url)
+          return read.username.includes('SECRET') || read.password.includes('SECRET')
+        } catch {
+          return false
+        }
+      })
+    fc.assert(
+      fc.property(listed, ({ url, first, separator, header }) => {
+        expect(DEFAULT_REDACTION.headerValue(header, url)).not.toContain('SECRET')
+        expect(DEFAULT_REDACTION.headerValue(header, `${first}${separator}${url}`)).not.toContain('SECRET')
+      }),
+      { numRuns: 2000 },
+    )
   })
 
   it('adds the names an operator gives to the defaults, ignoring case', () => {
