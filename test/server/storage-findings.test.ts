@@ -745,6 +745,35 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
   })
 
   it.each([
+    { leftMiB: 7, what: 'a reset onto empty' },
+    { leftMiB: 5, what: 'a reset onto empty' },
+    { leftMiB: 7, what: 'an admin delete' },
+    { leftMiB: 5, what: 'an admin delete' },
+  ])('lets $what of a tenant on large-catalog go on with the $leftMiB MiB another program left, its log not yet copied in (attack77 F2)', async ({ leftMiB, what }) => {
+    const disk = smallDisk(40 * 1024)
+    const sandbox = await startSandbox({ anyKey: true, adminToken: 'root', dataDir: join(disk.dir, 'data') })
+    // Two keys switched to 10,000 generated categories: their rows (about 3 MB of log) not yet copied into the database.
+    for (const key of ['L0', 'L1']) {
+      const switched = await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth(key, true), body: JSON.stringify({ scenario: 'large-catalog' }) })
+      expect(switched.status).toBe(200)
+    }
+    const { bavail, bsize } = statfsSync(disk.dir)
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - leftMiB * 1024 * 1024), 1))
+    // SQLite writes about 1.8 MB removing one (moved to a hold, then dropped), and copying the log in grows the
+    // database by 2.8 MB, which the log then gives back. Before: charged 5 MB, the copy's growth taken off the room and
+    // the log's room not waited for: 503 over_capacity (every run of the attack with 4-7 MB left).
+    const answer =
+      what === 'an admin delete'
+        ? await sandbox.fetch(`/__sandbox/tenants/${tenantId('L0')}`, { method: 'DELETE', headers: auth('root') })
+        : await sandbox.fetch('/__sandbox/reset', { method: 'POST', headers: auth('L0', true), body: JSON.stringify({ scenario: 'empty' }) })
+    expect(answer.status, await answer.clone().text()).toBeLessThan(300)
+    // Deleted, the key is a new tenant on the start scenario (default: 5 categories).
+    expect(await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('L0') }))).toHaveLength(what === 'an admin delete' ? 5 : 0)
+    expect(((await jsonOf(await sandbox.fetch('/v1/categories', { headers: auth('L1') }))) as unknown[]).length).toBe(10_000)
+    expect((await sandbox.fetch('/__sandbox/health')).status).toBe(200)
+  })
+
+  it.each([
     {
       finding: 'attack50 F1',
       what: 'rows overflowing their pages (150,000-character descriptions), 50 a tenant',
@@ -851,7 +880,7 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
 
   it.each([
     { kib: 7 * 1024, taken: false },
-    { kib: 10 * 1024, taken: false },
+    { kib: 10 * 1024, taken: true },
     { kib: 11 * 1024, taken: true },
     { kib: 16 * 1024, taken: true },
   ])('takes a switch to large-catalog only with the room to reset its tenant onto it and delete it after, on $kib KiB (attack52 F2, F2b, attack55 F4)', async ({ kib, taken }) => {
@@ -1000,9 +1029,9 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     const lines: string[] = []
     const storage = await openSqliteStorage({ dir: join(disk.dir, 'data'), seed: seedState(BUILTIN_SCENARIOS.empty!), warn: (line) => lines.push(line) })
     onTestFinished(() => storage.close())
-    // Another program leaves 6.5 MiB: more than the switch's own write, less than that and the room to reset and delete it after.
+    // Another program leaves 4.5 MiB: more than the switch's own write, less than that and the room to reset and delete it after.
     const { bavail, bsize } = statfsSync(disk.dir)
-    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 6.5 * 1024 * 1024), 1))
+    writeFileSync(join(disk.dir, 'other-program'), Buffer.alloc(Math.max(0, bavail * bsize - 4.5 * 1024 * 1024), 1))
     await expect(storage.open('large').replace(seedState(BUILTIN_SCENARIOS['large-catalog']!))).rejects.toBeInstanceOf(OverCapacityError)
     const line = lines.find((text) => text.includes('bytes left on its disk; a scenario switch'))!
     const left = Number(/(\d+) bytes left/.exec(line)?.[1])
