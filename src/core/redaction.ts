@@ -120,23 +120,42 @@ export class Redaction {
   /** A header's value as a reader sees it. */
   headerValue(name: string, value: string): string {
     if (this.redactsHeader(name)) return REDACTED
-    // @note One URL each, as Node.js joins a header sent more than once (`, `): read as one, the query of every URL but the
-    // first went unread, a chain of proxies' `X-Forwarded-Uri` journaling `access_token=` whole (attack67 F1).
-    // Cut only where a URL or a path begins after the ", ": one URL's query may hold ", " itself (review53 R3).
-    // @note At any comma with white space or none around it (a list as RFC 9110 writes it, `OWS "," OWS`), each kept as
-    // sent: cut at ", " only, a proxy's own list (`/a,/b?token=S`) journaled the second URL's credentials (attack70 F2).
-    // @note A piece without a query of its own may be the rest of the one before's, cut where its query held a comma
-    // before a path (`/cb?paths=/a,/b&access_token=S`): its parameters after an `&` are read as a query's. Read as a
-    // URL of its own only, its credentials were journaled (review55 R1).
-    // @note Cut before a scheme with any slashes after it, as the password's rule reads one (review55 R3).
-    // @note Before a scheme with no slash after it, and one holding tabs or line breaks, as the password's rule reads
-    // them ({@link withoutPassword}: a URL parser's reading): cut only before `scheme:/`, `http:u:pw@h/` and `ht\ttps://`
-    // as a list's second URL were journaled with their passwords (attack76 F1: 94 of 600 generated lists).
     if (!URL_HEADERS.has(name.toLowerCase())) return value
-    return value
-      .split(/([ \t]*,[ \t]*)(?=[\t\n\r]*(?:[\\/]|[a-z][\w+.\t\n\r-]*:))/i)
-      .map((part, index) => (index % 2 === 1 ? part : this.#continued(part)))
-      .join('')
+    // @note Read twice, the second redacting what it reads as a credential in what the first left: a list cut before each
+    // URL or path with a slash, then each URL of a special scheme with no slash after a comma read to its authority's end
+    // (a password or a query value may hold `,def:` itself: cut there as a URL's start at once,
+    // `https://user:p,w:secret@h/` journaled `p`, and `?access_token=abc,def:TAIL` its tail: review57 R1).
+    return afterSpecialSchemes(this.#list(value))
+  }
+
+  /**
+   * `value` as a list of URLs, each redacted ({@link #continued}), cut at each comma (with the blanks around it, each kept
+   * as sent) before a URL's start with a slash ({@link urlStartsAt}).
+   * @note One URL each, as Node.js joins a header sent more than once (`, `): read as one, the query of every URL but the
+   * first went unread, a chain of proxies' `X-Forwarded-Uri` journaling `access_token=` whole (attack67 F1).
+   * Cut only where a URL or a path begins after the ", ": one URL's query may hold ", " itself (review53 R3).
+   * @note At any comma with white space or none around it (a list as RFC 9110 writes it, `OWS "," OWS`): cut at ", "
+   * only, a proxy's own list (`/a,/b?token=S`) journaled the second URL's credentials (attack70 F2).
+   * @note A piece without a query of its own may be the rest of the one before's, cut where its query held a comma
+   * before a path (`/cb?paths=/a,/b&access_token=S`): its parameters after an `&` are read as a query's. Read as a
+   * URL of its own only, its credentials were journaled (review55 R1).
+   * @note Scanned once, not split by a regular expression: one with blanks around the comma and a look-ahead took time
+   * in the square of a run of tabs after a comma (15 KB of them held the server 7.5 s: review57 R2).
+   */
+  #list(value: string): string {
+    let out = ''
+    let piece = 0
+    for (let comma = value.indexOf(','); comma !== -1; comma = value.indexOf(',', comma + 1)) {
+      let after = comma + 1
+      while (value[after] === ' ' || value[after] === '\t') after++
+      if (!urlStartsAt(value, after)) continue
+      let before = comma
+      while (before > piece && (value[before - 1] === ' ' || value[before - 1] === '\t')) before--
+      out += this.#continued(value.slice(piece, before)) + value.slice(before, after)
+      piece = after
+      comma = after - 1
+    }
+    return out + this.#continued(value.slice(piece))
   }
 
   /**
@@ -168,6 +187,79 @@ export class Redaction {
   #continued(piece: string): string {
     return this.#withQueryAt(piece, piece.includes('?') ? piece.indexOf('?') : piece.indexOf('&'))
   }
+}
+
+/** Whether `text[at]` is a tab or line break: a URL parser drops them (see {@link withoutPassword}). */
+const dropped = (text: string, at: number) => text[at] === '\t' || text[at] === '\n' || text[at] === '\r'
+
+/**
+ * Whether a URL or a path begins at `text[at]` as {@link withoutPassword} reads one (tabs and line breaks dropped): a
+ * slash or backslash, or a scheme with one after its colon.
+ * @note Before a scheme holding tabs too (`ht\ttps://`): cut only where none, such a list's second URL was journaled
+ * with its password (attack76 F1).
+ */
+function urlStartsAt(text: string, at: number): boolean {
+  while (dropped(text, at)) at++
+  if (text[at] === '/' || text[at] === '\\') return true
+  const colon = schemeEnd(text, at)
+  if (colon === -1) return false
+  at = colon + 1
+  while (dropped(text, at)) at++
+  return text[at] === '/' || text[at] === '\\'
+}
+
+/** The schemes a URL parser reads an authority after with no slash (`http:user:pw@host/`): its special schemes. */
+const SPECIAL_SCHEMES: ReadonlySet<string> = new Set(['http', 'https', 'ws', 'wss', 'ftp', 'file'])
+
+/**
+ * Whether a special scheme and its colon begin at `text[at]` (tabs and line breaks dropped), with or without slashes
+ * after: a URL parser reads `http:user:pw@host/` as `http://user:pw@host/`.
+ * @note Not cut there, such a list's second URL was journaled with its password (attack76 F1: 55 of 82 generated).
+ */
+function specialSchemeAt(text: string, at: number): boolean {
+  while (dropped(text, at)) at++
+  const colon = schemeEnd(text, at)
+  return colon !== -1 && SPECIAL_SCHEMES.has(text.slice(at, colon).replace(/[\t\n\r]/g, '').toLowerCase())
+}
+
+/**
+ * `value` with the userinfo of each URL of a special scheme after a comma (and blanks) redacted as a URL parser reads
+ * it ({@link withoutPassword}), read from its scheme to its authority's end; one found inside another's authority (a
+ * password holding `,http:`) left to the first, whose reading takes in what the later one's would.
+ * @note Cut into pieces there instead, `http:u:p,http:x:y@h` (a password `p,http:x:y`) journaled `p`, and `x` as a
+ * user (review57 R1).
+ */
+function afterSpecialSchemes(value: string): string {
+  let out = ''
+  let done = 0
+  for (let comma = value.indexOf(','); comma !== -1; comma = value.indexOf(',', comma + 1)) {
+    let at = comma + 1
+    while (value[at] === ' ' || value[at] === '\t') at++
+    if (!specialSchemeAt(value, at)) continue
+    const end = authorityEnd(value, at)
+    out += value.slice(done, at) + withoutPassword(value.slice(at, end))
+    done = end
+    comma = end - 1
+  }
+  return done === 0 ? value : out + value.slice(done)
+}
+
+/** Where the authority of a URL whose scheme begins at `text[at]` ends: past its scheme and any slashes (tabs and line breaks dropped), at the next `/`, `\`, `?` or `#`, or the end. */
+function authorityEnd(text: string, at: number): number {
+  let i = schemeEnd(text, at) + 1
+  while (text[i] === '/' || text[i] === '\\' || dropped(text, i)) i++
+  while (i < text.length && text[i] !== '/' && text[i] !== '\\' && text[i] !== '?' && text[i] !== '#') i++
+  return i
+}
+
+/** Where the colon ending a scheme that begins at `text[at]` is (a letter, then letters, digits, `+`, `-`, `.`, tabs or line breaks), or -1. */
+function schemeEnd(text: string, at: number): number {
+  if (!/[a-z]/i.test(text[at] ?? '')) return -1
+  for (let i = at + 1; i < text.length; i++) {
+    if (text[i] === ':') return i
+    if (!/[\w+.-]/.test(text[i]!) && !dropped(text, i)) return -1
+  }
+  return -1
 }
 
 /** The rule with the defaults alone. */
