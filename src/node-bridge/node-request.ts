@@ -206,7 +206,7 @@ export function clientAddress(req: IncomingMessage, trustProxy: boolean): string
 }
 
 /** Why a body let go for its wait is refused (503 over_capacity). */
-const TURN_WAIT_REASON = "other requests' bodies and long answers kept this one waiting for its turn past half its request timeout; nothing of it was handled"
+const TURN_WAIT_REASON = "other requests' bodies kept this one waiting for its turn past half its request timeout; nothing of it was handled"
 
 /** How long `req`'s body may wait for its turn (ms): until its deadline, or for good without one. */
 function turnWaitFor(req: IncomingMessage): number {

@@ -33,9 +33,12 @@ const onClientSocket = (message: unknown): void => {
     if (remotePort === undefined || localPort !== remotePort || localAddress !== remoteAddress || !watched(remotePort)) return
     // @note In the next check phase, not now: the client's own 'connect' listener, which runs after
     // this one, would take a socket destroyed now for connected, and it would wait forever on it.
-    // By then it listens for the socket's errors and has written nothing of its queue (node-redis
-    // writes in an immediate set after this one), and the poll phase that would read the echo is
-    // still to come: it sees a connection that failed, and dials again.
+    // By then it listens for the socket's errors and has written none of the commands it was asked
+    // for (node-redis writes them in an immediate set after this one; only its greeting, AUTH or
+    // SELECT when the URL has them, may be out, read back by nobody), and the poll phase that would
+    // read the echo is still to come: it sees a connection that failed, and dials again.
+    // @note TLS (`rediss://`) sockets are not announced on this channel (`tls.connect`); meeting
+    // itself, such a connection fails its handshake (its own ClientHello read back) and is dialed again.
     setImmediate(() =>
       socket.destroy(new SelfConnected(`the connection to ${remoteAddress}:${remotePort} met itself (a TCP self-connect: nothing listens on the port, which is inside this host's ephemeral range); dropped, dialing again`)),
     )
