@@ -187,7 +187,7 @@ describe.each(STORES)('answers in flight ($name store)', (kind) => {
           expect((await answer).status).toBe(201)
         }
       }
-      const flood = Promise.all(Array.from({ length: 4 }, (_, connection) => flooder(connection)))
+      const flood = Promise.all(Array.from({ length: 8 }, (_, connection) => flooder(connection)))
       await expect.poll(handled, { timeout: 20_000 }).toBeGreaterThanOrEqual(4)
       const partner = await openSocket(origin)
       let bytes = 0
