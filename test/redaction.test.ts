@@ -198,6 +198,15 @@ describe('journal redaction', () => {
     )
   })
 
+  it.each([
+    ['https://h/x?t\token=S', 'https://h/x?t\token=[redacted]'],
+    ['/cb?x=1&client_se\tcret=S', '/cb?x=1&client_se\tcret=[redacted]'],
+    ['/a?x=1, /b?api_k\ney=S', '/a?x=1, /b?api_k\ney=[redacted]'],
+  ])('redacts a query parameter whose name a URL parser reads through tabs or line breaks: %s (attack80 F3, attack81 F3)', (value, kept) => {
+    expect(DEFAULT_REDACTION.headerValue('referer', value)).toBe(kept)
+    expect(DEFAULT_REDACTION.headerValue('x-forwarded-uri', value)).toBe(kept)
+  })
+
   it('adds the names an operator gives to the defaults, ignoring case', () => {
     const redaction = new Redaction({ headers: ['X-Partner-Thing'], queryParams: ['SID'] })
     expect(redaction.headerValue('x-partner-thing', 'S')).toBe('[redacted]')

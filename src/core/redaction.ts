@@ -265,9 +265,11 @@ function schemeEnd(text: string, at: number): number {
 /** The rule with the defaults alone. */
 export const DEFAULT_REDACTION = new Redaction()
 
-/** A query parameter's name as a server reads it (`+` is a space); as sent when it does not decode. */
+/** A query parameter's name as a server reads it (tabs and line breaks dropped, `+` a space); as sent when it does not decode. */
 function decodeName(raw: string): string {
-  const name = raw.replace(/\+/g, ' ')
+  // @note Tabs and line breaks dropped, as a URL parser drops them: `?t\token=S` is `?token=S`, journaled whole before
+  // (attack80 F3, attack81 F3).
+  const name = raw.replace(/[\t\n\r]/g, '').replace(/\+/g, ' ')
   try {
     return decodeURIComponent(name)
   } catch {
