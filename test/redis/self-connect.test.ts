@@ -31,7 +31,7 @@ interface RigResult {
 
 describe('a TCP self-connect to Redis’s port while Redis is down', () => {
   it.runIf(REQUIRE_REDIS || (HAVE_REDIS && CAN_UNSHARE))(
-    'is dropped and dialed again: Redis restarts on its port, and the sandbox serves what its tenant created before (attack78 F2)',
+    'is reset and dialed again: Redis restarts on its port at once, and the sandbox serves what its tenant created before (attack78 F2, attack81 F1)',
     () => {
       const dir = mkdtempSync(join(tmpdir(), 'petstore-self-connect-'))
       try {
@@ -40,7 +40,8 @@ describe('a TCP self-connect to Redis’s port while Redis is down', () => {
         const said = `sockets while Redis was down:\n${result.sockets}\nsandbox's output:\n${result.log}`
         expect(result.created, said).toEqual([201, 201, 201])
         expect(result.whileDown.every((status) => status === 503), said).toBe(true)
-        // Before: the sandbox held Redis's port, joined to itself, and Redis could not bind it (10 tries of 10).
+        // Before: the sandbox held Redis's port, joined to itself, and Redis could not bind it (10 tries of 10); then, the
+        // connection closed rather than reset, its TIME-WAIT held the port 60 s (attack81 F1).
         expect(result.restarted, said).toBe(true)
         // Before: 503 "until the sandbox is restarted": its own GET of the epoch token, read back, was taken for another token (storage lost).
         expect(result.after.status, said).toBe(200)
