@@ -1411,6 +1411,12 @@ if most > 0 or redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1
 return most`)
 
 /** A connection to Redis or a cluster: commands and scripts, failures as {@link StorageUnavailableError}. */
+/** A reply, for a message: its type and the start of its text. */
+function describeReply(reply: unknown): string {
+  const text = JSON.stringify(reply) ?? String(reply)
+  return `${Array.isArray(reply) ? 'an array' : typeof reply} ${text.length > 60 ? `${text.slice(0, 60)}…` : text}`
+}
+
 export class RedisLink {
   readonly target: RedisTarget
   /** The key health and the start probe writes on (see {@link RedisLinkOptions.probeKey}). */
@@ -2945,7 +2951,10 @@ export class RedisLink {
         const proposed = randomBytes(12).toString('base64url')
         let taken: string
         try {
-          taken = String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, proposed], this.#commandTimeoutMs))
+          const reply = await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, proposed], this.#commandTimeoutMs)
+          // Another's token taken only from a Redis (a peer echoing commands would hand over the command itself).
+          if (reply !== proposed && !(await this.#answeredByRedis(key, reply, this.#commandTimeoutMs))) return
+          taken = String(reply)
         } catch (error) {
           if (/WRONGTYPE/.test(messageOf(error))) this.#tokenUnusable = true
           throw error
@@ -2967,6 +2976,7 @@ export class RedisLink {
       const held = await this.#connection.send(key, ['GET', key], this.#commandTimeoutMs)
       if (held !== this.#epoch) {
         if (held === null && (await this.#tokenAloneGone(key, beatKey, this.#commandTimeoutMs))) return
+        if (!(await this.#answeredByRedis(key, held, this.#commandTimeoutMs))) return
         this.#keysLost(key, held)
         return
       }
@@ -3124,6 +3134,9 @@ export class RedisLink {
     const remembered = this.#remembered
     const held = await this.#read(key)
     if (held !== NO_USE && held !== epoch && !(held === null && (await this.#tokenAloneGone(key, beatKey, this.#timeLeft())))) {
+      if (!(await this.#answeredByRedis(key, held, this.#timeLeft()))) {
+        throw new StorageUnavailableError(`${this.#display(server)}: what answers on Redis's address is not Redis (it answered GET ${key} with ${describeReply(held)}): a connection that met itself one hop away, or another program on the port? Dialing again`, { until: 'brief' })
+      }
       this.#keysLost(key, held)
       throw new StorageUnavailableError(this.#lost ?? `${this.#display(server)}: the sandbox is closing`, { until: this.#lost === undefined ? 'brief' : 'restart' })
     }
@@ -3172,6 +3185,33 @@ export class RedisLink {
     if (String(await this.#connection.send(key, ['EVAL', EPOCH_TAKEN, '1', key, epoch], ms)) !== epoch) return false
     this.#warn(`storage: ${key} was gone while ${beatKey} was not (deleted by hand?): written again as it was; nothing else is taken for lost`)
     return true
+  }
+
+  /**
+   * Whether `reply` to a command about `key` came from a Redis: a string or nothing, and an `ECHO` of a word of its own
+   * answered with that word (or refused: a Redis's error). When not (a peer that sends the commands back, a TCP forwarder
+   * whose own connection met itself, or a program answering `+OK` to everything), says so (once a while) and opens a new
+   * connection: never taken for a Redis that lost the sandbox's keys.
+   * @note Taken for "another token", a forwarder's echo of `GET petstore-sandbox:epoch` (or a `+OK`) made every sandbox on
+   * it answer 503 until restarted though Redis came back whole (attack81 F2: 3 of 3 forwarder runs, 1 of 1 each squatter).
+   */
+  async #answeredByRedis(key: string, reply: unknown, ms: number): Promise<boolean> {
+    let redis = reply === null || typeof reply === 'string'
+    if (redis) {
+      const word = randomBytes(9).toString('base64url')
+      try {
+        redis = (await this.#connection.send(key, ['ECHO', word], ms)) === word
+      } catch (error) {
+        if (!(error instanceof ErrorReplied)) throw error
+      }
+    }
+    if (redis) return true
+    const now = monotonicNow()
+    if (now - this.#renewedAt >= EPOCH_READ_MS) {
+      this.#warn(`storage failing: Redis at ${this.target.display}: what answers on its address is not Redis (GET ${key} answered ${describeReply(reply)}): a connection that met itself one hop away (a TCP forwarder's), or another program on the port? Dialing again; nothing is taken for lost`)
+      this.#renew(now, this.#serverFor(key))
+    }
+    return false
   }
 
   /** Redis no longer holds the token at `key` (`held` there instead): every command refused from now on, said once. */

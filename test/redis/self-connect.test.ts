@@ -10,8 +10,10 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { createServer, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
-import { HAVE_REDIS, removeDir, REQUIRE_REDIS } from '../support/redis-server.js'
+import { HAVE_REDIS, removeDir, REQUIRE_REDIS, startRedis } from '../support/redis-server.js'
+import { auth, startSandbox } from '../support/sandbox-server.js'
 
 const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url))
 const RIG = fileURLToPath(new URL('../support/self-connect-rig.mjs', import.meta.url))
@@ -52,5 +54,48 @@ describe('a TCP self-connect to Redis’s port while Redis is down', () => {
       }
     },
     90_000,
+  )
+
+  it.runIf(REQUIRE_REDIS || HAVE_REDIS).each(['sends every byte back', 'answers +OK to everything'])(
+    'takes a peer on Redis’s port that %s for no Redis: dials again, never storage lost, and serves once Redis is back (attack81 F2)',
+    async (what) => {
+      const redis = await startRedis({ aof: true })
+      const warnings: string[] = []
+      const sandbox = await startSandbox({ redisUrl: redis.url, apiKeys: ['k1'], warn: (line) => warnings.push(line) })
+      for (const name of ['one', 'two', 'three']) {
+        const created = await sandbox.fetch('/v1/categories', { method: 'POST', headers: auth('k1', true), body: JSON.stringify({ name }) })
+        expect(created.status).toBe(201)
+      }
+      await redis.stop('SIGKILL')
+      // What answers on Redis's port meanwhile: a forwarder whose own connection met itself sends the commands back.
+      const peers = new Set<Socket>()
+      const peer = createServer((socket) => {
+        peers.add(socket)
+        socket.on('error', () => undefined)
+        if (what === 'sends every byte back') socket.pipe(socket)
+        else socket.on('data', (data: Buffer) => socket.write('+OK\r\n'.repeat(Math.max(1, data.toString('latin1').split('*').length - 1))))
+      })
+      await new Promise<void>((resolve) => peer.listen(redis.port, '127.0.0.1', resolve))
+      for (let i = 0; i < 12; i++) {
+        await sandbox.fetch('/v1/categories', { headers: auth('k1') }).then((response) => response.arrayBuffer())
+        await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+      for (const socket of peers) socket.destroy()
+      await new Promise((resolve) => peer.close(resolve))
+      await redis.start()
+      let status = 0
+      let names: string[] = []
+      for (let i = 0; i < 60 && status !== 200; i++) {
+        const response = await sandbox.fetch('/v1/categories', { headers: auth('k1') })
+        status = response.status
+        if (status === 200) names = ((await response.json()) as { name: string }[]).map((category) => category.name)
+        else await new Promise((resolve) => setTimeout(resolve, 250))
+      }
+      // Before: "storage lost: ... holds another token", every request 503 until the sandbox was restarted.
+      expect(warnings.filter((line) => line.includes('storage lost'))).toEqual([])
+      expect(status).toBe(200)
+      expect(names.slice(-3)).toEqual(['one', 'two', 'three'])
+    },
+    60_000,
   )
 })
