@@ -744,6 +744,37 @@ describe.skipIf(!smallDiskAvailable)('storage failures on a real small disk (tmp
     expect(await storage.list()).toEqual([])
   })
 
+  it.each([220, 580])('lets a delete of 10,000 rows of %i characters in, on the room it is charged, only with the room its drop rewrites: never the disk full (review58 R2)', async (length) => {
+    const disk = smallDisk(96 * 1024)
+    const lines: string[] = []
+    const dir = join(disk.dir, 'data')
+    const storage = await openSqliteStorage({ dir, seed: seedState(BUILTIN_SCENARIOS.empty!), warn: (line) => lines.push(line) })
+    onTestFinished(() => storage.close())
+    const rows = Array.from({ length: 10_000 }, (_, i) => ({ id: i + 1, name: `c${i}`, description: 'd'.repeat(length - 4) }))
+    await storage.open('big').replace({ scenario: 'empty', categories: rows, nextCategoryId: 10_001 })
+    await storage.open('small').createCategory({ name: 'small' })
+    await storage.close()
+    const again = await openSqliteStorage({ dir, seed: seedState(BUILTIN_SCENARIOS.empty!), warn: (line) => lines.push(line) })
+    onTestFinished(() => again.close())
+    // Another program leaves almost nothing: the delete is refused, saying the room it is charged.
+    const { bavail, bsize } = statfsSync(disk.dir)
+    const filler = join(disk.dir, 'other-program')
+    writeFileSync(filler, Buffer.alloc(Math.max(0, bavail * bsize - 256 * 1024), 1))
+    await expect(again.delete('big')).rejects.toBeInstanceOf(OverCapacityError)
+    const needs = Number(/needs about (\d+)/.exec(lines.findLast((line) => line.includes('needs about')) ?? '')?.[1])
+    expect(needs).toBeGreaterThan(0)
+    // Then it leaves that room and a little: the delete is let in, and must not fill the disk.
+    unlinkSync(filler)
+    const now = statfsSync(disk.dir)
+    writeFileSync(filler, Buffer.alloc(Math.max(0, now.bavail * now.bsize - needs - 128 * 1024), 1))
+    await again.delete('big')
+    // Before (the drop after the move charged half its pages): SQLITE_FULL in the drop, its rows left on the disk.
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(lines.filter((line) => /SQLITE_FULL|disk is full/i.test(line))).toEqual([])
+    expect(await again.health()).toEqual({ ok: true })
+    expect((await again.list()).map((tenant) => tenant.id)).not.toContain('big')
+  })
+
   it.each([
     { leftMiB: 7, what: 'a reset onto empty' },
     { leftMiB: 5, what: 'a reset onto empty' },
