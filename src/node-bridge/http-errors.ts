@@ -118,6 +118,12 @@ export function writePieces(res: ServerResponse, status: number, headers: Readon
   }
   res.statusCode = status
   for (const name in headers) res.setHeader(name, headers[name]!)
+  // A HEAD answer: the headers its GET sends, no body (none of the pieces made).
+  if (res.req.method === 'HEAD') {
+    pieces.close()
+    res.end()
+    return
+  }
   writeInTurns(res, () => pieces.next(), stallMs, owner, () => pieces.close())
 }
 
