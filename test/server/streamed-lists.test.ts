@@ -162,6 +162,24 @@ describe('lists sent as their clients take them (sqlite store)', () => {
     expect(logs.at(-1)).toMatchObject({ method: 'HEAD', status: 200 })
   })
 
+  it('sends the admin state of a long tenant as its client takes it, in pieces, the same state as its list (attack80 F2)', async () => {
+    const { fetch } = await startSandbox({ apiKeys: [KEY], scenario: MID })
+    const headers = { authorization: `Bearer ${KEY}` }
+    const list = (await (await fetch('/v1/categories', { headers })).json()) as unknown[]
+    const state = await fetch('/__sandbox/state', { headers })
+    expect(state.status).toBe(200)
+    // Before: made whole (a 7.8 MB state held the event loop up to 1 s), sent with its Content-Length.
+    expect(state.headers.get('content-length')).toBeNull()
+    expect(state.headers.get('content-type')).toBe('application/json; charset=utf-8')
+    const body = (await state.json()) as Record<string, unknown>
+    expect(Object.keys(body)).toEqual(['tenant', 'scenario', 'categories', 'pets', 'orders', 'journalSize'])
+    expect(body['categories']).toEqual(list)
+    expect(body['scenario']).toMatchObject({ name: MID.name })
+    const head = await fetch('/__sandbox/state', { method: 'HEAD', headers })
+    expect(head.status).toBe(200)
+    expect((await head.arrayBuffer()).byteLength).toBe(0)
+  })
+
   it('answers HEAD of a list of one piece with the Content-Length of its GET', async () => {
     const { fetch } = await startSandbox({ apiKeys: [KEY] })
     const headers = { authorization: `Bearer ${KEY}` }
