@@ -146,8 +146,7 @@ export class Redaction {
     let out = ''
     let piece = 0
     for (let comma = value.indexOf(','); comma !== -1; comma = value.indexOf(',', comma + 1)) {
-      let after = comma + 1
-      while (value[after] === ' ' || value[after] === '\t') after++
+      const after = blanksEnd(value, comma + 1)
       if (!urlStartsAt(value, after)) continue
       let before = comma
       while (before > piece && (value[before - 1] === ' ' || value[before - 1] === '\t')) before--
@@ -187,6 +186,12 @@ export class Redaction {
   #continued(piece: string): string {
     return this.#withQueryAt(piece, piece.includes('?') ? piece.indexOf('?') : piece.indexOf('&'))
   }
+}
+
+/** Where the spaces and tabs that begin at `text[at]` end (a list's blanks after a comma). */
+function blanksEnd(text: string, at: number): number {
+  while (text[at] === ' ' || text[at] === '\t') at++
+  return at
 }
 
 /** Whether `text[at]` is a tab or line break: a URL parser drops them (see {@link withoutPassword}). */
@@ -233,8 +238,7 @@ function afterSpecialSchemes(value: string): string {
   let out = ''
   let done = 0
   for (let comma = value.indexOf(','); comma !== -1; comma = value.indexOf(',', comma + 1)) {
-    let at = comma + 1
-    while (value[at] === ' ' || value[at] === '\t') at++
+    const at = blanksEnd(value, comma + 1)
     if (!specialSchemeAt(value, at)) continue
     const end = authorityEnd(value, at)
     out += value.slice(done, at) + withoutPassword(value.slice(at, end))

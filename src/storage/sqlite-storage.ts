@@ -112,20 +112,19 @@ const REBALANCED = 3
 const REMOVAL_MARGIN = 1.1
 /**
  * The pages deleting a tenant's rows writes into the log, before the margin and not yet capped by the database's size
- * (a transaction never writes more pages than the database has): moved to a hold, then dropped (a reset, or a delete
- * through the API), or dropped `alone` (the idle sweep drops them at once). See {@link SqliteStorage} #removalRoom.
+ * (a transaction never writes more pages than the database has): dropped, and, before, moved to a hold (a reset, or a
+ * delete through the API; the idle sweep drops them at once). See {@link SqliteStorage} #removalRoom.
  */
 interface RemovalPages {
   readonly drop: number
   readonly move: number
-  readonly alone: number
 }
 /** What deleting a tenant may write more for one more row of `bytes` (by the budget's count), by {@link SqliteStorage} #removalRoom's rule for rows sharing pages. */
 function removalPagesOfRow(bytes: number): RemovalPages {
   // Dropped (itself and two neighbours) and moved to a hold (itself), with the index's entry three times.
   const pages = 1 + spillPages(spilledBytes(bytes))
   const drop = REBALANCED * pages + INDEX_ENTRY_BYTES / PAGE
-  return { drop, move: pages + (2 * INDEX_ENTRY_BYTES) / PAGE, alone: drop }
+  return { drop, move: pages + (2 * INDEX_ENTRY_BYTES) / PAGE }
 }
 /**
  * The table's pages rows of `rowBytes` in all (their text and {@link ROW_OVERHEAD_BYTES} each) fill lying side by side in
@@ -155,8 +154,7 @@ function indexPages(rows: number, idBytes: number): number {
  */
 function sideBySidePages(table: number, index: number, runs: number): RemovalPages {
   const interior = Math.ceil((table + index) / 32) + 2
-  const alone = table + 2 * runs + index + interior
-  return { drop: alone, move: table + index + 2 * REBALANCED + interior, alone }
+  return { drop: table + 2 * runs + index + interior, move: table + index + 2 * REBALANCED + interior }
 }
 /**
  * The room on the disk a write of tenant `id`'s whole `state` in one go needs: its rows side by side (its pages in the
@@ -229,14 +227,14 @@ function statePages(id: string, state: TenantState): { table: number; index: num
 const textOfStates = new WeakMap<readonly unknown[], { bytes: number; longest: number }>()
 /** Two counts of removal pages added. */
 function addRemovalPages(a: RemovalPages, b: RemovalPages): RemovalPages {
-  return { drop: a.drop + b.drop, move: a.move + b.move, alone: a.alone + b.alone }
+  return { drop: a.drop + b.drop, move: a.move + b.move }
 }
 /**
  * The room on the disk a removal of `pages` needs, in bytes, on a database of `used` pages: each transaction's pages
  * capped by `used`, their WAL frames, a tenth again as a margin (`once`: dropped at once, the idle sweep).
  */
 function removalBytes(pages: RemovalPages, used: number, once = false): number {
-  const written = once ? Math.min(pages.alone, used) : Math.min(pages.drop, used) + Math.min(pages.move, used)
+  const written = Math.min(pages.drop, used) + (once ? 0 : Math.min(pages.move, used))
   return Math.ceil(REMOVAL_MARGIN * (written + 4) * (PAGE + WAL_FRAME_HEADER))
 }
 /** A row past this many bytes overflows its page ({@link spilledBytes}). */
@@ -915,7 +913,7 @@ export class SqliteStorage implements TenantStorage {
     // Side by side: see sideBySidePages.
     const side = sideBySidePages(table, index, runs)
     const shared = REBALANCED * own + ownIndex
-    return { drop: Math.min(shared, side.drop), move: Math.min(own + 2 * ownIndex, side.move), alone: Math.min(shared, side.alone) }
+    return { drop: Math.min(shared, side.drop), move: Math.min(own + 2 * ownIndex, side.move) }
   }
 
 
@@ -1563,7 +1561,7 @@ export class SqliteStorage implements TenantStorage {
     const used = this.#usedPages()
     // What deleting any tenant may write at most (the whole database, twice): while the disk has that room and more, the
     // tenants' charges are not read (a query over each tenant's rows: seconds on a database of millions, review43 R7).
-    const bound = removalBytes({ drop: used + 1, move: used + 1, alone: used + 1 }, used + 1) + CHECKPOINT_ROOM_BYTES
+    const bound = removalBytes({ drop: used + 1, move: used + 1 }, used + 1) + CHECKPOINT_ROOM_BYTES
     if (this.#charges === undefined && room >= bound + 2 * NEAR_KEPT_BYTES) return bound
     const charges = this.#allCharges()
     let most = 0
